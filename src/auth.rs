@@ -1,0 +1,119 @@
+//! Secrets: API and admin tokens (stored as SHA-256 hashes, compared in constant time)
+//! and dashboard passwords (argon2id).
+
+use argon2::password_hash::{rand_core::OsRng as PwOsRng, SaltString};
+use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier};
+use axum::http::{header::AUTHORIZATION, HeaderMap};
+use rand::{rngs::OsRng, RngCore};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// Prefix of program API keys.
+pub const API_TOKEN_PREFIX: &str = "rtk_";
+/// Prefix of the management API's admin token.
+pub const ADMIN_TOKEN_PREFIX: &str = "rta_";
+
+/// A fresh random token: `prefix` and 256 bits in hex.
+pub fn generate_token(prefix: &str) -> String {
+    let mut bytes = [0u8; 32];
+    OsRng.fill_bytes(&mut bytes);
+    format!("{prefix}{}", hex::encode(bytes))
+}
+
+/// The stored form of a token.
+pub fn hash_token(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// The part of a token shown to operators so they can tell keys apart.
+pub fn token_prefix(token: &str) -> String {
+    token.chars().take(API_TOKEN_PREFIX.len() + 6).collect()
+}
+
+/// Compares two token hashes in constant time.
+pub fn hashes_match(a: &str, b: &str) -> bool {
+    a.as_bytes().ct_eq(b.as_bytes()).into()
+}
+
+/// What an `Authorization` header holds.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Bearer<'a> {
+    /// No header at all.
+    Absent,
+    /// A header that is not `Bearer <non-empty token>`.
+    Malformed,
+    /// The trimmed token.
+    Token(&'a str),
+}
+
+/// Reads the bearer token of a request (§5 rules).
+pub fn bearer(headers: &HeaderMap) -> Bearer<'_> {
+    let Some(value) = headers.get(AUTHORIZATION) else {
+        return Bearer::Absent;
+    };
+    let Ok(value) = value.to_str() else {
+        return Bearer::Malformed;
+    };
+    match value.strip_prefix("Bearer ") {
+        Some(token) if !token.trim().is_empty() => Bearer::Token(token.trim()),
+        _ => Bearer::Malformed,
+    }
+}
+
+/// Hashes a password with argon2id and a random salt.
+pub fn hash_password(password: &str) -> anyhow::Result<String> {
+    let salt = SaltString::generate(&mut PwOsRng);
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| anyhow::anyhow!("password hashing failed: {e}"))
+}
+
+/// Checks a password against its stored hash.
+pub fn verify_password(password: &str, stored: &str) -> bool {
+    PasswordHash::new(stored)
+        .map(|h| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &h)
+                .is_ok()
+        })
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn tokens_are_random_and_hash_stably() {
+        let a = generate_token(API_TOKEN_PREFIX);
+        let b = generate_token(API_TOKEN_PREFIX);
+        assert_ne!(a, b);
+        assert!(a.starts_with("rtk_") && a.len() == 4 + 64);
+        assert!(hashes_match(&hash_token(&a), &hash_token(&a)));
+        assert!(!hashes_match(&hash_token(&a), &hash_token(&b)));
+        assert_eq!(token_prefix(&a).len(), 10);
+    }
+
+    #[test]
+    fn bearer_rules() {
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer(&h), Bearer::Absent);
+        h.insert(AUTHORIZATION, HeaderValue::from_static("Basic abc"));
+        assert_eq!(bearer(&h), Bearer::Malformed);
+        h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer    "));
+        assert_eq!(bearer(&h), Bearer::Malformed);
+        h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer  tok "));
+        assert_eq!(bearer(&h), Bearer::Token("tok"));
+    }
+
+    #[test]
+    fn passwords() {
+        let h = hash_password("correct horse").unwrap();
+        assert!(h.starts_with("$argon2id$"));
+        assert!(verify_password("correct horse", &h));
+        assert!(!verify_password("wrong horse", &h));
+        assert!(!verify_password("x", "not a hash"));
+    }
+}

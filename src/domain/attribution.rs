@@ -1,0 +1,127 @@
+//! Attribution rules: the `aff` parameter, customer states, last touch (D5) and the
+//! lead transition (§3, D7).
+
+/// Why an `affiliate_url` yields no referral code.
+#[derive(Debug, PartialEq, Eq)]
+pub enum AffError {
+    /// Not parseable as an absolute URL.
+    InvalidUrl,
+    /// Parseable, but without a non-empty `aff` query parameter.
+    NoAff,
+}
+
+impl AffError {
+    /// The error text of §7.1.
+    pub fn message(&self) -> &'static str {
+        match self {
+            AffError::InvalidUrl => "Invalid affiliate_url",
+            AffError::NoAff => "No aff parameter found in affiliate_url",
+        }
+    }
+}
+
+/// Extracts the value of the first non-empty `aff` query parameter of an absolute URL.
+pub fn extract_aff(affiliate_url: &str) -> Result<String, AffError> {
+    let url = url::Url::parse(affiliate_url.trim()).map_err(|_| AffError::InvalidUrl)?;
+    if url.cannot_be_a_base() {
+        return Err(AffError::InvalidUrl);
+    }
+    url.query_pairs()
+        .find(|(k, v)| k == "aff" && !v.trim().is_empty())
+        .map(|(_, v)| v.trim().to_string())
+        .ok_or(AffError::NoAff)
+}
+
+/// Where a customer stands in the click → lead → sale chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CustomerStatus {
+    /// Clicked a referral link.
+    Click,
+    /// Signed up.
+    Lead,
+    /// Bought.
+    Conversion,
+}
+
+impl CustomerStatus {
+    /// The stored and wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CustomerStatus::Click => "click",
+            CustomerStatus::Lead => "lead",
+            CustomerStatus::Conversion => "conversion",
+        }
+    }
+
+    /// Parses the stored value.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "click" => Some(CustomerStatus::Click),
+            "lead" => Some(CustomerStatus::Lead),
+            "conversion" => Some(CustomerStatus::Conversion),
+            _ => None,
+        }
+    }
+
+    /// Only a customer at `click` may become a lead; anything else is the 400 of §7.1.
+    pub fn to_lead(self) -> Result<CustomerStatus, String> {
+        match self {
+            CustomerStatus::Click => Ok(CustomerStatus::Lead),
+            other => Err(lead_refused(other.as_str())),
+        }
+    }
+}
+
+/// The §7.1 text for a refused lead transition.
+pub fn lead_refused(current: &str) -> String {
+    format!("Customer status cannot be updated to lead. Current status: {current}")
+}
+
+/// Last touch (D5): an `existing_click_id` is honoured only when it names a customer of
+/// the clicked link's program; otherwise the click starts a new customer.
+pub fn reuse_customer(existing_customer_program: Option<i64>, link_program: i64) -> bool {
+    existing_customer_program == Some(link_program)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aff_extraction() {
+        assert_eq!(
+            extract_aff("https://shop.example/p?aff=alice").unwrap(),
+            "alice"
+        );
+        assert_eq!(extract_aff("https://x.io/?utm=1&aff=b%20o").unwrap(), "b o");
+        assert_eq!(
+            extract_aff("https://x.io/?aff=&aff=second").unwrap(),
+            "second"
+        );
+        assert_eq!(extract_aff("https://x.io/?ref=alice"), Err(AffError::NoAff));
+        assert_eq!(extract_aff("https://x.io/?aff="), Err(AffError::NoAff));
+        assert_eq!(extract_aff("/relative?aff=a"), Err(AffError::InvalidUrl));
+        assert_eq!(extract_aff("not a url"), Err(AffError::InvalidUrl));
+        assert_eq!(extract_aff("mailto:a@b.c?aff=x"), Err(AffError::InvalidUrl));
+    }
+
+    #[test]
+    fn lead_transition_only_from_click() {
+        assert_eq!(CustomerStatus::Click.to_lead(), Ok(CustomerStatus::Lead));
+        assert_eq!(
+            CustomerStatus::Lead.to_lead().unwrap_err(),
+            "Customer status cannot be updated to lead. Current status: lead"
+        );
+        assert_eq!(
+            CustomerStatus::Conversion.to_lead().unwrap_err(),
+            "Customer status cannot be updated to lead. Current status: conversion"
+        );
+    }
+
+    #[test]
+    fn last_touch_reuses_only_same_program() {
+        assert!(reuse_customer(Some(3), 3));
+        assert!(!reuse_customer(Some(4), 3));
+        assert!(!reuse_customer(None, 3));
+    }
+}

@@ -1,0 +1,146 @@
+//! Commission rules of a program and the recurring-commission limit (D8).
+
+use serde::{Deserialize, Serialize};
+
+/// How a program pays its partners for a sale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommissionRule {
+    /// A share of the sale amount, in basis points (30 % = 3000).
+    Percentage { bps: i64 },
+    /// A fixed amount per sale, in the smallest currency unit.
+    Flat { amount_cents: i64 },
+}
+
+/// The wire form of a commission rule: `{"type":"percentage","percent":30}` or
+/// `{"type":"flat","amount_cents":500}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum CommissionSpec {
+    /// A percentage of each sale, 0 to 100 with at most two decimals.
+    Percentage { percent: f64 },
+    /// A fixed amount per sale in the smallest currency unit.
+    Flat { amount_cents: i64 },
+}
+
+impl Default for CommissionRule {
+    /// 20 % unless the program says otherwise.
+    fn default() -> Self {
+        CommissionRule::Percentage { bps: 2000 }
+    }
+}
+
+impl CommissionRule {
+    /// Validates the wire form.
+    pub fn from_spec(spec: &CommissionSpec) -> Result<Self, String> {
+        match *spec {
+            CommissionSpec::Percentage { percent } => {
+                let bps = percent * 100.0;
+                if !(0.0..=10_000.0).contains(&bps) || (bps - bps.round()).abs() > 1e-6 {
+                    return Err(
+                        "commission.percent must be between 0 and 100 with at most two decimals"
+                            .into(),
+                    );
+                }
+                Ok(CommissionRule::Percentage {
+                    bps: bps.round() as i64,
+                })
+            }
+            CommissionSpec::Flat { amount_cents } if amount_cents >= 0 => {
+                Ok(CommissionRule::Flat { amount_cents })
+            }
+            CommissionSpec::Flat { .. } => {
+                Err("commission.amount_cents must be a non-negative integer".into())
+            }
+        }
+    }
+
+    /// The wire form of this rule.
+    pub fn spec(&self) -> CommissionSpec {
+        match *self {
+            CommissionRule::Percentage { bps } => CommissionSpec::Percentage {
+                percent: bps as f64 / 100.0,
+            },
+            CommissionRule::Flat { amount_cents } => CommissionSpec::Flat { amount_cents },
+        }
+    }
+
+    /// The commission on a sale of `sale_cents`, rounded half up to a whole cent.
+    pub fn amount_for(&self, sale_cents: i64) -> i64 {
+        match *self {
+            CommissionRule::Percentage { bps } => {
+                ((sale_cents as i128 * bps as i128 + 5_000) / 10_000) as i64
+            }
+            CommissionRule::Flat { amount_cents } => amount_cents,
+        }
+    }
+}
+
+/// Whether a sale earns commission under the program's `recurring_commission_months`.
+///
+/// A first payment always earns. A renewal earns while it falls within `limit` months of
+/// the subscription's first sale (`None`: for ever; `Some(0)`: never).
+pub fn recurring_earns(limit: Option<i64>, first_sale_ms: Option<i64>, sale_ms: i64) -> bool {
+    match (limit, first_sale_ms) {
+        (None, _) | (_, None) => true,
+        (Some(months), Some(first)) => {
+            months > 0 && sale_ms < super::time::add_months(first, months.min(1200) as u32)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentage_rounds_half_up_to_the_cent() {
+        let r = CommissionRule::Percentage { bps: 3000 };
+        assert_eq!(r.amount_for(10_000), 3_000);
+        assert_eq!(r.amount_for(3_333), 1_000); // 999.9 -> 1000
+        assert_eq!(r.amount_for(5), 2); // 1.5 -> 2
+        assert_eq!(r.amount_for(1), 0); // 0.3 -> 0
+        let r = CommissionRule::Percentage { bps: 1250 }; // 12.5 %
+        assert_eq!(r.amount_for(1_004), 126); // 125.5 -> 126
+    }
+
+    #[test]
+    fn flat_ignores_amount() {
+        let r = CommissionRule::Flat { amount_cents: 500 };
+        assert_eq!(r.amount_for(1), 500);
+        assert_eq!(r.amount_for(1_000_000), 500);
+    }
+
+    #[test]
+    fn huge_amounts_do_not_overflow() {
+        let r = CommissionRule::Percentage { bps: 10_000 };
+        assert_eq!(r.amount_for(i64::MAX), i64::MAX);
+    }
+
+    #[test]
+    fn spec_validation() {
+        let ok = |s: CommissionSpec| CommissionRule::from_spec(&s);
+        assert_eq!(
+            ok(CommissionSpec::Percentage { percent: 12.5 }),
+            Ok(CommissionRule::Percentage { bps: 1250 })
+        );
+        assert!(ok(CommissionSpec::Percentage { percent: 100.01 }).is_err());
+        assert!(ok(CommissionSpec::Percentage { percent: -1.0 }).is_err());
+        assert!(ok(CommissionSpec::Percentage { percent: 10.001 }).is_err());
+        assert!(ok(CommissionSpec::Flat { amount_cents: -1 }).is_err());
+        assert_eq!(
+            CommissionRule::default().spec(),
+            CommissionSpec::Percentage { percent: 20.0 }
+        );
+    }
+
+    #[test]
+    fn recurring_limits() {
+        let jan1 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+        let day = 86_400_000;
+        assert!(recurring_earns(None, Some(jan1), jan1 + 5000 * day));
+        assert!(recurring_earns(Some(0), None, jan1)); // the first payment itself
+        assert!(!recurring_earns(Some(0), Some(jan1), jan1 + 31 * day));
+        assert!(recurring_earns(Some(3), Some(jan1), jan1 + 89 * day)); // before 2026-04-01
+        assert!(!recurring_earns(Some(3), Some(jan1), jan1 + 90 * day)); // 2026-04-01
+    }
+}

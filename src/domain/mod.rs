@@ -1,0 +1,9 @@
+//! Pure business rules: no I/O, unit-tested.
+
+pub mod attribution;
+pub mod click_id;
+pub mod commission;
+pub mod money;
+pub mod refund;
+pub mod time;
+pub mod user_agent;

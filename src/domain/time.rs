@@ -1,0 +1,55 @@
+//! Clock and calendar helpers. Timestamps are epoch milliseconds; days are UTC.
+
+use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+
+/// Milliseconds since the epoch, now.
+pub fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}
+
+/// The UTC calendar day of an instant, as `YYYY-MM-DD`.
+pub fn day_of(ms: i64) -> String {
+    date_of(ms).format("%Y-%m-%d").to_string()
+}
+
+/// The UTC calendar date of an instant.
+pub fn date_of(ms: i64) -> NaiveDate {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .date_naive()
+}
+
+/// An instant as an ISO 8601 timestamp with milliseconds (`2026-01-02T03:04:05.678Z`).
+pub fn iso(ms: i64) -> String {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Adds whole calendar months to an instant (clamped to the month's last day).
+pub fn add_months(ms: i64, months: u32) -> i64 {
+    let dt = DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default();
+    dt.checked_add_months(chrono::Months::new(months))
+        .map(|d| d.timestamp_millis())
+        .unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_are_utc() {
+        // 2026-03-01T23:59:59.999Z and the next millisecond.
+        assert_eq!(day_of(1_772_409_599_999), "2026-03-01");
+        assert_eq!(day_of(1_772_409_600_000), "2026-03-02");
+        assert_eq!(iso(1_772_409_600_000), "2026-03-02T00:00:00.000Z");
+    }
+
+    #[test]
+    fn months_clamp_to_month_end() {
+        let jan31 = 1_769_817_600_000; // 2026-01-31T00:00:00Z
+        assert_eq!(day_of(add_months(jan31, 1)), "2026-02-28");
+        assert_eq!(day_of(add_months(jan31, 12)), "2027-01-31");
+    }
+}

@@ -1,0 +1,150 @@
+//! The one error type of the service and its mapping to HTTP responses.
+//!
+//! Every failure a handler can meet ends up as an [`Error`]. Client errors carry the
+//! exact text the specification prescribes; internal errors are logged with their cause
+//! and answered with a fixed public text, so no internal detail leaves the process.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The body of every error response: `{"error": "..."}`.
+#[derive(Debug, Serialize)]
+pub struct ErrorBody {
+    /// Human-readable error text.
+    pub error: String,
+}
+
+/// Everything that can go wrong while serving a request.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// 400: the request is invalid; the text is shown to the client.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 401: missing or invalid credentials.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 403: authenticated but not allowed.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 404: the named resource does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// 405: the route exists but not for this method.
+    #[error("Method not allowed")]
+    MethodNotAllowed,
+    /// 409: a unique value is already taken.
+    #[error("{0}")]
+    Conflict(String),
+    /// 413: the body is over the limit.
+    #[error("Request body too large (limit 64 KiB)")]
+    PayloadTooLarge,
+    /// 415: the body is not JSON.
+    #[error("Content-Type must be application/json")]
+    UnsupportedMediaType,
+    /// 503: the database cannot be reached or is overloaded right now.
+    #[error("Service temporarily unavailable")]
+    Unavailable(#[source] anyhow::Error),
+    /// 500: anything else. The first field is the public text, the cause is only logged.
+    #[error("{0}")]
+    Internal(&'static str, #[source] anyhow::Error),
+}
+
+impl Error {
+    /// Shorthand for a 400 with the given text.
+    pub fn bad_request(msg: impl Into<String>) -> Self {
+        Error::BadRequest(msg.into())
+    }
+
+    /// Shorthand for a 404 with the given text.
+    pub fn not_found(msg: impl Into<String>) -> Self {
+        Error::NotFound(msg.into())
+    }
+
+    /// Replaces the public text of an internal error with an endpoint's own
+    /// (`Click tracking failed`, ...); client errors pass unchanged.
+    pub fn public_text(self, text: &'static str) -> Self {
+        match self {
+            Error::Internal(_, cause) => Error::Internal(text, cause),
+            other => other,
+        }
+    }
+
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Error::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Error::Forbidden(_) => StatusCode::FORBIDDEN,
+            Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Error::Conflict(_) => StatusCode::CONFLICT,
+            Error::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Error::Internal(..) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        match &e {
+            sqlx::Error::RowNotFound => Error::NotFound("Not found".into()),
+            sqlx::Error::Database(db) if db.is_unique_violation() => {
+                Error::Conflict("Already exists".into())
+            }
+            _ if is_unavailable(&e) => Error::Unavailable(e.into()),
+            _ => Error::Internal("Internal server error", e.into()),
+        }
+    }
+}
+
+/// Whether a database error means "try again later" (503) rather than a bug: the pool or
+/// connection is gone, SQLite is busy or locked, PostgreSQL is shutting down or
+/// unreachable.
+pub fn is_unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => match db.code() {
+            Some(c) => {
+                let sqlite_busy = c.parse::<i32>().is_ok_and(|n| matches!(n & 0xff, 5 | 6));
+                sqlite_busy || c.starts_with("08") || c.starts_with("57P")
+            }
+            None => false,
+        },
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::WorkerCrashed => true,
+        _ => false,
+    }
+}
+
+impl From<anyhow::Error> for Error {
+    fn from(e: anyhow::Error) -> Self {
+        Error::Internal("Internal server error", e)
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        match &self {
+            Error::Internal(text, cause) => tracing::error!(error = ?cause, "{text}"),
+            Error::Unavailable(cause) => tracing::warn!(error = %cause, "database unavailable"),
+            _ => {}
+        }
+        (
+            status,
+            axum::Json(ErrorBody {
+                error: self.to_string(),
+            }),
+        )
+            .into_response()
+    }
+}

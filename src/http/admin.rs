@@ -1,0 +1,546 @@
+//! The management API (product.md §4), under `/api/admin`, behind the admin token.
+
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde::{Deserialize, Deserializer};
+use serde_json::{json, Value};
+
+use super::extract::{JsonBody, PathParams};
+use crate::auth::{self, bearer, hash_token, hashes_match, Bearer};
+use crate::domain::commission::{CommissionRule, CommissionSpec};
+use crate::domain::money::normalize_currency;
+use crate::domain::time::iso;
+use crate::error::{Error, Result};
+use crate::store::{NewProgram, PaymentAccount, Program, ProgramPatch};
+use crate::AppState;
+
+/// Routes of the management API.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/workspaces", post(create_workspace))
+        .route("/workspaces/{id}/members", post(add_member))
+        .route(
+            "/workspaces/{id}/members/{user_id}",
+            axum::routing::patch(update_member),
+        )
+        .route("/programs", post(create_program))
+        .route("/programs/{id}", get(get_program).patch(update_program))
+        .route("/programs/{id}/rotate-token", post(rotate_token))
+        .route("/programs/{id}/partners", post(add_program_partner))
+        .route("/programs/{id}/payment-account", put(set_payment_account))
+        .route("/partners", post(create_partner))
+        .route("/links", post(create_link))
+        .route("/links/{id}", get(get_link).patch(update_link))
+        .route("/users", post(create_user))
+}
+
+/// Proof that the request carries the admin token.
+pub struct Admin;
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        match bearer(&parts.headers) {
+            Bearer::Token(t) if hashes_match(&hash_token(t), &state.admin_token_hash) => Ok(Admin),
+            _ => Err(Error::Unauthorized("Missing or invalid admin token".into())),
+        }
+    }
+}
+
+/// Distinguishes an explicit `null` (Some(None)) from an absent field (None).
+fn nullable<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+fn created(v: impl serde::Serialize) -> (StatusCode, Json<Value>) {
+    (StatusCode::CREATED, Json(json!(v)))
+}
+
+fn name(field: &str, value: &str, max: usize) -> Result<String> {
+    let v = value.trim();
+    if v.is_empty() || v.chars().count() > max {
+        return Err(Error::bad_request(format!(
+            "{field} must be 1 to {max} characters"
+        )));
+    }
+    Ok(v.to_string())
+}
+
+fn one_of(field: &str, value: &str, allowed: &[&str]) -> Result<String> {
+    if allowed.contains(&value) {
+        Ok(value.to_string())
+    } else {
+        Err(Error::bad_request(format!(
+            "{field} must be one of: {}",
+            allowed.join(", ")
+        )))
+    }
+}
+
+fn window_days(days: i64) -> Result<i64> {
+    if (1..=3650).contains(&days) {
+        Ok(days)
+    } else {
+        Err(Error::bad_request(
+            "cookie_window_days must be an integer from 1 to 3650",
+        ))
+    }
+}
+
+fn currency(code: &str) -> Result<String> {
+    normalize_currency(code)
+        .ok_or_else(|| Error::bad_request("currency must be a 3-letter currency code"))
+}
+
+fn commission(spec: &CommissionSpec) -> Result<CommissionRule> {
+    CommissionRule::from_spec(spec).map_err(Error::BadRequest)
+}
+
+fn recurring_months(months: Option<i64>) -> Result<Option<i64>> {
+    match months {
+        Some(m) if !(0..=1200).contains(&m) => Err(Error::bad_request(
+            "recurring_commission_months must be null or an integer from 0 to 1200",
+        )),
+        other => Ok(other),
+    }
+}
+
+/// Normalises allowed origins to `scheme://host[:port]`.
+fn origins(list: &[String]) -> Result<Vec<String>> {
+    list.iter()
+        .map(|o| {
+            let url = url::Url::parse(o.trim()).ok().filter(|u| {
+                matches!(u.scheme(), "http" | "https")
+                    && u.host().is_some()
+                    && u.path() == "/"
+                    && u.query().is_none()
+                    && u.username().is_empty()
+            });
+            url.map(|u| u.origin().ascii_serialization())
+                .ok_or_else(|| {
+                    Error::bad_request(format!(
+                        "allowed_origins: {o:?} is not an origin like https://shop.example.com"
+                    ))
+                })
+        })
+        .collect()
+}
+
+fn webhook_secret(secret: Option<String>) -> Result<Option<String>> {
+    match secret {
+        Some(s) if s.trim().is_empty() || s.len() > 255 => Err(Error::bad_request(
+            "stripe_webhook_secret must be 1 to 255 characters",
+        )),
+        other => Ok(other.map(|s| s.trim().to_string())),
+    }
+}
+
+/// A program as the management API shows it. The API token itself is shown only when
+/// it is created or rotated; the store keeps just its hash.
+fn program_view(p: &Program, api_token: Option<&str>) -> Value {
+    let mut v = json!({
+        "id": p.id,
+        "workspace_id": p.workspace_id,
+        "name": p.name,
+        "cookie_window_days": p.cookie_window_days,
+        "currency": p.currency,
+        "commission": p.commission.spec(),
+        "recurring_commission_months": p.recurring_commission_months,
+        "allowed_origins": p.allowed_origins,
+        "stripe_webhook_secret_set": p.stripe_webhook_secret.is_some(),
+        "api_token_prefix": p.api_token_prefix,
+        "payment_account": {
+            "status": p.payment.status,
+            "account_id": p.payment.account_id,
+            "charges_enabled": p.payment.charges_enabled,
+            "payouts_enabled": p.payment.payouts_enabled,
+            "details_submitted": p.payment.details_submitted,
+            "connection_date": p.payment.connection_date.map(iso),
+        },
+        "created_at": iso(p.created_at),
+        "updated_at": iso(p.updated_at),
+    });
+    if let Some(token) = api_token {
+        v["api_token"] = json!(token);
+    }
+    v
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkspaceBody {
+    name: String,
+}
+
+async fn create_workspace(
+    _: Admin,
+    State(s): State<AppState>,
+    JsonBody(b): JsonBody<WorkspaceBody>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let ws = s
+        .store
+        .create_workspace(&name("name", &b.name, 200)?)
+        .await?;
+    Ok(created(ws))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProgramBody {
+    workspace_id: i64,
+    name: String,
+    cookie_window_days: Option<i64>,
+    currency: Option<String>,
+    commission: Option<CommissionSpec>,
+    recurring_commission_months: Option<i64>,
+    allowed_origins: Option<Vec<String>>,
+    stripe_webhook_secret: Option<String>,
+}
+
+async fn create_program(
+    _: Admin,
+    State(s): State<AppState>,
+    JsonBody(b): JsonBody<ProgramBody>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let token = auth::generate_token(auth::API_TOKEN_PREFIX);
+    let program = s
+        .store
+        .create_program(NewProgram {
+            workspace_id: b.workspace_id,
+            name: name("name", &b.name, 200)?,
+            cookie_window_days: window_days(b.cookie_window_days.unwrap_or(60))?,
+            currency: currency(b.currency.as_deref().unwrap_or("usd"))?,
+            commission: b
+                .commission
+                .as_ref()
+                .map(commission)
+                .transpose()?
+                .unwrap_or_default(),
+            recurring_commission_months: recurring_months(b.recurring_commission_months)?,
+            allowed_origins: origins(&b.allowed_origins.unwrap_or_default())?,
+            stripe_webhook_secret: webhook_secret(b.stripe_webhook_secret)?,
+            api_token_hash: hash_token(&token),
+            api_token_prefix: auth::token_prefix(&token),
+        })
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(program_view(&program, Some(&token))),
+    ))
+}
+
+async fn get_program(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+) -> Result<Json<Value>> {
+    Ok(Json(program_view(&s.store.program(id).await?, None)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProgramPatchBody {
+    name: Option<String>,
+    cookie_window_days: Option<i64>,
+    currency: Option<String>,
+    commission: Option<CommissionSpec>,
+    #[serde(default, deserialize_with = "nullable")]
+    recurring_commission_months: Option<Option<i64>>,
+    allowed_origins: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    stripe_webhook_secret: Option<Option<String>>,
+}
+
+async fn update_program(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    JsonBody(b): JsonBody<ProgramPatchBody>,
+) -> Result<Json<Value>> {
+    let patch = ProgramPatch {
+        name: b.name.map(|n| name("name", &n, 200)).transpose()?,
+        cookie_window_days: b.cookie_window_days.map(window_days).transpose()?,
+        currency: b.currency.map(|c| currency(&c)).transpose()?,
+        commission: b.commission.as_ref().map(commission).transpose()?,
+        recurring_commission_months: b
+            .recurring_commission_months
+            .map(recurring_months)
+            .transpose()?,
+        allowed_origins: b.allowed_origins.map(|o| origins(&o)).transpose()?,
+        stripe_webhook_secret: b.stripe_webhook_secret.map(webhook_secret).transpose()?,
+    };
+    Ok(Json(program_view(
+        &s.store.update_program(id, patch).await?,
+        None,
+    )))
+}
+
+async fn rotate_token(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+) -> Result<Json<Value>> {
+    let token = auth::generate_token(auth::API_TOKEN_PREFIX);
+    let program = s
+        .store
+        .set_program_token(id, &hash_token(&token), &auth::token_prefix(&token))
+        .await?;
+    Ok(Json(program_view(&program, Some(&token))))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartnerBody {
+    name: String,
+    code: String,
+    email: Option<String>,
+}
+
+async fn create_partner(
+    _: Admin,
+    State(s): State<AppState>,
+    JsonBody(b): JsonBody<PartnerBody>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let code = b.code.trim();
+    if code.is_empty()
+        || code.len() > 64
+        || !code
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+    {
+        return Err(Error::bad_request(
+            "code must be 1 to 64 letters, digits, '-' or '_'",
+        ));
+    }
+    let email = match b.email.as_deref().map(str::trim) {
+        Some(e) if !e.contains('@') || e.len() > 255 => {
+            return Err(Error::bad_request("email must be an email address"))
+        }
+        other => other,
+    };
+    let partner = s
+        .store
+        .create_partner(&name("name", &b.name, 200)?, code, email)
+        .await?;
+    Ok(created(partner))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProgramPartnerBody {
+    partner_id: i64,
+    status: Option<String>,
+}
+
+async fn add_program_partner(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    JsonBody(b): JsonBody<ProgramPartnerBody>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let status = one_of(
+        "status",
+        b.status.as_deref().unwrap_or("approved"),
+        &["approved", "pending", "rejected"],
+    )?;
+    Ok(created(
+        s.store
+            .add_program_partner(id, b.partner_id, &status)
+            .await?,
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinkBody {
+    program_id: i64,
+    partner_id: Option<i64>,
+    short_link: String,
+    status: Option<String>,
+}
+
+const LINK_STATUSES: &[&str] = &["active", "inactive"];
+
+async fn create_link(
+    _: Admin,
+    State(s): State<AppState>,
+    JsonBody(b): JsonBody<LinkBody>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let short_link = b.short_link.trim();
+    if short_link.is_empty() || short_link.len() > 255 || short_link.contains(char::is_whitespace) {
+        return Err(Error::bad_request(
+            "short_link must be 1 to 255 characters without spaces",
+        ));
+    }
+    let status = one_of(
+        "status",
+        b.status.as_deref().unwrap_or("active"),
+        LINK_STATUSES,
+    )?;
+    Ok(created(
+        s.store
+            .create_link(b.program_id, b.partner_id, short_link, &status)
+            .await?,
+    ))
+}
+
+async fn get_link(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+) -> Result<Json<Value>> {
+    Ok(Json(json!(s.store.link(id).await?)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinkPatchBody {
+    status: String,
+}
+
+async fn update_link(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    JsonBody(b): JsonBody<LinkPatchBody>,
+) -> Result<Json<Value>> {
+    let status = one_of("status", &b.status, LINK_STATUSES)?;
+    Ok(Json(json!(s.store.set_link_status(id, &status).await?)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserBody {
+    email: String,
+    password: String,
+    name: Option<String>,
+}
+
+async fn create_user(
+    _: Admin,
+    State(s): State<AppState>,
+    JsonBody(b): JsonBody<UserBody>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let email = b.email.trim().to_ascii_lowercase();
+    if !email.contains('@') || email.len() > 255 {
+        return Err(Error::bad_request("email must be an email address"));
+    }
+    if b.password.chars().count() < 8 || b.password.len() > 1024 {
+        return Err(Error::bad_request("password must be 8 to 1024 characters"));
+    }
+    let display = b.name.map(|n| name("name", &n, 200)).transpose()?;
+    // Hashing is deliberately slow; keep it off the async workers.
+    let password = b.password;
+    let hash = tokio::task::spawn_blocking(move || auth::hash_password(&password))
+        .await
+        .map_err(|e| Error::Internal("Internal server error", e.into()))??;
+    Ok(created(
+        s.store
+            .create_user(&email, &hash, display.as_deref())
+            .await?,
+    ))
+}
+
+const ROLES: &[&str] = &["owner", "admin", "member", "viewer"];
+const MEMBER_STATUSES: &[&str] = &["active", "suspended"];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemberBody {
+    user_id: i64,
+    role: String,
+    status: Option<String>,
+}
+
+async fn add_member(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    JsonBody(b): JsonBody<MemberBody>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let role = one_of("role", &b.role, ROLES)?;
+    let status = one_of(
+        "status",
+        b.status.as_deref().unwrap_or("active"),
+        MEMBER_STATUSES,
+    )?;
+    Ok(created(
+        s.store.add_member(id, b.user_id, &role, &status).await?,
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemberPatchBody {
+    role: Option<String>,
+    status: Option<String>,
+}
+
+async fn update_member(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams((id, user_id)): PathParams<(i64, i64)>,
+    JsonBody(b): JsonBody<MemberPatchBody>,
+) -> Result<Json<Value>> {
+    let role = b.role.map(|r| one_of("role", &r, ROLES)).transpose()?;
+    let status = b
+        .status
+        .map(|st| one_of("status", &st, MEMBER_STATUSES))
+        .transpose()?;
+    Ok(Json(json!(
+        s.store
+            .update_member(id, user_id, role.as_deref(), status.as_deref())
+            .await?
+    )))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PaymentAccountBody {
+    status: String,
+    account_id: Option<String>,
+    #[serde(default)]
+    charges_enabled: bool,
+    #[serde(default)]
+    payouts_enabled: bool,
+    #[serde(default)]
+    details_submitted: bool,
+    connection_date: Option<String>,
+}
+
+async fn set_payment_account(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    JsonBody(b): JsonBody<PaymentAccountBody>,
+) -> Result<Json<Value>> {
+    let connection_date = match b.connection_date.as_deref() {
+        None => None,
+        Some(d) => Some(
+            chrono::DateTime::parse_from_rfc3339(d)
+                .map_err(|_| Error::bad_request("connection_date must be an ISO 8601 timestamp"))?
+                .timestamp_millis(),
+        ),
+    };
+    let account = PaymentAccount {
+        status: name("status", &b.status, 64)?,
+        account_id: b
+            .account_id
+            .map(|a| name("account_id", &a, 255))
+            .transpose()?,
+        charges_enabled: b.charges_enabled,
+        payouts_enabled: b.payouts_enabled,
+        details_submitted: b.details_submitted,
+        connection_date,
+    };
+    Ok(Json(program_view(
+        &s.store.set_payment_account(id, account).await?,
+        None,
+    )))
+}

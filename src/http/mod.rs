@@ -1,0 +1,73 @@
+//! HTTP surfaces, one module each, assembled by [`router`].
+
+pub mod admin;
+pub mod client_ip;
+pub mod extract;
+pub mod service;
+pub mod track;
+
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::error::Error;
+use crate::AppState;
+
+/// The whole service: tracking (and its legacy alias), management and service routes.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .merge(service::router())
+        .nest("/api/v1/track", track::router())
+        // Legacy alias of the tracking writes (§9), kept for older trackers.
+        .nest("/api/tracking", track::router())
+        .nest("/api/admin", admin::router())
+        .fallback(|| async { Error::not_found("Not found") })
+        .layer(middleware::from_fn(json_errors))
+        .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
+        .layer(CatchPanicLayer::custom(|_| {
+            Error::Internal("Internal server error", anyhow::anyhow!("handler panicked"))
+                .into_response()
+        }))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// Turns any error response that is not already JSON (axum's own 405s and rejections)
+/// into `{"error": …}`, so that clients always get the same shape (D12).
+async fn json_errors(req: Request, next: Next) -> Response {
+    let response = next.run(req).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let error = match status {
+        StatusCode::METHOD_NOT_ALLOWED => Error::MethodNotAllowed,
+        StatusCode::PAYLOAD_TOO_LARGE => Error::PayloadTooLarge,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => Error::UnsupportedMediaType,
+        StatusCode::NOT_FOUND => Error::not_found("Not found"),
+        s if s.is_client_error() => {
+            Error::bad_request(s.canonical_reason().unwrap_or("Bad request"))
+        }
+        _ => Error::Internal(
+            "Internal server error",
+            anyhow::anyhow!("non-JSON {status} response"),
+        ),
+    };
+    let mut fixed = error.into_response();
+    *fixed.status_mut() = status;
+    for (name, value) in response.headers() {
+        if name != CONTENT_TYPE && name != CONTENT_LENGTH {
+            fixed.headers_mut().insert(name, value.clone());
+        }
+    }
+    fixed
+}

@@ -1,0 +1,308 @@
+//! Records the store reads and writes, and the inputs of its write operations.
+
+use serde::Serialize;
+
+use crate::domain::commission::CommissionRule;
+use crate::domain::time::iso;
+
+/// Serializes epoch milliseconds as an ISO 8601 timestamp.
+pub fn iso_ms<S: serde::Serializer>(ms: &i64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&iso(*ms))
+}
+
+/// Serializes optional epoch milliseconds as an ISO 8601 timestamp or null.
+pub fn iso_ms_opt<S: serde::Serializer>(ms: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
+    match ms {
+        Some(ms) => s.serialize_str(&iso(*ms)),
+        None => s.serialize_none(),
+    }
+}
+use crate::domain::refund::RefundStatus;
+
+/// A workspace: the owner of programs and the unit of dashboard membership.
+#[derive(Debug, Clone, Serialize)]
+pub struct Workspace {
+    pub id: i64,
+    pub name: String,
+    #[serde(serialize_with = "iso_ms")]
+    pub created_at: i64,
+}
+
+/// The payment-processor account of a program, as the status endpoint reports it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PaymentAccount {
+    pub status: String,
+    pub account_id: Option<String>,
+    pub charges_enabled: bool,
+    pub payouts_enabled: bool,
+    pub details_submitted: bool,
+    pub connection_date: Option<i64>,
+}
+
+/// An affiliate program.
+#[derive(Debug, Clone)]
+pub struct Program {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub name: String,
+    pub api_token_prefix: String,
+    pub cookie_window_days: i64,
+    pub currency: String,
+    pub commission: CommissionRule,
+    pub recurring_commission_months: Option<i64>,
+    pub allowed_origins: Vec<String>,
+    pub stripe_webhook_secret: Option<String>,
+    pub payment: PaymentAccount,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl Program {
+    /// D11: an empty list allows any origin; otherwise the origin must be listed.
+    pub fn origin_allowed(&self, origin: Option<&str>) -> bool {
+        origin_allowed(&self.allowed_origins, origin)
+    }
+}
+
+/// D11 for a list of allowed origins. A request without `Origin` is not a browser
+/// cross-origin fetch and passes.
+pub fn origin_allowed(list: &[String], origin: Option<&str>) -> bool {
+    match origin {
+        None => true,
+        Some(o) => {
+            list.is_empty()
+                || list.iter().any(|a| {
+                    a.trim_end_matches('/')
+                        .eq_ignore_ascii_case(o.trim_end_matches('/'))
+                })
+        }
+    }
+}
+
+/// New program fields, validated.
+#[derive(Debug, Clone)]
+pub struct NewProgram {
+    pub workspace_id: i64,
+    pub name: String,
+    pub cookie_window_days: i64,
+    pub currency: String,
+    pub commission: CommissionRule,
+    pub recurring_commission_months: Option<i64>,
+    pub allowed_origins: Vec<String>,
+    pub stripe_webhook_secret: Option<String>,
+    pub api_token_hash: String,
+    pub api_token_prefix: String,
+}
+
+/// A change to a program: `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct ProgramPatch {
+    pub name: Option<String>,
+    pub cookie_window_days: Option<i64>,
+    pub currency: Option<String>,
+    pub commission: Option<CommissionRule>,
+    pub recurring_commission_months: Option<Option<i64>>,
+    pub allowed_origins: Option<Vec<String>>,
+    pub stripe_webhook_secret: Option<Option<String>>,
+}
+
+/// A partner (affiliate).
+#[derive(Debug, Clone, Serialize)]
+pub struct Partner {
+    pub id: i64,
+    pub name: String,
+    pub code: String,
+    pub email: Option<String>,
+    #[serde(serialize_with = "iso_ms")]
+    pub created_at: i64,
+}
+
+/// A partner's membership in a program, with its running totals.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartnerProgram {
+    pub id: i64,
+    pub partner_id: i64,
+    pub program_id: i64,
+    pub status: String,
+    pub total_clicks: i64,
+    pub total_leads: i64,
+    pub total_sales: i64,
+    pub total_revenue_cents: i64,
+    pub total_commission_cents: i64,
+    #[serde(serialize_with = "iso_ms")]
+    pub created_at: i64,
+}
+
+/// A referral link.
+#[derive(Debug, Clone, Serialize)]
+pub struct Link {
+    pub id: i64,
+    pub program_id: i64,
+    pub partner_id: Option<i64>,
+    pub short_link: String,
+    pub status: String,
+    pub clicks: i64,
+    #[serde(serialize_with = "iso_ms_opt")]
+    pub last_clicked: Option<i64>,
+    #[serde(serialize_with = "iso_ms")]
+    pub created_at: i64,
+}
+
+/// A referral link with what a click needs of its program and partner.
+#[derive(Debug, Clone)]
+pub struct LinkTarget {
+    pub link_id: i64,
+    pub link_status: String,
+    pub program_id: i64,
+    pub partner_id: Option<i64>,
+    pub partner_code: Option<String>,
+    pub cookie_window_days: i64,
+    pub allowed_origins: Vec<String>,
+}
+
+/// A dashboard user (the password hash never leaves the store).
+#[derive(Debug, Clone, Serialize)]
+pub struct User {
+    pub id: i64,
+    pub email: String,
+    pub name: Option<String>,
+    #[serde(serialize_with = "iso_ms")]
+    pub created_at: i64,
+}
+
+/// A user's role and status in a workspace.
+#[derive(Debug, Clone, Serialize)]
+pub struct Membership {
+    pub workspace_id: i64,
+    pub user_id: i64,
+    pub role: String,
+    pub status: String,
+    #[serde(serialize_with = "iso_ms")]
+    pub created_at: i64,
+}
+
+/// What the click listing stores of a visit, derived or sent.
+#[derive(Debug, Clone, Default)]
+pub struct ClickDetails {
+    pub session_id: Option<String>,
+    pub page_url: Option<String>,
+    pub page_title: Option<String>,
+    pub referrer_url: Option<String>,
+    pub screen_resolution: Option<String>,
+    pub viewport_size: Option<String>,
+    pub language: Option<String>,
+    pub timezone: Option<String>,
+    pub geo_country: Option<String>,
+    pub geo_region: Option<String>,
+    pub geo_city: Option<String>,
+    pub device_type: Option<String>,
+    pub device_os: Option<String>,
+    pub browser_name: Option<String>,
+}
+
+/// A real click on a resolved, active link.
+#[derive(Debug, Clone)]
+pub struct NewClick {
+    pub program_id: i64,
+    pub link_id: i64,
+    pub partner_id: i64,
+    pub existing_click_id: Option<String>,
+    pub details: ClickDetails,
+    pub at: i64,
+}
+
+/// A test-mode click (D6): one flagged event, nothing else.
+#[derive(Debug, Clone)]
+pub struct NewTestClick {
+    pub program_id: i64,
+    pub link_id: Option<i64>,
+    pub partner_id: Option<i64>,
+    pub click_id: Option<String>,
+    pub details: ClickDetails,
+    pub at: i64,
+}
+
+/// A real lead (D7). `program_id` is the token's program in server mode, else
+/// `additional_data.program_id` when sent.
+#[derive(Debug, Clone)]
+pub struct NewLead {
+    pub program_id: Option<i64>,
+    pub server_mode: bool,
+    pub origin: Option<String>,
+    pub click_id: Option<String>,
+    pub customer_key: Option<String>,
+    pub email: Option<String>,
+    pub session_id: Option<String>,
+    pub page_url: Option<String>,
+    pub event_name: Option<String>,
+    pub at: i64,
+}
+
+/// A test-mode lead or any test event with loose identifiers.
+#[derive(Debug, Clone)]
+pub struct NewTestLead {
+    pub program_id: i64,
+    pub click_id: Option<String>,
+    pub customer_key: Option<String>,
+    pub email: Option<String>,
+    pub session_id: Option<String>,
+    pub page_url: Option<String>,
+    pub event_name: Option<String>,
+    pub at: i64,
+}
+
+/// What a program contributes to a sale.
+#[derive(Debug, Clone)]
+pub struct SaleProgram {
+    pub id: i64,
+    pub commission: CommissionRule,
+    pub recurring_commission_months: Option<i64>,
+}
+
+/// A sale (D8).
+#[derive(Debug, Clone)]
+pub struct NewSale {
+    pub program: SaleProgram,
+    pub transaction_id: String,
+    pub amount_cents: i64,
+    pub currency: String,
+    pub customer_key: Option<String>,
+    pub click_id: Option<String>,
+    pub sale_type: String,
+    pub is_recurring: bool,
+    pub subscription_id: Option<String>,
+    pub product_id: Option<String>,
+    pub metadata: Option<String>,
+    pub is_test: bool,
+    pub at: i64,
+}
+
+/// What a recorded sale produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaleOutcome {
+    pub sale_id: i64,
+    /// `None` when the sale earns no commission (recurring limit reached, or test mode).
+    pub commission_id: Option<i64>,
+    pub commission_cents: i64,
+}
+
+/// A refund (D9).
+#[derive(Debug, Clone)]
+pub struct NewRefund {
+    pub program_id: i64,
+    pub transaction_id: String,
+    pub amount_cents: Option<i64>,
+    pub reason: Option<String>,
+    pub is_test: bool,
+    pub at: i64,
+}
+
+/// What a refund changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefundOutcome {
+    pub status: RefundStatus,
+    pub sale_id: i64,
+    pub commission_id: Option<i64>,
+    pub deduction_cents: i64,
+    pub refunded_cents: i64,
+}

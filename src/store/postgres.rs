@@ -1,0 +1,58 @@
+//! The PostgreSQL store: one pool shared by readers and by several writer tasks, so that
+//! group commits overlap; many processes may share the database.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use sqlx::postgres::{PgPoolOptions, Postgres};
+use sqlx::{Pool, Row};
+use tokio::sync::{mpsc, oneshot};
+
+use super::deltas::{Deltas, RollupDelta};
+use super::{
+    origin_allowed, Backend, Link, LinkTarget, Membership, NewClick, NewLead, NewProgram,
+    NewRefund, NewSale, NewTestClick, NewTestLead, Partner, PartnerProgram, PaymentAccount,
+    Program, ProgramPatch, RefundOutcome, SaleOutcome, Store, User, Workspace,
+};
+use crate::error::{Error, Result};
+
+type Db = Postgres;
+type Conn = sqlx::PgConnection;
+const BACKEND: Backend = Backend::Postgres;
+const BEGIN_WRITE: &str = "BEGIN";
+/// Several batches in flight at once; each holds one connection while it commits.
+const WRITERS: usize = 4;
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
+
+/// Connects one pool, used for reads and writes alike. Timeouts are short so that an
+/// outage turns into quick 503s rather than hung requests.
+async fn connect(url: &str) -> anyhow::Result<(Pool<Db>, Pool<Db>)> {
+    let pool = PgPoolOptions::new()
+        .max_connections(16)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(url)
+        .await?;
+    Ok((pool.clone(), pool))
+}
+
+include!("shared/store.rs");
+include!("shared/committer.rs");
+
+mod admin {
+    use super::*;
+    use crate::domain::commission::CommissionRule;
+    use crate::domain::time::{day_of, now_ms};
+    include!("shared/admin.rs");
+}
+
+mod track {
+    use super::*;
+    use crate::domain::attribution::{self, CustomerStatus};
+    use crate::domain::refund::{self, RefundStatus};
+    use crate::domain::time::day_of;
+    use crate::domain::{click_id, commission};
+    use crate::store::ClickDetails;
+    include!("shared/track.rs");
+}

@@ -1,0 +1,274 @@
+// Group commit: the write path of the tracking API.
+//
+// Requests hand a job (a closure over the connection) to a writer task. A writer takes
+// every job waiting, up to `MAX_BATCH`, runs them in one transaction (each in a
+// savepoint, so one failing job does not undo the others), applies the batch's folded
+// counter and rollup increments, commits, and only then answers each request.
+// Included by `sqlite.rs` and `postgres.rs`; see `store/mod.rs`.
+
+/// Most jobs one transaction takes.
+const MAX_BATCH: usize = 512;
+
+/// Requests waiting for a writer before senders are slowed down.
+const QUEUE_DEPTH: usize = 8192;
+
+/// Why a batch did not commit.
+#[derive(Debug, Clone)]
+struct CommitFailed {
+    unavailable: bool,
+    message: String,
+}
+
+impl CommitFailed {
+    fn from_sqlx(e: &sqlx::Error) -> Self {
+        CommitFailed {
+            unavailable: crate::error::is_unavailable(e),
+            message: e.to_string(),
+        }
+    }
+
+    fn into_error(self) -> Error {
+        let cause = anyhow::anyhow!("write batch failed: {}", self.message);
+        if self.unavailable {
+            Error::Unavailable(cause)
+        } else {
+            Error::Internal("Internal server error", cause)
+        }
+    }
+}
+
+/// Called after the batch's commit with its outcome.
+type Done = Box<dyn FnOnce(std::result::Result<(), CommitFailed>) + Send>;
+
+/// A unit of work: runs inside the batch's transaction and returns how to answer once the
+/// batch has committed, or `None` when it failed (and has already answered).
+type Job =
+    Box<dyn for<'c> FnOnce(&'c mut Conn, &'c mut Deltas) -> BoxFuture<'c, Option<Done>> + Send>;
+
+/// The sending side of the writers' queue; `None` once closed.
+struct Committer {
+    queue: std::sync::Mutex<Option<mpsc::Sender<Job>>>,
+}
+
+impl Committer {
+    /// Starts `writers` writer tasks on `pool`.
+    fn start(pool: Pool<Db>, writers: usize) -> (Self, Vec<tokio::task::JoinHandle<()>>) {
+        let (queue, rx) = mpsc::channel::<Job>(QUEUE_DEPTH);
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        let handles = (0..writers)
+            .map(|_| tokio::spawn(run_writer(pool.clone(), rx.clone())))
+            .collect();
+        let queue = std::sync::Mutex::new(Some(queue));
+        (Committer { queue }, handles)
+    }
+
+    /// Stops taking jobs; the writers finish what is queued, then exit.
+    fn close(&self) {
+        self.queue.lock().expect("queue lock").take();
+    }
+
+    /// Runs `work` in the next batch and returns its result once the batch has committed.
+    async fn submit<T, F>(&self, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut Conn, &'c mut Deltas) -> BoxFuture<'c, Result<T>>
+            + Send
+            + 'static,
+    {
+        let (tx, rx) = oneshot::channel::<Result<T>>();
+        let job: Job = Box::new(move |conn, deltas| {
+            Box::pin(async move {
+                match work(conn, deltas).await {
+                    Ok(value) => Some(Box::new(
+                        move |commit: std::result::Result<(), CommitFailed>| {
+                            let _ =
+                                tx.send(commit.map(|()| value).map_err(CommitFailed::into_error));
+                        },
+                    ) as Done),
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        None
+                    }
+                }
+            })
+        });
+        let queue = self.queue.lock().expect("queue lock").clone();
+        let shut_down = || Error::Unavailable(anyhow::anyhow!("store is shut down"));
+        queue
+            .ok_or_else(shut_down)?
+            .send(job)
+            .await
+            .map_err(|_| shut_down())?;
+        rx.await.unwrap_or_else(|_| {
+            Err(Error::Unavailable(anyhow::anyhow!(
+                "write batch could not start a transaction"
+            )))
+        })
+    }
+}
+
+async fn run_writer(pool: Pool<Db>, rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Job>>>) {
+    loop {
+        let mut jobs = Vec::new();
+        {
+            let mut rx = rx.lock().await;
+            match rx.recv().await {
+                Some(job) => jobs.push(job),
+                None => return,
+            }
+            while jobs.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(job) => jobs.push(job),
+                    Err(_) => break,
+                }
+            }
+        }
+        run_batch(&pool, jobs).await;
+    }
+}
+
+async fn run_batch(pool: &Pool<Db>, jobs: Vec<Job>) {
+    let mut tx = match pool.begin_with(BEGIN_WRITE).await {
+        Ok(tx) => tx,
+        Err(e) => {
+            // Dropping the jobs answers each caller with 503.
+            tracing::warn!(error = %e, jobs = jobs.len(), "write batch could not begin");
+            return;
+        }
+    };
+    let single = jobs.len() == 1;
+    let mut done: Vec<Done> = Vec::with_capacity(jobs.len());
+    let mut deltas = Deltas::default();
+    let mut failed: Option<CommitFailed> = None;
+    for job in jobs {
+        if failed.is_some() {
+            // The transaction is unusable; dropping the job answers its caller with 503.
+            continue;
+        }
+        if !single {
+            if let Err(e) = sqlx::query("SAVEPOINT job").execute(&mut *tx).await {
+                failed = Some(CommitFailed::from_sqlx(&e));
+                continue;
+            }
+        }
+        let mut job_deltas = Deltas::default();
+        match job(&mut tx, &mut job_deltas).await {
+            Some(d) => {
+                if !single {
+                    if let Err(e) = sqlx::query("RELEASE SAVEPOINT job").execute(&mut *tx).await {
+                        failed = Some(CommitFailed::from_sqlx(&e));
+                    }
+                }
+                deltas.merge(job_deltas);
+                done.push(d);
+            }
+            None if single => {}
+            None => {
+                let undo = sqlx::query("ROLLBACK TO SAVEPOINT job")
+                    .execute(&mut *tx)
+                    .await;
+                let release = match undo {
+                    Ok(_) => sqlx::query("RELEASE SAVEPOINT job").execute(&mut *tx).await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = release {
+                    failed = Some(CommitFailed::from_sqlx(&e));
+                }
+            }
+        }
+    }
+    if failed.is_none() && !done.is_empty() {
+        if let Err(e) = apply_deltas(&mut tx, &deltas).await {
+            failed = Some(CommitFailed::from_sqlx(&e));
+        }
+    }
+    let outcome = match failed {
+        Some(f) => {
+            let _ = tx.rollback().await;
+            Err(f)
+        }
+        None if done.is_empty() => {
+            let _ = tx.rollback().await;
+            Ok(())
+        }
+        None => tx.commit().await.map_err(|e| CommitFailed::from_sqlx(&e)),
+    };
+    if let Err(f) = &outcome {
+        tracing::error!(error = %f.message, jobs = done.len(), "write batch failed");
+    }
+    for d in done {
+        d(outcome.clone());
+    }
+}
+
+/// Adds a batch's folded increments to links, partner-program records and daily rollups.
+async fn apply_deltas(conn: &mut Conn, deltas: &Deltas) -> sqlx::Result<()> {
+    for (link_id, d) in &deltas.links {
+        sqlx::query(
+            "UPDATE referral_links SET clicks = clicks + $1, \
+             last_clicked = CASE WHEN last_clicked IS NULL OR last_clicked < $2 THEN $2 ELSE last_clicked END \
+             WHERE id = $3",
+        )
+        .bind(d.clicks)
+        .bind(d.last_clicked)
+        .bind(link_id)
+        .execute(&mut *conn)
+        .await?;
+    }
+    for ((partner_id, program_id), d) in &deltas.partners {
+        sqlx::query(
+            "UPDATE partner_programs SET total_clicks = total_clicks + $1, \
+             total_leads = total_leads + $2, total_sales = total_sales + $3, \
+             total_revenue_cents = total_revenue_cents + $4, \
+             total_commission_cents = total_commission_cents + $5 \
+             WHERE partner_id = $6 AND program_id = $7",
+        )
+        .bind(d.clicks)
+        .bind(d.leads)
+        .bind(d.sales)
+        .bind(d.revenue_cents)
+        .bind(d.commission_cents)
+        .bind(partner_id)
+        .bind(program_id)
+        .execute(&mut *conn)
+        .await?;
+    }
+    for ((program_id, day), d) in &deltas.rollups {
+        add_rollup(&mut *conn, *program_id, day, d).await?;
+    }
+    Ok(())
+}
+
+/// Adds to one program-day rollup, creating it when missing.
+async fn add_rollup(
+    conn: &mut Conn,
+    program_id: i64,
+    day: &str,
+    d: &RollupDelta,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO daily_rollups \
+         (program_id, day, clicks, leads, conversions, revenue_cents, sales, commission_cents, partners) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+         ON CONFLICT (program_id, day) DO UPDATE SET \
+         clicks = daily_rollups.clicks + excluded.clicks, \
+         leads = daily_rollups.leads + excluded.leads, \
+         conversions = daily_rollups.conversions + excluded.conversions, \
+         revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents, \
+         sales = daily_rollups.sales + excluded.sales, \
+         commission_cents = daily_rollups.commission_cents + excluded.commission_cents, \
+         partners = daily_rollups.partners + excluded.partners",
+    )
+    .bind(program_id)
+    .bind(day)
+    .bind(d.clicks)
+    .bind(d.leads)
+    .bind(d.conversions)
+    .bind(d.revenue_cents)
+    .bind(d.sales)
+    .bind(d.commission_cents)
+    .bind(d.partners)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}

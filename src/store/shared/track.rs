@@ -1,0 +1,648 @@
+// Tracking writes, each run as a job of the group committer, and the click-time link
+// lookup. Included by `sqlite.rs` and `postgres.rs` inside `mod track`.
+
+pub async fn link_target(pool: &Pool<Db>, short_link: &str) -> Result<Option<LinkTarget>> {
+    let row = sqlx::query(
+        "SELECT l.id, l.status, l.program_id, l.partner_id, pa.code, p.cookie_window_days, \
+         p.allowed_origins \
+         FROM referral_links l \
+         JOIN programs p ON p.id = l.program_id \
+         LEFT JOIN partners pa ON pa.id = l.partner_id \
+         WHERE l.short_link = $1",
+    )
+    .bind(short_link)
+    .fetch_optional(pool)
+    .await?;
+    let Some(r) = row else { return Ok(None) };
+    Ok(Some(LinkTarget {
+        link_id: r.try_get(0)?,
+        link_status: r.try_get(1)?,
+        program_id: r.try_get(2)?,
+        partner_id: r.try_get(3)?,
+        partner_code: r.try_get(4)?,
+        cookie_window_days: r.try_get(5)?,
+        allowed_origins: parse_origins(&r.try_get::<String, _>(6)?),
+    }))
+}
+
+async fn insert_click_event(
+    conn: &mut Conn,
+    program_id: i64,
+    customer_id: Option<i64>,
+    link_id: Option<i64>,
+    partner_id: Option<i64>,
+    click_id: Option<&str>,
+    d: &ClickDetails,
+    is_test: bool,
+    at: i64,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO affiliate_click_events (program_id, customer_id, link_id, partner_id, \
+         click_id, session_id, page_url, page_title, referrer_url, screen_resolution, \
+         viewport_size, language, timezone, geo_country, geo_region, geo_city, device_type, \
+         device_os, browser_name, converted, is_test, click_timestamp, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+         $18, $19, $20, $21, $22, $22) RETURNING id",
+    )
+    .bind(program_id)
+    .bind(customer_id)
+    .bind(link_id)
+    .bind(partner_id)
+    .bind(click_id)
+    .bind(&d.session_id)
+    .bind(&d.page_url)
+    .bind(&d.page_title)
+    .bind(&d.referrer_url)
+    .bind(&d.screen_resolution)
+    .bind(&d.viewport_size)
+    .bind(&d.language)
+    .bind(&d.timezone)
+    .bind(&d.geo_country)
+    .bind(&d.geo_region)
+    .bind(&d.geo_city)
+    .bind(&d.device_type)
+    .bind(&d.device_os)
+    .bind(&d.browser_name)
+    .bind(false)
+    .bind(is_test)
+    .bind(at)
+    .fetch_one(&mut *conn)
+    .await
+}
+
+/// §4.1 steps 2 to 5: reuse (D5) or create the customer, store the event, count it.
+pub async fn click(conn: &mut Conn, deltas: &mut Deltas, c: NewClick) -> Result<String> {
+    let mut reused: Option<(i64, String)> = None;
+    if let Some(existing) = c.existing_click_id.as_deref() {
+        let row = sqlx::query("SELECT id, program_id FROM customers WHERE click_id = $1")
+            .bind(existing)
+            .fetch_optional(&mut *conn)
+            .await?;
+        if let Some(row) = row {
+            let (id, program_id): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+            if attribution::reuse_customer(Some(program_id), c.program_id) {
+                sqlx::query("UPDATE customers SET partner_id = $1, link_id = $2, updated_at = $3 WHERE id = $4")
+                    .bind(c.partner_id)
+                    .bind(c.link_id)
+                    .bind(c.at)
+                    .bind(id)
+                    .execute(&mut *conn)
+                    .await?;
+                reused = Some((id, existing.to_string()));
+            }
+        }
+    }
+    let (customer_id, click_id) = match reused {
+        Some(found) => found,
+        None => {
+            let click_id = click_id::generate(c.at);
+            let id: i64 = sqlx::query_scalar(
+                "INSERT INTO customers (program_id, click_id, customer_status, partner_id, link_id, \
+                 created_at, updated_at) VALUES ($1, $2, 'click', $3, $4, $5, $5) RETURNING id",
+            )
+            .bind(c.program_id)
+            .bind(&click_id)
+            .bind(c.partner_id)
+            .bind(c.link_id)
+            .bind(c.at)
+            .fetch_one(&mut *conn)
+            .await?;
+            (id, click_id)
+        }
+    };
+    insert_click_event(
+        conn,
+        c.program_id,
+        Some(customer_id),
+        Some(c.link_id),
+        Some(c.partner_id),
+        Some(&click_id),
+        &c.details,
+        false,
+        c.at,
+    )
+    .await?;
+    deltas.rollup(c.program_id, day_of(c.at)).clicks += 1;
+    deltas.link_click(c.link_id, c.at);
+    deltas.partner(c.partner_id, c.program_id).clicks += 1;
+    Ok(click_id)
+}
+
+/// D6: one flagged event; no customer, counter or metric.
+pub async fn test_click(conn: &mut Conn, c: NewTestClick) -> Result<i64> {
+    Ok(insert_click_event(
+        conn,
+        c.program_id,
+        None,
+        c.link_id,
+        c.partner_id,
+        c.click_id.as_deref(),
+        &c.details,
+        true,
+        c.at,
+    )
+    .await?)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn insert_lead_event(
+    conn: &mut Conn,
+    program_id: i64,
+    customer_id: Option<i64>,
+    click_id: Option<&str>,
+    customer_key: Option<&str>,
+    email: Option<&str>,
+    session_id: Option<&str>,
+    page_url: Option<&str>,
+    event_name: Option<&str>,
+    is_test: bool,
+    at: i64,
+) -> Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO affiliate_lead_events (program_id, customer_id, click_id, customer_key, \
+         email, session_id, page_url, event_name, converted, is_test, lead_timestamp, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING id",
+    )
+    .bind(program_id)
+    .bind(customer_id)
+    .bind(click_id)
+    .bind(customer_key)
+    .bind(email)
+    .bind(session_id)
+    .bind(page_url)
+    .bind(event_name)
+    .bind(false)
+    .bind(is_test)
+    .bind(at)
+    .fetch_one(&mut *conn)
+    .await
+    .map_err(|e| match Error::from(e) {
+        // The unique index on (program, customer_key) of real leads: D7's dedupe.
+        Error::Conflict(_) => Error::bad_request(attribution::lead_refused("lead")),
+        other => other,
+    })
+}
+
+/// A customer as a lead or sale sees it.
+struct CustomerRow {
+    id: i64,
+    program_id: i64,
+    click_id: String,
+    customer_key: Option<String>,
+    status: String,
+    partner_id: Option<i64>,
+    first_purchase_date: Option<i64>,
+}
+
+const CUSTOMER_COLUMNS: &str =
+    "id, program_id, click_id, customer_key, customer_status, partner_id, first_purchase_date";
+
+fn customer_from_row(r: &DbRow) -> sqlx::Result<CustomerRow> {
+    Ok(CustomerRow {
+        id: r.try_get(0)?,
+        program_id: r.try_get(1)?,
+        click_id: r.try_get(2)?,
+        customer_key: r.try_get(3)?,
+        status: r.try_get(4)?,
+        partner_id: r.try_get(5)?,
+        first_purchase_date: r.try_get(6)?,
+    })
+}
+
+async fn customer_by_click_id(conn: &mut Conn, click_id: &str) -> Result<Option<CustomerRow>> {
+    let sql = format!("SELECT {CUSTOMER_COLUMNS} FROM customers WHERE click_id = $1");
+    let row = sqlx::query(&sql)
+        .bind(click_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(row.map(|r| customer_from_row(&r)).transpose()?)
+}
+
+async fn customer_by_key(
+    conn: &mut Conn,
+    program_id: i64,
+    key: &str,
+) -> Result<Option<CustomerRow>> {
+    let sql = format!(
+        "SELECT {CUSTOMER_COLUMNS} FROM customers WHERE program_id = $1 AND customer_key = $2"
+    );
+    let row = sqlx::query(&sql)
+        .bind(program_id)
+        .bind(key)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(row.map(|r| customer_from_row(&r)).transpose()?)
+}
+
+async fn program_origins(conn: &mut Conn, program_id: i64) -> Result<Option<Vec<String>>> {
+    let stored: Option<String> =
+        sqlx::query_scalar("SELECT allowed_origins FROM programs WHERE id = $1")
+            .bind(program_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    Ok(stored.map(|s| parse_origins(&s)))
+}
+
+/// D11 for browser-mode leads: the program of the lead decides which origins may send it.
+async fn check_browser_origin(conn: &mut Conn, l: &NewLead, program_id: i64) -> Result<()> {
+    if l.server_mode {
+        return Ok(());
+    }
+    let origins = program_origins(conn, program_id).await?.unwrap_or_default();
+    if origin_allowed(&origins, l.origin.as_deref()) {
+        Ok(())
+    } else {
+        Err(Error::Forbidden("Origin not allowed".into()))
+    }
+}
+
+/// D7: a lead moves a `click` customer to `lead`, or is stored unattributed.
+pub async fn lead(conn: &mut Conn, deltas: &mut Deltas, l: NewLead) -> Result<()> {
+    let customer = match (l.click_id.as_deref(), l.customer_key.as_deref()) {
+        (Some(click_id), _) => {
+            let found = customer_by_click_id(conn, click_id).await?;
+            let c = found.ok_or_else(|| {
+                Error::bad_request("Customer not found. Provide a valid click_id or customer_key.")
+            })?;
+            if l.program_id.is_some_and(|p| p != c.program_id) {
+                return Err(Error::bad_request(
+                    "Customer does not belong to this program",
+                ));
+            }
+            check_browser_origin(conn, &l, c.program_id).await?;
+            Some(c)
+        }
+        (None, Some(key)) => {
+            let program_id = l.program_id.ok_or_else(|| {
+                Error::bad_request(
+                    "additional_data.program_id is required for a lead without click_id or API key",
+                )
+            })?;
+            if program_origins(conn, program_id).await?.is_none() {
+                return Err(Error::bad_request("Program not found"));
+            }
+            check_browser_origin(conn, &l, program_id).await?;
+            match customer_by_key(conn, program_id, key).await? {
+                Some(c) => Some(c),
+                None => {
+                    // Unattributed: no customer, no partner (§8, D7).
+                    insert_lead_event(
+                        conn,
+                        program_id,
+                        None,
+                        None,
+                        Some(key),
+                        l.email.as_deref(),
+                        l.session_id.as_deref(),
+                        l.page_url.as_deref(),
+                        l.event_name.as_deref(),
+                        false,
+                        l.at,
+                    )
+                    .await?;
+                    return Ok(());
+                }
+            }
+        }
+        (None, None) => return Err(Error::bad_request("click_id or customer_key is required")),
+    };
+    let Some(c) = customer else { return Ok(()) };
+    let status = CustomerStatus::parse(&c.status).unwrap_or(CustomerStatus::Conversion);
+    status.to_lead().map_err(Error::BadRequest)?;
+    let key = l.customer_key.clone().or(c.customer_key.clone());
+    if let Some(key) = l.customer_key.as_deref() {
+        if c.customer_key.as_deref() != Some(key) {
+            if let Some(other) = customer_by_key(conn, c.program_id, key).await? {
+                return Err(Error::bad_request(attribution::lead_refused(&other.status)));
+            }
+        }
+    }
+    let updated = sqlx::query(
+        "UPDATE customers SET customer_status = 'lead', signup_date = $1, \
+         customer_key = $2, email = COALESCE($3, email), updated_at = $1 \
+         WHERE id = $4 AND customer_status = 'click'",
+    )
+    .bind(l.at)
+    .bind(&key)
+    .bind(&l.email)
+    .bind(c.id)
+    .execute(&mut *conn)
+    .await?;
+    if updated.rows_affected() != 1 {
+        return Err(Error::bad_request(attribution::lead_refused(&c.status)));
+    }
+    insert_lead_event(
+        conn,
+        c.program_id,
+        Some(c.id),
+        Some(&c.click_id),
+        key.as_deref(),
+        l.email.as_deref(),
+        l.session_id.as_deref(),
+        l.page_url.as_deref(),
+        l.event_name.as_deref(),
+        false,
+        l.at,
+    )
+    .await?;
+    deltas.rollup(c.program_id, day_of(l.at)).leads += 1;
+    if let Some(partner_id) = c.partner_id {
+        deltas.partner(partner_id, c.program_id).leads += 1;
+    }
+    Ok(())
+}
+
+/// D10: a flagged lead event; no customer change.
+pub async fn test_lead(conn: &mut Conn, l: NewTestLead) -> Result<i64> {
+    insert_lead_event(
+        conn,
+        l.program_id,
+        None,
+        l.click_id.as_deref(),
+        l.customer_key.as_deref(),
+        l.email.as_deref(),
+        l.session_id.as_deref(),
+        l.page_url.as_deref(),
+        l.event_name.as_deref(),
+        true,
+        l.at,
+    )
+    .await
+}
+
+async fn insert_sale_event(
+    conn: &mut Conn,
+    s: &NewSale,
+    customer_id: Option<i64>,
+    partner_id: Option<i64>,
+    click_id: Option<&str>,
+    customer_key: Option<&str>,
+) -> Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO affiliate_sale_events (program_id, customer_id, partner_id, click_id, \
+         customer_key, processor_event_id, amount_cents, currency, sale_type, payment_status, \
+         is_recurring, subscription_id, product_id, metadata, is_test, sale_date, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'paid', $10, $11, $12, $13, $14, $15, $15) \
+         RETURNING id",
+    )
+    .bind(s.program.id)
+    .bind(customer_id)
+    .bind(partner_id)
+    .bind(click_id)
+    .bind(customer_key)
+    .bind(&s.transaction_id)
+    .bind(s.amount_cents)
+    .bind(&s.currency)
+    .bind(&s.sale_type)
+    .bind(s.is_recurring)
+    .bind(&s.subscription_id)
+    .bind(&s.product_id)
+    .bind(&s.metadata)
+    .bind(s.is_test)
+    .bind(s.at)
+    .fetch_one(&mut *conn)
+    .await
+    .map_err(|e| match Error::from(e) {
+        Error::Conflict(_) => {
+            Error::Conflict("Duplicate transaction_id. This sale has already been recorded.".into())
+        }
+        other => other,
+    })
+}
+
+/// D8: resolve by `customer_key`, then `click_id`; a customer of another program is
+/// "No affiliate attribution".
+async fn resolve_sale_customer(conn: &mut Conn, s: &NewSale) -> Result<CustomerRow> {
+    let mut elsewhere = false;
+    if let Some(key) = s.customer_key.as_deref() {
+        if let Some(c) = customer_by_key(conn, s.program.id, key).await? {
+            return Ok(c);
+        }
+        elsewhere = sqlx::query("SELECT 1 FROM customers WHERE customer_key = $1 LIMIT 1")
+            .bind(key)
+            .fetch_optional(&mut *conn)
+            .await?
+            .is_some();
+    }
+    if let Some(click_id) = s.click_id.as_deref() {
+        if let Some(c) = customer_by_click_id(conn, click_id).await? {
+            if c.program_id == s.program.id {
+                return Ok(c);
+            }
+            elsewhere = true;
+        }
+    }
+    Err(Error::bad_request(if elsewhere {
+        "No affiliate attribution found for this customer in this program"
+    } else {
+        "Customer not found. Provide customer_key or click_id."
+    }))
+}
+
+/// D8: the sale event, its commission, the customer's conversion and the counters.
+pub async fn sale(conn: &mut Conn, deltas: &mut Deltas, s: NewSale) -> Result<SaleOutcome> {
+    if s.is_test {
+        let sale_id = insert_sale_event(
+            conn,
+            &s,
+            None,
+            None,
+            s.click_id.as_deref(),
+            s.customer_key.as_deref(),
+        )
+        .await?;
+        return Ok(SaleOutcome {
+            sale_id,
+            commission_id: None,
+            commission_cents: 0,
+        });
+    }
+    let c = resolve_sale_customer(conn, &s).await?;
+    // Renewals stay with the partner of the subscription's first sale (D5) and earn
+    // within the program's recurring limit counted from that sale (D8).
+    let mut partner_id = c.partner_id;
+    let mut first_sale_at = None;
+    if let Some(sub) = s.subscription_id.as_deref() {
+        let first = sqlx::query(
+            "SELECT partner_id, sale_date FROM affiliate_sale_events \
+             WHERE program_id = $1 AND subscription_id = $2 AND NOT is_test \
+             ORDER BY sale_date, id LIMIT 1",
+        )
+        .bind(s.program.id)
+        .bind(sub)
+        .fetch_optional(&mut *conn)
+        .await?;
+        if let Some(first) = first {
+            partner_id = first.try_get::<Option<i64>, _>(0)?.or(partner_id);
+            first_sale_at = Some(first.try_get::<i64, _>(1)?);
+        }
+    } else if s.is_recurring {
+        first_sale_at = c.first_purchase_date;
+    }
+    let partner_id =
+        partner_id.ok_or_else(|| Error::bad_request("partnerId required to create commission"))?;
+    let partner_program_id: Option<i64> = sqlx::query_scalar(
+        "SELECT id FROM partner_programs WHERE partner_id = $1 AND program_id = $2",
+    )
+    .bind(partner_id)
+    .bind(s.program.id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let partner_program_id = partner_program_id.ok_or_else(|| {
+        Error::bad_request("No partner-program relationship found for this customer")
+    })?;
+
+    let key = s.customer_key.as_deref().or(c.customer_key.as_deref());
+    let sale_id = insert_sale_event(
+        conn,
+        &s,
+        Some(c.id),
+        Some(partner_id),
+        Some(&c.click_id),
+        key,
+    )
+    .await?;
+    let earns = !s.is_recurring
+        || commission::recurring_earns(s.program.recurring_commission_months, first_sale_at, s.at);
+    let (commission_id, commission_cents) = if earns {
+        let amount = s.program.commission.amount_for(s.amount_cents);
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO commissions (program_id, sale_id, partner_id, partner_program_id, \
+             amount_cents, currency, status, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7) RETURNING id",
+        )
+        .bind(s.program.id)
+        .bind(sale_id)
+        .bind(partner_id)
+        .bind(partner_program_id)
+        .bind(amount)
+        .bind(&s.currency)
+        .bind(s.at)
+        .fetch_one(&mut *conn)
+        .await?;
+        (Some(id), amount)
+    } else {
+        (None, 0)
+    };
+
+    sqlx::query(
+        "UPDATE customers SET customer_status = 'conversion', \
+         first_purchase_date = COALESCE(first_purchase_date, $1), updated_at = $1 WHERE id = $2",
+    )
+    .bind(s.at)
+    .bind(c.id)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "UPDATE affiliate_lead_events SET converted = $1 WHERE customer_id = $2 AND NOT converted",
+    )
+    .bind(true)
+    .bind(c.id)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "UPDATE affiliate_click_events SET converted = $1 WHERE id = \
+         (SELECT MAX(id) FROM affiliate_click_events WHERE customer_id = $2)",
+    )
+    .bind(true)
+    .bind(c.id)
+    .execute(&mut *conn)
+    .await?;
+
+    let day = day_of(s.at);
+    let r = deltas.rollup(s.program.id, day);
+    r.revenue_cents += s.amount_cents;
+    r.sales += 1;
+    r.commission_cents += commission_cents;
+    if c.first_purchase_date.is_none() {
+        r.conversions += 1;
+    }
+    let p = deltas.partner(partner_id, s.program.id);
+    p.sales += 1;
+    p.revenue_cents += s.amount_cents;
+    p.commission_cents += commission_cents;
+    Ok(SaleOutcome {
+        sale_id,
+        commission_id,
+        commission_cents,
+    })
+}
+
+/// D9: full, partial or repeated refunds of a sale of the program.
+pub async fn refund(conn: &mut Conn, deltas: &mut Deltas, r: NewRefund) -> Result<RefundOutcome> {
+    let row = sqlx::query(
+        "SELECT s.id, s.amount_cents, s.refunded_cents, s.partner_id, s.sale_date, \
+         c.id, c.amount_cents, c.reversed_cents \
+         FROM affiliate_sale_events s LEFT JOIN commissions c ON c.sale_id = s.id \
+         WHERE s.processor_event_id = $1 AND s.program_id = $2 AND s.is_test = $3",
+    )
+    .bind(&r.transaction_id)
+    .bind(r.program_id)
+    .bind(r.is_test)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(row) = row else {
+        return Err(Error::not_found("Sale not found for transaction_id"));
+    };
+    let sale_id: i64 = row.try_get(0)?;
+    let partner_id: Option<i64> = row.try_get(3)?;
+    let sale_date: i64 = row.try_get(4)?;
+    let commission_id: Option<i64> = row.try_get(5)?;
+    let state = refund::SaleState {
+        amount_cents: row.try_get(1)?,
+        refunded_cents: row.try_get(2)?,
+        commission: match commission_id {
+            Some(_) => Some((row.try_get(6)?, row.try_get(7)?)),
+            None => None,
+        },
+    };
+    let plan = refund::plan(state, r.amount_cents).map_err(Error::BadRequest)?;
+    let outcome = RefundOutcome {
+        status: plan.status,
+        sale_id,
+        commission_id,
+        deduction_cents: plan.deduction_cents,
+        refunded_cents: plan.refund_cents,
+    };
+    if plan.status == RefundStatus::Skipped {
+        return Ok(outcome);
+    }
+    sqlx::query(
+        "UPDATE affiliate_sale_events SET refunded_cents = refunded_cents + $1, \
+         payment_status = CASE WHEN $2 THEN 'refunded' ELSE payment_status END, \
+         refund_reason = COALESCE($3, refund_reason) WHERE id = $4",
+    )
+    .bind(plan.refund_cents)
+    .bind(plan.fully_refunded)
+    .bind(&r.reason)
+    .bind(sale_id)
+    .execute(&mut *conn)
+    .await?;
+    if let Some(commission_id) = commission_id {
+        sqlx::query(
+            "UPDATE commissions SET reversed_cents = reversed_cents + $1, status = $2, updated_at = $3 \
+             WHERE id = $4",
+        )
+        .bind(plan.deduction_cents)
+        .bind(if plan.fully_refunded { "reversed" } else { "refunded" })
+        .bind(r.at)
+        .bind(commission_id)
+        .execute(&mut *conn)
+        .await?;
+    }
+    if !r.is_test {
+        // Reversed amounts leave the figures of the sale's own day (D9).
+        let full = i64::from(plan.fully_refunded);
+        let d = deltas.rollup(r.program_id, day_of(sale_date));
+        d.revenue_cents -= plan.refund_cents;
+        d.sales -= full;
+        d.commission_cents -= plan.deduction_cents;
+        if let Some(partner_id) = partner_id {
+            let p = deltas.partner(partner_id, r.program_id);
+            p.revenue_cents -= plan.refund_cents;
+            p.sales -= full;
+            p.commission_cents -= plan.deduction_cents;
+        }
+    }
+    Ok(outcome)
+}
