@@ -1,0 +1,249 @@
+//! Test harness: the real router on a fresh SQLite file, or on a fresh PostgreSQL
+//! database when `REFTRACK_TEST_POSTGRES_URL` is set, driven through
+//! `tower::ServiceExt::oneshot`.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use reftrack::http::client_ip::ClientResolver;
+use reftrack::store::{self, Store};
+use reftrack::AppState;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+pub const ADMIN_TOKEN: &str = "rta_test_admin_token_0123456789";
+
+/// Runs an async test body once per backend: SQLite always, PostgreSQL when configured.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($(#[$meta:meta])* async fn $name:ident($app:ident: TestApp) $body:block) => {
+        mod $name {
+            use super::*;
+            async fn run($app: TestApp) $body
+            #[tokio::test]
+            async fn sqlite() {
+                run(TestApp::sqlite().await).await
+            }
+            #[tokio::test]
+            async fn postgres() {
+                if let Some(app) = TestApp::postgres().await {
+                    run(app).await
+                }
+            }
+        }
+    };
+}
+
+/// A running service on a fresh database.
+pub struct TestApp {
+    pub router: Router,
+    pub store: Arc<dyn Store>,
+    pub state: AppState,
+    pub database_url: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// A response: status and JSON body (Null when empty).
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: axum::http::HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    /// The `error` text of an error body.
+    pub fn error(&self) -> &str {
+        self.body["error"].as_str().unwrap_or_else(|| panic!("no error in {:?}", self.body))
+    }
+
+    /// Asserts the status and returns self.
+    #[track_caller]
+    pub fn expect(self, status: u16) -> Self {
+        assert_eq!(self.status.as_u16(), status, "unexpected status; body: {}", self.body);
+        self
+    }
+}
+
+/// A fresh PostgreSQL database on the server of `REFTRACK_TEST_POSTGRES_URL`.
+pub async fn fresh_postgres_url() -> Option<String> {
+    let base = std::env::var("REFTRACK_TEST_POSTGRES_URL").ok()?;
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(&base)
+        .await
+        .expect("REFTRACK_TEST_POSTGRES_URL is set but the server cannot be reached");
+    let name = format!("reftrack_t_{}", rand::random::<u64>() & 0xffff_ffff_ffff);
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut conn)
+        .await
+        .expect("create test database");
+    let mut url = url::Url::parse(&base).expect("postgres url");
+    url.set_path(&format!("/{name}"));
+    Some(url.to_string())
+}
+
+impl TestApp {
+    /// On a fresh SQLite file in a temporary directory.
+    pub async fn sqlite() -> TestApp {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}", dir.path().join("test.db").display());
+        Self::open(url, Some(dir)).await
+    }
+
+    /// On a fresh PostgreSQL database, when one is configured.
+    pub async fn postgres() -> Option<TestApp> {
+        let url = fresh_postgres_url().await?;
+        Some(Self::open(url, None).await)
+    }
+
+    async fn open(url: String, dir: Option<tempfile::TempDir>) -> TestApp {
+        let store = store::open(&url).await.expect("open store");
+        let state = AppState::new(
+            store.clone(),
+            &reftrack::auth::hash_token(ADMIN_TOKEN),
+            ClientResolver::new(None, None).unwrap(),
+        );
+        TestApp {
+            router: reftrack::app(state.clone()),
+            store,
+            state,
+            database_url: url,
+            _dir: dir,
+        }
+    }
+
+    /// Sends a request with optional JSON body and headers.
+    pub async fn send(&self, method: &str, path: &str, body: Option<Value>, headers: &[(&str, &str)]) -> Reply {
+        let mut req = Request::builder().method(method).uri(path);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let body = match body {
+            Some(b) => {
+                req = req.header("content-type", "application/json");
+                Body::from(b.to_string())
+            }
+            None => Body::empty(),
+        };
+        self.raw(req.body(body).unwrap()).await
+    }
+
+    /// Sends a prepared request.
+    pub async fn raw(&self, req: Request<Body>) -> Reply {
+        let response = self.router.clone().oneshot(req).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        Reply { status, headers, body }
+    }
+
+    /// POST with a JSON body and no auth.
+    pub async fn post(&self, path: &str, body: Value) -> Reply {
+        self.send("POST", path, Some(body), &[]).await
+    }
+
+    /// POST with a JSON body and a bearer token.
+    pub async fn post_auth(&self, path: &str, token: &str, body: Value) -> Reply {
+        let auth = format!("Bearer {token}");
+        self.send("POST", path, Some(body), &[("authorization", &auth)]).await
+    }
+
+    /// A management API call with the admin token.
+    pub async fn admin(&self, method: &str, path: &str, body: Option<Value>) -> Reply {
+        let auth = format!("Bearer {ADMIN_TOKEN}");
+        self.send(method, &format!("/api/admin{path}"), body, &[("authorization", &auth)]).await
+    }
+
+    /// Sets up a workspace, a program, a partner in it and an active link.
+    pub async fn seed(&self) -> Seed {
+        self.seed_with(json!({})).await
+    }
+
+    /// Like [`seed`], with extra program fields.
+    pub async fn seed_with(&self, program: Value) -> Seed {
+        let ws = self.admin("POST", "/workspaces", Some(json!({"name": "Acme"}))).await.expect(201);
+        let mut body = json!({"workspace_id": ws.body["id"], "name": "Acme Partners"});
+        for (k, v) in program.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let program = self.admin("POST", "/programs", Some(body)).await.expect(201);
+        let program_id = program.body["id"].as_i64().unwrap();
+        let suffix = program_id.to_string();
+        let partner = self
+            .admin("POST", "/partners", Some(json!({"name": "Alice", "code": format!("alice{suffix}")})))
+            .await
+            .expect(201);
+        let partner_id = partner.body["id"].as_i64().unwrap();
+        self.admin("POST", &format!("/programs/{program_id}/partners"), Some(json!({"partner_id": partner_id, "status": "approved"})))
+            .await
+            .expect(201);
+        let short_link = format!("alice{suffix}");
+        self.admin("POST", "/links", Some(json!({"program_id": program_id, "partner_id": partner_id, "short_link": short_link})))
+            .await
+            .expect(201);
+        Seed {
+            workspace_id: ws.body["id"].as_i64().unwrap(),
+            program_id,
+            api_token: program.body["api_token"].as_str().unwrap().to_string(),
+            partner_id,
+            short_link,
+        }
+    }
+
+    /// Adds another partner with an approved record and a link; returns (partner id, short link).
+    pub async fn add_partner(&self, seed: &Seed, code: &str) -> (i64, String) {
+        let partner = self.admin("POST", "/partners", Some(json!({"name": code, "code": code}))).await.expect(201);
+        let partner_id = partner.body["id"].as_i64().unwrap();
+        self.admin("POST", &format!("/programs/{}/partners", seed.program_id), Some(json!({"partner_id": partner_id})))
+            .await
+            .expect(201);
+        self.admin("POST", "/links", Some(json!({"program_id": seed.program_id, "partner_id": partner_id, "short_link": code})))
+            .await
+            .expect(201);
+        (partner_id, code.to_string())
+    }
+
+    /// Tracks a click through `short_link`; returns the click id.
+    pub async fn click(&self, short_link: &str) -> String {
+        let r = self
+            .post("/api/v1/track/click", json!({"affiliate_url": format!("https://shop.example/landing?aff={short_link}")}))
+            .await
+            .expect(200);
+        r.body["click_id"].as_str().unwrap().to_string()
+    }
+
+    /// Runs a query returning one integer.
+    pub async fn count(&self, sql: &str) -> i64 {
+        reftrack_count(&self.database_url, sql).await
+    }
+}
+
+/// One integer from a SQL query against either backend.
+pub async fn reftrack_count(url: &str, sql: &str) -> i64 {
+    use sqlx::Connection;
+    if url.starts_with("sqlite:") {
+        let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
+        sqlx::query_scalar::<_, i64>(sql).fetch_one(&mut c).await.unwrap()
+    } else {
+        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+        sqlx::query_scalar::<_, i64>(sql).fetch_one(&mut c).await.unwrap()
+    }
+}
+
+/// What [`TestApp::seed`] created.
+#[derive(Debug, Clone)]
+pub struct Seed {
+    pub workspace_id: i64,
+    pub program_id: i64,
+    pub api_token: String,
+    pub partner_id: i64,
+    pub short_link: String,
+}
