@@ -185,6 +185,9 @@ CREATE TABLE daily_rollups (
     sales            INTEGER NOT NULL DEFAULT 0,
     commission_cents INTEGER NOT NULL DEFAULT 0,
     partners         INTEGER NOT NULL DEFAULT 0,
+    -- Real lead and sale events of the day, whatever became of them: the events list's totals.
+    lead_events      INTEGER NOT NULL DEFAULT 0,
+    sale_events      INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (program_id, day)
 );
 

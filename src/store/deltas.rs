@@ -13,6 +13,8 @@ pub struct RollupDelta {
     pub sales: i64,
     pub commission_cents: i64,
     pub partners: i64,
+    pub lead_events: i64,
+    pub sale_events: i64,
 }
 
 /// Increments of a partner-program record's running totals.
@@ -70,6 +72,8 @@ impl Deltas {
             d.sales += v.sales;
             d.commission_cents += v.commission_cents;
             d.partners += v.partners;
+            d.lead_events += v.lead_events;
+            d.sale_events += v.sale_events;
         }
         for (k, v) in other.partners {
             let d = self.partners.entry(k).or_default();

@@ -57,13 +57,20 @@ pub struct Reply {
 impl Reply {
     /// The `error` text of an error body.
     pub fn error(&self) -> &str {
-        self.body["error"].as_str().unwrap_or_else(|| panic!("no error in {:?}", self.body))
+        self.body["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no error in {:?}", self.body))
     }
 
     /// Asserts the status and returns self.
     #[track_caller]
     pub fn expect(self, status: u16) -> Self {
-        assert_eq!(self.status.as_u16(), status, "unexpected status; body: {}", self.body);
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "unexpected status; body: {}",
+            self.body
+        );
         self
     }
 }
@@ -116,7 +123,13 @@ impl TestApp {
     }
 
     /// Sends a request with optional JSON body and headers.
-    pub async fn send(&self, method: &str, path: &str, body: Option<Value>, headers: &[(&str, &str)]) -> Reply {
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        headers: &[(&str, &str)],
+    ) -> Reply {
         let mut req = Request::builder().method(method).uri(path);
         for (k, v) in headers {
             req = req.header(*k, *v);
@@ -136,13 +149,20 @@ impl TestApp {
         let response = self.router.clone().oneshot(req).await.unwrap();
         let status = response.status();
         let headers = response.headers().clone();
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
         let body = if bytes.is_empty() {
             Value::Null
         } else {
-            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
         };
-        Reply { status, headers, body }
+        Reply {
+            status,
+            headers,
+            body,
+        }
     }
 
     /// POST with a JSON body and no auth.
@@ -153,13 +173,20 @@ impl TestApp {
     /// POST with a JSON body and a bearer token.
     pub async fn post_auth(&self, path: &str, token: &str, body: Value) -> Reply {
         let auth = format!("Bearer {token}");
-        self.send("POST", path, Some(body), &[("authorization", &auth)]).await
+        self.send("POST", path, Some(body), &[("authorization", &auth)])
+            .await
     }
 
     /// A management API call with the admin token.
     pub async fn admin(&self, method: &str, path: &str, body: Option<Value>) -> Reply {
         let auth = format!("Bearer {ADMIN_TOKEN}");
-        self.send(method, &format!("/api/admin{path}"), body, &[("authorization", &auth)]).await
+        self.send(
+            method,
+            &format!("/api/admin{path}"),
+            body,
+            &[("authorization", &auth)],
+        )
+        .await
     }
 
     /// Sets up a workspace, a program, a partner in it and an active link.
@@ -169,22 +196,36 @@ impl TestApp {
 
     /// Like [`seed`], with extra program fields.
     pub async fn seed_with(&self, program: Value) -> Seed {
-        let ws = self.admin("POST", "/workspaces", Some(json!({"name": "Acme"}))).await.expect(201);
+        let ws = self
+            .admin("POST", "/workspaces", Some(json!({"name": "Acme"})))
+            .await
+            .expect(201);
         let mut body = json!({"workspace_id": ws.body["id"], "name": "Acme Partners"});
         for (k, v) in program.as_object().unwrap() {
             body[k] = v.clone();
         }
-        let program = self.admin("POST", "/programs", Some(body)).await.expect(201);
+        let program = self
+            .admin("POST", "/programs", Some(body))
+            .await
+            .expect(201);
         let program_id = program.body["id"].as_i64().unwrap();
         let suffix = program_id.to_string();
         let partner = self
-            .admin("POST", "/partners", Some(json!({"name": "Alice", "code": format!("alice{suffix}")})))
+            .admin(
+                "POST",
+                "/partners",
+                Some(json!({"name": "Alice", "code": format!("alice{suffix}")})),
+            )
             .await
             .expect(201);
         let partner_id = partner.body["id"].as_i64().unwrap();
-        self.admin("POST", &format!("/programs/{program_id}/partners"), Some(json!({"partner_id": partner_id, "status": "approved"})))
-            .await
-            .expect(201);
+        self.admin(
+            "POST",
+            &format!("/programs/{program_id}/partners"),
+            Some(json!({"partner_id": partner_id, "status": "approved"})),
+        )
+        .await
+        .expect(201);
         let short_link = format!("alice{suffix}");
         self.admin("POST", "/links", Some(json!({"program_id": program_id, "partner_id": partner_id, "short_link": short_link})))
             .await
@@ -200,11 +241,22 @@ impl TestApp {
 
     /// Adds another partner with an approved record and a link; returns (partner id, short link).
     pub async fn add_partner(&self, seed: &Seed, code: &str) -> (i64, String) {
-        let partner = self.admin("POST", "/partners", Some(json!({"name": code, "code": code}))).await.expect(201);
-        let partner_id = partner.body["id"].as_i64().unwrap();
-        self.admin("POST", &format!("/programs/{}/partners", seed.program_id), Some(json!({"partner_id": partner_id})))
+        let partner = self
+            .admin(
+                "POST",
+                "/partners",
+                Some(json!({"name": code, "code": code})),
+            )
             .await
             .expect(201);
+        let partner_id = partner.body["id"].as_i64().unwrap();
+        self.admin(
+            "POST",
+            &format!("/programs/{}/partners", seed.program_id),
+            Some(json!({"partner_id": partner_id})),
+        )
+        .await
+        .expect(201);
         self.admin("POST", "/links", Some(json!({"program_id": seed.program_id, "partner_id": partner_id, "short_link": code})))
             .await
             .expect(201);
@@ -214,7 +266,10 @@ impl TestApp {
     /// Tracks a click through `short_link`; returns the click id.
     pub async fn click(&self, short_link: &str) -> String {
         let r = self
-            .post("/api/v1/track/click", json!({"affiliate_url": format!("https://shop.example/landing?aff={short_link}")}))
+            .post(
+                "/api/v1/track/click",
+                json!({"affiliate_url": format!("https://shop.example/landing?aff={short_link}")}),
+            )
             .await
             .expect(200);
         r.body["click_id"].as_str().unwrap().to_string()
@@ -231,10 +286,16 @@ pub async fn reftrack_count(url: &str, sql: &str) -> i64 {
     use sqlx::Connection;
     if url.starts_with("sqlite:") {
         let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
-        sqlx::query_scalar::<_, i64>(sql).fetch_one(&mut c).await.unwrap()
+        sqlx::query_scalar::<_, i64>(sql)
+            .fetch_one(&mut c)
+            .await
+            .unwrap()
     } else {
         let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-        sqlx::query_scalar::<_, i64>(sql).fetch_one(&mut c).await.unwrap()
+        sqlx::query_scalar::<_, i64>(sql)
+            .fetch_one(&mut c)
+            .await
+            .unwrap()
     }
 }
 

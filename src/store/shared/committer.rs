@@ -248,8 +248,9 @@ async fn add_rollup(
 ) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO daily_rollups \
-         (program_id, day, clicks, leads, conversions, revenue_cents, sales, commission_cents, partners) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+         (program_id, day, clicks, leads, conversions, revenue_cents, sales, commission_cents, partners, \
+         lead_events, sale_events) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
          ON CONFLICT (program_id, day) DO UPDATE SET \
          clicks = daily_rollups.clicks + excluded.clicks, \
          leads = daily_rollups.leads + excluded.leads, \
@@ -257,7 +258,9 @@ async fn add_rollup(
          revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents, \
          sales = daily_rollups.sales + excluded.sales, \
          commission_cents = daily_rollups.commission_cents + excluded.commission_cents, \
-         partners = daily_rollups.partners + excluded.partners",
+         partners = daily_rollups.partners + excluded.partners, \
+         lead_events = daily_rollups.lead_events + excluded.lead_events, \
+         sale_events = daily_rollups.sale_events + excluded.sale_events",
     )
     .bind(program_id)
     .bind(day)
@@ -268,6 +271,8 @@ async fn add_rollup(
     .bind(d.sales)
     .bind(d.commission_cents)
     .bind(d.partners)
+    .bind(d.lead_events)
+    .bind(d.sale_events)
     .execute(&mut *conn)
     .await?;
     Ok(())

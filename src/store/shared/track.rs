@@ -300,6 +300,7 @@ pub async fn lead(conn: &mut Conn, deltas: &mut Deltas, l: NewLead) -> Result<()
                         l.at,
                     )
                     .await?;
+                    deltas.rollup(program_id, day_of(l.at)).lead_events += 1;
                     return Ok(());
                 }
             }
@@ -345,7 +346,9 @@ pub async fn lead(conn: &mut Conn, deltas: &mut Deltas, l: NewLead) -> Result<()
         l.at,
     )
     .await?;
-    deltas.rollup(c.program_id, day_of(l.at)).leads += 1;
+    let r = deltas.rollup(c.program_id, day_of(l.at));
+    r.leads += 1;
+    r.lead_events += 1;
     if let Some(partner_id) = c.partner_id {
         deltas.partner(partner_id, c.program_id).leads += 1;
     }
@@ -553,6 +556,7 @@ pub async fn sale(conn: &mut Conn, deltas: &mut Deltas, s: NewSale) -> Result<Sa
     let r = deltas.rollup(s.program.id, day);
     r.revenue_cents += s.amount_cents;
     r.sales += 1;
+    r.sale_events += 1;
     r.commission_cents += commission_cents;
     if c.first_purchase_date.is_none() {
         r.conversions += 1;
