@@ -1,0 +1,341 @@
+//! `POST /api/v1/track/sale` (§4.3, D8, D10) and `POST /api/v1/track/refund` (§4.4, D9).
+
+mod common;
+use common::*;
+use serde_json::json;
+
+const SALE: &str = "/api/v1/track/sale";
+const REFUND: &str = "/api/v1/track/refund";
+
+/// A customer who clicked and signed up as `key`.
+async fn lead(app: &TestApp, seed: &Seed, key: &str) -> String {
+    let click_id = app.click(&seed.short_link).await;
+    app.post_auth("/api/v1/track/lead", &seed.api_token, json!({"click_id": click_id, "customer_key": key}))
+        .await
+        .expect(200);
+    click_id
+}
+
+on_both_backends! {
+    async fn sale_records_event_commission_conversion_and_counters(app: TestApp) {
+        let seed = app.seed_with(json!({"commission": {"type": "percentage", "percent": 30}})).await;
+        let click_id = lead(&app, &seed, "user_42").await;
+        let r = app
+            .post_auth(SALE, &seed.api_token, json!({
+                "transaction_id": "txn_1", "amount_cents": 9999, "customer_key": "user_42", "currency": "EUR",
+                "sale_type": "subscription", "subscription_id": "sub_1", "product_id": "pro",
+                "metadata": {"plan": "pro", "seats": 3},
+            }))
+            .await
+            .expect(200);
+        assert_eq!(r.body["success"], true);
+        assert!(r.body["message"].is_string());
+        let sale_id = r.body["sale_id"].as_i64().unwrap();
+        let commission_id = r.body["commission_id"].as_i64().unwrap();
+        assert_eq!(app.count(&format!(
+            "SELECT COUNT(*) FROM affiliate_sale_events WHERE id = {sale_id} AND processor_event_id = 'txn_1' \
+             AND amount_cents = 9999 AND currency = 'eur' AND sale_type = 'subscription' AND payment_status = 'paid' \
+             AND subscription_id = 'sub_1' AND product_id = 'pro' AND metadata LIKE '%\"seats\":3%' AND NOT is_test AND NOT is_recurring"
+        )).await, 1);
+        // 30 % of 9999 = 2999.7, rounded half up to the cent.
+        assert_eq!(app.count(&format!("SELECT amount_cents FROM commissions WHERE id = {commission_id} AND sale_id = {sale_id}")).await, 3000);
+        assert_eq!(app.count(&format!("SELECT partner_id FROM commissions WHERE id = {commission_id}")).await, seed.partner_id);
+        assert_eq!(app.count("SELECT COUNT(*) FROM customers WHERE customer_status = 'conversion' AND first_purchase_date IS NOT NULL").await, 1);
+        assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_lead_events WHERE converted").await, 1);
+        assert_eq!(app.count(&format!("SELECT COUNT(*) FROM affiliate_click_events WHERE converted AND click_id = '{click_id}'")).await, 1);
+        assert_eq!(app.count("SELECT revenue_cents FROM daily_rollups").await, 9999);
+        assert_eq!(app.count("SELECT sales FROM daily_rollups").await, 1);
+        assert_eq!(app.count("SELECT sale_events FROM daily_rollups").await, 1);
+        assert_eq!(app.count("SELECT conversions FROM daily_rollups").await, 1);
+        assert_eq!(app.count("SELECT commission_cents FROM daily_rollups").await, 3000);
+        assert_eq!(app.count("SELECT total_sales * 1000000 + total_commission_cents FROM partner_programs").await, 1_003_000);
+        // A second purchase is a sale but not a second conversion.
+        app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "txn_2", "amount_cents": 1, "click_id": click_id}))
+            .await
+            .expect(200);
+        assert_eq!(app.count("SELECT conversions FROM daily_rollups").await, 1);
+        assert_eq!(app.count("SELECT sales FROM daily_rollups").await, 2);
+        // The program's currency is the default.
+        assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_sale_events WHERE processor_event_id = 'txn_2' AND currency = 'usd'").await, 1);
+    }
+}
+
+on_both_backends! {
+    async fn sale_validation_and_auth(app: TestApp) {
+        let seed = app.seed().await;
+        lead(&app, &seed, "k").await;
+        for (headers, _) in [(vec![], ()), (vec![("authorization", "Basic x")], ()), (vec![("authorization", "Bearer   ")], ()), (vec![("authorization", "Bearer rtk_nope")], ())] {
+            let r = app.send("POST", SALE, Some(json!({"transaction_id": "t", "amount_cents": 1, "customer_key": "k"})), &headers).await.expect(401);
+            assert!(!r.error().is_empty());
+        }
+        let txn = "transaction_id is required and must be a string";
+        let amount = "amount_cents is required and must be a positive integer";
+        for (body, text) in [
+            (json!({"amount_cents": 100, "customer_key": "k"}), txn),
+            (json!({"transaction_id": 7, "amount_cents": 100, "customer_key": "k"}), txn),
+            (json!({"transaction_id": "", "amount_cents": 100, "customer_key": "k"}), txn),
+            (json!({"transaction_id": "t"}), amount),
+            (json!({"transaction_id": "t", "amount_cents": 0, "customer_key": "k"}), amount),
+            (json!({"transaction_id": "t", "amount_cents": -5, "customer_key": "k"}), amount),
+            (json!({"transaction_id": "t", "amount_cents": 10.5, "customer_key": "k"}), amount),
+            (json!({"transaction_id": "t", "amount_cents": "100", "customer_key": "k"}), amount),
+            (json!({"transaction_id": "t", "amount_cents": 1e30, "customer_key": "k"}), amount),
+            (json!({"transaction_id": "t", "amount_cents": 100}), "Customer not found. Provide customer_key or click_id."),
+            (json!({"transaction_id": "t", "amount_cents": 100, "customer_key": "ghost"}), "Customer not found. Provide customer_key or click_id."),
+            (json!({"transaction_id": "t", "amount_cents": 100, "click_id": "cust_1_1"}), "Customer not found. Provide customer_key or click_id."),
+        ] {
+            let r = app.post_auth(SALE, &seed.api_token, body.clone()).await.expect(400);
+            assert_eq!(r.error(), text, "for {body}");
+        }
+        for body in [
+            json!({"transaction_id": "t", "amount_cents": 1_000_000_000_001i64, "customer_key": "k"}),
+            json!({"transaction_id": "t", "amount_cents": 1, "customer_key": "k", "currency": "dollars"}),
+            json!({"transaction_id": "t", "amount_cents": 1, "customer_key": "k", "sale_type": "gift"}),
+            json!({"transaction_id": "t", "amount_cents": 1, "customer_key": "k", "is_recurring": "yes"}),
+            json!({"transaction_id": "t", "amount_cents": 1, "customer_key": "k", "metadata": [1]}),
+            json!({"transaction_id": "x".repeat(300), "amount_cents": 1, "customer_key": "k"}),
+        ] {
+            app.post_auth(SALE, &seed.api_token, body).await.expect(400);
+        }
+        assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_sale_events").await, 0);
+        assert_eq!(app.count("SELECT COUNT(*) FROM commissions").await, 0);
+    }
+}
+
+on_both_backends! {
+    async fn sale_attribution_failures(app: TestApp) {
+        let seed = app.seed().await;
+        let other = app.seed().await;
+        // Customers of another program, by key and by click id.
+        let foreign_click = lead(&app, &other, "theirs").await;
+        for body in [
+            json!({"transaction_id": "t1", "amount_cents": 100, "customer_key": "theirs"}),
+            json!({"transaction_id": "t1", "amount_cents": 100, "click_id": foreign_click}),
+        ] {
+            let r = app.post_auth(SALE, &seed.api_token, body).await.expect(400);
+            assert_eq!(r.error(), "No affiliate attribution found for this customer in this program");
+        }
+        // A partner without a partner-program record (D5).
+        let p = app.admin("POST", "/partners", Some(json!({"name": "Norec", "code": "norec"}))).await.expect(201);
+        app.admin("POST", "/links", Some(json!({"program_id": seed.program_id, "partner_id": p.body["id"], "short_link": "norec"})))
+            .await
+            .expect(201);
+        let click_id = app.click("norec").await;
+        let r = app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "t2", "amount_cents": 100, "click_id": click_id})).await.expect(400);
+        assert_eq!(r.error(), "No partner-program relationship found for this customer");
+        // A customer without partner.
+        let orphan = app.click(&seed.short_link).await;
+        let sql = format!("UPDATE customers SET partner_id = NULL WHERE click_id = '{orphan}'");
+        if app.database_url.starts_with("sqlite") {
+            use sqlx::Connection;
+            let mut c = sqlx::SqliteConnection::connect(&app.database_url).await.unwrap();
+            sqlx::query(&sql).execute(&mut c).await.unwrap();
+        } else {
+            use sqlx::Connection;
+            let mut c = sqlx::PgConnection::connect(&app.database_url).await.unwrap();
+            sqlx::query(&sql).execute(&mut c).await.unwrap();
+        }
+        let r = app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "t3", "amount_cents": 100, "click_id": orphan})).await.expect(400);
+        assert_eq!(r.error(), "partnerId required to create commission");
+        // None of them consumed its transaction id or left a record.
+        assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_sale_events").await, 0);
+        app.post_auth(SALE, &other.api_token, json!({"transaction_id": "t1", "amount_cents": 100, "customer_key": "theirs"})).await.expect(200);
+    }
+}
+
+on_both_backends! {
+    async fn duplicate_transaction_id_is_409_across_programs(app: TestApp) {
+        let seed = app.seed().await;
+        let other = app.seed().await;
+        lead(&app, &seed, "a").await;
+        lead(&app, &other, "b").await;
+        app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "same", "amount_cents": 500, "customer_key": "a"})).await.expect(200);
+        for (token, key) in [(&seed.api_token, "a"), (&other.api_token, "b")] {
+            let r = app.post_auth(SALE, token, json!({"transaction_id": "same", "amount_cents": 500, "customer_key": key})).await.expect(409);
+            assert_eq!(r.error(), "Duplicate transaction_id. This sale has already been recorded.");
+        }
+        assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_sale_events").await, 1);
+        assert_eq!(app.count("SELECT COUNT(*) FROM commissions").await, 1);
+        assert_eq!(app.count("SELECT CAST(SUM(sales) AS BIGINT) FROM daily_rollups").await, 1);
+        // Concurrent duplicates in one process: exactly one wins.
+        let calls = (0..8).map(|_| app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "race", "amount_cents": 5, "customer_key": "a"})));
+        let replies = futures::future::join_all(calls).await;
+        assert_eq!(replies.iter().filter(|r| r.status == 200).count(), 1);
+        assert_eq!(replies.iter().filter(|r| r.status == 409).count(), 7);
+    }
+}
+
+on_both_backends! {
+    async fn flat_commission_and_recurring_limits(app: TestApp) {
+        let seed = app.seed_with(json!({"commission": {"type": "flat", "amount_cents": 500}, "recurring_commission_months": 0})).await;
+        lead(&app, &seed, "sub").await;
+        let first = app
+            .post_auth(SALE, &seed.api_token, json!({"transaction_id": "inv_1", "amount_cents": 2000, "customer_key": "sub", "subscription_id": "s1", "sale_type": "subscription"}))
+            .await
+            .expect(200);
+        assert!(first.body["commission_id"].is_i64());
+        assert_eq!(app.count("SELECT amount_cents FROM commissions").await, 500);
+        // 0 months: renewals earn nothing, but they are sales.
+        let renewal = app
+            .post_auth(SALE, &seed.api_token, json!({"transaction_id": "inv_2", "amount_cents": 2000, "customer_key": "sub", "subscription_id": "s1", "is_recurring": true}))
+            .await
+            .expect(200);
+        assert!(renewal.body["commission_id"].is_null());
+        assert!(renewal.body["sale_id"].is_i64());
+        assert_eq!(app.count("SELECT COUNT(*) FROM commissions").await, 1);
+        assert_eq!(app.count("SELECT revenue_cents FROM daily_rollups").await, 4000);
+        assert_eq!(app.count("SELECT commission_cents FROM daily_rollups").await, 500);
+        // Unlimited: every renewal earns. Limited to 1 month: a renewal two months after
+        // the first sale does not.
+        app.admin("PATCH", &format!("/programs/{}", seed.program_id), Some(json!({"recurring_commission_months": null}))).await.expect(200);
+        let r = app
+            .post_auth(SALE, &seed.api_token, json!({"transaction_id": "inv_3", "amount_cents": 2000, "customer_key": "sub", "subscription_id": "s1", "is_recurring": true}))
+            .await
+            .expect(200);
+        assert!(r.body["commission_id"].is_i64());
+        app.admin("PATCH", &format!("/programs/{}", seed.program_id), Some(json!({"recurring_commission_months": 1}))).await.expect(200);
+        let two_months = 62i64 * 86_400_000;
+        let sql = format!("UPDATE affiliate_sale_events SET sale_date = sale_date - {two_months} WHERE processor_event_id = 'inv_1'");
+        execute(&app, &sql).await;
+        let r = app
+            .post_auth(SALE, &seed.api_token, json!({"transaction_id": "inv_4", "amount_cents": 2000, "customer_key": "sub", "subscription_id": "s1", "is_recurring": true}))
+            .await
+            .expect(200);
+        assert!(r.body["commission_id"].is_null(), "{}", r.body);
+    }
+}
+
+on_both_backends! {
+    async fn renewals_stay_with_the_first_sales_partner(app: TestApp) {
+        let seed = app.seed().await;
+        let click_id = lead(&app, &seed, "sub").await;
+        app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "inv_1", "amount_cents": 1000, "customer_key": "sub", "subscription_id": "s1"})).await.expect(200);
+        // The customer later clicks another partner's link: new sales credit bob, renewals
+        // of the existing subscription stay with alice.
+        let (bob, bob_link) = app.add_partner(&seed, "bob").await;
+        app.post("/api/v1/track/click", json!({"affiliate_url": format!("https://x.io/?aff={bob_link}"), "existing_click_id": click_id}))
+            .await
+            .expect(200);
+        app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "inv_2", "amount_cents": 1000, "customer_key": "sub", "subscription_id": "s1", "is_recurring": true}))
+            .await
+            .expect(200);
+        app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "one_off", "amount_cents": 1000, "customer_key": "sub"})).await.expect(200);
+        assert_eq!(app.count("SELECT c.partner_id FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id WHERE s.processor_event_id = 'inv_2'").await, seed.partner_id);
+        assert_eq!(app.count("SELECT c.partner_id FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id WHERE s.processor_event_id = 'one_off'").await, bob);
+    }
+}
+
+on_both_backends! {
+    async fn test_mode_sale_creates_no_commission_or_metrics(app: TestApp) {
+        let seed = app.seed().await;
+        lead(&app, &seed, "k").await;
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            let r = app.post_auth(SALE, &seed.api_token, json!({"amount_cents": 100, "additional_data": {"test_mode": true}})).await.expect(200);
+            assert_eq!(r.body["data"]["test_mode"], true);
+            assert_eq!(r.body["data"]["programId"], seed.program_id);
+            ids.push(r.body["data"]["eventId"].as_i64().unwrap());
+        }
+        assert_eq!(app.count("SELECT COUNT(DISTINCT processor_event_id) FROM affiliate_sale_events WHERE is_test AND processor_event_id LIKE 'test_txn_%'").await, 3);
+        app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "t_test", "amount_cents": 100, "customer_key": "k", "additional_data": {"test_mode": true}}))
+            .await
+            .expect(200);
+        assert_eq!(app.count("SELECT COUNT(*) FROM commissions").await, 0);
+        assert_eq!(app.count("SELECT COUNT(*) FROM customers WHERE customer_status = 'conversion'").await, 0);
+        assert_eq!(app.count("SELECT CAST(SUM(sales + revenue_cents + sale_events) AS BIGINT) FROM daily_rollups").await, 0);
+        // Test mode still validates the amount and needs the API key.
+        app.post_auth(SALE, &seed.api_token, json!({"amount_cents": 0, "additional_data": {"test_mode": true}})).await.expect(400);
+        app.post(SALE, json!({"amount_cents": 1, "additional_data": {"test_mode": true}})).await.expect(401);
+    }
+}
+
+async fn execute(app: &TestApp, sql: &str) {
+    use sqlx::Connection;
+    if app.database_url.starts_with("sqlite") {
+        let mut c = sqlx::SqliteConnection::connect(&app.database_url).await.unwrap();
+        sqlx::query(sql).execute(&mut c).await.unwrap();
+    } else {
+        let mut c = sqlx::PgConnection::connect(&app.database_url).await.unwrap();
+        sqlx::query(sql).execute(&mut c).await.unwrap();
+    }
+}
+
+on_both_backends! {
+    async fn refunds_partial_full_repeated(app: TestApp) {
+        let seed = app.seed_with(json!({"commission": {"type": "percentage", "percent": 30}})).await;
+        lead(&app, &seed, "k").await;
+        let sale = app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "txn", "amount_cents": 10000, "customer_key": "k"})).await.expect(200);
+        let r = app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": "txn", "refund_amount_cents": 2500, "refund_reason": "partial"})).await.expect(200);
+        assert_eq!(r.body, json!({"success": true, "status": "refunded", "sale_id": sale.body["sale_id"], "commission_id": sale.body["commission_id"], "deduction_amount": 7.5}));
+        assert_eq!(app.count("SELECT reversed_cents FROM commissions").await, 750);
+        assert_eq!(app.count("SELECT COUNT(*) FROM commissions WHERE status = 'refunded'").await, 1);
+        assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_sale_events WHERE payment_status = 'paid' AND refunded_cents = 2500 AND refund_reason = 'partial'").await, 1);
+        assert_eq!(app.count("SELECT revenue_cents FROM daily_rollups").await, 7500);
+        assert_eq!(app.count("SELECT commission_cents FROM daily_rollups").await, 2250);
+        assert_eq!(app.count("SELECT sales FROM daily_rollups").await, 1);
+        // Over what is left: 400, nothing changes.
+        let r = app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": "txn", "refund_amount_cents": 7501})).await.expect(400);
+        assert!(r.error().contains("refund_amount_cents"));
+        // The rest, then a repeat.
+        let r = app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": "txn"})).await.expect(200);
+        assert_eq!(r.body["status"], "reversed");
+        assert_eq!(r.body["deduction_amount"], 22.5);
+        assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_sale_events WHERE payment_status = 'refunded' AND refunded_cents = 10000").await, 1);
+        assert_eq!(app.count("SELECT COUNT(*) FROM commissions WHERE status = 'reversed' AND reversed_cents = 3000").await, 1);
+        assert_eq!(app.count("SELECT revenue_cents + sales + commission_cents FROM daily_rollups").await, 0);
+        assert_eq!(app.count("SELECT total_revenue_cents + total_sales + total_commission_cents FROM partner_programs").await, 0);
+        for body in [json!({"transaction_id": "txn"}), json!({"transaction_id": "txn", "refund_amount_cents": 10000})] {
+            let r = app.post_auth(REFUND, &seed.api_token, body).await.expect(200);
+            assert_eq!(r.body["status"], "skipped");
+            assert_eq!(r.body["deduction_amount"], 0.0);
+        }
+        assert_eq!(app.count("SELECT revenue_cents + sales + commission_cents FROM daily_rollups").await, 0);
+        // Conversions stay: the customer did buy.
+        assert_eq!(app.count("SELECT conversions FROM daily_rollups").await, 1);
+    }
+}
+
+on_both_backends! {
+    async fn refund_errors_and_program_scope(app: TestApp) {
+        let seed = app.seed().await;
+        let other = app.seed().await;
+        lead(&app, &seed, "k").await;
+        app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "mine", "amount_cents": 100, "customer_key": "k"})).await.expect(200);
+        app.post(REFUND, json!({"transaction_id": "mine"})).await.expect(401);
+        let r = app.post_auth(REFUND, &seed.api_token, json!({})).await.expect(400);
+        assert_eq!(r.error(), "transaction_id is required");
+        let r = app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": 5})).await.expect(400);
+        assert_eq!(r.error(), "transaction_id is required");
+        let r = app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": "nope"})).await.expect(404);
+        assert_eq!(r.error(), "Sale not found for transaction_id");
+        // Another program's key cannot refund this sale.
+        let r = app.post_auth(REFUND, &other.api_token, json!({"transaction_id": "mine"})).await.expect(404);
+        assert_eq!(r.error(), "Sale not found for transaction_id");
+        for amount in [json!(0), json!(-1), json!("5"), json!(1.5)] {
+            app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": "mine", "refund_amount_cents": amount})).await.expect(400);
+        }
+        assert_eq!(app.count("SELECT refunded_cents FROM affiliate_sale_events").await, 0);
+        // Legacy alias.
+        app.post_auth("/api/tracking/refund", &seed.api_token, json!({"transaction_id": "mine"})).await.expect(200);
+    }
+}
+
+on_both_backends! {
+    async fn refund_of_a_sale_without_commission_and_test_refunds(app: TestApp) {
+        let seed = app.seed_with(json!({"recurring_commission_months": 0})).await;
+        lead(&app, &seed, "k").await;
+        app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "first", "amount_cents": 100, "customer_key": "k", "subscription_id": "s"})).await.expect(200);
+        app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "renew", "amount_cents": 100, "customer_key": "k", "subscription_id": "s", "is_recurring": true})).await.expect(200);
+        let r = app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": "renew"})).await.expect(200);
+        assert_eq!(r.body["status"], "no_commission");
+        assert!(r.body["commission_id"].is_null());
+        assert_eq!(app.count("SELECT revenue_cents FROM daily_rollups").await, 100);
+        // Test refunds touch test sales only.
+        app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "tt", "amount_cents": 100, "additional_data": {"test_mode": true}})).await.expect(200);
+        let r = app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": "tt", "additional_data": {"test_mode": true}})).await.expect(200);
+        assert_eq!(r.body["test_mode"], true);
+        app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": "tt"})).await.expect(404);
+        app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": "first", "additional_data": {"test_mode": true}})).await.expect(404);
+        assert_eq!(app.count("SELECT revenue_cents FROM daily_rollups").await, 100);
+    }
+}
