@@ -2,9 +2,12 @@
 
 pub mod admin;
 pub mod client_ip;
+pub mod dashboard;
 pub mod extract;
 pub mod service;
+pub mod session;
 pub mod track;
+pub mod tracker;
 
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
@@ -22,10 +25,12 @@ use crate::AppState;
 pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(service::router())
+        .merge(tracker::router())
         .nest("/api/v1/track", track::router())
         // Legacy alias of the tracking writes (§9), kept for older trackers.
-        .nest("/api/tracking", track::router())
+        .nest("/api/tracking", track::router().merge(dashboard::router()))
         .nest("/api/admin", admin::router())
+        .nest("/api/auth", session::router())
         .fallback(|| async { Error::not_found("Not found") })
         .layer(middleware::from_fn(json_errors))
         .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))

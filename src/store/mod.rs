@@ -10,6 +10,7 @@
 //! counter and rollup increments folded and applied once before the commit. Every
 //! caller is answered only after that commit.
 
+pub mod dashboard_model;
 pub mod deltas;
 pub mod model;
 pub mod postgres;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::error::Result;
+pub use dashboard_model::*;
 pub use model::*;
 
 /// Which database a store runs on.
@@ -124,6 +126,47 @@ pub trait Store: Send + Sync + 'static {
     async fn record_sale(&self, sale: NewSale) -> Result<SaleOutcome>;
     /// Applies a refund to a sale of the program.
     async fn record_refund(&self, refund: NewRefund) -> Result<RefundOutcome>;
+
+    /// The id and password hash of the user with `email` (already normalised).
+    async fn user_credentials(&self, email: &str) -> Result<Option<Credentials>>;
+    /// Stores a dashboard session by its token's hash; purges expired sessions.
+    async fn create_session(
+        &self,
+        user_id: i64,
+        token_hash: &str,
+        now: i64,
+        expires_at: i64,
+    ) -> Result<()>;
+    /// The user of the session whose token hashes to `token_hash`, if it is alive at `now`.
+    async fn session_user(&self, token_hash: &str, now: i64) -> Result<Option<SessionUser>>;
+    /// Ends a session; false when there was none.
+    async fn delete_session(&self, token_hash: &str) -> Result<bool>;
+    /// A program with `user_id`'s membership in its workspace; `None` when the program
+    /// does not exist.
+    async fn program_access(
+        &self,
+        program_id: i64,
+        user_id: i64,
+    ) -> Result<Option<DashboardProgram>>;
+    /// The program's `daily_rollups` rows from `from_day` to `to_day` (inclusive), by day.
+    async fn daily_rollups(
+        &self,
+        program_id: i64,
+        from_day: &str,
+        to_day: &str,
+    ) -> Result<Vec<DailyRollup>>;
+    /// Test events and approved partners of a program (§4.6).
+    async fn setup_status(&self, program_id: i64) -> Result<SetupStatus>;
+    /// How many real events of the program match `filter` (§4.7 `total`).
+    async fn count_events(&self, program_id: i64, filter: &EventFilter) -> Result<i64>;
+    /// One page of the program's real events matching `filter`, newest first.
+    async fn list_events(
+        &self,
+        program_id: i64,
+        filter: &EventFilter,
+        limit: i64,
+        offset: i64,
+    ) -> Result<Vec<ListedEvent>>;
 }
 
 /// Opens the database named by `url` (`sqlite://…` or `postgres://…`) and applies

@@ -47,6 +47,17 @@ mod admin {
     include!("shared/admin.rs");
 }
 
+mod dashboard {
+    use super::*;
+    use crate::domain::metrics;
+    use crate::store::{
+        ClickEvent, ConversionEvent, Credentials, DailyRollup, DashboardProgram, EventFilter,
+        EventKind, LeadEvent, ListedEvent, SessionUser, SetupStatus, TestEventRef,
+        TestEventSummary,
+    };
+    include!("shared/dashboard.rs");
+}
+
 mod track {
     use super::*;
     use crate::domain::attribution::{self, CustomerStatus};

@@ -191,6 +191,63 @@ impl Store for SqlStore {
             .submit(move |conn, deltas| Box::pin(track::refund(conn, deltas, refund)))
             .await
     }
+
+    async fn user_credentials(&self, email: &str) -> Result<Option<crate::store::Credentials>> {
+        dashboard::user_credentials(&self.read, email).await
+    }
+    async fn create_session(
+        &self,
+        user_id: i64,
+        token_hash: &str,
+        now: i64,
+        expires_at: i64,
+    ) -> Result<()> {
+        dashboard::create_session(&self.write, user_id, token_hash, now, expires_at).await
+    }
+    async fn session_user(
+        &self,
+        token_hash: &str,
+        now: i64,
+    ) -> Result<Option<crate::store::SessionUser>> {
+        dashboard::session_user(&self.read, token_hash, now).await
+    }
+    async fn delete_session(&self, token_hash: &str) -> Result<bool> {
+        dashboard::delete_session(&self.write, token_hash).await
+    }
+    async fn program_access(
+        &self,
+        program_id: i64,
+        user_id: i64,
+    ) -> Result<Option<crate::store::DashboardProgram>> {
+        dashboard::program_access(&self.read, program_id, user_id).await
+    }
+    async fn daily_rollups(
+        &self,
+        program_id: i64,
+        from_day: &str,
+        to_day: &str,
+    ) -> Result<Vec<crate::store::DailyRollup>> {
+        dashboard::daily_rollups(&self.read, program_id, from_day, to_day).await
+    }
+    async fn setup_status(&self, program_id: i64) -> Result<crate::store::SetupStatus> {
+        dashboard::setup_status(&self.read, program_id).await
+    }
+    async fn count_events(
+        &self,
+        program_id: i64,
+        filter: &crate::store::EventFilter,
+    ) -> Result<i64> {
+        dashboard::count_events(&self.read, program_id, filter).await
+    }
+    async fn list_events(
+        &self,
+        program_id: i64,
+        filter: &crate::store::EventFilter,
+        limit: i64,
+        offset: i64,
+    ) -> Result<Vec<crate::store::ListedEvent>> {
+        dashboard::list_events(&self.read, program_id, filter, limit, offset).await
+    }
 }
 
 /// Decodes the stored JSON list of allowed origins.

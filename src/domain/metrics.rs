@@ -1,0 +1,631 @@
+//! Dashboard arithmetic (D1–D3): date ranges, previous periods, trends and rounding.
+//!
+//! Everything here is pure: the caller passes "today" and the program's creation day.
+//! Rounding is done on integers (half away from zero), so `33.35` never turns into
+//! `33.34` through binary floating point.
+
+use chrono::{DateTime, Days, NaiveDate, NaiveDateTime, NaiveTime, Utc};
+
+/// Milliseconds in one day.
+pub const DAY_MS: i64 = 86_400_000;
+
+/// Longest custom range (`dateFrom`..`dateTo`) the performance endpoint accepts, in days.
+pub const MAX_RANGE_DAYS: i64 = 3660;
+
+/// Earliest and latest years accepted in dates, so that days stay 4-digit `YYYY-MM-DD`.
+const MIN_YEAR: i32 = 1970;
+const MAX_YEAR: i32 = 9999;
+
+/// An inclusive range of UTC calendar days.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DayRange {
+    /// First day, included.
+    pub from: NaiveDate,
+    /// Last day, included.
+    pub to: NaiveDate,
+}
+
+impl DayRange {
+    /// Number of days in the range (at least 1 for a valid range).
+    pub fn len_days(&self) -> i64 {
+        (self.to - self.from).num_days() + 1
+    }
+
+    /// D1: the window of equal length ending the day before this one starts.
+    pub fn previous(&self) -> DayRange {
+        let len = self.len_days() as u64;
+        DayRange {
+            from: self.from - Days::new(len),
+            to: self.from - Days::new(1),
+        }
+    }
+
+    /// Every day of the range, in order.
+    pub fn days(&self) -> impl Iterator<Item = NaiveDate> {
+        let from = self.from;
+        (0..self.len_days() as u64).map(move |i| from + Days::new(i))
+    }
+
+    /// The first millisecond of the range.
+    pub fn start_ms(&self) -> i64 {
+        start_of_day_ms(self.from)
+    }
+
+    /// The last millisecond of the range.
+    pub fn end_ms(&self) -> i64 {
+        start_of_day_ms(self.to) + DAY_MS - 1
+    }
+}
+
+/// A day as stored in `daily_rollups.day`.
+pub fn day_text(d: NaiveDate) -> String {
+    d.format("%Y-%m-%d").to_string()
+}
+
+/// The first millisecond of a UTC day.
+pub fn start_of_day_ms(d: NaiveDate) -> i64 {
+    d.and_time(NaiveTime::MIN).and_utc().timestamp_millis()
+}
+
+/// The UTC day of an instant.
+pub fn date_of_ms(ms: i64) -> NaiveDate {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .date_naive()
+}
+
+/// An ISO 8601 value from a query string: a bare date or a full timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IsoValue {
+    /// `YYYY-MM-DD`: a whole UTC day.
+    Date(NaiveDate),
+    /// A timestamp, as epoch milliseconds (UTC when it carries no offset).
+    Instant(i64),
+}
+
+impl IsoValue {
+    /// Parses `2026-03-01`, `2026-03-01T10:00:00Z`, `2026-03-01T10:00:00.123+02:00` or
+    /// `2026-03-01T10:00:00` (read as UTC). Years outside 1970–9999 are refused.
+    pub fn parse(s: &str) -> Option<IsoValue> {
+        let s = s.trim();
+        let v = if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+            IsoValue::Date(d)
+        } else if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+            IsoValue::Instant(t.timestamp_millis())
+        } else if let Ok(t) = NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f") {
+            IsoValue::Instant(t.and_utc().timestamp_millis())
+        } else {
+            return None;
+        };
+        // A bare date must look like one (chrono accepts `2026-3-1` and 5-digit years).
+        if let IsoValue::Date(_) = v {
+            if s.len() != 10 {
+                return None;
+            }
+        }
+        let year = chrono::Datelike::year(&v.date());
+        (MIN_YEAR..=MAX_YEAR).contains(&year).then_some(v)
+    }
+
+    /// The UTC day of the value.
+    pub fn date(&self) -> NaiveDate {
+        match *self {
+            IsoValue::Date(d) => d,
+            IsoValue::Instant(ms) => date_of_ms(ms),
+        }
+    }
+
+    /// As an inclusive lower bound: a date starts at its first millisecond.
+    pub fn lower_ms(&self) -> i64 {
+        match *self {
+            IsoValue::Date(d) => start_of_day_ms(d),
+            IsoValue::Instant(ms) => ms,
+        }
+    }
+
+    /// As an inclusive upper bound: a date ends at its last millisecond.
+    pub fn upper_ms(&self) -> i64 {
+        match *self {
+            IsoValue::Date(d) => start_of_day_ms(d) + DAY_MS - 1,
+            IsoValue::Instant(ms) => ms,
+        }
+    }
+}
+
+/// The current and previous windows of a performance request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedRange {
+    /// What `meta.period` reports: `7d`, `30d`, `90d`, `all`, or `custom` for
+    /// `dateFrom`/`dateTo`.
+    pub period: String,
+    /// The range asked for.
+    pub current: DayRange,
+    /// The equal-length window right before it.
+    pub previous: DayRange,
+}
+
+/// D1: the range of a performance request.
+///
+/// `dateFrom` and `dateTo` together win over `period`; one without the other, an unknown
+/// period, an unparsable date, `dateFrom` after `dateTo` or a range over
+/// [`MAX_RANGE_DAYS`] are errors (the text is the 400's message).
+pub fn resolve_range(
+    period: Option<&str>,
+    date_from: Option<&str>,
+    date_to: Option<&str>,
+    today: NaiveDate,
+    created: NaiveDate,
+) -> Result<ResolvedRange, String> {
+    let (label, current) = match (date_from, date_to) {
+        (Some(f), Some(t)) => {
+            let from = IsoValue::parse(f)
+                .ok_or("dateFrom must be an ISO 8601 date (YYYY-MM-DD) or timestamp")?;
+            let to = IsoValue::parse(t)
+                .ok_or("dateTo must be an ISO 8601 date (YYYY-MM-DD) or timestamp")?;
+            let range = DayRange {
+                from: from.date(),
+                to: to.date(),
+            };
+            if range.from > range.to {
+                return Err("dateFrom must not be after dateTo".into());
+            }
+            if range.len_days() > MAX_RANGE_DAYS {
+                return Err(format!(
+                    "The date range must be at most {MAX_RANGE_DAYS} days"
+                ));
+            }
+            ("custom".to_string(), range)
+        }
+        (Some(_), None) | (None, Some(_)) => {
+            return Err("dateFrom and dateTo must be given together".into())
+        }
+        (None, None) => {
+            let p = period.unwrap_or("7d");
+            let from = match p {
+                "7d" => today - Days::new(6),
+                "30d" => today - Days::new(29),
+                "90d" => today - Days::new(89),
+                // A program created "after today" (clock skew) still gets one day.
+                "all" => created.min(today),
+                _ => return Err("period must be one of: 7d, 30d, 90d, all".into()),
+            };
+            (p.to_string(), DayRange { from, to: today })
+        }
+    };
+    Ok(ResolvedRange {
+        period: label,
+        previous: current.previous(),
+        current,
+    })
+}
+
+/// Direction of a trend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrendDirection {
+    /// The current value is higher.
+    Up,
+    /// The current value is lower.
+    Down,
+    /// Equal.
+    Stable,
+}
+
+impl TrendDirection {
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrendDirection::Up => "up",
+            TrendDirection::Down => "down",
+            TrendDirection::Stable => "stable",
+        }
+    }
+}
+
+/// A trend: absolute percentage change with one decimal, and its direction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Trend {
+    /// `round(|cur - prev| / prev * 100, 1)`.
+    pub trend: f64,
+    /// Up, down or stable.
+    pub direction: TrendDirection,
+}
+
+/// D2: the trend of `cur` against `prev` (both in the same unit, e.g. cents).
+pub fn trend(cur: i64, prev: i64) -> Trend {
+    let direction = match cur.cmp(&prev) {
+        std::cmp::Ordering::Greater => TrendDirection::Up,
+        std::cmp::Ordering::Less => TrendDirection::Down,
+        std::cmp::Ordering::Equal => TrendDirection::Stable,
+    };
+    let trend = if prev == 0 {
+        if cur == 0 {
+            0.0
+        } else {
+            100.0
+        }
+    } else {
+        let diff = (i128::from(cur) - i128::from(prev)).abs();
+        tenths(div_round(diff * 1000, i128::from(prev).abs()))
+    };
+    Trend { trend, direction }
+}
+
+/// `n / d` rounded to the nearest integer, halves away from zero. `d` must not be 0.
+pub fn div_round(n: i128, d: i128) -> i128 {
+    let (n, d) = if d < 0 { (-n, -d) } else { (n, d) };
+    if n >= 0 {
+        (2 * n + d) / (2 * d)
+    } else {
+        -((-2 * n + d) / (2 * d))
+    }
+}
+
+fn tenths(v: i128) -> f64 {
+    v as f64 / 10.0
+}
+
+fn hundredths(v: i128) -> f64 {
+    v as f64 / 100.0
+}
+
+/// `part / whole * 100` with 2 decimals; 0 when `whole` is 0 (conversion rate).
+pub fn percent(part: i64, whole: i64) -> f64 {
+    if whole == 0 {
+        return 0.0;
+    }
+    hundredths(div_round(i128::from(part) * 10_000, i128::from(whole)))
+}
+
+/// `cents / count` in dollars with 2 decimals; 0 when `count` is 0 (average order value).
+pub fn average_dollars(cents: i64, count: i64) -> f64 {
+    if count == 0 {
+        return 0.0;
+    }
+    hundredths(div_round(i128::from(cents), i128::from(count)))
+}
+
+/// Splits an inclusive millisecond range into the whole UTC days it covers and its
+/// partial edges, so that counts over whole days can come from daily rollups and only
+/// the edges need the event tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountPlan {
+    /// Whole days covered: first and last, `None` meaning unbounded on that side.
+    /// `None` as a whole when no whole day is covered.
+    pub whole_days: Option<(Option<NaiveDate>, Option<NaiveDate>)>,
+    /// Inclusive millisecond ranges outside those days, each shorter than two days.
+    pub edges: Vec<(i64, i64)>,
+}
+
+/// Plans a count over `[lo, hi]` (inclusive, `None` = unbounded).
+pub fn count_plan(lo: Option<i64>, hi: Option<i64>) -> CountPlan {
+    if let (Some(l), Some(h)) = (lo, hi) {
+        if l > h {
+            return CountPlan {
+                whole_days: None,
+                edges: vec![],
+            };
+        }
+    }
+    let first = lo.map(|l| {
+        let d = date_of_ms(l);
+        if start_of_day_ms(d) == l {
+            d
+        } else {
+            d + Days::new(1)
+        }
+    });
+    let last = hi.map(|h| {
+        let d = date_of_ms(h);
+        if start_of_day_ms(d) + DAY_MS - 1 == h {
+            d
+        } else {
+            d - Days::new(1)
+        }
+    });
+    if let (Some(f), Some(l), Some(lo), Some(hi)) = (first, last, lo, hi) {
+        if f > l {
+            return CountPlan {
+                whole_days: None,
+                edges: vec![(lo, hi)],
+            };
+        }
+    }
+    let mut edges = vec![];
+    if let (Some(lo), Some(f)) = (lo, first) {
+        if lo < start_of_day_ms(f) {
+            edges.push((lo, start_of_day_ms(f) - 1));
+        }
+    }
+    if let (Some(hi), Some(l)) = (hi, last) {
+        let end = start_of_day_ms(l) + DAY_MS - 1;
+        if hi > end {
+            edges.push((end + 1, hi));
+        }
+    }
+    CountPlan {
+        whole_days: Some((first, last)),
+        edges,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(s: &str) -> NaiveDate {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    fn ms(s: &str) -> i64 {
+        DateTime::parse_from_rfc3339(s).unwrap().timestamp_millis()
+    }
+
+    #[test]
+    fn periods_end_today_inclusive() {
+        let today = d("2026-03-10");
+        let created = d("2026-01-15");
+        let r = resolve_range(None, None, None, today, created).unwrap();
+        assert_eq!(r.period, "7d");
+        assert_eq!(
+            r.current,
+            DayRange {
+                from: d("2026-03-04"),
+                to: today
+            }
+        );
+        assert_eq!(r.current.len_days(), 7);
+        assert_eq!(
+            r.previous,
+            DayRange {
+                from: d("2026-02-25"),
+                to: d("2026-03-03")
+            }
+        );
+
+        let r = resolve_range(Some("30d"), None, None, today, created).unwrap();
+        assert_eq!(r.current.from, d("2026-02-09"));
+        assert_eq!(r.current.len_days(), 30);
+        assert_eq!(r.previous.to, d("2026-02-08"));
+        assert_eq!(r.previous.len_days(), 30);
+
+        let r = resolve_range(Some("90d"), None, None, today, created).unwrap();
+        assert_eq!(r.current.len_days(), 90);
+        assert_eq!(r.current.from, d("2025-12-11"));
+
+        let r = resolve_range(Some("all"), None, None, today, created).unwrap();
+        assert_eq!(
+            r.current,
+            DayRange {
+                from: created,
+                to: today
+            }
+        );
+        assert_eq!(r.previous.len_days(), r.current.len_days());
+        assert_eq!(r.previous.to, d("2026-01-14"));
+
+        // Created today: one day.
+        let r = resolve_range(Some("all"), None, None, today, today).unwrap();
+        assert_eq!(r.current.len_days(), 1);
+        assert_eq!(
+            r.previous,
+            DayRange {
+                from: d("2026-03-09"),
+                to: d("2026-03-09")
+            }
+        );
+
+        assert!(resolve_range(Some("8d"), None, None, today, created).is_err());
+        assert!(resolve_range(Some(""), None, None, today, created).is_err());
+    }
+
+    #[test]
+    fn custom_ranges_are_inclusive_by_date() {
+        let today = d("2026-03-10");
+        let r = resolve_range(
+            Some("bogus"),
+            Some("2026-02-01"),
+            Some("2026-02-03T05:00:00Z"),
+            today,
+            today,
+        )
+        .unwrap();
+        assert_eq!(r.period, "custom");
+        assert_eq!(
+            r.current,
+            DayRange {
+                from: d("2026-02-01"),
+                to: d("2026-02-03")
+            }
+        );
+        assert_eq!(
+            r.previous,
+            DayRange {
+                from: d("2026-01-29"),
+                to: d("2026-01-31")
+            }
+        );
+        assert_eq!(r.current.start_ms(), ms("2026-02-01T00:00:00Z"));
+        assert_eq!(r.current.end_ms(), ms("2026-02-03T23:59:59.999Z"));
+
+        // Same day: one day.
+        let r = resolve_range(None, Some("2026-02-01"), Some("2026-02-01"), today, today).unwrap();
+        assert_eq!(r.current.len_days(), 1);
+        // Offsets are converted to UTC first.
+        let r = resolve_range(
+            None,
+            Some("2026-02-02T01:00:00+05:00"),
+            Some("2026-02-02"),
+            today,
+            today,
+        )
+        .unwrap();
+        assert_eq!(r.current.from, d("2026-02-01"));
+
+        for (f, t) in [
+            (Some("2026-02-03"), Some("2026-02-01")),
+            (Some("2026-02-01"), None),
+            (None, Some("2026-02-01")),
+            (Some("yesterday"), Some("2026-02-01")),
+            (Some("2026-02-30"), Some("2026-03-01")),
+            (Some("2000-01-01"), Some("2026-01-01")),
+        ] {
+            assert!(
+                resolve_range(None, f, t, today, today).is_err(),
+                "{f:?} {t:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn iso_values() {
+        assert_eq!(
+            IsoValue::parse("2026-03-01"),
+            Some(IsoValue::Date(d("2026-03-01")))
+        );
+        assert_eq!(
+            IsoValue::parse("2026-03-01T10:00:00.5Z"),
+            Some(IsoValue::Instant(ms("2026-03-01T10:00:00.500Z")))
+        );
+        assert_eq!(
+            IsoValue::parse("2026-03-01T10:00:00"),
+            Some(IsoValue::Instant(ms("2026-03-01T10:00:00Z")))
+        );
+        assert_eq!(IsoValue::parse("2026-3-1"), None);
+        assert_eq!(IsoValue::parse("1969-12-31"), None);
+        assert_eq!(IsoValue::parse("12026-01-01"), None);
+        assert_eq!(IsoValue::parse("today"), None);
+        let v = IsoValue::parse("2026-03-01").unwrap();
+        assert_eq!(v.lower_ms(), ms("2026-03-01T00:00:00Z"));
+        assert_eq!(v.upper_ms(), ms("2026-03-01T23:59:59.999Z"));
+        let t = IsoValue::parse("2026-03-01T10:00:00Z").unwrap();
+        assert_eq!(
+            (t.lower_ms(), t.upper_ms()),
+            (ms("2026-03-01T10:00:00Z"), ms("2026-03-01T10:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn trends() {
+        let t = trend(5, 0);
+        assert_eq!((t.trend, t.direction), (100.0, TrendDirection::Up));
+        let t = trend(0, 0);
+        assert_eq!((t.trend, t.direction), (0.0, TrendDirection::Stable));
+        let t = trend(4, 4);
+        assert_eq!((t.trend, t.direction), (0.0, TrendDirection::Stable));
+        let t = trend(4, 3);
+        assert_eq!((t.trend, t.direction), (33.3, TrendDirection::Up));
+        let t = trend(1, 3);
+        assert_eq!((t.trend, t.direction), (66.7, TrendDirection::Down));
+        let t = trend(0, 7);
+        assert_eq!((t.trend, t.direction), (100.0, TrendDirection::Down));
+        let t = trend(30, 10);
+        assert_eq!((t.trend, t.direction), (200.0, TrendDirection::Up));
+        // 1/8 = 12.5 % exactly; 1/16 = 6.25 % rounds half away from zero to 6.3.
+        assert_eq!(trend(9, 8).trend, 12.5);
+        assert_eq!(trend(17, 16).trend, 6.3);
+        assert_eq!(trend(15, 16).trend, 6.3);
+        assert_eq!(TrendDirection::Down.as_str(), "down");
+    }
+
+    #[test]
+    fn rounding() {
+        assert_eq!(div_round(5, 2), 3);
+        assert_eq!(div_round(-5, 2), -3);
+        assert_eq!(div_round(4, 3), 1);
+        assert_eq!(div_round(5, -2), -3);
+        assert_eq!(percent(1, 3), 33.33);
+        assert_eq!(percent(2, 3), 66.67);
+        assert_eq!(percent(3, 3), 100.0);
+        assert_eq!(percent(0, 0), 0.0);
+        assert_eq!(percent(1, 8), 12.5);
+        assert_eq!(average_dollars(10_000, 3), 33.33);
+        assert_eq!(average_dollars(20_000, 3), 66.67);
+        assert_eq!(average_dollars(1, 2), 0.01);
+        assert_eq!(average_dollars(12_345, 0), 0.0);
+    }
+
+    #[test]
+    fn day_helpers() {
+        let r = DayRange {
+            from: d("2026-02-27"),
+            to: d("2026-03-02"),
+        };
+        let days: Vec<String> = r.days().map(day_text).collect();
+        assert_eq!(
+            days,
+            ["2026-02-27", "2026-02-28", "2026-03-01", "2026-03-02"]
+        );
+        assert_eq!(date_of_ms(ms("2026-03-01T23:59:59.999Z")), d("2026-03-01"));
+    }
+
+    #[test]
+    fn count_plans_split_whole_days_from_edges() {
+        // Unbounded: every day from rollups.
+        assert_eq!(
+            count_plan(None, None),
+            CountPlan {
+                whole_days: Some((None, None)),
+                edges: vec![]
+            }
+        );
+        // Whole days exactly.
+        assert_eq!(
+            count_plan(
+                Some(ms("2026-03-01T00:00:00Z")),
+                Some(ms("2026-03-03T23:59:59.999Z"))
+            ),
+            CountPlan {
+                whole_days: Some((Some(d("2026-03-01")), Some(d("2026-03-03")))),
+                edges: vec![]
+            }
+        );
+        // Partial edges on both sides.
+        assert_eq!(
+            count_plan(
+                Some(ms("2026-03-01T10:00:00Z")),
+                Some(ms("2026-03-04T05:00:00Z"))
+            ),
+            CountPlan {
+                whole_days: Some((Some(d("2026-03-02")), Some(d("2026-03-03")))),
+                edges: vec![
+                    (ms("2026-03-01T10:00:00Z"), ms("2026-03-01T23:59:59.999Z")),
+                    (ms("2026-03-04T00:00:00Z"), ms("2026-03-04T05:00:00Z")),
+                ],
+            }
+        );
+        // Lower bound only.
+        assert_eq!(
+            count_plan(Some(ms("2026-03-01T10:00:00Z")), None),
+            CountPlan {
+                whole_days: Some((Some(d("2026-03-02")), None)),
+                edges: vec![(ms("2026-03-01T10:00:00Z"), ms("2026-03-01T23:59:59.999Z"))],
+            }
+        );
+        // Upper bound only, ending mid-day.
+        assert_eq!(
+            count_plan(None, Some(ms("2026-03-04T05:00:00Z"))),
+            CountPlan {
+                whole_days: Some((None, Some(d("2026-03-03")))),
+                edges: vec![(ms("2026-03-04T00:00:00Z"), ms("2026-03-04T05:00:00Z"))],
+            }
+        );
+        // Inside one day, or across midnight without a whole day: events only.
+        let lo = ms("2026-03-01T10:00:00Z");
+        let hi = ms("2026-03-02T09:00:00Z");
+        assert_eq!(
+            count_plan(Some(lo), Some(hi)),
+            CountPlan {
+                whole_days: None,
+                edges: vec![(lo, hi)]
+            }
+        );
+        // Empty.
+        assert_eq!(
+            count_plan(Some(hi), Some(lo)),
+            CountPlan {
+                whole_days: None,
+                edges: vec![]
+            }
+        );
+    }
+}
