@@ -41,7 +41,11 @@ fn command(dir: &std::path::Path, env: &[(&str, &str)]) -> Command {
 
 /// Starts the server and waits for its "serving on" line.
 fn start(dir: &std::path::Path, env: &[(&str, &str)]) -> Server {
-    let mut child = command(dir, env).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child = command(dir, env)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut banner = Vec::new();
     let base = loop {
@@ -57,10 +61,19 @@ fn start(dir: &std::path::Path, env: &[(&str, &str)]) -> Server {
         }
     }
     std::thread::spawn(move || for _ in lines {});
-    Server { child, base, banner }
+    Server {
+        child,
+        base,
+        banner,
+    }
 }
 
-async fn call(method: reqwest::Method, url: &str, token: Option<&str>, body: Option<Value>) -> (u16, Value) {
+async fn call(
+    method: reqwest::Method,
+    url: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Value) {
     let client = reqwest::Client::new();
     let mut req = client.request(method, url);
     if let Some(t) = token {
@@ -87,9 +100,21 @@ async fn zero_configuration_start_restart_and_shutdown() {
         .find_map(|l| l.split_whitespace().find(|w| w.starts_with("rta_")))
         .unwrap_or_else(|| panic!("no admin token printed: {:?}", first.banner))
         .to_string();
-    let (status, body) = call(reqwest::Method::GET, &format!("{}/readyz", first.base), None, None).await;
+    let (status, body) = call(
+        reqwest::Method::GET,
+        &format!("{}/readyz", first.base),
+        None,
+        None,
+    )
+    .await;
     assert_eq!((status, body), (200, json!({"status": "ready"})));
-    let (status, _) = call(reqwest::Method::POST, &format!("{}/api/admin/workspaces", first.base), Some(&token), Some(json!({"name": "A"}))).await;
+    let (status, _) = call(
+        reqwest::Method::POST,
+        &format!("{}/api/admin/workspaces", first.base),
+        Some(&token),
+        Some(json!({"name": "A"})),
+    )
+    .await;
     assert_eq!(status, 201);
 
     // SIGTERM: a clean exit, quickly.
@@ -101,17 +126,36 @@ async fn zero_configuration_start_restart_and_shutdown() {
         if let Some(s) = first.child.try_wait().unwrap() {
             break s;
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "no exit after SIGTERM");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no exit after SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "{status:?}");
 
     // Restart: same data, no new token, the first token still works.
     let second = start(dir.path(), &[("REFTRACK_LISTEN", "127.0.0.1:0")]);
-    assert!(!second.banner.iter().any(|l| l.contains("rta_")), "{:?}", second.banner);
-    let (status, _) = call(reqwest::Method::POST, &format!("{}/api/admin/workspaces", second.base), Some(&token), Some(json!({"name": "B"}))).await;
+    assert!(
+        !second.banner.iter().any(|l| l.contains("rta_")),
+        "{:?}",
+        second.banner
+    );
+    let (status, _) = call(
+        reqwest::Method::POST,
+        &format!("{}/api/admin/workspaces", second.base),
+        Some(&token),
+        Some(json!({"name": "B"})),
+    )
+    .await;
     assert_eq!(status, 201);
-    let (status, _) = call(reqwest::Method::POST, &format!("{}/api/admin/workspaces", second.base), Some("rta_wrong"), Some(json!({"name": "C"}))).await;
+    let (status, _) = call(
+        reqwest::Method::POST,
+        &format!("{}/api/admin/workspaces", second.base),
+        Some("rta_wrong"),
+        Some(json!({"name": "C"})),
+    )
+    .await;
     assert_eq!(status, 401);
 }
 
@@ -120,10 +164,22 @@ fn invalid_configuration_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();
     for env in [
         vec![("REFTRACK_LISTEN", "not-an-address")],
-        vec![("REFTRACK_ADMIN_TOKEN", "short"), ("REFTRACK_LISTEN", "127.0.0.1:0")],
-        vec![("REFTRACK_TRUSTED_PROXIES", "nonsense"), ("REFTRACK_LISTEN", "127.0.0.1:0")],
-        vec![("REFTRACK_GEOIP_DB", "/nonexistent.mmdb"), ("REFTRACK_LISTEN", "127.0.0.1:0")],
-        vec![("REFTRACK_DATABASE_URL", "mysql://x"), ("REFTRACK_LISTEN", "127.0.0.1:0")],
+        vec![
+            ("REFTRACK_ADMIN_TOKEN", "short"),
+            ("REFTRACK_LISTEN", "127.0.0.1:0"),
+        ],
+        vec![
+            ("REFTRACK_TRUSTED_PROXIES", "nonsense"),
+            ("REFTRACK_LISTEN", "127.0.0.1:0"),
+        ],
+        vec![
+            ("REFTRACK_GEOIP_DB", "/nonexistent.mmdb"),
+            ("REFTRACK_LISTEN", "127.0.0.1:0"),
+        ],
+        vec![
+            ("REFTRACK_DATABASE_URL", "mysql://x"),
+            ("REFTRACK_LISTEN", "127.0.0.1:0"),
+        ],
     ] {
         let out = command(dir.path(), &env).output().unwrap();
         assert!(!out.status.success(), "{env:?} was accepted");
@@ -136,24 +192,54 @@ fn cli_admin_commands_print_json() {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}", dir.path().join("cli.db").display());
     let run = |args: &[&str]| {
-        let out = command(dir.path(), &[("REFTRACK_DATABASE_URL", &db)]).args(args).output().unwrap();
-        let text = if out.status.success() { out.stdout } else { out.stderr };
-        (out.status.success(), serde_json::from_slice::<Value>(&text).unwrap_or(Value::Null))
+        let out = command(dir.path(), &[("REFTRACK_DATABASE_URL", &db)])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = if out.status.success() {
+            out.stdout
+        } else {
+            out.stderr
+        };
+        (
+            out.status.success(),
+            serde_json::from_slice::<Value>(&text).unwrap_or(Value::Null),
+        )
     };
-    let migrate = command(dir.path(), &[("REFTRACK_DATABASE_URL", &db)]).arg("migrate").output().unwrap();
+    let migrate = command(dir.path(), &[("REFTRACK_DATABASE_URL", &db)])
+        .arg("migrate")
+        .output()
+        .unwrap();
     assert!(migrate.status.success());
     let (ok, ws) = run(&["admin", "create-workspace", "name=Acme Inc"]);
     assert!(ok);
     assert_eq!(ws["name"], "Acme Inc");
-    let (ok, program) = run(&["admin", "create-program", "workspace_id:=1", "name=Partners", r#"commission:={"type":"flat","amount_cents":500}"#]);
+    let (ok, program) = run(&[
+        "admin",
+        "create-program",
+        "workspace_id:=1",
+        "name=Partners",
+        r#"commission:={"type":"flat","amount_cents":500}"#,
+    ]);
     assert!(ok, "{program}");
     assert!(program["api_token"].as_str().unwrap().starts_with("rtk_"));
     assert_eq!(program["commission"]["amount_cents"], 500);
     let (ok, partner) = run(&["admin", "create-partner", "name=Alice", "code=alice"]);
     assert!(ok);
-    let (ok, _) = run(&["admin", "add-program-partner", "1", &format!("partner_id:={}", partner["id"])]);
+    let (ok, _) = run(&[
+        "admin",
+        "add-program-partner",
+        "1",
+        &format!("partner_id:={}", partner["id"]),
+    ]);
     assert!(ok);
-    let (ok, link) = run(&["admin", "create-link", "program_id:=1", "partner_id:=1", "short_link=alice"]);
+    let (ok, link) = run(&[
+        "admin",
+        "create-link",
+        "program_id:=1",
+        "partner_id:=1",
+        "short_link=alice",
+    ]);
     assert!(ok);
     assert_eq!(link["clicks"], 0);
     let (ok, link) = run(&["admin", "update-link", "1", "status=inactive"]);
@@ -186,7 +272,11 @@ async fn two_processes_race_the_same_transaction_id() {
     };
     let dir = tempfile::tempdir().unwrap();
     let admin = "rta_race_test_admin_token";
-    let env = [("REFTRACK_DATABASE_URL", url.as_str()), ("REFTRACK_LISTEN", "127.0.0.1:0"), ("REFTRACK_ADMIN_TOKEN", admin)];
+    let env = [
+        ("REFTRACK_DATABASE_URL", url.as_str()),
+        ("REFTRACK_LISTEN", "127.0.0.1:0"),
+        ("REFTRACK_ADMIN_TOKEN", admin),
+    ];
     let a = start(dir.path(), &env);
     let b = start(dir.path(), &env);
     let post = |base: &str, path: &str, token: &str, body: Value| {
@@ -194,24 +284,78 @@ async fn two_processes_race_the_same_transaction_id() {
         let token = token.to_string();
         async move { call(reqwest::Method::POST, &url, Some(&token), Some(body)).await }
     };
-    let (_, ws) = post(&a.base, "/api/admin/workspaces", admin, json!({"name": "W"})).await;
-    let (_, program) = post(&b.base, "/api/admin/programs", admin, json!({"workspace_id": ws["id"], "name": "P"})).await;
+    let (_, ws) = post(
+        &a.base,
+        "/api/admin/workspaces",
+        admin,
+        json!({"name": "W"}),
+    )
+    .await;
+    let (_, program) = post(
+        &b.base,
+        "/api/admin/programs",
+        admin,
+        json!({"workspace_id": ws["id"], "name": "P"}),
+    )
+    .await;
     let key = program["api_token"].as_str().unwrap().to_string();
-    let (_, partner) = post(&a.base, "/api/admin/partners", admin, json!({"name": "A", "code": "a"})).await;
-    post(&a.base, "/api/admin/programs/1/partners", admin, json!({"partner_id": partner["id"]})).await;
-    post(&a.base, "/api/admin/links", admin, json!({"program_id": 1, "partner_id": partner["id"], "short_link": "a"})).await;
-    let (_, click) = post(&b.base, "/api/v1/track/click", "", json!({"affiliate_url": "https://x.io/?aff=a"})).await;
-    let (status, _) = post(&a.base, "/api/v1/track/lead", &key, json!({"click_id": click["click_id"], "customer_key": "k"})).await;
+    let (_, partner) = post(
+        &a.base,
+        "/api/admin/partners",
+        admin,
+        json!({"name": "A", "code": "a"}),
+    )
+    .await;
+    post(
+        &a.base,
+        "/api/admin/programs/1/partners",
+        admin,
+        json!({"partner_id": partner["id"]}),
+    )
+    .await;
+    post(
+        &a.base,
+        "/api/admin/links",
+        admin,
+        json!({"program_id": 1, "partner_id": partner["id"], "short_link": "a"}),
+    )
+    .await;
+    let (_, click) = post(
+        &b.base,
+        "/api/v1/track/click",
+        "",
+        json!({"affiliate_url": "https://x.io/?aff=a"}),
+    )
+    .await;
+    let (status, _) = post(
+        &a.base,
+        "/api/v1/track/lead",
+        &key,
+        json!({"click_id": click["click_id"], "customer_key": "k"}),
+    )
+    .await;
     assert_eq!(status, 200);
     let rounds = 25;
     for i in 0..rounds {
         let body = json!({"transaction_id": format!("txn_{i}"), "amount_cents": 1000, "customer_key": "k"});
-        let (ra, rb) = tokio::join!(post(&a.base, "/api/v1/track/sale", &key, body.clone()), post(&b.base, "/api/v1/track/sale", &key, body));
+        let (ra, rb) = tokio::join!(
+            post(&a.base, "/api/v1/track/sale", &key, body.clone()),
+            post(&b.base, "/api/v1/track/sale", &key, body)
+        );
         let mut statuses = [ra.0, rb.0];
         statuses.sort();
         assert_eq!(statuses, [200, 409], "round {i}: {ra:?} {rb:?}");
     }
-    assert_eq!(common::reftrack_count(&url, "SELECT COUNT(*) FROM affiliate_sale_events").await, rounds);
-    assert_eq!(common::reftrack_count(&url, "SELECT COUNT(*) FROM commissions").await, rounds);
-    assert_eq!(common::reftrack_count(&url, "SELECT CAST(SUM(sales) AS BIGINT) FROM daily_rollups").await, rounds);
+    assert_eq!(
+        common::reftrack_count(&url, "SELECT COUNT(*) FROM affiliate_sale_events").await,
+        rounds
+    );
+    assert_eq!(
+        common::reftrack_count(&url, "SELECT COUNT(*) FROM commissions").await,
+        rounds
+    );
+    assert_eq!(
+        common::reftrack_count(&url, "SELECT CAST(SUM(sales) AS BIGINT) FROM daily_rollups").await,
+        rounds
+    );
 }

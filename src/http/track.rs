@@ -374,7 +374,7 @@ async fn sale(
         Ok(None) => program.currency.clone(),
         Ok(Some(c)) => normalize_currency(c)
             .ok_or_else(|| Error::bad_request("currency must be a 3-letter currency code"))?,
-        Err(()) => {
+        Err(_) => {
             return Err(Error::bad_request(
                 "currency must be a 3-letter currency code",
             ))
