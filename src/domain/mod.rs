@@ -5,5 +5,6 @@ pub mod click_id;
 pub mod commission;
 pub mod money;
 pub mod refund;
+pub mod stripe;
 pub mod time;
 pub mod user_agent;

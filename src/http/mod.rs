@@ -5,6 +5,7 @@ pub mod client_ip;
 pub mod extract;
 pub mod service;
 pub mod track;
+pub mod tracker;
 
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
@@ -22,6 +23,7 @@ use crate::AppState;
 pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(service::router())
+        .merge(tracker::router())
         .nest("/api/v1/track", track::router())
         // Legacy alias of the tracking writes (§9), kept for older trackers.
         .nest("/api/tracking", track::router())

@@ -1,0 +1,143 @@
+/*! Reftrack browser tracker (MIT). Docs: docs/tracker.md in the Reftrack repository. */
+(function (w, d) {
+  'use strict';
+  var CLICK = 'tracker_click_id', PROBE = 'tracker_probe';
+  var api = {}, debug = false, domain = null, programId, apiHost;
+
+  function log() {
+    if (debug && w.console) try { console.log.apply(console, ['[reftrack]'].concat([].slice.call(arguments))); } catch (e) {}
+  }
+
+  function getCookie(name) {
+    try {
+      var parts = d.cookie.split(/;\s*/);
+      for (var i = 0; i < parts.length; i++) {
+        var j = parts[i].indexOf('=');
+        if (parts[i].slice(0, j) === name) return decodeURIComponent(parts[i].slice(j + 1)) || null;
+      }
+    } catch (e) {}
+    return null;
+  }
+
+  function writeCookie(name, value, maxAge, dom) {
+    d.cookie = name + '=' + encodeURIComponent(value) + '; Max-Age=' + maxAge + '; Path=/' +
+      (dom ? '; Domain=' + dom : '') + '; SameSite=Lax' + (location.protocol === 'https:' ? '; Secure' : '');
+  }
+
+  // The broadest domain this browser lets the page set a cookie on, found by trying each
+  // suffix of the host name from the shortest up ('' = host-only).
+  function cookieDomain() {
+    if (domain !== null) return domain;
+    var host = location.hostname, labels = host.split('.');
+    domain = '';
+    if (host === 'localhost' || /^[\d.]+$/.test(host) || host.indexOf(':') >= 0) return domain;
+    for (var i = labels.length - 1; i >= 0; i--) {
+      var cand = labels.slice(i).join('.'), v = '' + Math.random();
+      try {
+        writeCookie(PROBE, v, 60, cand);
+        if (getCookie(PROBE) === v) {
+          writeCookie(PROBE, '', 0, cand);
+          return (domain = cand);
+        }
+      } catch (e) {}
+    }
+    return domain;
+  }
+
+  function setCookie(name, value, days) {
+    try {
+      writeCookie(name, value, Math.round(days * 86400), cookieDomain());
+      if (getCookie(name) !== value) log('cookie not stored:', name);
+    } catch (e) { log('cookie error', e); }
+  }
+
+  function sessionId() {
+    var k = 'tracker_session_id', id;
+    try { id = sessionStorage.getItem(k); } catch (e) {}
+    if (!id) {
+      id = w.crypto && crypto.randomUUID ? crypto.randomUUID() : Date.now().toString(36) + Math.random().toString(36).slice(2);
+      try { sessionStorage.setItem(k, id); } catch (e) {}
+    }
+    return id;
+  }
+
+  // POSTs JSON to the tracking API; resolves with the response body, never rejects.
+  function post(path, body) {
+    try {
+      return fetch(apiHost + '/api/v1/track/' + path, {
+        method: 'POST', keepalive: true, credentials: 'omit',
+        headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body)
+      }).then(function (r) {
+        return r.json().then(function (j) {
+          j = j || {};
+          if (!r.ok) j.success = false;
+          return j;
+        }, function () { return { success: false, error: 'HTTP ' + r.status }; });
+      }).then(function (j) {
+        log(path, j);
+        return j;
+      }, function (e) {
+        log(path, 'failed', e);
+        return { success: false, error: '' + e };
+      });
+    } catch (e) {
+      log(path, 'failed', e);
+      return Promise.resolve({ success: false, error: '' + e });
+    }
+  }
+
+  /** The click id stored by the last tracked click, or null. */
+  api.getClickId = function () { return getCookie(CLICK); };
+
+  /** Records a signup (browser-mode lead). Resolves with the API's answer; never rejects. */
+  api.trackLead = function (lead) {
+    lead = lead || {};
+    if (!programId) return Promise.resolve({ success: false, error: 'tracker not configured' });
+    return post('lead', {
+      click_id: api.getClickId() || undefined, customer_key: lead.customer_key, email: lead.email,
+      session_id: sessionId(), page_url: location.href, additional_data: { program_id: programId }
+    });
+  };
+
+  function tz() {
+    try { return Intl.DateTimeFormat().resolvedOptions().timeZone; } catch (e) {}
+  }
+
+  function trackClick() {
+    var aff = new URL(location.href).searchParams.get('aff');
+    if (!aff) return;
+    // The aff of the last tracked click is kept per program beside the click id: the same
+    // link again adds no click; another one does, with the click id to reuse (last touch).
+    var existing = api.getClickId(), lastKey = 'tracker_aff_' + programId;
+    if (existing && getCookie(lastKey) === aff) return log('same link, no new click');
+    post('click', {
+      affiliate_url: location.href, page_url: location.href, page_title: d.title,
+      referrer_url: d.referrer, session_id: sessionId(), user_agent: navigator.userAgent,
+      screen_resolution: screen.width + 'x' + screen.height,
+      viewport_size: w.innerWidth + 'x' + w.innerHeight, language: navigator.language,
+      timezone: tz(),
+      existing_click_id: existing || undefined
+    }).then(function (r) {
+      if (!r.success || !r.click_id) return;
+      var days = r.cookie_window_days > 0 ? r.cookie_window_days : 60;
+      setCookie(CLICK, r.click_id, days);
+      setCookie(lastKey, aff, days);
+    });
+  }
+
+  if (w.reftrack && w.reftrack.getClickId) return; // included twice: the first one works
+  w.reftrack = api;
+  try {
+    var s = d.currentScript || d.querySelector('script[data-program-id]');
+    var attr = function (n) { return s && s.getAttribute('data-' + n); };
+    var dbg = attr('debug');
+    debug = dbg !== null && dbg !== 'false' && dbg !== '0';
+    domain = attr('cookie-domain');
+    apiHost = (attr('api-host') || new URL(s.src, location.href).origin).replace(/\/+$/, '');
+    programId = /^\d+$/.test(attr('program-id')) ? +attr('program-id') : 0;
+    if (!programId) return log('data-program-id is missing or invalid');
+    trackClick();
+  } catch (e) {
+    log('init failed', e);
+  }
+})(window, document);
