@@ -259,14 +259,20 @@ async fn geo_comes_from_cdn_headers_only_behind_a_trusted_proxy() {
                 "POST",
                 "/api/v1/track/click",
                 Some(json!({"affiliate_url": format!("https://x.io/?aff={}", seed.short_link)})),
-                &[("cf-ipcountry", "DE"), ("x-vercel-ip-city", "Berlin"), ("cf-region-code", "BE")],
+                &[
+                    ("cf-ipcountry", "DE"),
+                    ("x-vercel-ip-city", "Berlin"),
+                    ("cf-region-code", "BE"),
+                ],
             )
             .await
             .expect(200);
         let with_geo = proxied
             .count("SELECT COUNT(*) FROM affiliate_click_events WHERE geo_country = 'DE' AND geo_city = 'Berlin' AND geo_region = 'BE'")
             .await;
-        let no_geo = proxied.count("SELECT COUNT(*) FROM affiliate_click_events WHERE geo_country IS NULL").await;
+        let no_geo = proxied
+            .count("SELECT COUNT(*) FROM affiliate_click_events WHERE geo_country IS NULL")
+            .await;
         assert_eq!((with_geo, no_geo), if trusted { (1, 0) } else { (0, 1) });
     }
 }

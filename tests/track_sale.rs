@@ -10,9 +10,13 @@ const REFUND: &str = "/api/v1/track/refund";
 /// A customer who clicked and signed up as `key`.
 async fn lead(app: &TestApp, seed: &Seed, key: &str) -> String {
     let click_id = app.click(&seed.short_link).await;
-    app.post_auth("/api/v1/track/lead", &seed.api_token, json!({"click_id": click_id, "customer_key": key}))
-        .await
-        .expect(200);
+    app.post_auth(
+        "/api/v1/track/lead",
+        &seed.api_token,
+        json!({"click_id": click_id, "customer_key": key}),
+    )
+    .await
+    .expect(200);
     click_id
 }
 
@@ -252,10 +256,14 @@ on_both_backends! {
 async fn execute(app: &TestApp, sql: &str) {
     use sqlx::Connection;
     if app.database_url.starts_with("sqlite") {
-        let mut c = sqlx::SqliteConnection::connect(&app.database_url).await.unwrap();
+        let mut c = sqlx::SqliteConnection::connect(&app.database_url)
+            .await
+            .unwrap();
         sqlx::query(sql).execute(&mut c).await.unwrap();
     } else {
-        let mut c = sqlx::PgConnection::connect(&app.database_url).await.unwrap();
+        let mut c = sqlx::PgConnection::connect(&app.database_url)
+            .await
+            .unwrap();
         sqlx::query(sql).execute(&mut c).await.unwrap();
     }
 }

@@ -6,5 +6,6 @@ pub mod commission;
 pub mod metrics;
 pub mod money;
 pub mod refund;
+pub mod stripe;
 pub mod time;
 pub mod user_agent;

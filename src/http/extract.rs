@@ -100,16 +100,20 @@ pub const MAX_ID_LEN: usize = 255;
 /// Longest free text stored (URLs, titles); longer values are cut, not refused.
 pub const MAX_TEXT_LEN: usize = 2048;
 
+/// A field holds a value of another JSON type than the one asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WrongType;
+
 /// Typed access to the fields of a JSON object.
 pub struct Fields<'a>(pub &'a Map<String, Value>);
 
 impl<'a> Fields<'a> {
     /// A string field: `Ok(None)` when absent or null, `Err` when of another type.
-    pub fn str(&self, key: &str) -> Result<Option<&'a str>, ()> {
+    pub fn str(&self, key: &str) -> Result<Option<&'a str>, WrongType> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.as_str())),
-            Some(_) => Err(()),
+            Some(_) => Err(WrongType),
         }
     }
 
@@ -123,7 +127,7 @@ impl<'a> Fields<'a> {
             Ok(Some(_)) => Err(Error::bad_request(format!(
                 "{key} must be at most {MAX_ID_LEN} characters"
             ))),
-            Err(()) => Err(Error::bad_request(msg)),
+            Err(WrongType) => Err(Error::bad_request(msg)),
         }
     }
 
@@ -134,7 +138,7 @@ impl<'a> Fields<'a> {
             Ok(s) => Ok(s
                 .filter(|s| !s.is_empty())
                 .map(|s| truncate(s, MAX_TEXT_LEN))),
-            Err(()) => Err(Error::bad_request(format!("{key} must be a string"))),
+            Err(WrongType) => Err(Error::bad_request(format!("{key} must be a string"))),
         }
     }
 
@@ -148,11 +152,11 @@ impl<'a> Fields<'a> {
     }
 
     /// An integer field (a JSON number without fraction that fits in i64).
-    pub fn int(&self, key: &str) -> Result<Option<i64>, ()> {
+    pub fn int(&self, key: &str) -> Result<Option<i64>, WrongType> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => n.as_i64().map(Some).ok_or(()),
-            Some(_) => Err(()),
+            Some(Value::Number(n)) => n.as_i64().map(Some).ok_or(WrongType),
+            Some(_) => Err(WrongType),
         }
     }
 }

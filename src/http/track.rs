@@ -86,13 +86,23 @@ async fn program_from_token(state: &AppState, token: &str) -> Result<Program> {
         .ok_or_else(|| Error::Unauthorized("Invalid API key".into()))
 }
 
-/// Sale and refund: the bearer token is required.
-async fn require_program(state: &AppState, headers: &HeaderMap) -> Result<Program> {
-    match bearer(headers) {
-        Bearer::Token(t) => program_from_token(state, t).await,
-        _ => Err(Error::Unauthorized(
-            "Missing or invalid Authorization header. Expected: Bearer <API key>".into(),
-        )),
+/// The program of a required bearer API key (sale, refund): 401 per §5 otherwise. As an
+/// extractor it runs before the body is read, so a bad key is a 401 whatever the body.
+pub struct ApiKey(pub Program);
+
+impl axum::extract::FromRequestParts<AppState> for ApiKey {
+    type Rejection = Error;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self> {
+        match bearer(&parts.headers) {
+            Bearer::Token(t) => program_from_token(state, t).await.map(ApiKey),
+            _ => Err(Error::Unauthorized(
+                "Missing or invalid Authorization header. Expected: Bearer <API key>".into(),
+            )),
+        }
     }
 }
 
@@ -339,10 +349,9 @@ fn optional_str(f: &Fields, key: &str) -> Result<Option<String>> {
 /// `POST /track/sale` (§4.3, D8, D10).
 async fn sale(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    ApiKey(program): ApiKey,
     JsonObject(body): JsonObject,
 ) -> Result<Response> {
-    let program = require_program(&state, &headers).await?;
     let f = Fields(&body);
     let extra = AdditionalData::from_body(&body)?;
     const TXN: &str = "transaction_id is required and must be a string";
@@ -365,7 +374,7 @@ async fn sale(
         Ok(None) => program.currency.clone(),
         Ok(Some(c)) => normalize_currency(c)
             .ok_or_else(|| Error::bad_request("currency must be a 3-letter currency code"))?,
-        Err(()) => {
+        Err(_) => {
             return Err(Error::bad_request(
                 "currency must be a 3-letter currency code",
             ))
@@ -440,10 +449,9 @@ async fn sale(
 /// `POST /track/refund` (§4.4, D9).
 async fn refund(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    ApiKey(program): ApiKey,
     JsonObject(body): JsonObject,
 ) -> Result<Response> {
-    let program = require_program(&state, &headers).await?;
     let f = Fields(&body);
     let extra = AdditionalData::from_body(&body)?;
     let transaction_id = f

@@ -125,8 +125,16 @@ impl TestApp {
     /// The same database behind a router with another client resolver (trusted
     /// proxies, GeoIP).
     pub fn with_resolver(self, clients: ClientResolver) -> TestApp {
-        let state = AppState::new(self.store.clone(), &reftrack::auth::hash_token(ADMIN_TOKEN), clients);
-        TestApp { router: reftrack::app(state.clone()), state, ..self }
+        let state = AppState::new(
+            self.store.clone(),
+            &reftrack::auth::hash_token(ADMIN_TOKEN),
+            clients,
+        );
+        TestApp {
+            router: reftrack::app(state.clone()),
+            state,
+            ..self
+        }
     }
 
     /// Sends a request with optional JSON body and headers.

@@ -25,17 +25,20 @@ pub async fn link_target(pool: &Pool<Db>, short_link: &str) -> Result<Option<Lin
     }))
 }
 
-async fn insert_click_event(
-    conn: &mut Conn,
+/// One row of `affiliate_click_events`.
+struct ClickEventRow<'a> {
     program_id: i64,
     customer_id: Option<i64>,
     link_id: Option<i64>,
     partner_id: Option<i64>,
-    click_id: Option<&str>,
-    d: &ClickDetails,
+    click_id: Option<&'a str>,
+    details: &'a ClickDetails,
     is_test: bool,
     at: i64,
-) -> sqlx::Result<i64> {
+}
+
+async fn insert_click_event(conn: &mut Conn, e: ClickEventRow<'_>) -> sqlx::Result<i64> {
+    let d = e.details;
     sqlx::query_scalar(
         "INSERT INTO affiliate_click_events (program_id, customer_id, link_id, partner_id, \
          click_id, session_id, page_url, page_title, referrer_url, screen_resolution, \
@@ -44,11 +47,11 @@ async fn insert_click_event(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
          $18, $19, $20, $21, $22, $22) RETURNING id",
     )
-    .bind(program_id)
-    .bind(customer_id)
-    .bind(link_id)
-    .bind(partner_id)
-    .bind(click_id)
+    .bind(e.program_id)
+    .bind(e.customer_id)
+    .bind(e.link_id)
+    .bind(e.partner_id)
+    .bind(e.click_id)
     .bind(&d.session_id)
     .bind(&d.page_url)
     .bind(&d.page_title)
@@ -64,8 +67,8 @@ async fn insert_click_event(
     .bind(&d.device_os)
     .bind(&d.browser_name)
     .bind(false)
-    .bind(is_test)
-    .bind(at)
+    .bind(e.is_test)
+    .bind(e.at)
     .fetch_one(&mut *conn)
     .await
 }
@@ -112,14 +115,16 @@ pub async fn click(conn: &mut Conn, deltas: &mut Deltas, c: NewClick) -> Result<
     };
     insert_click_event(
         conn,
-        c.program_id,
-        Some(customer_id),
-        Some(c.link_id),
-        Some(c.partner_id),
-        Some(&click_id),
-        &c.details,
-        false,
-        c.at,
+        ClickEventRow {
+            program_id: c.program_id,
+            customer_id: Some(customer_id),
+            link_id: Some(c.link_id),
+            partner_id: Some(c.partner_id),
+            click_id: Some(&click_id),
+            details: &c.details,
+            is_test: false,
+            at: c.at,
+        },
     )
     .await?;
     deltas.rollup(c.program_id, day_of(c.at)).clicks += 1;
@@ -130,50 +135,50 @@ pub async fn click(conn: &mut Conn, deltas: &mut Deltas, c: NewClick) -> Result<
 
 /// D6: one flagged event; no customer, counter or metric.
 pub async fn test_click(conn: &mut Conn, c: NewTestClick) -> Result<i64> {
-    Ok(insert_click_event(
-        conn,
-        c.program_id,
-        None,
-        c.link_id,
-        c.partner_id,
-        c.click_id.as_deref(),
-        &c.details,
-        true,
-        c.at,
-    )
-    .await?)
+    let row = ClickEventRow {
+        program_id: c.program_id,
+        customer_id: None,
+        link_id: c.link_id,
+        partner_id: c.partner_id,
+        click_id: c.click_id.as_deref(),
+        details: &c.details,
+        is_test: true,
+        at: c.at,
+    };
+    Ok(insert_click_event(conn, row).await?)
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn insert_lead_event(
-    conn: &mut Conn,
+/// One row of `affiliate_lead_events`.
+struct LeadEventRow<'a> {
     program_id: i64,
     customer_id: Option<i64>,
-    click_id: Option<&str>,
-    customer_key: Option<&str>,
-    email: Option<&str>,
-    session_id: Option<&str>,
-    page_url: Option<&str>,
-    event_name: Option<&str>,
+    click_id: Option<&'a str>,
+    customer_key: Option<&'a str>,
+    email: Option<&'a str>,
+    session_id: Option<&'a str>,
+    page_url: Option<&'a str>,
+    event_name: Option<&'a str>,
     is_test: bool,
     at: i64,
-) -> Result<i64> {
+}
+
+async fn insert_lead_event(conn: &mut Conn, e: LeadEventRow<'_>) -> Result<i64> {
     sqlx::query_scalar(
         "INSERT INTO affiliate_lead_events (program_id, customer_id, click_id, customer_key, \
          email, session_id, page_url, event_name, converted, is_test, lead_timestamp, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING id",
     )
-    .bind(program_id)
-    .bind(customer_id)
-    .bind(click_id)
-    .bind(customer_key)
-    .bind(email)
-    .bind(session_id)
-    .bind(page_url)
-    .bind(event_name)
+    .bind(e.program_id)
+    .bind(e.customer_id)
+    .bind(e.click_id)
+    .bind(e.customer_key)
+    .bind(e.email)
+    .bind(e.session_id)
+    .bind(e.page_url)
+    .bind(e.event_name)
     .bind(false)
-    .bind(is_test)
-    .bind(at)
+    .bind(e.is_test)
+    .bind(e.at)
     .fetch_one(&mut *conn)
     .await
     .map_err(|e| match Error::from(e) {
@@ -288,16 +293,18 @@ pub async fn lead(conn: &mut Conn, deltas: &mut Deltas, l: NewLead) -> Result<()
                     // Unattributed: no customer, no partner (§8, D7).
                     insert_lead_event(
                         conn,
-                        program_id,
-                        None,
-                        None,
-                        Some(key),
-                        l.email.as_deref(),
-                        l.session_id.as_deref(),
-                        l.page_url.as_deref(),
-                        l.event_name.as_deref(),
-                        false,
-                        l.at,
+                        LeadEventRow {
+                            program_id,
+                            customer_id: None,
+                            click_id: None,
+                            customer_key: Some(key),
+                            email: l.email.as_deref(),
+                            session_id: l.session_id.as_deref(),
+                            page_url: l.page_url.as_deref(),
+                            event_name: l.event_name.as_deref(),
+                            is_test: false,
+                            at: l.at,
+                        },
                     )
                     .await?;
                     deltas.rollup(program_id, day_of(l.at)).lead_events += 1;
@@ -334,16 +341,18 @@ pub async fn lead(conn: &mut Conn, deltas: &mut Deltas, l: NewLead) -> Result<()
     }
     insert_lead_event(
         conn,
-        c.program_id,
-        Some(c.id),
-        Some(&c.click_id),
-        key.as_deref(),
-        l.email.as_deref(),
-        l.session_id.as_deref(),
-        l.page_url.as_deref(),
-        l.event_name.as_deref(),
-        false,
-        l.at,
+        LeadEventRow {
+            program_id: c.program_id,
+            customer_id: Some(c.id),
+            click_id: Some(&c.click_id),
+            customer_key: key.as_deref(),
+            email: l.email.as_deref(),
+            session_id: l.session_id.as_deref(),
+            page_url: l.page_url.as_deref(),
+            event_name: l.event_name.as_deref(),
+            is_test: false,
+            at: l.at,
+        },
     )
     .await?;
     let r = deltas.rollup(c.program_id, day_of(l.at));
@@ -359,16 +368,18 @@ pub async fn lead(conn: &mut Conn, deltas: &mut Deltas, l: NewLead) -> Result<()
 pub async fn test_lead(conn: &mut Conn, l: NewTestLead) -> Result<i64> {
     insert_lead_event(
         conn,
-        l.program_id,
-        None,
-        l.click_id.as_deref(),
-        l.customer_key.as_deref(),
-        l.email.as_deref(),
-        l.session_id.as_deref(),
-        l.page_url.as_deref(),
-        l.event_name.as_deref(),
-        true,
-        l.at,
+        LeadEventRow {
+            program_id: l.program_id,
+            customer_id: None,
+            click_id: l.click_id.as_deref(),
+            customer_key: l.customer_key.as_deref(),
+            email: l.email.as_deref(),
+            session_id: l.session_id.as_deref(),
+            page_url: l.page_url.as_deref(),
+            event_name: l.event_name.as_deref(),
+            is_test: true,
+            at: l.at,
+        },
     )
     .await
 }

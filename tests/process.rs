@@ -1,0 +1,361 @@
+//! The real binary: zero-configuration start, restart, shutdown, the CLI, and two
+//! processes sharing one PostgreSQL database.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_reftrack");
+
+/// A running `reftrack` process and what it printed before serving.
+struct Server {
+    child: Child,
+    base: String,
+    banner: Vec<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn command(dir: &std::path::Path, env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("REFTRACK_") {
+            cmd.env_remove(k);
+        }
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// Starts the server and waits for its "serving on" line.
+fn start(dir: &std::path::Path, env: &[(&str, &str)]) -> Server {
+    let mut child = command(dir, env)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut banner = Vec::new();
+    let base = loop {
+        let line = lines.next().expect("server exited before serving").unwrap();
+        banner.push(line.clone());
+        if let Some(addr) = line.strip_prefix("Reftrack is serving on ") {
+            break addr.trim().to_string();
+        }
+    };
+    for _ in 0..3 {
+        if let Some(Ok(line)) = lines.next() {
+            banner.push(line);
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    Server {
+        child,
+        base,
+        banner,
+    }
+}
+
+async fn call(
+    method: reqwest::Method,
+    url: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let client = reqwest::Client::new();
+    let mut req = client.request(method, url);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn zero_configuration_start_restart_and_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    // No configuration at all: 127.0.0.1:8080 and ./reftrack.db.
+    let first = start(dir.path(), &[]);
+    assert_eq!(first.base, "http://127.0.0.1:8080");
+    assert!(dir.path().join("reftrack.db").exists());
+    let token = first
+        .banner
+        .iter()
+        .find_map(|l| l.split_whitespace().find(|w| w.starts_with("rta_")))
+        .unwrap_or_else(|| panic!("no admin token printed: {:?}", first.banner))
+        .to_string();
+    let (status, body) = call(
+        reqwest::Method::GET,
+        &format!("{}/readyz", first.base),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!((status, body), (200, json!({"status": "ready"})));
+    let (status, _) = call(
+        reqwest::Method::POST,
+        &format!("{}/api/admin/workspaces", first.base),
+        Some(&token),
+        Some(json!({"name": "A"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+
+    // SIGTERM: a clean exit, quickly.
+    let mut first = first;
+    let pid = first.child.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = first.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+
+    // Restart: same data, no new token, the first token still works.
+    let second = start(dir.path(), &[("REFTRACK_LISTEN", "127.0.0.1:0")]);
+    assert!(
+        !second.banner.iter().any(|l| l.contains("rta_")),
+        "{:?}",
+        second.banner
+    );
+    let (status, _) = call(
+        reqwest::Method::POST,
+        &format!("{}/api/admin/workspaces", second.base),
+        Some(&token),
+        Some(json!({"name": "B"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (status, _) = call(
+        reqwest::Method::POST,
+        &format!("{}/api/admin/workspaces", second.base),
+        Some("rta_wrong"),
+        Some(json!({"name": "C"})),
+    )
+    .await;
+    assert_eq!(status, 401);
+}
+
+#[test]
+fn invalid_configuration_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    for env in [
+        vec![("REFTRACK_LISTEN", "not-an-address")],
+        vec![
+            ("REFTRACK_ADMIN_TOKEN", "short"),
+            ("REFTRACK_LISTEN", "127.0.0.1:0"),
+        ],
+        vec![
+            ("REFTRACK_TRUSTED_PROXIES", "nonsense"),
+            ("REFTRACK_LISTEN", "127.0.0.1:0"),
+        ],
+        vec![
+            ("REFTRACK_GEOIP_DB", "/nonexistent.mmdb"),
+            ("REFTRACK_LISTEN", "127.0.0.1:0"),
+        ],
+        vec![
+            ("REFTRACK_DATABASE_URL", "mysql://x"),
+            ("REFTRACK_LISTEN", "127.0.0.1:0"),
+        ],
+    ] {
+        let out = command(dir.path(), &env).output().unwrap();
+        assert!(!out.status.success(), "{env:?} was accepted");
+        assert!(!out.stderr.is_empty());
+    }
+}
+
+#[test]
+fn cli_admin_commands_print_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
+    let run = |args: &[&str]| {
+        let out = command(dir.path(), &[("REFTRACK_DATABASE_URL", &db)])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = if out.status.success() {
+            out.stdout
+        } else {
+            out.stderr
+        };
+        (
+            out.status.success(),
+            serde_json::from_slice::<Value>(&text).unwrap_or(Value::Null),
+        )
+    };
+    let migrate = command(dir.path(), &[("REFTRACK_DATABASE_URL", &db)])
+        .arg("migrate")
+        .output()
+        .unwrap();
+    assert!(migrate.status.success());
+    let (ok, ws) = run(&["admin", "create-workspace", "name=Acme Inc"]);
+    assert!(ok);
+    assert_eq!(ws["name"], "Acme Inc");
+    let (ok, program) = run(&[
+        "admin",
+        "create-program",
+        "workspace_id:=1",
+        "name=Partners",
+        r#"commission:={"type":"flat","amount_cents":500}"#,
+    ]);
+    assert!(ok, "{program}");
+    assert!(program["api_token"].as_str().unwrap().starts_with("rtk_"));
+    assert_eq!(program["commission"]["amount_cents"], 500);
+    let (ok, partner) = run(&["admin", "create-partner", "name=Alice", "code=alice"]);
+    assert!(ok);
+    let (ok, _) = run(&[
+        "admin",
+        "add-program-partner",
+        "1",
+        &format!("partner_id:={}", partner["id"]),
+    ]);
+    assert!(ok);
+    let (ok, link) = run(&[
+        "admin",
+        "create-link",
+        "program_id:=1",
+        "partner_id:=1",
+        "short_link=alice",
+    ]);
+    assert!(ok);
+    assert_eq!(link["clicks"], 0);
+    let (ok, link) = run(&["admin", "update-link", "1", "status=inactive"]);
+    assert!(ok);
+    assert_eq!(link["status"], "inactive");
+    let (ok, got) = run(&["admin", "get-program", "1"]);
+    assert!(ok);
+    assert_eq!(got["name"], "Partners");
+    // Errors: same statuses' texts, non-zero exit.
+    let (ok, err) = run(&["admin", "create-partner", "name=Again", "code=alice"]);
+    assert!(!ok);
+    assert!(err["error"].as_str().unwrap().contains("already exists"));
+    let (ok, err) = run(&["admin", "get-program", "42"]);
+    assert!(!ok);
+    assert_eq!(err["error"], "Program not found");
+    let (ok, _) = run(&["admin", "create-program", "workspace_id=1", "name=x"]);
+    assert!(!ok, "a string where an integer is due is refused");
+    let (ok, token) = run(&["admin", "rotate-admin-token"]);
+    assert!(ok);
+    assert!(token["admin_token"].as_str().unwrap().starts_with("rta_"));
+}
+
+/// Two server processes on one PostgreSQL database, hit with the same `transaction_id`
+/// at once: exactly one sale is recorded each time.
+#[tokio::test]
+async fn two_processes_race_the_same_transaction_id() {
+    let Some(url) = common::fresh_postgres_url().await else {
+        eprintln!("REFTRACK_TEST_POSTGRES_URL not set: skipping the PostgreSQL process race");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let admin = "rta_race_test_admin_token";
+    let env = [
+        ("REFTRACK_DATABASE_URL", url.as_str()),
+        ("REFTRACK_LISTEN", "127.0.0.1:0"),
+        ("REFTRACK_ADMIN_TOKEN", admin),
+    ];
+    let a = start(dir.path(), &env);
+    let b = start(dir.path(), &env);
+    let post = |base: &str, path: &str, token: &str, body: Value| {
+        let url = format!("{base}{path}");
+        let token = token.to_string();
+        async move { call(reqwest::Method::POST, &url, Some(&token), Some(body)).await }
+    };
+    let (_, ws) = post(
+        &a.base,
+        "/api/admin/workspaces",
+        admin,
+        json!({"name": "W"}),
+    )
+    .await;
+    let (_, program) = post(
+        &b.base,
+        "/api/admin/programs",
+        admin,
+        json!({"workspace_id": ws["id"], "name": "P"}),
+    )
+    .await;
+    let key = program["api_token"].as_str().unwrap().to_string();
+    let (_, partner) = post(
+        &a.base,
+        "/api/admin/partners",
+        admin,
+        json!({"name": "A", "code": "a"}),
+    )
+    .await;
+    post(
+        &a.base,
+        "/api/admin/programs/1/partners",
+        admin,
+        json!({"partner_id": partner["id"]}),
+    )
+    .await;
+    post(
+        &a.base,
+        "/api/admin/links",
+        admin,
+        json!({"program_id": 1, "partner_id": partner["id"], "short_link": "a"}),
+    )
+    .await;
+    let (_, click) = post(
+        &b.base,
+        "/api/v1/track/click",
+        "",
+        json!({"affiliate_url": "https://x.io/?aff=a"}),
+    )
+    .await;
+    let (status, _) = post(
+        &a.base,
+        "/api/v1/track/lead",
+        &key,
+        json!({"click_id": click["click_id"], "customer_key": "k"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let rounds = 25;
+    for i in 0..rounds {
+        let body = json!({"transaction_id": format!("txn_{i}"), "amount_cents": 1000, "customer_key": "k"});
+        let (ra, rb) = tokio::join!(
+            post(&a.base, "/api/v1/track/sale", &key, body.clone()),
+            post(&b.base, "/api/v1/track/sale", &key, body)
+        );
+        let mut statuses = [ra.0, rb.0];
+        statuses.sort();
+        assert_eq!(statuses, [200, 409], "round {i}: {ra:?} {rb:?}");
+    }
+    assert_eq!(
+        common::reftrack_count(&url, "SELECT COUNT(*) FROM affiliate_sale_events").await,
+        rounds
+    );
+    assert_eq!(
+        common::reftrack_count(&url, "SELECT COUNT(*) FROM commissions").await,
+        rounds
+    );
+    assert_eq!(
+        common::reftrack_count(&url, "SELECT CAST(SUM(sales) AS BIGINT) FROM daily_rollups").await,
+        rounds
+    );
+}
