@@ -189,7 +189,9 @@ pub fn parse_event(body: &[u8]) -> Result<Event, String> {
     let v: Value = serde_json::from_slice(body).map_err(|e| format!("Malformed JSON: {e}"))?;
     let id = str_of(&v, "id").ok_or("Event has no id")?.to_string();
     let kind = str_of(&v, "type").ok_or("Event has no type")?.to_string();
-    let object = v.pointer("/data/object").ok_or("Event has no data.object")?;
+    let object = v
+        .pointer("/data/object")
+        .ok_or("Event has no data.object")?;
     let action = match kind.as_str() {
         "checkout.session.completed" | "checkout.session.async_payment_succeeded" => {
             checkout_session(object)
@@ -255,7 +257,8 @@ fn invoice(i: &Value) -> Action {
     let Some(invoice_id) = str_of(i, "id") else {
         return Action::Ignore("invoice has no id");
     };
-    let subscription = id_of(i, "subscription").or_else(|| details.and_then(|d| id_of(d, "subscription")));
+    let subscription =
+        id_of(i, "subscription").or_else(|| details.and_then(|d| id_of(d, "subscription")));
     let first_payment_intent = i
         .pointer("/payments/data/0/payment")
         .and_then(|p| id_of(p, "payment_intent"));
@@ -319,28 +322,64 @@ mod tests {
         let now = 1_700_000_000;
         let good = sign("whsec_a", now, body);
         let header = format!("t={now},v1={good}");
-        assert_eq!(verify_signature(Some(&header), body, "whsec_a", now), Ok(()));
+        assert_eq!(
+            verify_signature(Some(&header), body, "whsec_a", now),
+            Ok(())
+        );
         // Several v1 (secret rotation), one matching.
         let h = format!("t={now},v1={},v1={good},v0=zzz", "00".repeat(32));
-        assert_eq!(verify_signature(Some(&h), body, "whsec_a", now + 10), Ok(()));
-        assert_eq!(verify_signature(None, body, "whsec_a", now), Err(SignatureError::Missing));
-        assert_eq!(verify_signature(Some("v1=abc"), body, "whsec_a", now), Err(SignatureError::Malformed));
-        assert_eq!(verify_signature(Some(&format!("t={now}")), body, "whsec_a", now), Err(SignatureError::Malformed));
-        assert_eq!(verify_signature(Some(&header), body, "whsec_b", now), Err(SignatureError::Mismatch));
-        assert_eq!(verify_signature(Some(&header), b"{}", "whsec_a", now), Err(SignatureError::Mismatch));
-        assert_eq!(verify_signature(Some(&header), body, "whsec_a", now + 301), Err(SignatureError::Stale));
-        assert_eq!(verify_signature(Some(&header), body, "whsec_a", now - 301), Err(SignatureError::Stale));
+        assert_eq!(
+            verify_signature(Some(&h), body, "whsec_a", now + 10),
+            Ok(())
+        );
+        assert_eq!(
+            verify_signature(None, body, "whsec_a", now),
+            Err(SignatureError::Missing)
+        );
+        assert_eq!(
+            verify_signature(Some("v1=abc"), body, "whsec_a", now),
+            Err(SignatureError::Malformed)
+        );
+        assert_eq!(
+            verify_signature(Some(&format!("t={now}")), body, "whsec_a", now),
+            Err(SignatureError::Malformed)
+        );
+        assert_eq!(
+            verify_signature(Some(&header), body, "whsec_b", now),
+            Err(SignatureError::Mismatch)
+        );
+        assert_eq!(
+            verify_signature(Some(&header), b"{}", "whsec_a", now),
+            Err(SignatureError::Mismatch)
+        );
+        assert_eq!(
+            verify_signature(Some(&header), body, "whsec_a", now + 301),
+            Err(SignatureError::Stale)
+        );
+        assert_eq!(
+            verify_signature(Some(&header), body, "whsec_a", now - 301),
+            Err(SignatureError::Stale)
+        );
     }
 
     #[test]
     fn metadata_in_both_cases_and_numbers() {
-        let a = Attribution::from_metadata(Some(&json!({"trackerClickId": "cust_1_2", "programId": "3"}))).unwrap();
+        let a = Attribution::from_metadata(Some(
+            &json!({"trackerClickId": "cust_1_2", "programId": "3"}),
+        ))
+        .unwrap();
         assert_eq!(a.click_id.as_deref(), Some("cust_1_2"));
         assert_eq!(a.program_id, Some(3));
-        let b = Attribution::from_metadata(Some(&json!({"tracker_customer_key": "u1", "program_id": 3}))).unwrap();
+        let b = Attribution::from_metadata(Some(
+            &json!({"tracker_customer_key": "u1", "program_id": 3}),
+        ))
+        .unwrap();
         assert_eq!(b.customer_key.as_deref(), Some("u1"));
         assert_eq!(b.program_id, Some(3));
-        assert_eq!(Attribution::from_metadata(Some(&json!({"program_id": "3"}))), None);
+        assert_eq!(
+            Attribution::from_metadata(Some(&json!({"program_id": "3"}))),
+            None
+        );
         assert_eq!(Attribution::from_metadata(None), None);
     }
 
@@ -352,7 +391,9 @@ mod tests {
         let new = json!({"id": "in_1", "amount_paid": 2000, "currency": "usd", "billing_reason": "subscription_cycle",
             "parent": {"type": "subscription_details", "subscription_details": {"metadata": {"tracker_customer_key": "u1"}, "subscription": "sub_1"}}});
         for (inv, charge) in [(old, Some("ch_1")), (new, None)] {
-            let Action::Sale(p) = invoice(&inv) else { panic!() };
+            let Action::Sale(p) = invoice(&inv) else {
+                panic!()
+            };
             assert_eq!(p.transaction_id, "in_1");
             assert!(p.is_recurring);
             assert_eq!(p.subscription_id.as_deref(), Some("sub_1"));
@@ -365,16 +406,22 @@ mod tests {
         let s = json!({"id": "cs_1", "mode": "subscription", "payment_status": "paid", "amount_total": 1500,
             "currency": "eur", "invoice": "in_first", "subscription": "sub_9", "payment_intent": null,
             "metadata": {"tracker_click_id": "cust_1_2"}});
-        let Action::Sale(p) = checkout_session(&s) else { panic!() };
+        let Action::Sale(p) = checkout_session(&s) else {
+            panic!()
+        };
         assert_eq!(p.transaction_id, "in_first");
         assert!(!p.is_recurring);
         let unpaid = json!({"id": "cs_2", "payment_status": "unpaid", "metadata": {"tracker_click_id": "x"}});
-        assert_eq!(checkout_session(&unpaid), Action::Ignore("checkout session is not paid"));
+        assert_eq!(
+            checkout_session(&unpaid),
+            Action::Ignore("checkout session is not paid")
+        );
     }
 
     #[test]
     fn unknown_events_are_ignored_and_garbage_refused() {
-        let e = parse_event(br#"{"id":"evt_1","type":"customer.created","data":{"object":{}}}"#).unwrap();
+        let e = parse_event(br#"{"id":"evt_1","type":"customer.created","data":{"object":{}}}"#)
+            .unwrap();
         assert_eq!(e.action, Action::Ignore("unhandled event type"));
         assert!(parse_event(b"not json").is_err());
         assert!(parse_event(br#"{"type":"x"}"#).is_err());
@@ -382,9 +429,17 @@ mod tests {
 
     #[test]
     fn account_status() {
-        let a = AccountState { account_id: "acct".into(), charges_enabled: true, payouts_enabled: false, details_submitted: true };
+        let a = AccountState {
+            account_id: "acct".into(),
+            charges_enabled: true,
+            payouts_enabled: false,
+            details_submitted: true,
+        };
         assert_eq!(a.status(), "connected");
-        let b = AccountState { details_submitted: false, ..a };
+        let b = AccountState {
+            details_submitted: false,
+            ..a
+        };
         assert_eq!(b.status(), "pending");
     }
 }
