@@ -36,6 +36,22 @@ pub fn is_zero_decimal(currency: &str) -> bool {
     )
 }
 
+/// An amount in a currency's smallest unit, as hundredths of its major unit: the scale
+/// of every figure in the rollups, so that `/100` always gives major units. Cents stay
+/// as they are; a zero-decimal amount (¥1000) is multiplied by 100.
+pub fn hundredths(amount: i64, currency: &str) -> i64 {
+    if is_zero_decimal(currency) {
+        amount.saturating_mul(100)
+    } else {
+        amount
+    }
+}
+
+/// An amount in a currency's smallest unit, in major units with two decimals.
+pub fn major_units(amount: i64, currency: &str) -> f64 {
+    dollars(hundredths(amount, currency))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,5 +72,13 @@ mod tests {
         assert_eq!(normalize_currency("U5D"), None);
         assert!(is_zero_decimal("JPY"));
         assert!(!is_zero_decimal("usd"));
+    }
+
+    #[test]
+    fn zero_decimal_amounts_are_not_divided() {
+        assert_eq!(hundredths(1000, "jpy"), 100_000);
+        assert_eq!(major_units(1000, "JPY"), 1000.0);
+        assert_eq!(hundredths(1000, "usd"), 1000);
+        assert_eq!(major_units(1050, "usd"), 10.5);
     }
 }

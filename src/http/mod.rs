@@ -8,6 +8,7 @@ pub mod service;
 pub mod session;
 pub mod track;
 pub mod tracker;
+pub mod webhooks;
 
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
@@ -31,6 +32,7 @@ pub fn router(state: AppState) -> Router {
         .nest("/api/tracking", track::router().merge(dashboard::router()))
         .nest("/api/admin", admin::router())
         .nest("/api/auth", session::router())
+        .nest("/api/webhooks", webhooks::router())
         .fallback(|| async { Error::not_found("Not found") })
         .layer(middleware::from_fn(json_errors))
         .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))

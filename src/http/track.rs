@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use super::extract::{truncate, AdditionalData, Fields, JsonObject, MAX_ID_LEN};
 use crate::auth::{bearer, hash_token, Bearer};
 use crate::domain::attribution::extract_aff;
-use crate::domain::money::{dollars, normalize_currency};
+use crate::domain::money::{major_units, normalize_currency};
 use crate::domain::time::now_ms;
 use crate::error::{Error, Result};
 use crate::store::{
@@ -486,7 +486,7 @@ async fn refund(
     body.insert("commission_id".into(), json!(outcome.commission_id));
     body.insert(
         "deduction_amount".into(),
-        json!(dollars(outcome.deduction_cents)),
+        json!(major_units(outcome.deduction_cents, &outcome.currency)),
     );
     if extra.test_mode {
         body.insert("test_mode".into(), json!(true));

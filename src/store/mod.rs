@@ -167,6 +167,14 @@ pub trait Store: Send + Sync + 'static {
         limit: i64,
         offset: i64,
     ) -> Result<Vec<ListedEvent>>;
+
+    /// Processes a verified Stripe webhook event for a program, once per event id.
+    /// Returns a short description of what it did.
+    async fn record_stripe_event(
+        &self,
+        program: SaleProgram,
+        event: crate::domain::stripe::Event,
+    ) -> Result<String>;
 }
 
 /// Opens the database named by `url` (`sqlite://…` or `postgres://…`) and applies

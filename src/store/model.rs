@@ -283,7 +283,6 @@ pub struct SaleOutcome {
     pub sale_id: i64,
     /// `None` when the sale earns no commission (recurring limit reached, or test mode).
     pub commission_id: Option<i64>,
-    pub commission_cents: i64,
 }
 
 /// A refund (D9).
@@ -305,4 +304,6 @@ pub struct RefundOutcome {
     pub commission_id: Option<i64>,
     pub deduction_cents: i64,
     pub refunded_cents: i64,
+    /// The sale's currency, for showing the deduction in major units.
+    pub currency: String,
 }

@@ -47,6 +47,14 @@ mod admin {
     include!("shared/admin.rs");
 }
 
+mod webhooks {
+    use super::track;
+    use super::*;
+    use crate::domain::{money, stripe};
+    use crate::store::{NewRefund, NewSale, SaleProgram};
+    include!("shared/webhooks.rs");
+}
+
 mod dashboard {
     use super::*;
     use crate::domain::metrics;
@@ -63,7 +71,7 @@ mod track {
     use crate::domain::attribution::{self, CustomerStatus};
     use crate::domain::refund::{self, RefundStatus};
     use crate::domain::time::day_of;
-    use crate::domain::{click_id, commission};
+    use crate::domain::{click_id, commission, money};
     use crate::store::ClickDetails;
     include!("shared/track.rs");
 }

@@ -248,6 +248,19 @@ impl Store for SqlStore {
     ) -> Result<Vec<crate::store::ListedEvent>> {
         dashboard::list_events(&self.read, program_id, filter, limit, offset).await
     }
+
+    async fn record_stripe_event(
+        &self,
+        program: crate::store::SaleProgram,
+        event: crate::domain::stripe::Event,
+    ) -> Result<String> {
+        let at = crate::domain::time::now_ms();
+        self.committer
+            .submit(move |conn, deltas| {
+                Box::pin(webhooks::stripe_event(conn, deltas, program, event, at))
+            })
+            .await
+    }
 }
 
 /// Decodes the stored JSON list of allowed origins.

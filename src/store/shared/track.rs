@@ -468,7 +468,6 @@ pub async fn sale(conn: &mut Conn, deltas: &mut Deltas, s: NewSale) -> Result<Sa
         return Ok(SaleOutcome {
             sale_id,
             commission_id: None,
-            commission_cents: 0,
         });
     }
     let c = resolve_sale_customer(conn, &s).await?;
@@ -563,9 +562,12 @@ pub async fn sale(conn: &mut Conn, deltas: &mut Deltas, s: NewSale) -> Result<Sa
     .execute(&mut *conn)
     .await?;
 
+    // Figures are kept in hundredths of the major unit, whatever the currency.
+    let revenue = money::hundredths(s.amount_cents, &s.currency);
+    let commission_cents = money::hundredths(commission_cents, &s.currency);
     let day = day_of(s.at);
     let r = deltas.rollup(s.program.id, day);
-    r.revenue_cents += s.amount_cents;
+    r.revenue_cents += revenue;
     r.sales += 1;
     r.sale_events += 1;
     r.commission_cents += commission_cents;
@@ -574,12 +576,11 @@ pub async fn sale(conn: &mut Conn, deltas: &mut Deltas, s: NewSale) -> Result<Sa
     }
     let p = deltas.partner(partner_id, s.program.id);
     p.sales += 1;
-    p.revenue_cents += s.amount_cents;
+    p.revenue_cents += revenue;
     p.commission_cents += commission_cents;
     Ok(SaleOutcome {
         sale_id,
         commission_id,
-        commission_cents,
     })
 }
 
@@ -587,7 +588,7 @@ pub async fn sale(conn: &mut Conn, deltas: &mut Deltas, s: NewSale) -> Result<Sa
 pub async fn refund(conn: &mut Conn, deltas: &mut Deltas, r: NewRefund) -> Result<RefundOutcome> {
     let row = sqlx::query(
         "SELECT s.id, s.amount_cents, s.refunded_cents, s.partner_id, s.sale_date, \
-         c.id, c.amount_cents, c.reversed_cents \
+         c.id, c.amount_cents, c.reversed_cents, s.currency \
          FROM affiliate_sale_events s LEFT JOIN commissions c ON c.sale_id = s.id \
          WHERE s.processor_event_id = $1 AND s.program_id = $2 AND s.is_test = $3",
     )
@@ -603,6 +604,7 @@ pub async fn refund(conn: &mut Conn, deltas: &mut Deltas, r: NewRefund) -> Resul
     let partner_id: Option<i64> = row.try_get(3)?;
     let sale_date: i64 = row.try_get(4)?;
     let commission_id: Option<i64> = row.try_get(5)?;
+    let currency: String = row.try_get(8)?;
     let state = refund::SaleState {
         amount_cents: row.try_get(1)?,
         refunded_cents: row.try_get(2)?,
@@ -618,6 +620,7 @@ pub async fn refund(conn: &mut Conn, deltas: &mut Deltas, r: NewRefund) -> Resul
         commission_id,
         deduction_cents: plan.deduction_cents,
         refunded_cents: plan.refund_cents,
+        currency: currency.clone(),
     };
     if plan.status == RefundStatus::Skipped {
         return Ok(outcome);
@@ -648,15 +651,17 @@ pub async fn refund(conn: &mut Conn, deltas: &mut Deltas, r: NewRefund) -> Resul
     if !r.is_test {
         // Reversed amounts leave the figures of the sale's own day (D9).
         let full = i64::from(plan.fully_refunded);
+        let refunded = money::hundredths(plan.refund_cents, &currency);
+        let deducted = money::hundredths(plan.deduction_cents, &currency);
         let d = deltas.rollup(r.program_id, day_of(sale_date));
-        d.revenue_cents -= plan.refund_cents;
+        d.revenue_cents -= refunded;
         d.sales -= full;
-        d.commission_cents -= plan.deduction_cents;
+        d.commission_cents -= deducted;
         if let Some(partner_id) = partner_id {
             let p = deltas.partner(partner_id, r.program_id);
-            p.revenue_cents -= plan.refund_cents;
+            p.revenue_cents -= refunded;
             p.sales -= full;
-            p.commission_cents -= plan.deduction_cents;
+            p.commission_cents -= deducted;
         }
     }
     Ok(outcome)

@@ -1,0 +1,63 @@
+//! Payment-processor webhooks (product.md §5): `POST /api/webhooks/stripe/:programId`.
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::HeaderMap;
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use super::extract::PathParams;
+use crate::domain::stripe::{parse_event, verify_signature};
+use crate::error::{Error, Result};
+use crate::store::SaleProgram;
+use crate::AppState;
+
+/// Stripe sends events of up to a few hundred KiB (invoices with many lines).
+const MAX_EVENT_BYTES: usize = 1024 * 1024;
+
+/// Routes of the webhook receivers.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/stripe/{program_id}", post(stripe))
+        .layer(DefaultBodyLimit::max(MAX_EVENT_BYTES))
+}
+
+/// Verifies the signature on the raw body with the program's `stripe_webhook_secret`,
+/// then records what the event asks for. Anything unverifiable is a 400 and stores
+/// nothing; a verified event is answered 200 even when there is nothing to do, so that
+/// Stripe does not retry it.
+async fn stripe(
+    State(state): State<AppState>,
+    PathParams(program_id): PathParams<i64>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let program = state.store.program(program_id).await.map_err(|e| match e {
+        Error::NotFound(_) => Error::bad_request("Unknown program"),
+        other => other,
+    })?;
+    let secret = program
+        .stripe_webhook_secret
+        .as_deref()
+        .ok_or_else(|| Error::bad_request("This program has no stripe_webhook_secret"))?;
+    let signature = headers
+        .get("stripe-signature")
+        .and_then(|v| v.to_str().ok());
+    let now = chrono::Utc::now().timestamp();
+    verify_signature(signature, &body, secret, now).map_err(|e| Error::bad_request(e.message()))?;
+    let event = parse_event(&body).map_err(Error::BadRequest)?;
+    let event_id = event.id.clone();
+    let sale_program = SaleProgram {
+        id: program.id,
+        commission: program.commission,
+        recurring_commission_months: program.recurring_commission_months,
+    };
+    let outcome = state
+        .store
+        .record_stripe_event(sale_program, event)
+        .await
+        .map_err(|e| e.public_text("Webhook processing failed"))?;
+    tracing::info!(program_id, event_id, outcome, "stripe webhook");
+    Ok(Json(json!({ "received": true, "outcome": outcome })))
+}
