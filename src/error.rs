@@ -12,7 +12,8 @@ use serde::Serialize;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The body of every error response: `{"error": "..."}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(example = json!({"error": "amount_cents is required and must be a positive integer"}))]
 pub struct ErrorBody {
     /// Human-readable error text.
     pub error: String,

@@ -13,7 +13,7 @@ pub enum CommissionRule {
 
 /// The wire form of a commission rule: `{"type":"percentage","percent":30}` or
 /// `{"type":"flat","amount_cents":500}`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum CommissionSpec {
     /// A percentage of each sale, 0 to 100 with at most two decimals.

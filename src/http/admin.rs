@@ -3,38 +3,39 @@
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
-use axum::routing::{get, post, put};
-use axum::{Json, Router};
-use serde::{Deserialize, Deserializer};
-use serde_json::{json, Value};
+use axum::Json;
+use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::extract::{JsonBody, PathParams};
 use crate::auth::{self, bearer, hash_token, hashes_match, Bearer};
 use crate::domain::commission::{CommissionRule, CommissionSpec};
 use crate::domain::money::normalize_currency;
 use crate::domain::time::iso;
-use crate::error::{Error, Result};
-use crate::store::{NewProgram, PaymentAccount, Program, ProgramPatch};
+use crate::error::{Error, ErrorBody, Result};
+use crate::store::{
+    Link, Membership, NewProgram, Partner, PartnerProgram, PaymentAccount, Program, ProgramPatch,
+    User, Workspace,
+};
 use crate::AppState;
 
 /// Routes of the management API.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/workspaces", post(create_workspace))
-        .route("/workspaces/{id}/members", post(add_member))
-        .route(
-            "/workspaces/{id}/members/{user_id}",
-            axum::routing::patch(update_member),
-        )
-        .route("/programs", post(create_program))
-        .route("/programs/{id}", get(get_program).patch(update_program))
-        .route("/programs/{id}/rotate-token", post(rotate_token))
-        .route("/programs/{id}/partners", post(add_program_partner))
-        .route("/programs/{id}/payment-account", put(set_payment_account))
-        .route("/partners", post(create_partner))
-        .route("/links", post(create_link))
-        .route("/links/{id}", get(get_link).patch(update_link))
-        .route("/users", post(create_user))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_workspace))
+        .routes(routes!(add_member))
+        .routes(routes!(update_member))
+        .routes(routes!(create_program))
+        .routes(routes!(get_program, update_program))
+        .routes(routes!(rotate_token))
+        .routes(routes!(add_program_partner))
+        .routes(routes!(set_payment_account))
+        .routes(routes!(create_partner))
+        .routes(routes!(create_link))
+        .routes(routes!(get_link, update_link))
+        .routes(routes!(create_user))
 }
 
 /// Proof that the request carries the admin token.
@@ -58,8 +59,8 @@ fn nullable<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
     Option::<T>::deserialize(d).map(Some)
 }
 
-fn created(v: impl serde::Serialize) -> (StatusCode, Json<Value>) {
-    (StatusCode::CREATED, Json(json!(v)))
+fn created<T>(v: T) -> (StatusCode, Json<T>) {
+    (StatusCode::CREATED, Json(v))
 }
 
 fn name(field: &str, value: &str, max: usize) -> Result<String> {
@@ -141,48 +142,98 @@ fn webhook_secret(secret: Option<String>) -> Result<Option<String>> {
     }
 }
 
-/// A program as the management API shows it. The API token itself is shown only when
-/// it is created or rotated; the store keeps just its hash.
-fn program_view(p: &Program, api_token: Option<&str>) -> Value {
-    let mut v = json!({
-        "id": p.id,
-        "workspace_id": p.workspace_id,
-        "name": p.name,
-        "cookie_window_days": p.cookie_window_days,
-        "currency": p.currency,
-        "commission": p.commission.spec(),
-        "recurring_commission_months": p.recurring_commission_months,
-        "allowed_origins": p.allowed_origins,
-        "stripe_webhook_secret_set": p.stripe_webhook_secret.is_some(),
-        "api_token_prefix": p.api_token_prefix,
-        "payment_account": {
-            "status": p.payment.status,
-            "account_id": p.payment.account_id,
-            "charges_enabled": p.payment.charges_enabled,
-            "payouts_enabled": p.payment.payouts_enabled,
-            "details_submitted": p.payment.details_submitted,
-            "connection_date": p.payment.connection_date.map(iso),
-        },
-        "created_at": iso(p.created_at),
-        "updated_at": iso(p.updated_at),
-    });
-    if let Some(token) = api_token {
-        v["api_token"] = json!(token);
-    }
-    v
+/// The payment-processor account of a program (what the status endpoint reports).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PaymentAccountView {
+    /// Raw connection status, e.g. `not_connected`, `pending`, `connected`.
+    pub status: String,
+    pub account_id: Option<String>,
+    pub charges_enabled: bool,
+    pub payouts_enabled: bool,
+    pub details_submitted: bool,
+    #[schema(format = DateTime)]
+    pub connection_date: Option<String>,
 }
 
-#[derive(Deserialize)]
+/// A program as the management API shows it. The API token itself is shown only when
+/// it is created or rotated; the store keeps just its hash.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProgramView {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub name: String,
+    pub cookie_window_days: i64,
+    pub currency: String,
+    pub commission: CommissionSpec,
+    pub recurring_commission_months: Option<i64>,
+    pub allowed_origins: Vec<String>,
+    /// Whether a Stripe webhook signing secret is set (the secret is never shown).
+    pub stripe_webhook_secret_set: bool,
+    /// The first characters of the API key, to tell keys apart.
+    pub api_token_prefix: String,
+    pub payment_account: PaymentAccountView,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub updated_at: String,
+    /// The program's API key: only when the program is created or the key rotated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_token: Option<String>,
+}
+
+fn program_view(p: &Program, api_token: Option<&str>) -> ProgramView {
+    ProgramView {
+        id: p.id,
+        workspace_id: p.workspace_id,
+        name: p.name.clone(),
+        cookie_window_days: p.cookie_window_days,
+        currency: p.currency.clone(),
+        commission: p.commission.spec(),
+        recurring_commission_months: p.recurring_commission_months,
+        allowed_origins: p.allowed_origins.clone(),
+        stripe_webhook_secret_set: p.stripe_webhook_secret.is_some(),
+        api_token_prefix: p.api_token_prefix.clone(),
+        payment_account: PaymentAccountView {
+            status: p.payment.status.clone(),
+            account_id: p.payment.account_id.clone(),
+            charges_enabled: p.payment.charges_enabled,
+            payouts_enabled: p.payment.payouts_enabled,
+            details_submitted: p.payment.details_submitted,
+            connection_date: p.payment.connection_date.map(iso),
+        },
+        created_at: iso(p.created_at),
+        updated_at: iso(p.updated_at),
+        api_token: api_token.map(str::to_string),
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct WorkspaceBody {
+pub struct WorkspaceBody {
     name: String,
 }
 
+/// Create a workspace.
+#[utoipa::path(
+    post,
+    path = "/workspaces",
+    tag = "management",
+    request_body = WorkspaceBody,
+    security(("admin_token" = [])),
+    responses(
+        (status = 201, description = "Created", body = Workspace),
+        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn create_workspace(
     _: Admin,
     State(s): State<AppState>,
     JsonBody(b): JsonBody<WorkspaceBody>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<Workspace>)> {
     let ws = s
         .store
         .create_workspace(&name("name", &b.name, 200)?)
@@ -190,9 +241,9 @@ async fn create_workspace(
     Ok(created(ws))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ProgramBody {
+pub struct ProgramBody {
     workspace_id: i64,
     name: String,
     cookie_window_days: Option<i64>,
@@ -203,11 +254,28 @@ struct ProgramBody {
     stripe_webhook_secret: Option<String>,
 }
 
+/// Create a program; the answer carries its API key, shown only here.
+#[utoipa::path(
+    post,
+    path = "/programs",
+    tag = "management",
+    request_body = ProgramBody,
+    security(("admin_token" = [])),
+    responses(
+        (status = 201, description = "Created; carries the API key", body = ProgramView),
+        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 404, description = "Unknown workspace", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn create_program(
     _: Admin,
     State(s): State<AppState>,
     JsonBody(b): JsonBody<ProgramBody>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<ProgramView>)> {
     let token = auth::generate_token(auth::API_TOKEN_PREFIX);
     let program = s
         .store
@@ -235,17 +303,32 @@ async fn create_program(
     ))
 }
 
+/// Show a program.
+#[utoipa::path(
+    get,
+    path = "/programs/{id}",
+    tag = "management",
+    params(("id" = i64, Path, description = "id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The program", body = ProgramView),
+        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 404, description = "Unknown program", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn get_program(
     _: Admin,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
-) -> Result<Json<Value>> {
+) -> Result<Json<ProgramView>> {
     Ok(Json(program_view(&s.store.program(id).await?, None)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ProgramPatchBody {
+pub struct ProgramPatchBody {
     name: Option<String>,
     cookie_window_days: Option<i64>,
     currency: Option<String>,
@@ -257,12 +340,30 @@ struct ProgramPatchBody {
     stripe_webhook_secret: Option<Option<String>>,
 }
 
+/// Change a program; absent fields stay, `null` clears the nullable ones.
+#[utoipa::path(
+    patch,
+    path = "/programs/{id}",
+    tag = "management",
+    request_body = ProgramPatchBody,
+    params(("id" = i64, Path, description = "id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The changed program", body = ProgramView),
+        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 404, description = "Unknown program", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn update_program(
     _: Admin,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     JsonBody(b): JsonBody<ProgramPatchBody>,
-) -> Result<Json<Value>> {
+) -> Result<Json<ProgramView>> {
     let patch = ProgramPatch {
         name: b.name.map(|n| name("name", &n, 200)).transpose()?,
         cookie_window_days: b.cookie_window_days.map(window_days).transpose()?,
@@ -281,11 +382,26 @@ async fn update_program(
     )))
 }
 
+/// Issue a new API key for a program; the old one stops working.
+#[utoipa::path(
+    post,
+    path = "/programs/{id}/rotate-token",
+    tag = "management",
+    params(("id" = i64, Path, description = "id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The program with its new API key", body = ProgramView),
+        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 404, description = "Unknown program", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn rotate_token(
     _: Admin,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
-) -> Result<Json<Value>> {
+) -> Result<Json<ProgramView>> {
     let token = auth::generate_token(auth::API_TOKEN_PREFIX);
     let program = s
         .store
@@ -294,19 +410,36 @@ async fn rotate_token(
     Ok(Json(program_view(&program, Some(&token))))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct PartnerBody {
+pub struct PartnerBody {
     name: String,
     code: String,
     email: Option<String>,
 }
 
+/// Create a partner.
+#[utoipa::path(
+    post,
+    path = "/partners",
+    tag = "management",
+    request_body = PartnerBody,
+    security(("admin_token" = [])),
+    responses(
+        (status = 201, description = "Created", body = Partner),
+        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 409, description = "The code is taken", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn create_partner(
     _: Admin,
     State(s): State<AppState>,
     JsonBody(b): JsonBody<PartnerBody>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<Partner>)> {
     let code = b.code.trim();
     if code.is_empty()
         || code.len() > 64
@@ -331,19 +464,38 @@ async fn create_partner(
     Ok(created(partner))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ProgramPartnerBody {
+pub struct ProgramPartnerBody {
     partner_id: i64,
     status: Option<String>,
 }
 
+/// Add a partner to a program (the partner-program record).
+#[utoipa::path(
+    post,
+    path = "/programs/{id}/partners",
+    tag = "management",
+    request_body = ProgramPartnerBody,
+    params(("id" = i64, Path, description = "id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 201, description = "Created", body = PartnerProgram),
+        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 404, description = "Unknown program or partner", body = ErrorBody),
+        (status = 409, description = "The partner is already in the program", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn add_program_partner(
     _: Admin,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     JsonBody(b): JsonBody<ProgramPartnerBody>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<PartnerProgram>)> {
     let status = one_of(
         "status",
         b.status.as_deref().unwrap_or("approved"),
@@ -356,9 +508,9 @@ async fn add_program_partner(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct LinkBody {
+pub struct LinkBody {
     program_id: i64,
     partner_id: Option<i64>,
     short_link: String,
@@ -367,11 +519,29 @@ struct LinkBody {
 
 const LINK_STATUSES: &[&str] = &["active", "inactive"];
 
+/// Create a referral link.
+#[utoipa::path(
+    post,
+    path = "/links",
+    tag = "management",
+    request_body = LinkBody,
+    security(("admin_token" = [])),
+    responses(
+        (status = 201, description = "Created", body = Link),
+        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 404, description = "Unknown program or partner", body = ErrorBody),
+        (status = 409, description = "The short_link is taken", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn create_link(
     _: Admin,
     State(s): State<AppState>,
     JsonBody(b): JsonBody<LinkBody>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<Link>)> {
     let short_link = b.short_link.trim();
     if short_link.is_empty() || short_link.len() > 255 || short_link.contains(char::is_whitespace) {
         return Err(Error::bad_request(
@@ -390,43 +560,93 @@ async fn create_link(
     ))
 }
 
+/// Show a referral link.
+#[utoipa::path(
+    get,
+    path = "/links/{id}",
+    tag = "management",
+    params(("id" = i64, Path, description = "id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The link with its click counter", body = Link),
+        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 404, description = "Unknown link", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn get_link(
     _: Admin,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
-) -> Result<Json<Value>> {
-    Ok(Json(json!(s.store.link(id).await?)))
+) -> Result<Json<Link>> {
+    Ok(Json(s.store.link(id).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct LinkPatchBody {
+pub struct LinkPatchBody {
     status: String,
 }
 
+/// Change a link's status.
+#[utoipa::path(
+    patch,
+    path = "/links/{id}",
+    tag = "management",
+    request_body = LinkPatchBody,
+    params(("id" = i64, Path, description = "id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The changed link", body = Link),
+        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 404, description = "Unknown link", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn update_link(
     _: Admin,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     JsonBody(b): JsonBody<LinkPatchBody>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Link>> {
     let status = one_of("status", &b.status, LINK_STATUSES)?;
-    Ok(Json(json!(s.store.set_link_status(id, &status).await?)))
+    Ok(Json(s.store.set_link_status(id, &status).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct UserBody {
+pub struct UserBody {
     email: String,
     password: String,
     name: Option<String>,
 }
 
+/// Create a dashboard user (password stored with argon2id).
+#[utoipa::path(
+    post,
+    path = "/users",
+    tag = "management",
+    request_body = UserBody,
+    security(("admin_token" = [])),
+    responses(
+        (status = 201, description = "Created", body = User),
+        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 409, description = "The email is taken", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn create_user(
     _: Admin,
     State(s): State<AppState>,
     JsonBody(b): JsonBody<UserBody>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<User>)> {
     let email = b.email.trim().to_ascii_lowercase();
     if !email.contains('@') || email.len() > 255 {
         return Err(Error::bad_request("email must be an email address"));
@@ -450,20 +670,39 @@ async fn create_user(
 const ROLES: &[&str] = &["owner", "admin", "member", "viewer"];
 const MEMBER_STATUSES: &[&str] = &["active", "suspended"];
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct MemberBody {
+pub struct MemberBody {
     user_id: i64,
     role: String,
     status: Option<String>,
 }
 
+/// Add a user to a workspace with a role.
+#[utoipa::path(
+    post,
+    path = "/workspaces/{id}/members",
+    tag = "management",
+    request_body = MemberBody,
+    params(("id" = i64, Path, description = "id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 201, description = "Created", body = Membership),
+        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 404, description = "Unknown workspace or user", body = ErrorBody),
+        (status = 409, description = "Already a member", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn add_member(
     _: Admin,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     JsonBody(b): JsonBody<MemberBody>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<Membership>)> {
     let role = one_of("role", &b.role, ROLES)?;
     let status = one_of(
         "status",
@@ -475,34 +714,52 @@ async fn add_member(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct MemberPatchBody {
+pub struct MemberPatchBody {
     role: Option<String>,
     status: Option<String>,
 }
 
+/// Change a member's role or status.
+#[utoipa::path(
+    patch,
+    path = "/workspaces/{id}/members/{user_id}",
+    tag = "management",
+    request_body = MemberPatchBody,
+    params(("id" = i64, Path, description = "id"), ("user_id" = i64, Path, description = "user id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The changed membership", body = Membership),
+        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 404, description = "Unknown membership", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn update_member(
     _: Admin,
     State(s): State<AppState>,
     PathParams((id, user_id)): PathParams<(i64, i64)>,
     JsonBody(b): JsonBody<MemberPatchBody>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Membership>> {
     let role = b.role.map(|r| one_of("role", &r, ROLES)).transpose()?;
     let status = b
         .status
         .map(|st| one_of("status", &st, MEMBER_STATUSES))
         .transpose()?;
-    Ok(Json(json!(
+    Ok(Json(
         s.store
             .update_member(id, user_id, role.as_deref(), status.as_deref())
-            .await?
-    )))
+            .await?,
+    ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct PaymentAccountBody {
+pub struct PaymentAccountBody {
     status: String,
     account_id: Option<String>,
     #[serde(default)]
@@ -514,12 +771,30 @@ struct PaymentAccountBody {
     connection_date: Option<String>,
 }
 
+/// Set a program's payment-account fields.
+#[utoipa::path(
+    put,
+    path = "/programs/{id}/payment-account",
+    tag = "management",
+    request_body = PaymentAccountBody,
+    params(("id" = i64, Path, description = "id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The program", body = ProgramView),
+        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 404, description = "Unknown program", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn set_payment_account(
     _: Admin,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     JsonBody(b): JsonBody<PaymentAccountBody>,
-) -> Result<Json<Value>> {
+) -> Result<Json<ProgramView>> {
     let connection_date = match b.connection_date.as_deref() {
         None => None,
         Some(d) => Some(

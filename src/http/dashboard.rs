@@ -14,17 +14,19 @@
 use std::collections::HashMap;
 
 use axum::extract::{RawQuery, State};
-use axum::routing::get;
-use axum::{Json, Router};
-use serde_json::{json, Value};
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::extract::PathParams;
 use super::session::{role_grants, DashboardUser, Permission};
 use crate::domain::metrics::{self, average_dollars, day_text, percent, trend, IsoValue};
 use crate::domain::money::dollars;
 use crate::domain::time::{date_of, iso, now_ms};
-use crate::error::{Error, Result};
-use crate::store::{DailyRollup, DashboardProgram, EventFilter, EventKind};
+use crate::error::{Error, ErrorBody, Result};
+use crate::store::{DailyRollup, DashboardProgram, EventFilter, EventKind, ListedEvent};
 use crate::AppState;
 
 /// Default `pageSize` of the events list (§8).
@@ -33,11 +35,185 @@ pub const DEFAULT_PAGE_SIZE: i64 = 10;
 pub const MAX_PAGE_SIZE: i64 = 100;
 
 /// Routes of the dashboard endpoints, merged into `/api/tracking`.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/performance/{program_id}", get(performance))
-        .route("/status/{program_id}", get(status))
-        .route("/events/{program_id}", get(events))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(performance))
+        .routes(routes!(status))
+        .routes(routes!(events))
+}
+
+/// One calendar day of the performance range (§4.5).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DayFigures {
+    /// `YYYY-MM-DD` (UTC).
+    pub date: String,
+    /// Same as `date`.
+    pub period: String,
+    pub clicks: i64,
+    pub leads: i64,
+    pub conversions: i64,
+    /// Major units, two decimals.
+    pub revenue: f64,
+    pub partners: i64,
+    /// Always 0 (§4.5).
+    pub sales: i64,
+    /// Major units, two decimals.
+    pub commission: f64,
+}
+
+/// Change against the previous period (D2).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TrendView {
+    /// Absolute percentage change, one decimal.
+    pub trend: f64,
+    /// `up`, `down` or `stable`.
+    #[serde(rename = "trendDirection")]
+    pub trend_direction: String,
+}
+
+/// Totals of the range with their trends (§4.5).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PerformanceMetrics {
+    pub total_clicks: i64,
+    pub total_leads: i64,
+    pub total_conversions: i64,
+    pub total_revenue: f64,
+    pub conversion_rate: f64,
+    pub average_order_value: f64,
+    pub total_partners: i64,
+    pub total_sales: i64,
+    pub total_partners_commission: f64,
+    pub clicks_trend: TrendView,
+    pub leads_trend: TrendView,
+    pub conversions_trend: TrendView,
+    pub revenue_trend: TrendView,
+    pub partners_trend: TrendView,
+    pub sales_trend: TrendView,
+    pub commission_trend: TrendView,
+}
+
+/// A time window as ISO 8601 timestamps.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Window {
+    #[schema(format = DateTime)]
+    pub date_from: String,
+    #[schema(format = DateTime)]
+    pub date_to: String,
+}
+
+/// The ranges actually used.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PerformanceMeta {
+    /// `7d`, `30d`, `90d`, `all` or `custom`.
+    pub period: String,
+    #[schema(format = DateTime)]
+    pub date_from: String,
+    #[schema(format = DateTime)]
+    pub date_to: String,
+    pub previous_period: Window,
+}
+
+/// `GET /performance/{programId}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PerformanceResponse {
+    pub data: Vec<DayFigures>,
+    pub metrics: PerformanceMetrics,
+    pub meta: PerformanceMeta,
+}
+
+/// The latest test event of a setup step.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TestEventView {
+    pub id: i64,
+    #[schema(format = DateTime)]
+    pub timestamp: String,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+}
+
+/// Test events of a setup step, counted up to 10.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepStatistics {
+    pub test_event_count: i64,
+    pub has_test_events: bool,
+    pub latest_test_event: Option<TestEventView>,
+}
+
+/// The payment account as the status endpoint reports it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentStatistics {
+    pub stripe_connection_status: String,
+    pub is_stripe_connected: bool,
+    pub stripe_account_id: Option<String>,
+    pub charges_enabled: bool,
+    pub payouts_enabled: bool,
+    pub details_submitted: bool,
+    #[schema(format = DateTime)]
+    pub connection_date: Option<String>,
+}
+
+/// `complete` or `pending` per setup step.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StepStatuses {
+    pub pageview: String,
+    pub referrals: String,
+    pub payments: String,
+}
+
+/// Statistics per setup step.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SetupStatistics {
+    pub pageview: StepStatistics,
+    pub referrals: StepStatistics,
+    pub payments: PaymentStatistics,
+}
+
+/// The integration status of a program (§4.6).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusData {
+    /// The program id, as a string.
+    pub program_id: String,
+    pub step_statuses: StepStatuses,
+    pub statistics: SetupStatistics,
+    pub has_partners: bool,
+    #[schema(format = DateTime)]
+    pub last_updated: String,
+}
+
+/// `GET /status/{programId}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StatusResponse {
+    pub data: StatusData,
+}
+
+/// Pagination of the events list.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Pagination {
+    pub page: i64,
+    pub page_size: i64,
+    pub page_count: i64,
+    pub total: i64,
+}
+
+/// `meta` of the events list.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventsMeta {
+    pub pagination: Pagination,
+}
+
+/// `GET /events/{programId}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventsResponse {
+    pub data: Vec<ListedEvent>,
+    pub meta: EventsMeta,
 }
 
 /// What an endpoint requires of the caller's membership.
@@ -112,19 +288,45 @@ impl Totals {
     }
 }
 
-fn trend_json(cur: i64, prev: i64) -> Value {
+fn trend_view(cur: i64, prev: i64) -> TrendView {
     let t = trend(cur, prev);
-    json!({ "trend": t.trend, "trendDirection": t.direction.as_str() })
+    TrendView {
+        trend: t.trend,
+        trend_direction: t.direction.as_str().into(),
+    }
 }
 
-/// `GET /api/tracking/performance/{programId}` (§4.5, D1–D3): figures from
-/// `daily_rollups` only, one entry per day of the range.
+/// Program performance: daily figures, totals and trends.
+///
+/// §4.5, D1–D3: figures come from `daily_rollups` only, one entry per UTC day of the
+/// range (zero days included), compared with the equal-length window before it. Needs an
+/// active membership in the program's workspace.
+#[utoipa::path(
+    get,
+    path = "/performance/{program_id}",
+    tag = "dashboard",
+    params(
+        ("program_id" = i64, Path, description = "Program id"),
+        ("period" = Option<String>, Query, description = "`7d` (default), `30d`, `90d` or `all`; ignored when dateFrom and dateTo are given"),
+        ("dateFrom" = Option<String>, Query, description = "ISO 8601 date or timestamp; with dateTo"),
+        ("dateTo" = Option<String>, Query, description = "ISO 8601 date or timestamp; with dateFrom"),
+    ),
+    security(("session" = [])),
+    responses(
+        (status = 200, description = "Performance of the range", body = PerformanceResponse),
+        (status = 400, description = "Invalid period or dates", body = ErrorBody),
+        (status = 401, description = "No valid session", body = ErrorBody),
+        (status = 403, description = "Not an active member of the program's workspace", body = ErrorBody),
+        (status = 404, description = "No such program", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn performance(
     user: DashboardUser,
     State(s): State<AppState>,
     PathParams(program_id): PathParams<i64>,
     RawQuery(raw): RawQuery,
-) -> Result<Json<Value>> {
+) -> Result<Json<PerformanceResponse>> {
     let program = authorize(&s, &user, program_id, Need::ActiveMember).await?;
     let q = query_map(raw);
     let range = metrics::resolve_range(
@@ -154,84 +356,97 @@ async fn performance(
         }
     }
     let zero = DailyRollup::default();
-    let data: Vec<Value> = range
+    let data: Vec<DayFigures> = range
         .current
         .days()
         .map(|d| {
             let day = day_text(d);
             let r = by_day.get(day.as_str()).copied().unwrap_or(&zero);
-            json!({
-                "date": day,
-                "period": day,
-                "clicks": r.clicks,
-                "leads": r.leads,
-                "conversions": r.conversions,
-                "revenue": dollars(r.revenue_cents),
-                "partners": r.partners,
-                "sales": 0,
-                "commission": dollars(r.commission_cents),
-            })
+            DayFigures {
+                period: day.clone(),
+                date: day,
+                clicks: r.clicks,
+                leads: r.leads,
+                conversions: r.conversions,
+                revenue: dollars(r.revenue_cents),
+                partners: r.partners,
+                sales: 0,
+                commission: dollars(r.commission_cents),
+            }
         })
         .collect();
-    Ok(Json(json!({
-        "data": data,
-        "metrics": {
-            "totalClicks": cur.clicks,
-            "totalLeads": cur.leads,
-            "totalConversions": cur.conversions,
-            "totalRevenue": dollars(cur.revenue_cents),
-            "conversionRate": percent(cur.conversions, cur.clicks),
-            "averageOrderValue": average_dollars(cur.revenue_cents, cur.conversions),
-            "totalPartners": cur.partners,
-            "totalSales": cur.sales,
-            "totalPartnersCommission": dollars(cur.commission_cents),
-            "clicksTrend": trend_json(cur.clicks, prev.clicks),
-            "leadsTrend": trend_json(cur.leads, prev.leads),
-            "conversionsTrend": trend_json(cur.conversions, prev.conversions),
-            "revenueTrend": trend_json(cur.revenue_cents, prev.revenue_cents),
-            "partnersTrend": trend_json(cur.partners, prev.partners),
-            "salesTrend": trend_json(cur.sales, prev.sales),
-            "commissionTrend": trend_json(cur.commission_cents, prev.commission_cents),
+    Ok(Json(PerformanceResponse {
+        data,
+        metrics: PerformanceMetrics {
+            total_clicks: cur.clicks,
+            total_leads: cur.leads,
+            total_conversions: cur.conversions,
+            total_revenue: dollars(cur.revenue_cents),
+            conversion_rate: percent(cur.conversions, cur.clicks),
+            average_order_value: average_dollars(cur.revenue_cents, cur.conversions),
+            total_partners: cur.partners,
+            total_sales: cur.sales,
+            total_partners_commission: dollars(cur.commission_cents),
+            clicks_trend: trend_view(cur.clicks, prev.clicks),
+            leads_trend: trend_view(cur.leads, prev.leads),
+            conversions_trend: trend_view(cur.conversions, prev.conversions),
+            revenue_trend: trend_view(cur.revenue_cents, prev.revenue_cents),
+            partners_trend: trend_view(cur.partners, prev.partners),
+            sales_trend: trend_view(cur.sales, prev.sales),
+            commission_trend: trend_view(cur.commission_cents, prev.commission_cents),
         },
-        "meta": {
-            "period": range.period,
-            "dateFrom": iso(range.current.start_ms()),
-            "dateTo": iso(range.current.end_ms()),
-            "previousPeriod": {
-                "dateFrom": iso(range.previous.start_ms()),
-                "dateTo": iso(range.previous.end_ms()),
+        meta: PerformanceMeta {
+            period: range.period.to_string(),
+            date_from: iso(range.current.start_ms()),
+            date_to: iso(range.current.end_ms()),
+            previous_period: Window {
+                date_from: iso(range.previous.start_ms()),
+                date_to: iso(range.previous.end_ms()),
             },
         },
-    })))
+    }))
 }
 
-fn step(done: bool) -> &'static str {
-    if done {
-        "complete"
-    } else {
-        "pending"
+fn step(done: bool) -> String {
+    if done { "complete" } else { "pending" }.to_string()
+}
+
+fn step_statistics(s: &crate::store::TestEventSummary) -> StepStatistics {
+    StepStatistics {
+        test_event_count: s.count,
+        has_test_events: s.count > 0,
+        latest_test_event: s.latest.as_ref().map(|e| TestEventView {
+            id: e.id,
+            timestamp: iso(e.timestamp),
+            created_at: iso(e.created_at),
+        }),
     }
 }
 
-fn test_events_json(s: &crate::store::TestEventSummary) -> Value {
-    json!({
-        "testEventCount": s.count,
-        "hasTestEvents": s.count > 0,
-        "latestTestEvent": s.latest.as_ref().map(|e| json!({
-            "id": e.id,
-            "timestamp": iso(e.timestamp),
-            "createdAt": iso(e.created_at),
-        })),
-    })
-}
-
-/// `GET /api/tracking/status/{programId}` (§4.6): integration steps from test events
-/// and the payment account.
+/// Integration status of a program.
+///
+/// §4.6: setup steps from test click and test lead events (counted up to 10) and the
+/// payment account. Needs `tracking:read` on the program.
+#[utoipa::path(
+    get,
+    path = "/status/{program_id}",
+    tag = "dashboard",
+    params(("program_id" = i64, Path, description = "Program id")),
+    security(("session" = [])),
+    responses(
+        (status = 200, description = "Setup status", body = StatusResponse),
+        (status = 400, description = "Invalid program id", body = ErrorBody),
+        (status = 401, description = "No valid session", body = ErrorBody),
+        (status = 403, description = "No tracking:read on the program", body = ErrorBody),
+        (status = 404, description = "No such program", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn status(
     user: DashboardUser,
     State(s): State<AppState>,
     PathParams(program_id): PathParams<i64>,
-) -> Result<Json<Value>> {
+) -> Result<Json<StatusResponse>> {
     let program = authorize(
         &s,
         &user,
@@ -242,31 +457,35 @@ async fn status(
     let setup = s.store.setup_status(program_id).await?;
     let pay = &program.payment;
     let connected = pay.status == "connected";
-    Ok(Json(json!({
-        "data": {
-            "programId": program_id.to_string(),
-            "stepStatuses": {
-                "pageview": step(setup.pageview.count > 0),
-                "referrals": step(setup.referrals.count > 0),
-                "payments": step(connected),
+    Ok(Json(StatusResponse {
+        data: StatusData {
+            program_id: program_id.to_string(),
+            step_statuses: StepStatuses {
+                pageview: step(setup.pageview.count > 0),
+                referrals: step(setup.referrals.count > 0),
+                payments: step(connected),
             },
-            "statistics": {
-                "pageview": test_events_json(&setup.pageview),
-                "referrals": test_events_json(&setup.referrals),
-                "payments": {
-                    "stripeConnectionStatus": pay.status,
-                    "isStripeConnected": connected,
-                    "stripeAccountId": if connected { pay.account_id.clone() } else { None },
-                    "chargesEnabled": pay.charges_enabled,
-                    "payoutsEnabled": pay.payouts_enabled,
-                    "detailsSubmitted": pay.details_submitted,
-                    "connectionDate": pay.connection_date.map(iso),
+            statistics: SetupStatistics {
+                pageview: step_statistics(&setup.pageview),
+                referrals: step_statistics(&setup.referrals),
+                payments: PaymentStatistics {
+                    stripe_connection_status: pay.status.clone(),
+                    is_stripe_connected: connected,
+                    stripe_account_id: if connected {
+                        pay.account_id.clone()
+                    } else {
+                        None
+                    },
+                    charges_enabled: pay.charges_enabled,
+                    payouts_enabled: pay.payouts_enabled,
+                    details_submitted: pay.details_submitted,
+                    connection_date: pay.connection_date.map(iso),
                 },
             },
-            "hasPartners": setup.has_partners,
-            "lastUpdated": iso(now_ms()),
-        }
-    })))
+            has_partners: setup.has_partners,
+            last_updated: iso(now_ms()),
+        },
+    }))
 }
 
 /// Reads a positive integer query parameter.
@@ -314,14 +533,38 @@ fn event_filter(q: &HashMap<String, String>) -> Result<EventFilter> {
     })
 }
 
-/// `GET /api/tracking/events/{programId}` (§4.7): real click, lead and sale events
-/// merged newest first, filtered and paginated in the database.
+/// The program's events, newest first.
+///
+/// §4.7: real click, lead and sale (`conversion`) events merged, filtered and paginated
+/// in the database. Needs `tracking:list` on the program.
+#[utoipa::path(
+    get,
+    path = "/events/{program_id}",
+    tag = "dashboard",
+    params(
+        ("program_id" = i64, Path, description = "Program id"),
+        ("page" = Option<i64>, Query, description = "1-indexed page, default 1"),
+        ("pageSize" = Option<i64>, Query, description = "Events per page, default 10, at most 100"),
+        ("eventType" = Option<String>, Query, description = "`click`, `lead` or `conversion`"),
+        ("dateFrom" = Option<String>, Query, description = "Inclusive lower bound: ISO 8601 date or timestamp"),
+        ("dateTo" = Option<String>, Query, description = "Inclusive upper bound: ISO 8601 date or timestamp"),
+    ),
+    security(("session" = [])),
+    responses(
+        (status = 200, description = "A page of events", body = EventsResponse),
+        (status = 400, description = "Invalid filter or page", body = ErrorBody),
+        (status = 401, description = "No valid session", body = ErrorBody),
+        (status = 403, description = "No tracking:list on the program", body = ErrorBody),
+        (status = 404, description = "No such program", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn events(
     user: DashboardUser,
     State(s): State<AppState>,
     PathParams(program_id): PathParams<i64>,
     RawQuery(raw): RawQuery,
-) -> Result<Json<Value>> {
+) -> Result<Json<EventsResponse>> {
     authorize(
         &s,
         &user,
@@ -349,15 +592,15 @@ async fn events(
         }
         _ => vec![],
     };
-    Ok(Json(json!({
-        "data": data,
-        "meta": {
-            "pagination": {
-                "page": page,
-                "pageSize": page_size,
-                "pageCount": page_count,
-                "total": total,
-            }
-        }
-    })))
+    Ok(Json(EventsResponse {
+        data,
+        meta: EventsMeta {
+            pagination: Pagination {
+                page,
+                page_size,
+                page_count,
+                total,
+            },
+        },
+    }))
 }

@@ -4,6 +4,7 @@ pub mod admin;
 pub mod client_ip;
 pub mod dashboard;
 pub mod extract;
+pub mod openapi;
 pub mod service;
 pub mod session;
 pub mod track;
@@ -18,13 +19,16 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::error::Error;
 use crate::AppState;
 
-/// The whole service: tracking (and its legacy alias), management and service routes.
-pub fn router(state: AppState) -> Router {
-    Router::new()
+/// The routes of every surface with their OpenAPI description, before state and
+/// middleware. The document and the router come from the same declarations, so they
+/// cannot drift apart.
+pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (router, doc) = OpenApiRouter::with_openapi(openapi::base())
         .merge(service::router())
         .merge(tracker::router())
         .nest("/api/v1/track", track::router())
@@ -33,6 +37,20 @@ pub fn router(state: AppState) -> Router {
         .nest("/api/admin", admin::router())
         .nest("/api/auth", session::router())
         .nest("/api/webhooks", webhooks::router())
+        .split_for_parts();
+    (router, openapi::finish(doc))
+}
+
+/// The OpenAPI document of the service.
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    api().1
+}
+
+/// The whole service: every surface, `/openapi.json` and `/docs`, and the middleware.
+pub fn router(state: AppState) -> Router {
+    let (routes, doc) = api();
+    routes
+        .merge(openapi::router(&doc))
         .fallback(|| async { Error::not_found("Not found") })
         .layer(middleware::from_fn(json_errors))
         .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))

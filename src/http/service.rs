@@ -1,29 +1,57 @@
 //! Service endpoints: liveness and readiness (product.md §6).
 
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
-use serde_json::{json, Value};
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorBody, Result};
 use crate::AppState;
 
 /// `/healthz` and `/readyz`.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
 }
 
-/// The process is up.
-async fn healthz() -> Json<Value> {
-    Json(json!({ "status": "ok" }))
+/// The state of the service.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ServiceStatus {
+    /// `ok` (healthz) or `ready` (readyz).
+    pub status: String,
 }
 
-/// The database answers; 503 otherwise.
-async fn readyz(State(state): State<AppState>) -> Result<Json<Value>> {
+/// Liveness: the process is up.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "service",
+    responses((status = 200, description = "Up", body = ServiceStatus)),
+)]
+async fn healthz() -> Json<ServiceStatus> {
+    Json(ServiceStatus {
+        status: "ok".into(),
+    })
+}
+
+/// Readiness: the database answers.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "service",
+    responses(
+        (status = 200, description = "Ready", body = ServiceStatus),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
+async fn readyz(State(state): State<AppState>) -> Result<Json<ServiceStatus>> {
     match state.store.ping().await {
-        Ok(()) => Ok(Json(json!({ "status": "ready" }))),
+        Ok(()) => Ok(Json(ServiceStatus {
+            status: "ready".into(),
+        })),
         Err(e) => Err(Error::Unavailable(anyhow::anyhow!(
             "readiness check failed: {e}"
         ))),

@@ -8,15 +8,16 @@
 
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
-use axum::routing::post;
-use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::extract::JsonBody;
 use crate::auth::{bearer, generate_token, hash_token, verify_password, Bearer};
 use crate::domain::time::{iso, now_ms};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorBody, Result};
 use crate::AppState;
 
 /// Prefix of dashboard session tokens.
@@ -35,10 +36,26 @@ const DUMMY_PASSWORD_HASH: &str =
     "$argon2id$v=19$m=19456,t=2,p=1$LCbkRkxkY9NfZ4f4WQtiAA$RwUHMRACjq/Uml6twRQ47oIRkVL6oC41B8gq6Hgjd+I";
 
 /// Routes under `/api/auth`.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/login", post(login))
-        .route("/logout", post(logout))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(login))
+        .routes(routes!(logout))
+}
+
+/// A new session.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LoginResponse {
+    /// Send as `Authorization: Bearer <token>` to the dashboard endpoints.
+    pub token: String,
+    #[schema(format = DateTime)]
+    pub expires_at: String,
+}
+
+/// The answer of logout.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LogoutResponse {
+    /// Always `true`.
+    pub success: bool,
 }
 
 /// A permission a workspace role grants on the workspace's programs.
@@ -107,15 +124,35 @@ impl FromRequestParts<AppState> for DashboardUser {
     }
 }
 
-#[derive(Deserialize)]
-struct LoginBody {
+/// Credentials of a dashboard user.
+#[derive(Deserialize, ToSchema)]
+pub struct LoginBody {
     email: String,
     password: String,
 }
 
-/// `POST /api/auth/login`: `{email, password}` → `{token, expires_at}`; 401 with the
-/// same text for an unknown email and a wrong password.
-async fn login(State(s): State<AppState>, JsonBody(b): JsonBody<LoginBody>) -> Result<Json<Value>> {
+/// Log in to the dashboard.
+///
+/// `{email, password}` → `{token, expires_at}`; 401 with the same text for an unknown
+/// email and a wrong password.
+#[utoipa::path(
+    post,
+    path = "/login",
+    tag = "auth",
+    request_body = LoginBody,
+    responses(
+        (status = 200, description = "A new session", body = LoginResponse),
+        (status = 400, description = "Invalid body", body = ErrorBody),
+        (status = 401, description = "Invalid email or password", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
+async fn login(
+    State(s): State<AppState>,
+    JsonBody(b): JsonBody<LoginBody>,
+) -> Result<Json<LoginResponse>> {
     let email = b.email.trim().to_ascii_lowercase();
     let credentials = s.store.user_credentials(&email).await?;
     let password = b.password;
@@ -138,15 +175,27 @@ async fn login(State(s): State<AppState>, JsonBody(b): JsonBody<LoginBody>) -> R
     s.store
         .create_session(user_id, &hash_token(&token), now, expires_at)
         .await?;
-    Ok(Json(
-        json!({ "token": token, "expires_at": iso(expires_at) }),
-    ))
+    Ok(Json(LoginResponse {
+        token,
+        expires_at: iso(expires_at),
+    }))
 }
 
-/// `POST /api/auth/logout`: ends the caller's session.
-async fn logout(State(s): State<AppState>, user: DashboardUser) -> Result<Json<Value>> {
+/// End the caller's session.
+#[utoipa::path(
+    post,
+    path = "/logout",
+    tag = "auth",
+    security(("session" = [])),
+    responses(
+        (status = 200, description = "The token no longer works", body = LogoutResponse),
+        (status = 401, description = "No valid session", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
+async fn logout(State(s): State<AppState>, user: DashboardUser) -> Result<Json<LogoutResponse>> {
     s.store.delete_session(&user.token_hash).await?;
-    Ok(Json(json!({ "success": true })))
+    Ok(Json(LogoutResponse { success: true }))
 }
 
 #[cfg(test)]

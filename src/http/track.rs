@@ -8,16 +8,20 @@ use axum::http::header::{ORIGIN, USER_AGENT};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Json, Router};
-use serde_json::{json, Map, Value};
+use axum::routing::options;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::extract::{truncate, AdditionalData, Fields, JsonObject, MAX_ID_LEN};
 use crate::auth::{bearer, hash_token, Bearer};
 use crate::domain::attribution::extract_aff;
 use crate::domain::money::{major_units, normalize_currency};
 use crate::domain::time::now_ms;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorBody, Result};
 use crate::store::{
     origin_allowed, ClickDetails, NewClick, NewLead, NewRefund, NewSale, NewTestClick, NewTestLead,
     Program, SaleProgram,
@@ -29,15 +33,228 @@ use crate::AppState;
 pub const MAX_AMOUNT_CENTS: i64 = 1_000_000_000_000;
 
 /// Routes of the tracking API, mounted under `/api/v1/track` and `/api/tracking`.
-pub fn router() -> Router<AppState> {
-    let browser = Router::new()
-        .route("/click", post(click).options(preflight))
-        .route("/lead", post(lead).options(preflight))
+pub fn router() -> OpenApiRouter<AppState> {
+    let browser = OpenApiRouter::new()
+        .routes(routes!(click))
+        .routes(routes!(lead))
+        .route("/click", options(preflight))
+        .route("/lead", options(preflight))
         .layer(middleware::from_fn(browser_cors));
-    let server = Router::new()
-        .route("/sale", post(sale))
-        .route("/refund", post(refund));
+    let server = OpenApiRouter::new()
+        .routes(routes!(sale))
+        .routes(routes!(refund));
     browser.merge(server)
+}
+
+/// The test-mode body of §4.1 to §4.3.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TestModeResponse {
+    /// Always `true`.
+    pub success: bool,
+    pub message: String,
+    pub data: TestModeData,
+}
+
+/// What a test-mode call stored.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TestModeData {
+    /// Id of the stored test event.
+    #[serde(rename = "eventId")]
+    pub event_id: i64,
+    #[serde(rename = "programId")]
+    pub program_id: i64,
+    /// Always `true`.
+    pub test_mode: bool,
+}
+
+/// A tracked click (§4.1).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClickTracked {
+    /// Always `true`.
+    pub success: bool,
+    /// Store it in the `tracker_click_id` cookie and send it with the lead.
+    #[schema(example = "cust_5782117260909434975_1795329003150")]
+    pub click_id: String,
+    pub partner_code: String,
+    pub cookie_window_days: i64,
+}
+
+/// A click on an inactive link: nothing is recorded.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClickRefused {
+    /// Always `false`.
+    pub success: bool,
+    pub message: String,
+}
+
+/// The answers of `POST /track/click`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum ClickResponse {
+    Tracked(ClickTracked),
+    Inactive(ClickRefused),
+    Test(TestModeResponse),
+}
+
+/// A plain success with a message (lead).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Tracked {
+    /// Always `true`.
+    pub success: bool,
+    pub message: String,
+}
+
+/// The answers of `POST /track/lead`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum LeadResponse {
+    Tracked(Tracked),
+    Test(TestModeResponse),
+}
+
+/// A recorded sale (§4.3).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SaleTracked {
+    /// Always `true`.
+    pub success: bool,
+    pub sale_id: i64,
+    /// `null` when the sale earns no commission (recurring limit reached).
+    pub commission_id: Option<i64>,
+    pub message: String,
+}
+
+/// The answers of `POST /track/sale`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum SaleResponse {
+    Tracked(SaleTracked),
+    Test(TestModeResponse),
+}
+
+/// What a refund did (D9).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RefundResponse {
+    /// Always `true`.
+    pub success: bool,
+    /// `reversed` (fully refunded), `refunded` (partial), `skipped` (nothing left),
+    /// `no_commission` (the sale had none).
+    #[schema(example = "refunded")]
+    pub status: String,
+    pub sale_id: i64,
+    pub commission_id: Option<i64>,
+    /// Commission taken back by this refund, in major units with two decimals.
+    pub deduction_amount: f64,
+    /// Present and `true` for test-mode refunds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_mode: Option<bool>,
+}
+
+/// `additional_data` of a tracking request.
+#[derive(Debug, Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct AdditionalDataDoc {
+    /// Store a test event (`is_test: true`) that touches no real attribution or figure.
+    test_mode: Option<bool>,
+    /// Program of a test event, or of a browser-mode lead sent with only `customer_key`.
+    #[schema(minimum = 1)]
+    program_id: Option<i64>,
+    /// Name of the lead event (lead only).
+    event_name: Option<String>,
+}
+
+/// Body of `POST /track/click`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct ClickRequest {
+    /// Full landing URL including the `aff` query parameter.
+    #[schema(example = "https://shop.example.com/?aff=alice", min_length = 1)]
+    affiliate_url: String,
+    page_url: Option<String>,
+    page_title: Option<String>,
+    referrer_url: Option<String>,
+    session_id: Option<String>,
+    /// Falls back to the `User-Agent` header.
+    user_agent: Option<String>,
+    /// `<width>x<height>`.
+    screen_resolution: Option<String>,
+    /// `<width>x<height>`.
+    viewport_size: Option<String>,
+    language: Option<String>,
+    /// IANA time zone name.
+    timezone: Option<String>,
+    /// A click id issued before: the same customer is reused (last touch).
+    #[schema(max_length = 255)]
+    existing_click_id: Option<String>,
+    additional_data: Option<AdditionalDataDoc>,
+}
+
+/// Body of `POST /track/lead`. Outside test mode, `click_id` or `customer_key` is required.
+#[derive(Debug, Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct LeadRequest {
+    /// Value of the `tracker_click_id` cookie.
+    #[schema(max_length = 255)]
+    click_id: Option<String>,
+    /// Your own stable id of the customer; use the same one at sale time.
+    #[schema(max_length = 255)]
+    customer_key: Option<String>,
+    #[schema(max_length = 255)]
+    email: Option<String>,
+    session_id: Option<String>,
+    page_url: Option<String>,
+    additional_data: Option<AdditionalDataDoc>,
+}
+
+/// Body of `POST /track/sale`. One of `customer_key` or `click_id` must resolve a customer.
+#[derive(Debug, Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct SaleRequest {
+    /// Idempotency key, globally unique; optional in test mode.
+    #[schema(example = "pi_1001", min_length = 1, max_length = 255)]
+    transaction_id: Option<String>,
+    /// Positive integer in the smallest currency unit, at most 10^12.
+    #[schema(example = 4999, minimum = 1, maximum = 1_000_000_000_000_i64)]
+    amount_cents: i64,
+    #[schema(max_length = 255)]
+    customer_key: Option<String>,
+    #[schema(max_length = 255)]
+    click_id: Option<String>,
+    /// 3-letter code; the program's currency when omitted.
+    #[schema(pattern = "^[A-Za-z]{3}$")]
+    currency: Option<String>,
+    /// `payment` (default) or `subscription`.
+    #[schema(pattern = "^(payment|subscription)$")]
+    sale_type: Option<String>,
+    is_recurring: Option<bool>,
+    #[schema(max_length = 255)]
+    subscription_id: Option<String>,
+    #[schema(max_length = 255)]
+    product_id: Option<String>,
+    /// Stored with the sale.
+    #[schema(value_type = Option<Object>)]
+    metadata: Option<Map<String, Value>>,
+    additional_data: Option<AdditionalDataDoc>,
+}
+
+/// Body of `POST /track/refund`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct RefundRequest {
+    /// The `transaction_id` of the sale.
+    #[schema(min_length = 1, max_length = 255)]
+    transaction_id: String,
+    /// Partial refund; omitted (or equal to the sale amount): everything left.
+    #[schema(minimum = 1)]
+    refund_amount_cents: Option<i64>,
+    refund_reason: Option<String>,
+    additional_data: Option<AdditionalDataDoc>,
 }
 
 /// The client's peer address and headers, for enrichment and origin checks.
@@ -107,12 +324,16 @@ impl axum::extract::FromRequestParts<AppState> for ApiKey {
 }
 
 /// The test-mode success body of §4.1 to §4.3.
-fn test_response(message: &str, event_id: i64, program_id: i64) -> Json<Value> {
-    Json(json!({
-        "success": true,
-        "message": message,
-        "data": { "eventId": event_id, "programId": program_id, "test_mode": true },
-    }))
+fn test_response(message: &str, event_id: i64, program_id: i64) -> TestModeResponse {
+    TestModeResponse {
+        success: true,
+        message: message.into(),
+        data: TestModeData {
+            event_id,
+            program_id,
+            test_mode: true,
+        },
+    }
 }
 
 /// Checks that an explicitly named program exists (test mode, browser-mode leads).
@@ -156,12 +377,30 @@ fn click_details(state: &AppState, caller: &Caller, f: &Fields) -> Result<ClickD
     })
 }
 
-/// `POST /track/click` (§4.1, D4–D6, D11).
+/// Track a click on a referral link.
+///
+/// §4.1: resolves the link from `aff`, reuses (`existing_click_id`, last touch) or
+/// creates the customer, stores the click with server-side device and geo data and counts
+/// it. No credentials: the link is the credential; browser calls need an allowed origin.
+#[utoipa::path(
+    post,
+    path = "/click",
+    tag = "tracking",
+    request_body = ClickRequest,
+    responses(
+        (status = 200, description = "Tracked; `success: false` for an inactive link; the test-mode body in test mode", body = ClickResponse),
+        (status = 400, description = "Invalid field or unknown referral link", body = ErrorBody),
+        (status = 403, description = "Origin not allowed", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn click(
     State(state): State<AppState>,
     caller: Caller,
     JsonObject(body): JsonObject,
-) -> Result<Response> {
+) -> Result<Json<ClickResponse>> {
     let f = Fields(&body);
     let affiliate_url = match f.str("affiliate_url") {
         Ok(Some(u)) if !u.trim().is_empty() => u,
@@ -206,7 +445,11 @@ async fn click(
             })
             .await
             .map_err(|e| e.public_text("Click tracking failed"))?;
-        return Ok(test_response("Test click recorded", id, program_id).into_response());
+        return Ok(Json(ClickResponse::Test(test_response(
+            "Test click recorded",
+            id,
+            program_id,
+        ))));
     }
 
     let aff = aff.map_err(|e| Error::bad_request(e.message()))?;
@@ -223,10 +466,10 @@ async fn click(
         return Err(forbidden_origin());
     }
     if target.link_status == "inactive" {
-        return Ok(
-            Json(json!({ "success": false, "message": "Referral link is inactive" }))
-                .into_response(),
-        );
+        return Ok(Json(ClickResponse::Inactive(ClickRefused {
+            success: false,
+            message: "Referral link is inactive".into(),
+        })));
     }
     let click_id = state
         .store
@@ -240,21 +483,40 @@ async fn click(
         })
         .await
         .map_err(|e| e.public_text("Click tracking failed"))?;
-    Ok(Json(json!({
-        "success": true,
-        "click_id": click_id,
-        "partner_code": partner_code,
-        "cookie_window_days": target.cookie_window_days,
-    }))
-    .into_response())
+    Ok(Json(ClickResponse::Tracked(ClickTracked {
+        success: true,
+        click_id,
+        partner_code,
+        cookie_window_days: target.cookie_window_days,
+    })))
 }
 
-/// `POST /track/lead` (§4.2, D7, D10, D11).
+/// Track a signup (lead).
+///
+/// §4.2, D7: server mode with the program's API key, or browser mode without one (the
+/// click id proves attribution; the origin must be allowed). Moves a `click` customer to
+/// `lead`; with only `customer_key` and no known customer, stores an unattributed lead.
+#[utoipa::path(
+    post,
+    path = "/lead",
+    tag = "tracking",
+    request_body = LeadRequest,
+    security((), ("api_key" = [])),
+    responses(
+        (status = 200, description = "Lead recorded (or the test-mode body)", body = LeadResponse),
+        (status = 400, description = "Invalid field, unknown customer, customer of another program, or status cannot move to lead", body = ErrorBody),
+        (status = 401, description = "Authorization header present but invalid", body = ErrorBody),
+        (status = 403, description = "Origin not allowed (browser mode)", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn lead(
     State(state): State<AppState>,
     caller: Caller,
     JsonObject(body): JsonObject,
-) -> Result<Response> {
+) -> Result<Json<LeadResponse>> {
     let f = Fields(&body);
     let extra = AdditionalData::from_body(&body)?;
     let click_id = f.id("click_id", "click_id must be a string")?;
@@ -293,7 +555,11 @@ async fn lead(
             })
             .await
             .map_err(|e| e.public_text("Lead tracking failed"))?;
-        return Ok(test_response("Test lead recorded", id, program_id).into_response());
+        return Ok(Json(LeadResponse::Test(test_response(
+            "Test lead recorded",
+            id,
+            program_id,
+        ))));
     }
 
     let server_program = match token {
@@ -325,7 +591,10 @@ async fn lead(
         })
         .await
         .map_err(|e| e.public_text("Lead tracking failed"))?;
-    Ok(Json(json!({ "success": true, "message": "Lead tracked successfully" })).into_response())
+    Ok(Json(LeadResponse::Tracked(Tracked {
+        success: true,
+        message: "Lead tracked successfully".into(),
+    })))
 }
 
 /// Test-mode transaction ids, `test_txn_<epoch-ms>`, kept unique within the process
@@ -346,12 +615,32 @@ fn optional_str(f: &Fields, key: &str) -> Result<Option<String>> {
     f.id(key, &format!("{key} must be a string"))
 }
 
-/// `POST /track/sale` (§4.3, D8, D10).
+/// Record a sale and its commission.
+///
+/// §4.3, D8: resolves the customer by `customer_key`, then `click_id`; stores the sale,
+/// the commission of the program's rule, the customer's conversion and the figures in one
+/// transaction. A `transaction_id` is accepted once, across all programs.
+#[utoipa::path(
+    post,
+    path = "/sale",
+    tag = "tracking",
+    request_body = SaleRequest,
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Sale recorded (or the test-mode body)", body = SaleResponse),
+        (status = 400, description = "Invalid field, customer not found, or no attribution", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 409, description = "Duplicate transaction_id", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn sale(
     State(state): State<AppState>,
     ApiKey(program): ApiKey,
     JsonObject(body): JsonObject,
-) -> Result<Response> {
+) -> Result<Json<SaleResponse>> {
     let f = Fields(&body);
     let extra = AdditionalData::from_body(&body)?;
     const TXN: &str = "transaction_id is required and must be a string";
@@ -427,9 +716,11 @@ async fn sale(
         .await
         .map_err(|e| e.public_text("Sale tracking failed"))?;
     if extra.test_mode {
-        return Ok(
-            test_response("Test sale recorded", outcome.sale_id, program.id).into_response(),
-        );
+        return Ok(Json(SaleResponse::Test(test_response(
+            "Test sale recorded",
+            outcome.sale_id,
+            program.id,
+        ))));
     }
     let message = match outcome.commission_id {
         Some(_) => "Sale tracked successfully",
@@ -437,21 +728,39 @@ async fn sale(
             "Sale tracked successfully; no commission: the recurring commission period has ended"
         }
     };
-    Ok(Json(json!({
-        "success": true,
-        "sale_id": outcome.sale_id,
-        "commission_id": outcome.commission_id,
-        "message": message,
-    }))
-    .into_response())
+    Ok(Json(SaleResponse::Tracked(SaleTracked {
+        success: true,
+        sale_id: outcome.sale_id,
+        commission_id: outcome.commission_id,
+        message: message.into(),
+    })))
 }
 
-/// `POST /track/refund` (§4.4, D9).
+/// Refund a sale, fully or partly.
+///
+/// §4.4, D9: reverses the commission of the program's sale in proportion; a repeated
+/// full refund is harmless (`skipped`).
+#[utoipa::path(
+    post,
+    path = "/refund",
+    tag = "tracking",
+    request_body = RefundRequest,
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Refund applied", body = RefundResponse),
+        (status = 400, description = "Invalid field or amount over what is left", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No sale with this transaction_id in the program", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 415, description = "Body is not JSON", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn refund(
     State(state): State<AppState>,
     ApiKey(program): ApiKey,
     JsonObject(body): JsonObject,
-) -> Result<Response> {
+) -> Result<Json<RefundResponse>> {
     let f = Fields(&body);
     let extra = AdditionalData::from_body(&body)?;
     let transaction_id = f
@@ -479,19 +788,14 @@ async fn refund(
         })
         .await
         .map_err(|e| e.public_text("Refund tracking failed"))?;
-    let mut body = Map::new();
-    body.insert("success".into(), json!(true));
-    body.insert("status".into(), json!(outcome.status.as_str()));
-    body.insert("sale_id".into(), json!(outcome.sale_id));
-    body.insert("commission_id".into(), json!(outcome.commission_id));
-    body.insert(
-        "deduction_amount".into(),
-        json!(major_units(outcome.deduction_cents, &outcome.currency)),
-    );
-    if extra.test_mode {
-        body.insert("test_mode".into(), json!(true));
-    }
-    Ok(Json(Value::Object(body)).into_response())
+    Ok(Json(RefundResponse {
+        success: true,
+        status: outcome.status.as_str().into(),
+        sale_id: outcome.sale_id,
+        commission_id: outcome.commission_id,
+        deduction_amount: major_units(outcome.deduction_cents, &outcome.currency),
+        test_mode: extra.test_mode.then_some(true),
+    }))
 }
 
 /// CORS preflight of the browser routes (D11). A preflight names no program, so it is

@@ -17,8 +17,6 @@ use axum::http::header::{
 };
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
 use sha2::{Digest, Sha256};
 
 /// The tracker's source, exactly as served without content coding.
@@ -76,10 +74,23 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 /// `GET /tracker.js` (and `HEAD`, which axum answers from the same handler).
 ///
 /// Generic over the state so that it merges into any router.
-pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    Router::new().route("/tracker.js", get(tracker_js))
+pub fn router<S: Clone + Send + Sync + 'static>() -> utoipa_axum::router::OpenApiRouter<S> {
+    utoipa_axum::router::OpenApiRouter::new().routes(utoipa_axum::routes!(tracker_js))
 }
 
+/// The browser tracker script.
+///
+/// Install with `<script src="…/tracker.js" data-program-id="1" async></script>`. Served
+/// with a strong ETag, one hour of caching and gzip when accepted.
+#[utoipa::path(
+    get,
+    path = "/tracker.js",
+    tag = "service",
+    responses(
+        (status = 200, description = "The script", content_type = "application/javascript", body = String),
+        (status = 304, description = "Not modified (If-None-Match matched the ETag)"),
+    ),
+)]
 async fn tracker_js(headers: HeaderMap) -> Response {
     respond(&headers)
 }
@@ -168,6 +179,7 @@ mod tests {
     use super::*;
     use axum::body::Body;
     use axum::http::Request;
+    use axum::Router;
     use http_body_util::BodyExt;
     use std::io::Read;
     use tower::ServiceExt;
@@ -177,7 +189,7 @@ mod tests {
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        let app: Router = Router::new().merge(router());
+        let app: Router = router().split_for_parts().0;
         let res = app.oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
         let (parts, body) = res.into_parts();
         let body = body.collect().await.unwrap().to_bytes().to_vec();

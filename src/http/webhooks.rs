@@ -3,13 +3,15 @@
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::HeaderMap;
-use axum::routing::post;
-use axum::{Json, Router};
-use serde_json::{json, Value};
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::extract::PathParams;
 use crate::domain::stripe::{parse_event, verify_signature};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorBody, Result};
 use crate::store::SaleProgram;
 use crate::AppState;
 
@@ -17,22 +19,50 @@ use crate::AppState;
 const MAX_EVENT_BYTES: usize = 1024 * 1024;
 
 /// Routes of the webhook receivers.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/stripe/{program_id}", post(stripe))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(stripe))
         .layer(DefaultBodyLimit::max(MAX_EVENT_BYTES))
 }
 
+/// The answer to a verified event.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookReceived {
+    /// Always `true`.
+    pub received: bool,
+    /// What was done, e.g. `sale recorded`, `duplicate event: already processed`,
+    /// `ignored: unhandled event type`.
+    pub outcome: String,
+}
+
+/// Receive a Stripe webhook event.
+///
 /// Verifies the signature on the raw body with the program's `stripe_webhook_secret`,
-/// then records what the event asks for. Anything unverifiable is a 400 and stores
-/// nothing; a verified event is answered 200 even when there is nothing to do, so that
-/// Stripe does not retry it.
+/// then records what the event asks for, once per event id. Anything unverifiable is a
+/// 400 and stores nothing; a verified event is answered 200 even when there is nothing to
+/// do, so that Stripe does not retry it.
+#[utoipa::path(
+    post,
+    path = "/stripe/{program_id}",
+    tag = "webhooks",
+    params(
+        ("program_id" = i64, Path, description = "Program id"),
+        ("Stripe-Signature" = String, Header, description = "`t=<unix time>,v1=<hex HMAC-SHA256>`"),
+    ),
+    request_body(content = Object, description = "A Stripe event, as Stripe sends it", content_type = "application/json"),
+    responses(
+        (status = 200, description = "Verified and processed (or a redelivery, or nothing to do)", body = WebhookReceived),
+        (status = 400, description = "Missing or bad signature, stale timestamp, unknown program, program without a secret, or not an event", body = ErrorBody),
+        (status = 413, description = "Body over 1 MiB", body = ErrorBody),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
+    ),
+)]
 async fn stripe(
     State(state): State<AppState>,
     PathParams(program_id): PathParams<i64>,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<Json<Value>> {
+) -> Result<Json<WebhookReceived>> {
     let program = state.store.program(program_id).await.map_err(|e| match e {
         Error::NotFound(_) => Error::bad_request("Unknown program"),
         other => other,
@@ -59,5 +89,8 @@ async fn stripe(
         .await
         .map_err(|e| e.public_text("Webhook processing failed"))?;
     tracing::info!(program_id, event_id, outcome, "stripe webhook");
-    Ok(Json(json!({ "received": true, "outcome": outcome })))
+    Ok(Json(WebhookReceived {
+        received: true,
+        outcome,
+    }))
 }

@@ -136,13 +136,15 @@ pub struct EventFilter {
 }
 
 /// A click in the listing.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ClickEvent {
     pub id: i64,
     #[serde(serialize_with = "iso_ms")]
+    #[schema(value_type = String, format = DateTime)]
     pub timestamp: i64,
     pub click_id: Option<String>,
     #[serde(rename = "createdAt", serialize_with = "iso_ms")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: i64,
     pub session_id: Option<String>,
     pub page_url: Option<String>,
@@ -157,13 +159,15 @@ pub struct ClickEvent {
 }
 
 /// A lead in the listing.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct LeadEvent {
     pub id: i64,
     #[serde(serialize_with = "iso_ms")]
+    #[schema(value_type = String, format = DateTime)]
     pub timestamp: i64,
     pub click_id: Option<String>,
     #[serde(rename = "createdAt", serialize_with = "iso_ms")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: i64,
     pub customer_key: Option<String>,
     pub session_id: Option<String>,
@@ -172,13 +176,15 @@ pub struct LeadEvent {
 }
 
 /// A sale in the listing (`event_type` `conversion`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ConversionEvent {
     pub id: i64,
     #[serde(serialize_with = "iso_ms")]
+    #[schema(value_type = String, format = DateTime)]
     pub timestamp: i64,
     pub click_id: Option<String>,
     #[serde(rename = "createdAt", serialize_with = "iso_ms")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: i64,
     pub amount_cents: i64,
     pub currency: String,
@@ -189,7 +195,7 @@ pub struct ConversionEvent {
 }
 
 /// One entry of the merged listing; serializes with its `event_type` (§4.7).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(tag = "event_type", rename_all = "lowercase")]
 pub enum ListedEvent {
     /// A click.

@@ -20,11 +20,12 @@ pub fn iso_ms_opt<S: serde::Serializer>(ms: &Option<i64>, s: S) -> Result<S::Ok,
 use crate::domain::refund::RefundStatus;
 
 /// A workspace: the owner of programs and the unit of dashboard membership.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Workspace {
     pub id: i64,
     pub name: String,
     #[serde(serialize_with = "iso_ms")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: i64,
 }
 
@@ -107,18 +108,19 @@ pub struct ProgramPatch {
 }
 
 /// A partner (affiliate).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Partner {
     pub id: i64,
     pub name: String,
     pub code: String,
     pub email: Option<String>,
     #[serde(serialize_with = "iso_ms")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: i64,
 }
 
 /// A partner's membership in a program, with its running totals.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct PartnerProgram {
     pub id: i64,
     pub partner_id: i64,
@@ -130,11 +132,12 @@ pub struct PartnerProgram {
     pub total_revenue_cents: i64,
     pub total_commission_cents: i64,
     #[serde(serialize_with = "iso_ms")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: i64,
 }
 
 /// A referral link.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Link {
     pub id: i64,
     pub program_id: i64,
@@ -143,8 +146,10 @@ pub struct Link {
     pub status: String,
     pub clicks: i64,
     #[serde(serialize_with = "iso_ms_opt")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub last_clicked: Option<i64>,
     #[serde(serialize_with = "iso_ms")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: i64,
 }
 
@@ -161,23 +166,25 @@ pub struct LinkTarget {
 }
 
 /// A dashboard user (the password hash never leaves the store).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct User {
     pub id: i64,
     pub email: String,
     pub name: Option<String>,
     #[serde(serialize_with = "iso_ms")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: i64,
 }
 
 /// A user's role and status in a workspace.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Membership {
     pub workspace_id: i64,
     pub user_id: i64,
     pub role: String,
     pub status: String,
     #[serde(serialize_with = "iso_ms")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: i64,
 }
 

@@ -1,0 +1,306 @@
+//! The OpenAPI 3.1 description of every endpoint, generated from the handlers' own
+//! annotations (utoipa), served at `/openapi.json`, and rendered as a reference page at
+//! `/docs` by the server itself (no external assets).
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::openapi::{Deprecated, OpenApi};
+use utoipa::Modify;
+
+/// The document's fixed parts: title, description, tags and security schemes.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "Reftrack",
+        description = "Affiliate tracking: clicks, leads, sales, refunds and commissions, with program dashboards. Errors are always `{\"error\": \"…\"}`.",
+        license(name = "MIT"),
+    ),
+    tags(
+        (name = "tracking", description = "Tracking API: clicks and leads from browsers, leads, sales and refunds from your backend"),
+        (name = "tracking (legacy)", description = "Deprecated alias of the tracking API under /api/tracking/, for older trackers"),
+        (name = "dashboard", description = "Program reports for dashboard users (session token)"),
+        (name = "auth", description = "Dashboard sessions"),
+        (name = "management", description = "Set programs up (admin token)"),
+        (name = "webhooks", description = "Payment-processor webhooks"),
+        (name = "service", description = "Health, readiness and the tracker script"),
+    ),
+    modifiers(&SecuritySchemes),
+)]
+struct ApiDoc;
+
+struct SecuritySchemes;
+
+impl Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        for (name, what) in [
+            (
+                "api_key",
+                "Program API key (`rtk_…`), from program creation or rotation",
+            ),
+            (
+                "session",
+                "Dashboard session token (`rts_…`) from POST /api/auth/login",
+            ),
+            (
+                "admin_token",
+                "Management token (`rta_…`), printed at first start or REFTRACK_ADMIN_TOKEN",
+            ),
+        ] {
+            let mut http = Http::new(HttpAuthScheme::Bearer);
+            http.description = Some(what.to_string());
+            components.add_security_scheme(name, SecurityScheme::Http(http));
+        }
+    }
+}
+
+/// The base document the routers add their paths to.
+pub fn base() -> OpenApi {
+    <ApiDoc as utoipa::OpenApi>::openapi()
+}
+
+/// Final touches once every path is in: the legacy alias's operations are marked
+/// deprecated and get their own operation ids and tag.
+pub fn finish(mut doc: OpenApi) -> OpenApi {
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let legacy = ["click", "lead", "sale", "refund"]
+            .iter()
+            .any(|w| path == &format!("/api/tracking/{w}"));
+        if !legacy {
+            continue;
+        }
+        if let Some(op) = item.post.as_mut() {
+            op.deprecated = Some(Deprecated::True);
+            op.tags = Some(vec!["tracking (legacy)".into()]);
+            op.operation_id = op.operation_id.as_ref().map(|id| format!("legacy_{id}"));
+            op.summary = op
+                .summary
+                .as_ref()
+                .map(|s| format!("{s} (deprecated alias)"));
+        }
+    }
+    doc
+}
+
+/// `/openapi.json` and `/docs` for a finished document.
+pub fn router<S: Clone + Send + Sync + 'static>(doc: &OpenApi) -> Router<S> {
+    let json: Arc<str> = doc
+        .to_pretty_json()
+        .expect("the document serializes")
+        .into();
+    let page: Arc<str> = render(doc).into();
+    Router::new()
+        .route(
+            "/openapi.json",
+            get(move || {
+                let json = json.clone();
+                async move { ([(CONTENT_TYPE, "application/json")], json.to_string()).into_response() }
+            }),
+        )
+        .route(
+            "/docs",
+            get(move || {
+                let page = page.clone();
+                async move { Html(page.to_string()).into_response() as Response }
+            }),
+        )
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Renders the document as one self-contained HTML page: every operation with its
+/// parameters, request body, responses and security, then every schema.
+pub fn render(doc: &OpenApi) -> String {
+    let value = serde_json::to_value(doc).expect("the document serializes");
+    let mut out = String::new();
+    let title = value["info"]["title"].as_str().unwrap_or("API");
+    let _ = write!(
+        out,
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t} API reference</title>\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{STYLE}</style></head><body>\
+         <h1>{t} API reference</h1><p>{d}</p><p>Machine-readable: <a href=\"/openapi.json\">/openapi.json</a> (OpenAPI {v}).</p>",
+        t = escape(title),
+        d = escape(value["info"]["description"].as_str().unwrap_or("")),
+        v = escape(value["openapi"].as_str().unwrap_or("3.1.0")),
+    );
+    let empty = serde_json::Map::new();
+    let paths = value["paths"].as_object().unwrap_or(&empty);
+    let tags: Vec<&serde_json::Value> = value["tags"]
+        .as_array()
+        .map(|t| t.iter().collect())
+        .unwrap_or_default();
+    out.push_str("<nav><ul>");
+    for tag in &tags {
+        let name = tag["name"].as_str().unwrap_or("");
+        let _ = write!(
+            out,
+            "<li><a href=\"#tag-{id}\">{n}</a></li>",
+            id = slug(name),
+            n = escape(name)
+        );
+    }
+    out.push_str("<li><a href=\"#schemas\">schemas</a></li></ul></nav>");
+    for tag in &tags {
+        let name = tag["name"].as_str().unwrap_or("");
+        let _ = write!(
+            out,
+            "<h2 id=\"tag-{id}\">{n}</h2><p>{d}</p>",
+            id = slug(name),
+            n = escape(name),
+            d = escape(tag["description"].as_str().unwrap_or(""))
+        );
+        for (path, item) in paths {
+            for (method, op) in item.as_object().unwrap_or(&empty) {
+                let in_tag = op["tags"]
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|x| x == name));
+                if !in_tag {
+                    continue;
+                }
+                render_operation(&mut out, method, path, op);
+            }
+        }
+    }
+    out.push_str("<h2 id=\"schemas\">Schemas</h2>");
+    if let Some(schemas) = value["components"]["schemas"].as_object() {
+        for (name, schema) in schemas {
+            let _ = write!(
+                out,
+                "<section class=\"schema\" id=\"schema-{n}\"><h3>{n}</h3>{d}<pre>{s}</pre></section>",
+                n = escape(name),
+                d = schema["description"].as_str().map(|d| format!("<p>{}</p>", escape(d))).unwrap_or_default(),
+                s = escape(&serde_json::to_string_pretty(schema).unwrap_or_default()),
+            );
+        }
+    }
+    out.push_str("</body></html>");
+    out
+}
+
+fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+fn schema_name(v: &serde_json::Value) -> String {
+    if let Some(r) = v["$ref"].as_str() {
+        let name = r.rsplit('/').next().unwrap_or(r);
+        return format!("<a href=\"#schema-{n}\">{n}</a>", n = escape(name));
+    }
+    if let Some(t) = v["type"].as_str() {
+        return escape(t);
+    }
+    if let Some(types) = v["type"].as_array() {
+        return escape(
+            &types
+                .iter()
+                .filter_map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(" | "),
+        );
+    }
+    "object".into()
+}
+
+fn render_operation(out: &mut String, method: &str, path: &str, op: &serde_json::Value) {
+    let deprecated = op["deprecated"].as_bool().unwrap_or(false);
+    let _ = write!(
+        out,
+        "<section class=\"op{dep}\"><h3><span class=\"m {m}\">{M}</span> <code>{p}</code>{depnote}</h3><p><strong>{s}</strong></p><p>{d}</p>",
+        dep = if deprecated { " deprecated" } else { "" },
+        m = escape(method),
+        M = escape(&method.to_uppercase()),
+        p = escape(path),
+        depnote = if deprecated { " <em>deprecated</em>" } else { "" },
+        s = escape(op["summary"].as_str().unwrap_or("")),
+        d = escape(op["description"].as_str().unwrap_or("")),
+    );
+    if let Some(sec) = op["security"].as_array() {
+        let names: Vec<String> = sec
+            .iter()
+            .map(|req| {
+                let keys: Vec<&String> = req
+                    .as_object()
+                    .map(|o| o.keys().collect())
+                    .unwrap_or_default();
+                if keys.is_empty() {
+                    "none".to_string()
+                } else {
+                    keys.iter()
+                        .map(|k| k.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" + ")
+                }
+            })
+            .collect();
+        let _ = write!(out, "<p>Auth: {}</p>", escape(&names.join(" or ")));
+    }
+    if let Some(params) = op["parameters"].as_array() {
+        out.push_str("<table><tr><th>Parameter</th><th>In</th><th>Type</th><th>Required</th><th>Description</th></tr>");
+        for p in params {
+            let _ = write!(
+                out,
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(p["name"].as_str().unwrap_or("")),
+                escape(p["in"].as_str().unwrap_or("")),
+                schema_name(&p["schema"]),
+                if p["required"].as_bool().unwrap_or(false) {
+                    "yes"
+                } else {
+                    "no"
+                },
+                escape(p["description"].as_str().unwrap_or("")),
+            );
+        }
+        out.push_str("</table>");
+    }
+    if let Some(content) = op["requestBody"]["content"].as_object() {
+        for (ct, media) in content {
+            let _ = write!(
+                out,
+                "<p>Body ({}): {}</p>",
+                escape(ct),
+                schema_name(&media["schema"])
+            );
+        }
+    }
+    if let Some(responses) = op["responses"].as_object() {
+        out.push_str("<table><tr><th>Status</th><th>Description</th><th>Body</th></tr>");
+        for (status, r) in responses {
+            let body = r["content"]
+                .as_object()
+                .and_then(|c| c.values().next())
+                .map(|m| schema_name(&m["schema"]))
+                .unwrap_or_default();
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(status),
+                escape(r["description"].as_str().unwrap_or("")),
+                body
+            );
+        }
+        out.push_str("</table>");
+    }
+    out.push_str("</section>");
+}
+
+const STYLE: &str = "body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1a1a1a}\
+h2{border-bottom:1px solid #ddd;padding-bottom:.3rem;margin-top:2.5rem}nav ul{display:flex;flex-wrap:wrap;gap:1rem;list-style:none;padding:0}\
+.op{border:1px solid #e3e3e3;border-radius:6px;padding:.2rem 1rem;margin:1rem 0}.deprecated{opacity:.7}\
+.m{display:inline-block;min-width:4rem;font-size:.8rem;padding:.1rem .4rem;border-radius:4px;color:#fff;background:#555;text-align:center}\
+.post{background:#2b7a3d}.get{background:#1f5fa8}.patch{background:#a86b1f}.put{background:#7a2b6e}\
+table{border-collapse:collapse;width:100%;margin:.5rem 0}td,th{border:1px solid #e3e3e3;padding:.25rem .5rem;text-align:left;vertical-align:top}\
+pre{background:#f6f6f6;padding:.6rem;overflow:auto;font-size:.85rem}code{font-size:.9rem}";
