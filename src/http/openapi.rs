@@ -131,7 +131,7 @@ pub fn render(doc: &OpenApi) -> String {
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{STYLE}</style></head><body>\
          <h1>{t} API reference</h1><p>{d}</p><p>Machine-readable: <a href=\"/openapi.json\">/openapi.json</a> (OpenAPI {v}).</p>",
         t = escape(title),
-        d = escape(value["info"]["description"].as_str().unwrap_or("")),
+        d = prose(value["info"]["description"].as_str().unwrap_or("")),
         v = escape(value["openapi"].as_str().unwrap_or("3.1.0")),
     );
     let empty = serde_json::Map::new();
@@ -158,7 +158,7 @@ pub fn render(doc: &OpenApi) -> String {
             "<h2 id=\"tag-{id}\">{n}</h2><p>{d}</p>",
             id = slug(name),
             n = escape(name),
-            d = escape(tag["description"].as_str().unwrap_or(""))
+            d = prose(tag["description"].as_str().unwrap_or(""))
         );
         for (path, item) in paths {
             for (method, op) in item.as_object().unwrap_or(&empty) {
@@ -179,13 +179,28 @@ pub fn render(doc: &OpenApi) -> String {
                 out,
                 "<section class=\"schema\" id=\"schema-{n}\"><h3>{n}</h3>{d}<pre>{s}</pre></section>",
                 n = escape(name),
-                d = schema["description"].as_str().map(|d| format!("<p>{}</p>", escape(d))).unwrap_or_default(),
+                d = schema["description"].as_str().map(|d| format!("<p>{}</p>", prose(d))).unwrap_or_default(),
                 s = escape(&serde_json::to_string_pretty(schema).unwrap_or_default()),
             );
         }
     }
     out.push_str("</body></html>");
     out
+}
+
+/// Escapes prose and shows its `backticked` parts as code.
+fn prose(s: &str) -> String {
+    escape(s)
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                format!("<code>{part}</code>")
+            } else {
+                part.to_string()
+            }
+        })
+        .collect()
 }
 
 fn slug(s: &str) -> String {
@@ -224,8 +239,8 @@ fn render_operation(out: &mut String, method: &str, path: &str, op: &serde_json:
         M = escape(&method.to_uppercase()),
         p = escape(path),
         depnote = if deprecated { " <em>deprecated</em>" } else { "" },
-        s = escape(op["summary"].as_str().unwrap_or("")),
-        d = escape(op["description"].as_str().unwrap_or("")),
+        s = prose(op["summary"].as_str().unwrap_or("")),
+        d = prose(op["description"].as_str().unwrap_or("")),
     );
     if let Some(sec) = op["security"].as_array() {
         let names: Vec<String> = sec
@@ -261,7 +276,7 @@ fn render_operation(out: &mut String, method: &str, path: &str, op: &serde_json:
                 } else {
                     "no"
                 },
-                escape(p["description"].as_str().unwrap_or("")),
+                prose(p["description"].as_str().unwrap_or("")),
             );
         }
         out.push_str("</table>");
@@ -288,7 +303,7 @@ fn render_operation(out: &mut String, method: &str, path: &str, op: &serde_json:
                 out,
                 "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
                 escape(status),
-                escape(r["description"].as_str().unwrap_or("")),
+                prose(r["description"].as_str().unwrap_or("")),
                 body
             );
         }
