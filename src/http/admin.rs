@@ -222,11 +222,7 @@ pub struct WorkspaceBody {
     security(("admin_token" = [])),
     responses(
         (status = 201, description = "Created", body = Workspace),
-        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
         (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn create_workspace(
@@ -263,12 +259,8 @@ pub struct ProgramBody {
     security(("admin_token" = [])),
     responses(
         (status = 201, description = "Created; carries the API key", body = ProgramView),
-        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
         (status = 400, description = "Invalid field", body = ErrorBody),
         (status = 404, description = "Unknown workspace", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn create_program(
@@ -312,10 +304,8 @@ async fn create_program(
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "The program", body = ProgramView),
-        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
         (status = 400, description = "Invalid field", body = ErrorBody),
         (status = 404, description = "Unknown program", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn get_program(
@@ -350,12 +340,8 @@ pub struct ProgramPatchBody {
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "The changed program", body = ProgramView),
-        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
         (status = 400, description = "Invalid field", body = ErrorBody),
         (status = 404, description = "Unknown program", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn update_program(
@@ -391,10 +377,8 @@ async fn update_program(
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "The program with its new API key", body = ProgramView),
-        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
         (status = 400, description = "Invalid field", body = ErrorBody),
         (status = 404, description = "Unknown program", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn rotate_token(
@@ -427,12 +411,8 @@ pub struct PartnerBody {
     security(("admin_token" = [])),
     responses(
         (status = 201, description = "Created", body = Partner),
-        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
         (status = 400, description = "Invalid field", body = ErrorBody),
         (status = 409, description = "The code is taken", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn create_partner(
@@ -481,13 +461,9 @@ pub struct ProgramPartnerBody {
     security(("admin_token" = [])),
     responses(
         (status = 201, description = "Created", body = PartnerProgram),
-        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
         (status = 400, description = "Invalid field", body = ErrorBody),
         (status = 404, description = "Unknown program or partner", body = ErrorBody),
         (status = 409, description = "The partner is already in the program", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn add_program_partner(
@@ -528,13 +504,9 @@ const LINK_STATUSES: &[&str] = &["active", "inactive"];
     security(("admin_token" = [])),
     responses(
         (status = 201, description = "Created", body = Link),
-        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
         (status = 400, description = "Invalid field", body = ErrorBody),
         (status = 404, description = "Unknown program or partner", body = ErrorBody),
         (status = 409, description = "The short_link is taken", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn create_link(
@@ -569,10 +541,8 @@ async fn create_link(
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "The link with its click counter", body = Link),
-        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
         (status = 400, description = "Invalid field", body = ErrorBody),
         (status = 404, description = "Unknown link", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn get_link(
@@ -599,12 +569,8 @@ pub struct LinkPatchBody {
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "The changed link", body = Link),
-        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
         (status = 400, description = "Invalid field", body = ErrorBody),
         (status = 404, description = "Unknown link", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn update_link(
@@ -634,12 +600,8 @@ pub struct UserBody {
     security(("admin_token" = [])),
     responses(
         (status = 201, description = "Created", body = User),
-        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
         (status = 400, description = "Invalid field", body = ErrorBody),
         (status = 409, description = "The email is taken", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn create_user(
@@ -688,13 +650,9 @@ pub struct MemberBody {
     security(("admin_token" = [])),
     responses(
         (status = 201, description = "Created", body = Membership),
-        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
         (status = 400, description = "Invalid field", body = ErrorBody),
         (status = 404, description = "Unknown workspace or user", body = ErrorBody),
         (status = 409, description = "Already a member", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn add_member(
@@ -731,12 +689,8 @@ pub struct MemberPatchBody {
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "The changed membership", body = Membership),
-        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
         (status = 400, description = "Invalid field", body = ErrorBody),
         (status = 404, description = "Unknown membership", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn update_member(
@@ -781,12 +735,8 @@ pub struct PaymentAccountBody {
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "The program", body = ProgramView),
-        (status = 401, description = "Missing or invalid admin token", body = ErrorBody),
         (status = 400, description = "Invalid field", body = ErrorBody),
         (status = 404, description = "Unknown program", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn set_payment_account(

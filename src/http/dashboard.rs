@@ -318,7 +318,6 @@ fn trend_view(cur: i64, prev: i64) -> TrendView {
         (status = 401, description = "No valid session", body = ErrorBody),
         (status = 403, description = "Not an active member of the program's workspace", body = ErrorBody),
         (status = 404, description = "No such program", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn performance(
@@ -439,7 +438,6 @@ fn step_statistics(s: &crate::store::TestEventSummary) -> StepStatistics {
         (status = 401, description = "No valid session", body = ErrorBody),
         (status = 403, description = "No tracking:read on the program", body = ErrorBody),
         (status = 404, description = "No such program", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn status(
@@ -556,7 +554,6 @@ fn event_filter(q: &HashMap<String, String>) -> Result<EventFilter> {
         (status = 401, description = "No valid session", body = ErrorBody),
         (status = 403, description = "No tracking:list on the program", body = ErrorBody),
         (status = 404, description = "No such program", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn events(

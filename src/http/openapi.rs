@@ -9,8 +9,9 @@ use axum::http::header::CONTENT_TYPE;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use utoipa::openapi::path::Operation;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
-use utoipa::openapi::{Deprecated, OpenApi};
+use utoipa::openapi::{Content, Deprecated, OpenApi, Ref, RefOr, ResponseBuilder};
 use utoipa::Modify;
 
 /// The document's fixed parts: title, description, tags and security schemes.
@@ -65,10 +66,60 @@ pub fn base() -> OpenApi {
     <ApiDoc as utoipa::OpenApi>::openapi()
 }
 
-/// Final touches once every path is in: the legacy alias's operations are marked
-/// deprecated and get their own operation ids and tag.
+/// Errors that come from shared machinery rather than from one handler, added to every
+/// operation they apply to: the JSON body extractor (413, 415), the admin token
+/// extractor (401) and the database (503).
+fn add_common_errors(path: &str, op: &mut Operation) {
+    let mut add = |status: &str, description: &str| {
+        if !op.responses.responses.contains_key(status) {
+            let response = ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    Content::new(Some(Ref::from_schema_name("ErrorBody"))),
+                )
+                .build();
+            op.responses
+                .responses
+                .insert(status.to_string(), RefOr::T(response));
+        }
+    };
+    let json_body = op
+        .request_body
+        .as_ref()
+        .is_some_and(|b| matches!(b, RefOr::T(b) if b.content.contains_key("application/json")));
+    if json_body && !path.starts_with("/api/webhooks/") {
+        add("413", "Body over 64 KiB");
+        add("415", "Body is not JSON");
+    }
+    let admin = op.security.as_ref().is_some_and(|s| {
+        serde_json::to_string(s)
+            .unwrap_or_default()
+            .contains("admin_token")
+    });
+    if admin {
+        add("401", "Missing or invalid admin token");
+    }
+    if !matches!(path, "/healthz" | "/tracker.js") {
+        add("503", "Database unavailable");
+    }
+}
+
+/// Final touches once every path is in: the common errors, and the legacy alias's
+/// operations marked deprecated with their own operation ids and tag.
 pub fn finish(mut doc: OpenApi) -> OpenApi {
     for (path, item) in doc.paths.paths.iter_mut() {
+        for op in [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.patch,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            add_common_errors(path, op);
+        }
         let legacy = ["click", "lead", "sale", "refund"]
             .iter()
             .any(|w| path == &format!("/api/tracking/{w}"));

@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::error::{Error, ErrorBody, Result};
+use crate::error::{Error, Result};
 use crate::AppState;
 
 /// `/healthz` and `/readyz`.
@@ -44,7 +44,6 @@ async fn healthz() -> Json<ServiceStatus> {
     tag = "service",
     responses(
         (status = 200, description = "Ready", body = ServiceStatus),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn readyz(State(state): State<AppState>) -> Result<Json<ServiceStatus>> {

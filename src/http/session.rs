@@ -144,9 +144,6 @@ pub struct LoginBody {
         (status = 200, description = "A new session", body = LoginResponse),
         (status = 400, description = "Invalid body", body = ErrorBody),
         (status = 401, description = "Invalid email or password", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn login(
@@ -190,7 +187,6 @@ async fn login(
     responses(
         (status = 200, description = "The token no longer works", body = LogoutResponse),
         (status = 401, description = "No valid session", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn logout(State(s): State<AppState>, user: DashboardUser) -> Result<Json<LogoutResponse>> {

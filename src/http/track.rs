@@ -391,9 +391,6 @@ fn click_details(state: &AppState, caller: &Caller, f: &Fields) -> Result<ClickD
         (status = 200, description = "Tracked; `success: false` for an inactive link; the test-mode body in test mode", body = ClickResponse),
         (status = 400, description = "Invalid field or unknown referral link", body = ErrorBody),
         (status = 403, description = "Origin not allowed", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn click(
@@ -507,9 +504,6 @@ async fn click(
         (status = 400, description = "Invalid field, unknown customer, customer of another program, or status cannot move to lead", body = ErrorBody),
         (status = 401, description = "Authorization header present but invalid", body = ErrorBody),
         (status = 403, description = "Origin not allowed (browser mode)", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn lead(
@@ -631,9 +625,6 @@ fn optional_str(f: &Fields, key: &str) -> Result<Option<String>> {
         (status = 400, description = "Invalid field, customer not found, or no attribution", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 409, description = "Duplicate transaction_id", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn sale(
@@ -751,9 +742,6 @@ async fn sale(
         (status = 400, description = "Invalid field or amount over what is left", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No sale with this transaction_id in the program", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body is not JSON", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn refund(

@@ -54,7 +54,6 @@ pub struct WebhookReceived {
         (status = 200, description = "Verified and processed (or a redelivery, or nothing to do)", body = WebhookReceived),
         (status = 400, description = "Missing or bad signature, stale timestamp, unknown program, program without a secret, or not an event", body = ErrorBody),
         (status = 413, description = "Body over 1 MiB", body = ErrorBody),
-        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn stripe(
