@@ -77,7 +77,7 @@ async function seed({ window, origins, partners }) {
   if (window) body.cookie_window_days = window;
   if (origins) body.allowed_origins = origins;
   const program = await admin('POST', '/programs', body);
-  const out = { program: program.id, partners: {}, links: {} };
+  const out = { program: program.id, workspace: ws.id, partners: {}, links: {} };
   for (const code of partners) {
     const partner = await admin('POST', '/partners', { name: `Partner ${code}`, code });
     await admin('POST', `/programs/${program.id}/partners`, { partner_id: partner.id });
@@ -89,6 +89,22 @@ async function seed({ window, origins, partners }) {
 }
 
 const clicksOf = async (linkId) => (await admin('GET', `/links/${linkId}`)).clicks;
+
+/** The program's performance metrics as a dashboard owner sees them. */
+async function dashboardMetrics(s) {
+  const email = `owner${s.program}@shop.test`;
+  const user = await admin('POST', '/users', { email, password: 'correct horse battery' });
+  await admin('POST', `/workspaces/${s.workspace}/members`, { user_id: user.id, role: 'owner' });
+  const login = await fetch(`${api}/api/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password: 'correct horse battery' }),
+  }).then((r) => r.json());
+  const perf = await fetch(`${api}/api/tracking/performance/${s.program}`, {
+    headers: { authorization: `Bearer ${login.token}` },
+  }).then((r) => r.json());
+  return perf.metrics;
+}
 
 function sql(query) {
   return execFileSync('sqlite3', ['-cmd', '.timeout 5000', db, query], { encoding: 'utf8' }).trim();
@@ -328,6 +344,10 @@ test('last touch: same link adds no click, another partner re-points the same cu
   assert.equal(lead.success, true, JSON.stringify(lead));
   assert.equal(sql(`SELECT customer_status || '|' || customer_key FROM customers WHERE click_id = '${first}'`), 'lead|user-42');
   assert.equal(sql(`SELECT count(*) FROM affiliate_lead_events WHERE click_id = '${first}' AND customer_key = 'user-42'`), '1');
+  // The dashboard counts it.
+  const metrics = await dashboardMetrics(s);
+  assert.equal(metrics.totalLeads, 1);
+  assert.equal(metrics.totalClicks, 3);
 
   // A second lead is refused by the server: the promise still resolves.
   const again = await t.page.evaluate(() => window.reftrack.trackLead({ customer_key: 'user-42' }).then((r) => r, () => 'rejected'));
