@@ -114,9 +114,13 @@ struct LoginBody {
 }
 
 /// `POST /api/auth/login`: `{email, password}` → `{token, expires_at}`; 401 with the
-/// same text for an unknown email and a wrong password.
+/// same text for an unknown email and a wrong password; 429 with `Retry-After` while
+/// the account is locked out after repeated failures (`LoginThrottle`).
 async fn login(State(s): State<AppState>, JsonBody(b): JsonBody<LoginBody>) -> Result<Json<Value>> {
     let email = b.email.trim().to_ascii_lowercase();
+    s.logins
+        .begin(&email)
+        .map_err(|wait| Error::TooManyRequests(super::rate_limit::retry_after_secs(wait)))?;
     let credentials = s.store.user_credentials(&email).await?;
     let password = b.password;
     // argon2 is deliberately slow; keep it off the async workers.
@@ -132,6 +136,7 @@ async fn login(State(s): State<AppState>, JsonBody(b): JsonBody<LoginBody>) -> R
     let Some(user_id) = user_id else {
         return Err(Error::Unauthorized(INVALID_CREDENTIALS.into()));
     };
+    s.logins.succeeded(&email);
     let token = generate_token(SESSION_TOKEN_PREFIX);
     let now = now_ms();
     let expires_at = now + SESSION_LIFETIME_MS;

@@ -12,6 +12,10 @@ const MAX_BATCH: usize = 512;
 /// Requests waiting for a writer before senders are slowed down.
 const QUEUE_DEPTH: usize = 8192;
 
+/// Longest one batch may take. A batch stuck on a dead connection is abandoned after it:
+/// its transaction is dropped (so rolled back) and its callers are answered 503.
+const BATCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// Why a batch did not commit.
 #[derive(Debug, Clone)]
 struct CommitFailed {
@@ -123,7 +127,13 @@ async fn run_writer(pool: Pool<Db>, rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Jo
                 }
             }
         }
-        run_batch(&pool, jobs).await;
+        let n = jobs.len();
+        if tokio::time::timeout(BATCH_TIMEOUT, run_batch(&pool, jobs))
+            .await
+            .is_err()
+        {
+            tracing::error!(jobs = n, "write batch abandoned after {BATCH_TIMEOUT:?}");
+        }
     }
 }
 
