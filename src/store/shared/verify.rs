@@ -175,17 +175,20 @@ async fn recompute(conn: &mut Conn, stored: &Figures) -> Result<Figures> {
         f.partner(r.try_get(0)?, r.try_get(1)?).clicks += r.try_get::<i64, _>(2)?;
     }
     // A lead belongs to the partner its customer had then: the one of the customer's
-    // latest click before it (a later click may have moved the customer since).
+    // latest click before it (a later click may have moved the customer since), or,
+    // when none is earlier by the clock, of the click that created the customer.
     let rows = sqlx::query(
         "SELECT pp.partner_id, pp.program_id, COUNT(*) FROM ( \
            SELECT e.program_id, e.lead_timestamp AS at, COALESCE( \
              (SELECT ce.partner_id FROM affiliate_click_events ce \
               WHERE ce.customer_id = e.customer_id AND NOT ce.is_test \
-              AND ce.click_timestamp <= e.lead_timestamp \
+              AND ce.click_timestamp < e.lead_timestamp \
               ORDER BY ce.click_timestamp DESC, ce.id DESC LIMIT 1), \
-             c.partner_id) AS partner_id \
-           FROM affiliate_lead_events e JOIN customers c ON c.id = e.customer_id \
-           WHERE NOT e.is_test) l \
+             (SELECT ce.partner_id FROM affiliate_click_events ce \
+              WHERE ce.customer_id = e.customer_id AND NOT ce.is_test \
+              ORDER BY ce.id LIMIT 1)) AS partner_id \
+           FROM affiliate_lead_events e \
+           WHERE NOT e.is_test AND e.customer_id IS NOT NULL) l \
          JOIN partner_programs pp ON pp.partner_id = l.partner_id \
          AND pp.program_id = l.program_id AND l.at >= pp.created_at \
          GROUP BY 1, 2",
