@@ -101,8 +101,9 @@ async fn in_flight_request_is_answered_and_committed(url: &str, signal: &str) {
     ];
     let mut server = Server::start(&env);
     let key = seed(&server.base).await;
-    let body = json!({"transaction_id": "txn_in_flight", "amount_cents": 4200, "customer_key": "k"})
-        .to_string();
+    let body =
+        json!({"transaction_id": "txn_in_flight", "amount_cents": 4200, "customer_key": "k"})
+            .to_string();
     let mut stream = half_sent_sale(&server.base, &key, &body).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
 
@@ -141,10 +142,7 @@ async fn in_flight_request_is_answered_and_committed(url: &str, signal: &str) {
             1,
         ),
         ("SELECT COUNT(*) FROM commissions", 1),
-        (
-            "SELECT CAST(SUM(sales) AS BIGINT) FROM daily_rollups",
-            1,
-        ),
+        ("SELECT CAST(SUM(sales) AS BIGINT) FROM daily_rollups", 1),
     ] {
         assert_eq!(common::reftrack_count(url, sql).await, want, "{sql}");
     }
