@@ -139,6 +139,16 @@ impl TestApp {
         }
     }
 
+    /// The same database behind a router with other per-IP rate limits.
+    pub fn with_rate_limits(self, limits: reftrack::config::RateLimitArgs) -> TestApp {
+        let state = self.state.clone().with_rate_limits(limits);
+        TestApp {
+            router: reftrack::app(state.clone()),
+            state,
+            ..self
+        }
+    }
+
     /// Sends a request with optional JSON body and headers.
     pub async fn send(
         &self,
