@@ -414,7 +414,7 @@ async fn crash_and_check(url: String, backend: &str) {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     assert!(out.status.success(), "reftrack verify: {report:#}");
 
-    let ledger = ledger.lock().unwrap();
+    let ledger = std::mem::take(&mut *ledger.lock().unwrap());
     let customers: HashSet<String> = rows::<(String,)>(&url, "SELECT click_id FROM customers")
         .await
         .into_iter()
