@@ -13,7 +13,8 @@ const MAX_BATCH: usize = 512;
 const QUEUE_DEPTH: usize = 8192;
 
 /// Longest one batch may take. A batch stuck on a dead connection is abandoned after it:
-/// its transaction is dropped (so rolled back) and its callers are answered 503.
+/// its transaction is dropped (rolled back, unless its COMMIT was already on its way) and
+/// its callers are answered 503.
 const BATCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// Why a batch did not commit.
