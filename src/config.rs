@@ -28,6 +28,9 @@ pub enum Command {
     Migrate(DatabaseArgs),
     /// Management operations, the same as the `/api/admin` API; prints JSON.
     Admin(crate::cli::AdminArgs),
+    /// Recompute every rollup and counter from the raw events and check cross-record
+    /// invariants; prints a JSON report and exits non-zero when anything drifted.
+    Verify(DatabaseArgs),
 }
 
 /// Where the data lives.
@@ -62,6 +65,55 @@ pub struct ServeArgs {
     /// Path of a MaxMind-format `.mmdb` database for server-side geo lookup.
     #[arg(long, env = "REFTRACK_GEOIP_DB")]
     pub geoip_db: Option<PathBuf>,
+    /// Seconds to finish in-flight requests and pending writes after SIGTERM or SIGINT;
+    /// the process exits when they are done or when this has passed.
+    #[arg(long, env = "REFTRACK_SHUTDOWN_TIMEOUT", default_value_t = 30)]
+    pub shutdown_timeout: u64,
+    #[command(flatten)]
+    pub rate_limits: RateLimitArgs,
+}
+
+/// Default of `REFTRACK_RATE_LIMIT_CLICK`.
+pub const DEFAULT_RATE_LIMIT_CLICK: u32 = 600;
+/// Default of `REFTRACK_RATE_LIMIT_LEAD`.
+pub const DEFAULT_RATE_LIMIT_LEAD: u32 = 120;
+/// Default of `REFTRACK_RATE_LIMIT_LOGIN`.
+pub const DEFAULT_RATE_LIMIT_LOGIN: u32 = 10;
+
+/// Per-client-IP request limits of the public endpoints, in requests per minute with a
+/// burst of the same size; 0 turns a limit off.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct RateLimitArgs {
+    /// `POST /track/click` per client IP and minute.
+    #[arg(long, env = "REFTRACK_RATE_LIMIT_CLICK", default_value_t = DEFAULT_RATE_LIMIT_CLICK)]
+    pub rate_limit_click: u32,
+    /// Browser-mode `POST /track/lead` (no API key) per client IP and minute.
+    #[arg(long, env = "REFTRACK_RATE_LIMIT_LEAD", default_value_t = DEFAULT_RATE_LIMIT_LEAD)]
+    pub rate_limit_lead: u32,
+    /// `POST /api/auth/login` per client IP and minute.
+    #[arg(long, env = "REFTRACK_RATE_LIMIT_LOGIN", default_value_t = DEFAULT_RATE_LIMIT_LOGIN)]
+    pub rate_limit_login: u32,
+}
+
+impl Default for RateLimitArgs {
+    fn default() -> Self {
+        RateLimitArgs {
+            rate_limit_click: DEFAULT_RATE_LIMIT_CLICK,
+            rate_limit_lead: DEFAULT_RATE_LIMIT_LEAD,
+            rate_limit_login: DEFAULT_RATE_LIMIT_LOGIN,
+        }
+    }
+}
+
+impl RateLimitArgs {
+    /// Every limit off.
+    pub fn off() -> Self {
+        RateLimitArgs {
+            rate_limit_click: 0,
+            rate_limit_lead: 0,
+            rate_limit_login: 0,
+        }
+    }
 }
 
 impl ServeArgs {
@@ -71,6 +123,9 @@ impl ServeArgs {
             if token.trim().len() < 16 {
                 anyhow::bail!("REFTRACK_ADMIN_TOKEN must be at least 16 characters");
             }
+        }
+        if self.shutdown_timeout == 0 {
+            anyhow::bail!("REFTRACK_SHUTDOWN_TIMEOUT must be at least 1 second");
         }
         if let Some(path) = &self.geoip_db {
             if !path.is_file() {

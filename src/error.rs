@@ -46,6 +46,10 @@ pub enum Error {
     /// 415: the body is not JSON.
     #[error("Content-Type must be application/json")]
     UnsupportedMediaType,
+    /// 429: the caller sent too many requests (or failed logins); retry after this many
+    /// seconds, which the response also gives in `Retry-After`.
+    #[error("Too many requests; retry after {0} s")]
+    TooManyRequests(u64),
     /// 503: the database cannot be reached or is overloaded right now.
     #[error("Service temporarily unavailable")]
     Unavailable(#[source] anyhow::Error),
@@ -85,6 +89,7 @@ impl Error {
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Error::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Error::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Error::Internal(..) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -132,6 +137,11 @@ impl From<anyhow::Error> for Error {
     }
 }
 
+/// Marks a response that answers [`Error::Unavailable`], so that middleware can tell a
+/// database outage from any other 503.
+#[derive(Debug, Clone, Copy)]
+pub struct DatabaseUnavailable;
+
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let status = self.status();
@@ -140,12 +150,27 @@ impl IntoResponse for Error {
             Error::Unavailable(cause) => tracing::warn!(error = %cause, "database unavailable"),
             _ => {}
         }
-        (
+        let retry_after = match &self {
+            Error::TooManyRequests(secs) => Some(secs.max(&1).to_string()),
+            Error::Unavailable(_) => Some("1".to_string()),
+            _ => None,
+        };
+        let unavailable = matches!(self, Error::Unavailable(_));
+        let mut response = (
             status,
             axum::Json(ErrorBody {
                 error: self.to_string(),
             }),
         )
-            .into_response()
+            .into_response();
+        if let Some(secs) = retry_after.and_then(|s| s.parse().ok()) {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs);
+        }
+        if unavailable {
+            response.extensions_mut().insert(DatabaseUnavailable);
+        }
+        response
     }
 }

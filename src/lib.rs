@@ -11,18 +11,22 @@ pub mod domain;
 pub mod error;
 pub mod http;
 pub mod store;
+pub mod verify;
 
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
 use lru::LruCache;
 use tokio::net::TcpListener;
 
-use crate::config::ServeArgs;
+use crate::config::{RateLimitArgs, ServeArgs};
 use crate::domain::user_agent::{self, DeviceInfo};
 use crate::http::client_ip::ClientResolver;
+use crate::http::outage::DbHealth;
+use crate::http::rate_limit::{LoginThrottle, RateLimits};
 use crate::store::Store;
 
 /// Settings key of the generated admin token's hash.
@@ -37,20 +41,35 @@ pub struct AppState {
     pub admin_token_hash: Arc<str>,
     /// Client IP and geo resolution.
     pub clients: Arc<ClientResolver>,
+    /// Per-client-IP limits of the public endpoints.
+    pub limits: Arc<RateLimits>,
+    /// Per-account slowdown of failed logins.
+    pub logins: Arc<LoginThrottle>,
+    /// Whether the database is known to be down (requests then fail fast).
+    pub db_health: Arc<DbHealth>,
     ua_cache: Arc<Mutex<LruCache<String, DeviceInfo>>>,
 }
 
 impl AppState {
-    /// Builds the state from its parts.
+    /// Builds the state from its parts, with the default rate limits.
     pub fn new(store: Arc<dyn Store>, admin_token_hash: &str, clients: ClientResolver) -> Self {
         AppState {
             store,
             admin_token_hash: admin_token_hash.into(),
             clients: Arc::new(clients),
+            limits: Arc::new(RateLimits::new(RateLimitArgs::default())),
+            logins: Arc::new(LoginThrottle::default()),
+            db_health: Arc::new(DbHealth::default()),
             ua_cache: Arc::new(Mutex::new(LruCache::new(
                 NonZeroUsize::new(4096).expect("non-zero"),
             ))),
         }
+    }
+
+    /// The same state with other per-IP rate limits.
+    pub fn with_rate_limits(mut self, limits: RateLimitArgs) -> Self {
+        self.limits = Arc::new(RateLimits::new(limits));
+        self
     }
 
     /// Device, OS and browser of a user agent; repeated agents come from a small cache.
@@ -99,7 +118,10 @@ pub async fn rotate_admin_token(store: &dyn Store) -> anyhow::Result<String> {
     Ok(token)
 }
 
-/// Opens the database, then serves on `listener` until SIGINT or SIGTERM.
+/// Opens the database, then serves on `listener` until SIGINT or SIGTERM; then stops
+/// accepting, finishes in-flight requests and pending writes, and returns. When that
+/// takes longer than `args.shutdown_timeout` seconds it returns an error instead of
+/// waiting longer.
 pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()> {
     args.validate()?;
     let url = &args.database.database_url;
@@ -120,9 +142,46 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
             "  admin token: the one generated at first start (new one: `reftrack admin rotate-admin-token`)"
         ),
     }
-    let state = AppState::new(store.clone(), &hash, clients);
-    serve_with(state, listener, shutdown_signal()).await?;
-    store.close().await;
+    let state = AppState::new(store.clone(), &hash, clients).with_rate_limits(args.rate_limits);
+    let grace = Duration::from_secs(args.shutdown_timeout);
+    let signalled = Arc::new(tokio::sync::Notify::new());
+    let notify = signalled.clone();
+    let server = serve_with(state, listener, async move {
+        shutdown_signal().await;
+        notify.notify_one();
+    });
+    tokio::pin!(server);
+    // The grace period starts at the signal, not at start-up.
+    let grace_ends = async {
+        signalled.notified().await;
+        tokio::time::Instant::now() + grace
+    };
+    let deadline = tokio::select! {
+        served = &mut server => {
+            served?;
+            tokio::time::Instant::now() + grace
+        }
+        at = grace_ends => {
+            match tokio::time::timeout_at(at, &mut server).await {
+                Ok(served) => served?,
+                Err(_) => anyhow::bail!(
+                    "shutdown: requests still in flight after {} s; exiting anyway",
+                    grace.as_secs()
+                ),
+            }
+            at
+        }
+    };
+    if tokio::time::timeout_at(deadline, store.close())
+        .await
+        .is_err()
+    {
+        anyhow::bail!(
+            "shutdown: pending writes not finished after {} s; exiting anyway",
+            grace.as_secs()
+        );
+    }
+    tracing::info!("shut down cleanly");
     Ok(())
 }
 

@@ -16,14 +16,29 @@ async fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        None => serve(cli.serve).await,
-        Some(Command::Serve(args)) => serve(args).await,
+        None => exit_on_error(serve(cli.serve).await),
+        Some(Command::Serve(args)) => exit_on_error(serve(args).await),
         Some(Command::Migrate(db)) => reftrack::store::migrate(&db.database_url)
             .await
             .map(|()| println!("migrations applied")),
         Some(Command::Admin(args)) => match reftrack::cli::run_admin(args).await {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::FAILURE,
+            Err(e) => Err(e),
+        },
+        Some(Command::Verify(db)) => match reftrack::verify::run(&db.database_url).await {
+            Ok(report) => {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report.to_json()).expect("JSON")
+                );
+                if report.ok() {
+                    Ok(())
+                } else {
+                    eprintln!("verify: drift or broken invariants found (see report)");
+                    return ExitCode::FAILURE;
+                }
+            }
             Err(e) => Err(e),
         },
     };
@@ -34,6 +49,16 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A failed serve (including a shutdown that overran its grace period) exits at once:
+/// returning would wait for any blocking task still running.
+fn exit_on_error(result: anyhow::Result<()>) -> anyhow::Result<()> {
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+    Ok(())
 }
 
 async fn serve(args: reftrack::config::ServeArgs) -> anyhow::Result<()> {

@@ -59,7 +59,8 @@ pub fn verify_signature(
     if signatures.is_empty() {
         return Err(SignatureError::Malformed);
     }
-    if (now_secs - timestamp).abs() > TOLERANCE_SECS {
+    // `abs_diff`: a hostile timestamp such as i64::MIN must not overflow the subtraction.
+    if now_secs.abs_diff(timestamp) > TOLERANCE_SECS.unsigned_abs() {
         return Err(SignatureError::Stale);
     }
     let signed = |sig: &[u8]| {
@@ -358,6 +359,15 @@ mod tests {
         );
         assert_eq!(
             verify_signature(Some(&header), body, "whsec_a", now - 301),
+            Err(SignatureError::Stale)
+        );
+        // Found by the fuzzer: extreme timestamps used to overflow the subtraction.
+        assert_eq!(
+            verify_signature(Some("t=-9223372036854775808,v1=00"), body, "whsec_a", now),
+            Err(SignatureError::Stale)
+        );
+        assert_eq!(
+            verify_signature(Some(&header), body, "whsec_a", i64::MIN),
             Err(SignatureError::Stale)
         );
     }

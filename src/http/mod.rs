@@ -5,6 +5,8 @@ pub mod client_ip;
 pub mod dashboard;
 pub mod extract;
 pub mod openapi;
+pub mod outage;
+pub mod rate_limit;
 pub mod service;
 pub mod session;
 pub mod track;
@@ -53,6 +55,11 @@ pub fn router(state: AppState) -> Router {
         .merge(openapi::router(&doc))
         .fallback(|| async { Error::not_found("Not found") })
         .layer(middleware::from_fn(json_errors))
+        .layer(middleware::from_fn_with_state(state.clone(), outage::guard))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            rate_limit::limit,
+        ))
         .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
         .layer(CatchPanicLayer::custom(|_| {
             Error::Internal("Internal server error", anyhow::anyhow!("handler panicked"))

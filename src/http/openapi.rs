@@ -68,7 +68,7 @@ pub fn base() -> OpenApi {
 
 /// Errors that come from shared machinery rather than from one handler, added to every
 /// operation they apply to: the JSON body extractor (413, 415), the admin token
-/// extractor (401) and the database (503).
+/// extractor (401), the rate limits (429) and the database (503).
 fn add_common_errors(path: &str, op: &mut Operation) {
     let mut add = |status: &str, description: &str| {
         if !op.responses.responses.contains_key(status) {
@@ -99,6 +99,17 @@ fn add_common_errors(path: &str, op: &mut Operation) {
     });
     if admin {
         add("401", "Missing or invalid admin token");
+    }
+    // The per-client-IP limits of `rate_limit`, and the login lockout.
+    let limited = ["/click", "/lead"]
+        .iter()
+        .any(|p| path.starts_with("/api/") && path.ends_with(p))
+        || path == "/api/auth/login";
+    if limited {
+        add(
+            "429",
+            "Too many requests from this client (or, for login, for this account); see Retry-After",
+        );
     }
     if !matches!(path, "/healthz" | "/tracker.js") {
         add("503", "Database unavailable");

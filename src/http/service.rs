@@ -37,7 +37,7 @@ async fn healthz() -> Json<ServiceStatus> {
     })
 }
 
-/// Readiness: the database answers.
+/// Readiness: the database answers within 2 s; 503 otherwise.
 #[utoipa::path(
     get,
     path = "/readyz",
@@ -47,12 +47,15 @@ async fn healthz() -> Json<ServiceStatus> {
     ),
 )]
 async fn readyz(State(state): State<AppState>) -> Result<Json<ServiceStatus>> {
-    match state.store.ping().await {
-        Ok(()) => Ok(Json(ServiceStatus {
+    match tokio::time::timeout(std::time::Duration::from_secs(2), state.store.ping()).await {
+        Ok(Ok(())) => Ok(Json(ServiceStatus {
             status: "ready".into(),
         })),
-        Err(e) => Err(Error::Unavailable(anyhow::anyhow!(
+        Ok(Err(e)) => Err(Error::Unavailable(anyhow::anyhow!(
             "readiness check failed: {e}"
+        ))),
+        Err(_) => Err(Error::Unavailable(anyhow::anyhow!(
+            "readiness check timed out"
         ))),
     }
 }

@@ -134,7 +134,8 @@ pub struct LoginBody {
 /// Log in to the dashboard.
 ///
 /// `{email, password}` → `{token, expires_at}`; 401 with the same text for an unknown
-/// email and a wrong password.
+/// email and a wrong password; 429 with `Retry-After` while the account is locked out
+/// after repeated failures (`LoginThrottle`).
 #[utoipa::path(
     post,
     path = "/login",
@@ -151,6 +152,9 @@ async fn login(
     JsonBody(b): JsonBody<LoginBody>,
 ) -> Result<Json<LoginResponse>> {
     let email = b.email.trim().to_ascii_lowercase();
+    s.logins
+        .begin(&email)
+        .map_err(|wait| Error::TooManyRequests(super::rate_limit::retry_after_secs(wait)))?;
     let credentials = s.store.user_credentials(&email).await?;
     let password = b.password;
     // argon2 is deliberately slow; keep it off the async workers.
@@ -166,6 +170,7 @@ async fn login(
     let Some(user_id) = user_id else {
         return Err(Error::Unauthorized(INVALID_CREDENTIALS.into()));
     };
+    s.logins.succeeded(&email);
     let token = generate_token(SESSION_TOKEN_PREFIX);
     let now = now_ms();
     let expires_at = now + SESSION_LIFETIME_MS;

@@ -12,6 +12,7 @@
 
 pub mod dashboard_model;
 pub mod deltas;
+pub mod integrity;
 pub mod model;
 pub mod postgres;
 pub mod sqlite;
@@ -175,6 +176,10 @@ pub trait Store: Send + Sync + 'static {
         program: SaleProgram,
         event: crate::domain::stripe::Event,
     ) -> Result<String>;
+
+    /// Stored and recomputed figures and broken invariants, from one snapshot (for
+    /// `reftrack verify`).
+    async fn integrity(&self) -> Result<integrity::Integrity>;
 }
 
 /// Opens the database named by `url` (`sqlite://…` or `postgres://…`) and applies

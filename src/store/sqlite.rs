@@ -91,3 +91,11 @@ mod track {
     use crate::store::ClickDetails;
     include!("shared/track.rs");
 }
+
+mod verify {
+    use super::*;
+    use crate::domain::money;
+    use crate::domain::time::day_of;
+    use crate::store::integrity::{Figures, Integrity, RawCounts, Violation};
+    include!("shared/verify.rs");
+}

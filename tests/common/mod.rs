@@ -3,6 +3,8 @@
 //! `tower::ServiceExt::oneshot`.
 #![allow(dead_code)]
 
+pub mod server;
+
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -130,6 +132,16 @@ impl TestApp {
             &reftrack::auth::hash_token(ADMIN_TOKEN),
             clients,
         );
+        TestApp {
+            router: reftrack::app(state.clone()),
+            state,
+            ..self
+        }
+    }
+
+    /// The same database behind a router with other per-IP rate limits.
+    pub fn with_rate_limits(self, limits: reftrack::config::RateLimitArgs) -> TestApp {
+        let state = self.state.clone().with_rate_limits(limits);
         TestApp {
             router: reftrack::app(state.clone()),
             state,
@@ -311,6 +323,18 @@ pub async fn reftrack_count(url: &str, sql: &str) -> i64 {
             .fetch_one(&mut c)
             .await
             .unwrap()
+    }
+}
+
+/// Runs one SQL statement against either backend (to corrupt or prepare data).
+pub async fn reftrack_exec(url: &str, sql: &str) {
+    use sqlx::Connection;
+    if url.starts_with("sqlite:") {
+        let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
+        sqlx::query(sql).execute(&mut c).await.unwrap();
+    } else {
+        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+        sqlx::query(sql).execute(&mut c).await.unwrap();
     }
 }
 

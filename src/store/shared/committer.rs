@@ -12,6 +12,11 @@ const MAX_BATCH: usize = 512;
 /// Requests waiting for a writer before senders are slowed down.
 const QUEUE_DEPTH: usize = 8192;
 
+/// Longest one batch may take. A batch stuck on a dead connection is abandoned after it:
+/// its transaction is dropped (rolled back, unless its COMMIT was already on its way) and
+/// its callers are answered 503.
+const BATCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// Why a batch did not commit.
 #[derive(Debug, Clone)]
 struct CommitFailed {
@@ -123,17 +128,30 @@ async fn run_writer(pool: Pool<Db>, rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Jo
                 }
             }
         }
-        run_batch(&pool, jobs).await;
+        let n = jobs.len();
+        match tokio::time::timeout(BATCH_TIMEOUT, run_batch(&pool, jobs)).await {
+            Ok(true) => {}
+            Ok(false) => {
+                // The database is unreachable or locked: answer everything queued now
+                // (503) instead of letting each batch wait out its own timeout.
+                let mut rx = rx.lock().await;
+                while let Ok(job) = rx.try_recv() {
+                    drop(job);
+                }
+            }
+            Err(_) => tracing::error!(jobs = n, "write batch abandoned after {BATCH_TIMEOUT:?}"),
+        }
     }
 }
 
-async fn run_batch(pool: &Pool<Db>, jobs: Vec<Job>) {
+/// Runs one batch; false when it could not even begin a transaction.
+async fn run_batch(pool: &Pool<Db>, jobs: Vec<Job>) -> bool {
     let mut tx = match pool.begin_with(BEGIN_WRITE).await {
         Ok(tx) => tx,
         Err(e) => {
             // Dropping the jobs answers each caller with 503.
             tracing::warn!(error = %e, jobs = jobs.len(), "write batch could not begin");
-            return;
+            return false;
         }
     };
     let single = jobs.len() == 1;
@@ -199,6 +217,7 @@ async fn run_batch(pool: &Pool<Db>, jobs: Vec<Job>) {
     for d in done {
         d(outcome.clone());
     }
+    true
 }
 
 /// Adds a batch's folded increments to links, partner-program records and daily rollups.

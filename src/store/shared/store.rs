@@ -261,6 +261,10 @@ impl Store for SqlStore {
             })
             .await
     }
+
+    async fn integrity(&self) -> Result<crate::store::integrity::Integrity> {
+        verify::integrity(&self.read).await
+    }
 }
 
 /// Decodes the stored JSON list of allowed origins.
