@@ -37,8 +37,19 @@ async fn connect(url: &str) -> anyhow::Result<(Pool<Db>, Pool<Db>)> {
     Ok((pool.clone(), pool))
 }
 
+/// PostgreSQL commits durably itself: no file for the committer to sync.
+fn wal_file(_url: &str) -> Option<std::path::PathBuf> {
+    None
+}
+
 include!("shared/store.rs");
 include!("shared/committer.rs");
+
+/// Bulk inserts of the benchmark seed (`reftrack-seed-bench`).
+pub mod seed {
+    use super::*;
+    include!("shared/seed.rs");
+}
 
 mod admin {
     use super::*;
