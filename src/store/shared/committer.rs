@@ -90,19 +90,19 @@ struct Committer {
 }
 
 impl Committer {
-    /// Starts `writers` writer tasks on `pool`; with a `wal_file`, a syncer task makes
+    /// Starts `writers` writer tasks on `pool`; with a `durability`, a syncer task makes
     /// each committed batch durable before it is answered (see [`run_syncer`]).
     fn start(
         pool: Pool<Db>,
         writers: usize,
-        wal_file: Option<std::path::PathBuf>,
+        durability: Option<Durability>,
     ) -> (Self, Vec<tokio::task::JoinHandle<()>>) {
         let (queue, rx) = mpsc::channel::<Work>(QUEUE_DEPTH);
         let rx = Arc::new(tokio::sync::Mutex::new(rx));
         let mut handles = Vec::new();
-        let syncer = wal_file.map(|file| {
+        let syncer = durability.map(|d| {
             let (tx, rx) = mpsc::unbounded_channel::<Vec<Done>>();
-            handles.push(tokio::spawn(run_syncer(file, rx)));
+            handles.push(tokio::spawn(run_syncer(d, rx)));
             tx
         });
         handles.extend(
@@ -155,35 +155,20 @@ impl Committer {
 /// Committed batches waiting to be made durable, then answered.
 type Syncer = mpsc::UnboundedSender<Vec<Done>>;
 
-/// Syncs the WAL file after commits and only then answers their callers. One
-/// `fdatasync` covers every batch committed before it starts, so the flush of one batch
-/// overlaps the work of the next. Ends when every writer has ended.
-async fn run_syncer(file: std::path::PathBuf, mut rx: mpsc::UnboundedReceiver<Vec<Done>>) {
-    let mut wal: Option<Arc<std::fs::File>> = None;
+/// Makes commits durable (the backend's `Durability::flush`) and only then answers
+/// their callers. One flush covers every batch committed before it starts, so the flush
+/// of one batch overlaps the work of the next. Ends when every writer has ended.
+async fn run_syncer(mut durability: Durability, mut rx: mpsc::UnboundedReceiver<Vec<Done>>) {
     while let Some(first) = rx.recv().await {
         let mut batches = vec![first];
         while let Ok(more) = rx.try_recv() {
             batches.push(more);
         }
-        let handle = match &wal {
-            Some(f) => Ok(f.clone()),
-            None => std::fs::File::open(&file).map(Arc::new),
-        };
-        let synced = match handle {
-            Ok(f) => {
-                wal = Some(f.clone());
-                tokio::task::spawn_blocking(move || f.sync_data())
-                    .await
-                    .unwrap_or_else(|e| Err(std::io::Error::other(e)))
-            }
-            Err(e) => Err(e),
-        };
-        let outcome = synced.map_err(|e| {
-            tracing::error!(error = %e, file = %file.display(), "syncing the WAL failed");
-            wal = None;
+        let outcome = durability.flush().await.map_err(|e| {
+            tracing::error!(error = %e, "making commits durable failed");
             CommitFailed {
                 unavailable: true,
-                message: format!("syncing the WAL failed: {e}"),
+                message: format!("making commits durable failed: {e}"),
             }
         });
         for d in batches.into_iter().flatten() {
