@@ -255,22 +255,26 @@ async fn run_batch(pool: &Pool<Db>, work: Vec<Work>, syncer: Option<&Syncer>) {
         }
     }
     let single = jobs.len() == 1 && done.is_empty();
-    for job in jobs {
+    let count = jobs.len();
+    // One savepoint, `job`, at a time: opened before the first job, released and opened
+    // again after each successful job in one round trip, rolled back to (and so kept for
+    // the next job) after a failed one; COMMIT releases the last.
+    if !single && count > 0 {
+        if let Err(e) = sqlx::query("SAVEPOINT job").execute(&mut *tx).await {
+            failed = Some(CommitFailed::from_sqlx(&e));
+        }
+    }
+    for (i, job) in jobs.into_iter().enumerate() {
         if failed.is_some() {
             // The transaction is unusable; dropping the job answers its caller with 503.
             continue;
         }
-        if !single {
-            if let Err(e) = sqlx::query("SAVEPOINT job").execute(&mut *tx).await {
-                failed = Some(CommitFailed::from_sqlx(&e));
-                continue;
-            }
-        }
+        let last = i + 1 == count;
         let mut job_deltas = Deltas::default();
         match job(&mut tx, &mut job_deltas).await {
             Some(d) => {
-                if !single {
-                    if let Err(e) = sqlx::query("RELEASE SAVEPOINT job").execute(&mut *tx).await {
+                if !single && !last {
+                    if let Err(e) = raw(&mut tx, "RELEASE SAVEPOINT job; SAVEPOINT job").await {
                         failed = Some(CommitFailed::from_sqlx(&e));
                     }
                 }
@@ -279,14 +283,10 @@ async fn run_batch(pool: &Pool<Db>, work: Vec<Work>, syncer: Option<&Syncer>) {
             }
             None if single => {}
             None => {
-                let undo = sqlx::query("ROLLBACK TO SAVEPOINT job")
+                if let Err(e) = sqlx::query("ROLLBACK TO SAVEPOINT job")
                     .execute(&mut *tx)
-                    .await;
-                let release = match undo {
-                    Ok(_) => sqlx::query("RELEASE SAVEPOINT job").execute(&mut *tx).await,
-                    Err(e) => Err(e),
-                };
-                if let Err(e) = release {
+                    .await
+                {
                     failed = Some(CommitFailed::from_sqlx(&e));
                 }
             }
@@ -327,6 +327,11 @@ async fn run_batch(pool: &Pool<Db>, work: Vec<Work>, syncer: Option<&Syncer>) {
     for d in done {
         d(outcome.clone());
     }
+}
+
+/// Runs statements without arguments in one round trip.
+fn raw<'c>(conn: &'c mut Conn, sql: &'static str) -> BoxFuture<'c, sqlx::Result<()>> {
+    Box::pin(async move { sqlx::Executor::execute(conn, sql).await.map(|_| ()) })
 }
 
 /// Adds a batch's folded increments to links, partner-program records and daily rollups.
