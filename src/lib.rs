@@ -10,6 +10,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod seed;
 pub mod store;
 pub mod verify;
 

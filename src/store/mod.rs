@@ -10,6 +10,7 @@
 //! counter and rollup increments folded and applied once before the commit. Every
 //! caller is answered only after that commit.
 
+pub mod cache;
 pub mod dashboard_model;
 pub mod deltas;
 pub mod integrity;

@@ -36,25 +36,122 @@ async fn connect(url: &str) -> anyhow::Result<(Pool<Db>, Pool<Db>)> {
     let options = SqliteConnectOptions::from_str(url)?
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Full)
+        // With a WAL file the committer syncs it before answering (see `wal_file`).
+        .synchronous(if wal_file(url).is_some() {
+            SqliteSynchronous::Normal
+        } else {
+            SqliteSynchronous::Full
+        })
         .foreign_keys(true)
         .busy_timeout(Duration::from_secs(5))
-        .statement_cache_capacity(256);
+        .statement_cache_capacity(256)
+        // Statement journals (multi-row INSERTs) and savepoints in memory, not temp files.
+        .pragma("temp_store", "memory");
     let write = SqlitePoolOptions::new()
         .max_connections(1)
         .acquire_timeout(Duration::from_secs(10))
+        // The writer keeps the hot pages of the indexes it inserts into (16 MiB).
         .connect_with(options.clone())
         .await?;
     let read = SqlitePoolOptions::new()
         .max_connections(4)
         .acquire_timeout(Duration::from_secs(10))
-        .connect_with(options.read_only(true))
+        .connect_with(options.clone().read_only(true))
         .await?;
+    spawn_checkpointer(options, write.clone());
     Ok((read, write))
+}
+
+/// The WAL file of the database at `url`, which the committer syncs (`fdatasync`) after
+/// each commit and before answering its callers: the durability of `synchronous=FULL`,
+/// but off the writer's path, so that the next batch runs while the disk flushes the
+/// last one. `None` for an in-memory database (which then runs `synchronous=FULL`).
+fn wal_file(url: &str) -> Option<std::path::PathBuf> {
+    let options = SqliteConnectOptions::from_str(url).ok()?;
+    let path = options.get_filename();
+    let name = path.to_str()?;
+    if name.is_empty() || name == ":memory:" || url.contains("mode=memory") {
+        return None;
+    }
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    Some(wal.into())
+}
+
+/// How committed batches are made durable before they are answered: `fdatasync` of the
+/// WAL file (see [`wal_file`]).
+struct Durability {
+    file: std::path::PathBuf,
+    handle: Option<Arc<std::fs::File>>,
+}
+
+/// Durability through the WAL file, when the database has one.
+fn durability(url: &str, _write: &Pool<Db>) -> Option<Durability> {
+    wal_file(url).map(|file| Durability { file, handle: None })
+}
+
+impl Durability {
+    /// Flushes every commit made so far to disk.
+    async fn flush(&mut self) -> std::io::Result<()> {
+        let handle = match &self.handle {
+            Some(f) => f.clone(),
+            None => Arc::new(std::fs::File::open(&self.file)?),
+        };
+        self.handle = Some(handle.clone());
+        let synced = tokio::task::spawn_blocking(move || handle.sync_data())
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+        if synced.is_err() {
+            self.handle = None;
+        }
+        synced
+    }
+}
+
+/// How often the background checkpointer folds the WAL into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+
+/// Checkpoints the WAL (`PASSIVE`: never blocking the writer or readers) from a
+/// connection of its own, so that the writer's automatic checkpoint (every 1,000 WAL
+/// pages, in the commit that crosses the mark) finds the pages already copied, completes
+/// quickly and lets the WAL restart from its beginning. Stops once the writer pool is
+/// closed.
+fn spawn_checkpointer(options: SqliteConnectOptions, write: Pool<Db>) {
+    use sqlx::ConnectOptions;
+    tokio::spawn(async move {
+        let mut conn = match options.connect().await {
+            Ok(conn) => conn,
+            Err(e) => {
+                tracing::warn!(error = %e, "no background checkpointer; the writer checkpoints");
+                return;
+            }
+        };
+        let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if write.is_closed() {
+                break;
+            }
+            if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                .execute(&mut conn)
+                .await
+            {
+                tracing::debug!(error = %e, "background checkpoint failed");
+            }
+        }
+        let _ = sqlx::Connection::close(conn).await;
+    });
 }
 
 include!("shared/store.rs");
 include!("shared/committer.rs");
+
+/// Bulk inserts of the benchmark seed (`reftrack-seed-bench`).
+pub mod seed {
+    use super::*;
+    include!("shared/seed.rs");
+}
 
 mod admin {
     use super::*;

@@ -108,6 +108,11 @@ impl TestApp {
         Some(Self::open(url, None).await)
     }
 
+    /// On an existing database (migrated if needed).
+    pub async fn at(url: String) -> TestApp {
+        Self::open(url, None).await
+    }
+
     async fn open(url: String, dir: Option<tempfile::TempDir>) -> TestApp {
         let store = store::open(&url).await.expect("open store");
         let state = AppState::new(

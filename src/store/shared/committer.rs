@@ -50,19 +50,70 @@ type Done = Box<dyn FnOnce(std::result::Result<(), CommitFailed>) + Send>;
 type Job =
     Box<dyn for<'c> FnOnce(&'c mut Conn, &'c mut Deltas) -> BoxFuture<'c, Option<Done>> + Send>;
 
+/// What a writer's queue carries.
+enum Work {
+    /// Any write, run in its own savepoint.
+    Job(Job),
+    /// A click that creates its customer: inserted together with the batch's other such
+    /// clicks by one statement (`track::new_clicks`) rather than one by one.
+    Click(Box<NewClick>, oneshot::Sender<Result<String>>),
+}
+
+/// The job of a click, for when it runs on its own.
+fn click_job(click: NewClick, tx: oneshot::Sender<Result<String>>) -> Job {
+    job(tx, move |conn, deltas| {
+        Box::pin(track::click(conn, deltas, click))
+    })
+}
+
+/// Wraps `work` into a job that answers on `tx`.
+fn job<T, F>(tx: oneshot::Sender<Result<T>>, work: F) -> Job
+where
+    T: Send + 'static,
+    F: for<'c> FnOnce(&'c mut Conn, &'c mut Deltas) -> BoxFuture<'c, Result<T>> + Send + 'static,
+{
+    Box::new(move |conn, deltas| {
+        Box::pin(async move {
+            match work(conn, deltas).await {
+                Ok(value) => Some(
+                    Box::new(move |commit: std::result::Result<(), CommitFailed>| {
+                        let _ = tx.send(commit.map(|()| value).map_err(CommitFailed::into_error));
+                    }) as Done,
+                ),
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    None
+                }
+            }
+        })
+    })
+}
+
 /// The sending side of the writers' queue; `None` once closed.
 struct Committer {
-    queue: std::sync::Mutex<Option<mpsc::Sender<Job>>>,
+    queue: std::sync::Mutex<Option<mpsc::Sender<Work>>>,
 }
 
 impl Committer {
-    /// Starts `writers` writer tasks on `pool`.
-    fn start(pool: Pool<Db>, writers: usize) -> (Self, Vec<tokio::task::JoinHandle<()>>) {
-        let (queue, rx) = mpsc::channel::<Job>(QUEUE_DEPTH);
+    /// Starts `writers` writer tasks on `pool`; with a `durability`, a syncer task makes
+    /// each committed batch durable before it is answered (see [`run_syncer`]).
+    fn start(
+        pool: Pool<Db>,
+        writers: usize,
+        durability: Option<Durability>,
+    ) -> (Self, Vec<tokio::task::JoinHandle<()>>) {
+        let (queue, rx) = mpsc::channel::<Work>(QUEUE_DEPTH);
         let rx = Arc::new(tokio::sync::Mutex::new(rx));
-        let handles = (0..writers)
-            .map(|_| tokio::spawn(run_writer(pool.clone(), rx.clone())))
-            .collect();
+        let mut handles = Vec::new();
+        let syncer = durability.map(|d| {
+            let (tx, rx) = mpsc::unbounded_channel::<Vec<Done>>();
+            handles.push(tokio::spawn(run_syncer(d, rx)));
+            tx
+        });
+        handles.extend(
+            (0..writers)
+                .map(|_| tokio::spawn(run_writer(pool.clone(), rx.clone(), syncer.clone()))),
+        );
         let queue = std::sync::Mutex::new(Some(queue));
         (Committer { queue }, handles)
     }
@@ -81,27 +132,21 @@ impl Committer {
             + 'static,
     {
         let (tx, rx) = oneshot::channel::<Result<T>>();
-        let job: Job = Box::new(move |conn, deltas| {
-            Box::pin(async move {
-                match work(conn, deltas).await {
-                    Ok(value) => Some(Box::new(
-                        move |commit: std::result::Result<(), CommitFailed>| {
-                            let _ =
-                                tx.send(commit.map(|()| value).map_err(CommitFailed::into_error));
-                        },
-                    ) as Done),
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        None
-                    }
-                }
-            })
-        });
+        self.send(Work::Job(job(tx, work)), rx).await
+    }
+
+    /// Records a click in the next batch; returns its click id once committed.
+    async fn submit_click(&self, click: NewClick) -> Result<String> {
+        let (tx, rx) = oneshot::channel::<Result<String>>();
+        self.send(Work::Click(Box::new(click), tx), rx).await
+    }
+
+    async fn send<T>(&self, work: Work, rx: oneshot::Receiver<Result<T>>) -> Result<T> {
         let queue = self.queue.lock().expect("queue lock").clone();
         let shut_down = || Error::Unavailable(anyhow::anyhow!("store is shut down"));
         queue
             .ok_or_else(shut_down)?
-            .send(job)
+            .send(work)
             .await
             .map_err(|_| shut_down())?;
         rx.await.unwrap_or_else(|_| {
@@ -112,7 +157,36 @@ impl Committer {
     }
 }
 
-async fn run_writer(pool: Pool<Db>, rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Job>>>) {
+/// Committed batches waiting to be made durable, then answered.
+type Syncer = mpsc::UnboundedSender<Vec<Done>>;
+
+/// Makes commits durable (the backend's `Durability::flush`) and only then answers
+/// their callers. One flush covers every batch committed before it starts, so the flush
+/// of one batch overlaps the work of the next. Ends when every writer has ended.
+async fn run_syncer(mut durability: Durability, mut rx: mpsc::UnboundedReceiver<Vec<Done>>) {
+    while let Some(first) = rx.recv().await {
+        let mut batches = vec![first];
+        while let Ok(more) = rx.try_recv() {
+            batches.push(more);
+        }
+        let outcome = durability.flush().await.map_err(|e| {
+            tracing::error!(error = %e, "making commits durable failed");
+            CommitFailed {
+                unavailable: true,
+                message: format!("making commits durable failed: {e}"),
+            }
+        });
+        for d in batches.into_iter().flatten() {
+            d(outcome.clone());
+        }
+    }
+}
+
+async fn run_writer(
+    pool: Pool<Db>,
+    rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Work>>>,
+    syncer: Option<Syncer>,
+) {
     loop {
         let mut jobs = Vec::new();
         {
@@ -129,14 +203,14 @@ async fn run_writer(pool: Pool<Db>, rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Jo
             }
         }
         let n = jobs.len();
-        match tokio::time::timeout(BATCH_TIMEOUT, run_batch(&pool, jobs)).await {
+        match tokio::time::timeout(BATCH_TIMEOUT, run_batch(&pool, jobs, syncer.as_ref())).await {
             Ok(true) => {}
             Ok(false) => {
                 // The database is unreachable or locked: answer everything queued now
                 // (503) instead of letting each batch wait out its own timeout.
                 let mut rx = rx.lock().await;
-                while let Ok(job) = rx.try_recv() {
-                    drop(job);
+                while let Ok(work) = rx.try_recv() {
+                    drop(work);
                 }
             }
             Err(_) => tracing::error!(jobs = n, "write batch abandoned after {BATCH_TIMEOUT:?}"),
@@ -145,35 +219,84 @@ async fn run_writer(pool: Pool<Db>, rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Jo
 }
 
 /// Runs one batch; false when it could not even begin a transaction.
-async fn run_batch(pool: &Pool<Db>, jobs: Vec<Job>) -> bool {
-    let mut tx = match pool.begin_with(BEGIN_WRITE).await {
-        Ok(tx) => tx,
-        Err(e) => {
-            // Dropping the jobs answers each caller with 503.
-            tracing::warn!(error = %e, jobs = jobs.len(), "write batch could not begin");
-            return false;
+async fn run_batch(pool: &Pool<Db>, work: Vec<Work>, syncer: Option<&Syncer>) -> bool {
+    let mut jobs: Vec<Job> = Vec::with_capacity(work.len());
+    let mut clicks = Vec::new();
+    for w in work {
+        match w {
+            Work::Job(j) => jobs.push(j),
+            Work::Click(c, tx) if c.existing_click_id.is_some() => jobs.push(click_job(*c, tx)),
+            Work::Click(c, tx) => clicks.push((*c, tx)),
         }
+    }
+    if clicks.len() == 1 {
+        let (c, tx) = clicks.pop().expect("one click");
+        jobs.push(click_job(c, tx));
+    }
+    let begin = || async {
+        pool.begin_with(BEGIN_WRITE).await.map_err(|e| {
+            // Dropping the jobs answers each caller with 503.
+            tracing::warn!(error = %e, "write batch could not begin");
+        })
     };
-    let single = jobs.len() == 1;
-    let mut done: Vec<Done> = Vec::with_capacity(jobs.len());
+    let Ok(mut tx) = begin().await else {
+        return false;
+    };
+    let mut done: Vec<Done> = Vec::with_capacity(jobs.len() + clicks.len());
     let mut deltas = Deltas::default();
     let mut failed: Option<CommitFailed> = None;
-    for job in jobs {
+    if !clicks.is_empty() {
+        // The batch's new clicks go first, without a savepoint (whose page copies would
+        // cost more than the INSERTs): should their statement fail, the transaction
+        // starts again with each click as a job of its own, so that only a faulty one
+        // fails.
+        let new: Vec<&NewClick> = clicks.iter().map(|(c, _)| c).collect();
+        let insert: BoxFuture<'_, Result<Vec<String>>> =
+            Box::pin(track::new_clicks(&mut tx, &mut deltas, &new));
+        match insert.await {
+            Ok(ids) => {
+                for ((_, answer), id) in clicks.into_iter().zip(ids) {
+                    done.push(Box::new(
+                        move |commit: std::result::Result<(), CommitFailed>| {
+                            let _ =
+                                answer.send(commit.map(|()| id).map_err(CommitFailed::into_error));
+                        },
+                    ));
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = ?e, clicks = clicks.len(), "batched click insert failed; retrying one by one");
+                let _ = tx.rollback().await;
+                deltas = Deltas::default();
+                jobs.extend(clicks.into_iter().map(|(c, tx)| click_job(c, tx)));
+                let Ok(again) = begin().await else {
+                    return false;
+                };
+                tx = again;
+            }
+        }
+    }
+    let single = jobs.len() == 1 && done.is_empty();
+    let count = jobs.len();
+    // One savepoint, `job`, at a time: opened before the first job, released and opened
+    // again after each successful job in one round trip, rolled back to (and so kept for
+    // the next job) after a failed one; COMMIT releases the last.
+    if !single && count > 0 {
+        if let Err(e) = sqlx::query("SAVEPOINT job").execute(&mut *tx).await {
+            failed = Some(CommitFailed::from_sqlx(&e));
+        }
+    }
+    for (i, job) in jobs.into_iter().enumerate() {
         if failed.is_some() {
             // The transaction is unusable; dropping the job answers its caller with 503.
             continue;
         }
-        if !single {
-            if let Err(e) = sqlx::query("SAVEPOINT job").execute(&mut *tx).await {
-                failed = Some(CommitFailed::from_sqlx(&e));
-                continue;
-            }
-        }
+        let last = i + 1 == count;
         let mut job_deltas = Deltas::default();
         match job(&mut tx, &mut job_deltas).await {
             Some(d) => {
-                if !single {
-                    if let Err(e) = sqlx::query("RELEASE SAVEPOINT job").execute(&mut *tx).await {
+                if !single && !last {
+                    if let Err(e) = raw(&mut tx, "RELEASE SAVEPOINT job; SAVEPOINT job").await {
                         failed = Some(CommitFailed::from_sqlx(&e));
                     }
                 }
@@ -182,14 +305,10 @@ async fn run_batch(pool: &Pool<Db>, jobs: Vec<Job>) -> bool {
             }
             None if single => {}
             None => {
-                let undo = sqlx::query("ROLLBACK TO SAVEPOINT job")
+                if let Err(e) = sqlx::query("ROLLBACK TO SAVEPOINT job")
                     .execute(&mut *tx)
-                    .await;
-                let release = match undo {
-                    Ok(_) => sqlx::query("RELEASE SAVEPOINT job").execute(&mut *tx).await,
-                    Err(e) => Err(e),
-                };
-                if let Err(e) = release {
+                    .await
+                {
                     failed = Some(CommitFailed::from_sqlx(&e));
                 }
             }
@@ -214,10 +333,28 @@ async fn run_batch(pool: &Pool<Db>, jobs: Vec<Job>) -> bool {
     if let Err(f) = &outcome {
         tracing::error!(error = %f.message, jobs = done.len(), "write batch failed");
     }
+    if let (Ok(()), Some(syncer), false) = (&outcome, syncer, done.is_empty()) {
+        // Answered once the WAL holding the commit is on disk.
+        if let Err(mpsc::error::SendError(done)) = syncer.send(done) {
+            let gone = CommitFailed {
+                unavailable: true,
+                message: "the WAL syncer has stopped".into(),
+            };
+            for d in done {
+                d(Err(gone.clone()));
+            }
+        }
+        return true;
+    }
     for d in done {
         d(outcome.clone());
     }
     true
+}
+
+/// Runs statements without arguments in one round trip.
+fn raw<'c>(conn: &'c mut Conn, sql: &'static str) -> BoxFuture<'c, sqlx::Result<()>> {
+    Box::pin(async move { sqlx::Executor::execute(conn, sql).await.map(|_| ()) })
 }
 
 /// Adds a batch's folded increments to links, partner-program records and daily rollups.

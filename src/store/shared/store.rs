@@ -1,12 +1,15 @@
 // The store struct and its `Store` implementation. Included by `sqlite.rs` and
 // `postgres.rs`; see `store/mod.rs`.
 
-/// A store on one database: a read pool, a write pool and the group committer.
+/// A store on one database: a read pool, a write pool, the group committer and the
+/// caches of the per-request lookups (see `store/cache.rs`).
 pub struct SqlStore {
     read: Pool<Db>,
     write: Pool<Db>,
     committer: Committer,
     writers: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    links: super::cache::ReadCache<String, LinkTarget>,
+    programs: super::cache::ReadCache<String, Program>,
 }
 
 impl SqlStore {
@@ -14,13 +17,24 @@ impl SqlStore {
     pub async fn open(url: &str) -> anyhow::Result<Self> {
         let (read, write) = connect(url).await?;
         MIGRATOR.run(&write).await?;
-        let (committer, handles) = Committer::start(write.clone(), WRITERS);
+        let (committer, handles) =
+            Committer::start(write.clone(), WRITERS, durability(url, &write));
         Ok(SqlStore {
             read,
             write,
             committer,
             writers: std::sync::Mutex::new(handles),
+            links: super::cache::ReadCache::new(4096, super::cache::TTL),
+            programs: super::cache::ReadCache::new(256, super::cache::TTL),
         })
+    }
+
+    /// Drops the cached lookups; called after every change to programs or links (a
+    /// link's lookup carries its program's cookie window and origins).
+    fn changed<T>(&self, result: Result<T>) -> Result<T> {
+        self.links.clear();
+        self.programs.clear();
+        result
     }
 }
 
@@ -78,16 +92,25 @@ impl Store for SqlStore {
         admin::program(&self.write, id).await
     }
     async fn program_by_token(&self, token_hash: &str) -> Result<Option<Program>> {
-        admin::program_by_token(&self.read, token_hash).await
+        if let Some(p) = self.programs.get(token_hash) {
+            return Ok(Some(p));
+        }
+        let generation = self.programs.generation();
+        let found = admin::program_by_token(&self.read, token_hash).await?;
+        if let Some(p) = &found {
+            self.programs
+                .insert(generation, token_hash.to_string(), p.clone());
+        }
+        Ok(found)
     }
     async fn update_program(&self, id: i64, patch: ProgramPatch) -> Result<Program> {
-        admin::update_program(&self.write, id, patch).await
+        self.changed(admin::update_program(&self.write, id, patch).await)
     }
     async fn set_program_token(&self, id: i64, hash: &str, prefix: &str) -> Result<Program> {
-        admin::set_program_token(&self.write, id, hash, prefix).await
+        self.changed(admin::set_program_token(&self.write, id, hash, prefix).await)
     }
     async fn set_payment_account(&self, id: i64, account: PaymentAccount) -> Result<Program> {
-        admin::set_payment_account(&self.write, id, account).await
+        self.changed(admin::set_payment_account(&self.write, id, account).await)
     }
     async fn create_partner(&self, name: &str, code: &str, email: Option<&str>) -> Result<Partner> {
         admin::create_partner(&self.write, name, code, email).await
@@ -114,13 +137,15 @@ impl Store for SqlStore {
         short_link: &str,
         status: &str,
     ) -> Result<Link> {
-        admin::create_link(&self.write, program_id, partner_id, short_link, status).await
+        self.changed(
+            admin::create_link(&self.write, program_id, partner_id, short_link, status).await,
+        )
     }
     async fn link(&self, id: i64) -> Result<Link> {
         admin::link(&self.write, id).await
     }
     async fn set_link_status(&self, id: i64, status: &str) -> Result<Link> {
-        admin::set_link_status(&self.write, id, status).await
+        self.changed(admin::set_link_status(&self.write, id, status).await)
     }
     async fn create_user(
         &self,
@@ -150,7 +175,16 @@ impl Store for SqlStore {
     }
 
     async fn link_target(&self, short_link: &str) -> Result<Option<LinkTarget>> {
-        track::link_target(&self.read, short_link).await
+        if let Some(t) = self.links.get(short_link) {
+            return Ok(Some(t));
+        }
+        let generation = self.links.generation();
+        let found = track::link_target(&self.read, short_link).await?;
+        if let Some(t) = &found {
+            self.links
+                .insert(generation, short_link.to_string(), t.clone());
+        }
+        Ok(found)
     }
     async fn any_program_allows_origin(&self, origin: &str) -> Result<bool> {
         let lists: Vec<String> = sqlx::query_scalar("SELECT allowed_origins FROM programs")
@@ -162,9 +196,7 @@ impl Store for SqlStore {
     }
 
     async fn record_click(&self, click: NewClick) -> Result<String> {
-        self.committer
-            .submit(move |conn, deltas| Box::pin(track::click(conn, deltas, click)))
-            .await
+        self.committer.submit_click(click).await
     }
     async fn record_test_click(&self, click: NewTestClick) -> Result<i64> {
         self.committer
@@ -255,11 +287,14 @@ impl Store for SqlStore {
         event: crate::domain::stripe::Event,
     ) -> Result<String> {
         let at = crate::domain::time::now_ms();
-        self.committer
+        let done = self
+            .committer
             .submit(move |conn, deltas| {
                 Box::pin(webhooks::stripe_event(conn, deltas, program, event, at))
             })
-            .await
+            .await;
+        // `account.updated` changes the program's payment account.
+        self.changed(done)
     }
 
     async fn integrity(&self) -> Result<crate::store::integrity::Integrity> {

@@ -1,0 +1,538 @@
+//! Bulk seeding for benchmarks (`reftrack-seed-bench`, used by `scripts/bench`).
+//!
+//! Creates a workspace, a dashboard user with a live session, and programs whose click,
+//! lead and sale events are spread over the last [`SeedOptions::days`] days, with the
+//! customers, commissions, link and partner counters and `daily_rollups` the tracking API
+//! would have produced for the same events. Metadata (workspace, programs, partners,
+//! links, user) goes through the [`Store`](crate::store::Store) like any management call;
+//! the events go in with multi-row `INSERT`s in large transactions on a connection of
+//! its own (`synchronous=OFF` on SQLite, `synchronous_commit=off` on PostgreSQL: a crash
+//! mid-seed loses the seed, nothing else), and the counters are added at the end by the
+//! group committer's own `apply_deltas`.
+//!
+//! The shape of the generated data: every click creates its customer (no repeat
+//! visits); one customer in ten becomes a lead 30 minutes after its click, with
+//! `customer_key` `<key_prefix><n>` for the n-th lead (0-based) so that load generators
+//! can address them; one lead in five buys 2 hours later (one sale each, a percentage
+//! commission). Timestamps increase with ids, as they do when the API records them.
+
+use std::collections::BTreeMap;
+
+use crate::domain::commission::CommissionRule;
+use crate::domain::time::{day_of, now_ms};
+use crate::store::deltas::Deltas;
+use crate::store::NewProgram;
+
+/// Milliseconds in a day.
+const DAY_MS: i64 = 86_400_000;
+/// Commission of seeded programs: 30 % (basis points).
+const COMMISSION_BPS: i64 = 3_000;
+
+/// One program to seed.
+#[derive(Debug, Clone)]
+pub struct ProgramSpec {
+    /// Program name.
+    pub name: String,
+    /// Click events to create.
+    pub clicks: u64,
+    /// Partners (each with one approved partner-program record and one link).
+    pub partners: u64,
+    /// Prefix of the generated short links and partner codes (`<prefix><n>`).
+    pub link_prefix: String,
+    /// Prefix of the generated lead customers' keys (`<prefix><n>`).
+    pub key_prefix: String,
+}
+
+/// What to seed.
+#[derive(Debug, Clone)]
+pub struct SeedOptions {
+    /// The programs, in order.
+    pub programs: Vec<ProgramSpec>,
+    /// Days the events span, ending now.
+    pub days: i64,
+    /// Password of the created dashboard user (`bench@reftrack.invalid`).
+    pub user_password: String,
+}
+
+/// What was created, for the load generator.
+#[derive(Debug, Clone)]
+pub struct SeededProgram {
+    /// Program id.
+    pub id: i64,
+    /// The program's API key.
+    pub api_token: String,
+    /// Short link of its first partner.
+    pub short_link: String,
+    /// Id of that link.
+    pub link_id: i64,
+    /// Click events created.
+    pub clicks: u64,
+    /// Lead customers created (keys `<key_prefix>0` to `<key_prefix>{leads-1}`).
+    pub leads: u64,
+    /// Sales created.
+    pub sales: u64,
+}
+
+/// The outcome of a seed.
+#[derive(Debug, Clone)]
+pub struct SeedReport {
+    /// One entry per [`SeedOptions::programs`].
+    pub programs: Vec<SeededProgram>,
+    /// A live dashboard session token of a workspace owner.
+    pub session_token: String,
+}
+
+/// A customer row, in its final state.
+#[derive(Debug, Clone)]
+pub struct SeedCustomer {
+    pub id: i64,
+    pub program_id: i64,
+    pub click_id: String,
+    pub customer_key: Option<String>,
+    pub email: Option<String>,
+    pub status: &'static str,
+    pub partner_id: i64,
+    pub link_id: i64,
+    pub signup_date: Option<i64>,
+    pub first_purchase_date: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A click event row; its click id is its customer's.
+#[derive(Debug, Clone)]
+pub struct SeedClick {
+    pub program_id: i64,
+    pub customer: usize,
+    pub link_id: i64,
+    pub partner_id: i64,
+    pub session_id: String,
+    pub page_url: &'static str,
+    pub page_title: &'static str,
+    pub referrer_url: &'static str,
+    pub screen_resolution: &'static str,
+    pub viewport_size: &'static str,
+    pub language: &'static str,
+    pub timezone: &'static str,
+    pub geo_country: &'static str,
+    pub geo_region: &'static str,
+    pub geo_city: &'static str,
+    pub device_type: &'static str,
+    pub device_os: &'static str,
+    pub browser_name: &'static str,
+    pub converted: bool,
+    pub at: i64,
+}
+
+/// A lead event row of a customer of the same chunk.
+#[derive(Debug, Clone)]
+pub struct SeedLead {
+    pub customer: usize,
+    pub page_url: &'static str,
+    pub converted: bool,
+    pub at: i64,
+}
+
+/// A sale event row (and its commission) of a customer of the same chunk.
+#[derive(Debug, Clone)]
+pub struct SeedSale {
+    pub id: i64,
+    pub customer: usize,
+    pub partner_program_id: i64,
+    pub transaction_id: String,
+    pub amount_cents: i64,
+    pub commission_cents: i64,
+    pub at: i64,
+}
+
+/// Rows inserted together; leads and sales refer to the chunk's customers by index.
+#[derive(Debug, Default)]
+pub struct Chunk {
+    pub customers: Vec<SeedCustomer>,
+    pub clicks: Vec<SeedClick>,
+    pub leads: Vec<SeedLead>,
+    pub sales: Vec<SeedSale>,
+}
+
+/// A partner of a seeded program.
+#[derive(Debug, Clone)]
+struct SeedPartner {
+    partner_id: i64,
+    link_id: i64,
+    partner_program_id: i64,
+}
+
+/// SplitMix64: a fast, fixed pseudo-random mix, so that a seed is reproducible.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+const PAGES: [&str; 4] = [
+    "https://shop.example/",
+    "https://shop.example/pricing",
+    "https://shop.example/blog/launch",
+    "https://shop.example/products/widget",
+];
+const TITLES: [&str; 4] = ["Shop", "Pricing", "We launched", "Widget"];
+const REFERRERS: [&str; 3] = [
+    "https://www.google.com/",
+    "https://news.ycombinator.com/",
+    "https://partner-blog.example/review",
+];
+const GEO: [(&str, &str, &str); 5] = [
+    ("US", "CA", "San Francisco"),
+    ("DE", "BE", "Berlin"),
+    ("FR", "IDF", "Paris"),
+    ("GB", "ENG", "London"),
+    ("JP", "13", "Tokyo"),
+];
+const DEVICES: [(&str, &str, &str, &str, &str); 3] = [
+    ("desktop", "Windows 10", "Chrome", "1920x1080", "1600x900"),
+    ("mobile", "iOS", "Safari", "390x844", "390x664"),
+    ("desktop", "Mac OSX", "Firefox", "2560x1440", "1440x820"),
+];
+const LANGS: [(&str, &str); 3] = [
+    ("en-US", "America/Los_Angeles"),
+    ("de-DE", "Europe/Berlin"),
+    ("fr-FR", "Europe/Paris"),
+];
+
+/// Generates one program's events in chunks, keeping the counters they add.
+struct Generator<'a> {
+    program_id: i64,
+    spec: &'a ProgramSpec,
+    partners: &'a [SeedPartner],
+    start: i64,
+    step: f64,
+    end: i64,
+    next_customer_id: i64,
+    next_sale_id: i64,
+    leads: u64,
+    sales: u64,
+    /// Per UTC day number: the rollup increments.
+    days: BTreeMap<i64, crate::store::deltas::RollupDelta>,
+    deltas: Deltas,
+}
+
+impl Generator<'_> {
+    fn day(&mut self, at: i64) -> &mut crate::store::deltas::RollupDelta {
+        self.days.entry(at.div_euclid(DAY_MS)).or_default()
+    }
+
+    /// Rows for clicks `from..to` of the program.
+    fn chunk(&mut self, from: u64, to: u64) -> Chunk {
+        let mut c = Chunk::default();
+        let rule = CommissionRule::Percentage {
+            bps: COMMISSION_BPS,
+        };
+        for i in from..to {
+            let h = mix(i ^ (self.program_id as u64) << 40);
+            let at = self.start + (i as f64 * self.step) as i64;
+            let p = &self.partners[(h % self.partners.len() as u64) as usize];
+            let (partner_id, link_id, pp_id) = (p.partner_id, p.link_id, p.partner_program_id);
+            let customer_id = self.next_customer_id;
+            self.next_customer_id += 1;
+            // Fixed-width numbers keep seeded click ids in index order; real ones carry
+            // 63 random bits in the same shape.
+            let click_id = format!("cust_{}_{at}", 1_000_000_000_000u64 + customer_id as u64);
+            let lead_at = (at + 30 * 60_000).min(self.end);
+            let sale_at = (lead_at + 2 * 3_600_000).min(self.end);
+            let is_lead = h % 10 == 3;
+            let is_sale = is_lead && (h / 10) % 5 == 1;
+            let (g, d, l) = (
+                GEO[(h >> 8) as usize % GEO.len()],
+                DEVICES[(h >> 16) as usize % DEVICES.len()],
+                LANGS[(h >> 24) as usize % LANGS.len()],
+            );
+            let page = (h >> 32) as usize % PAGES.len();
+            let idx = c.customers.len();
+            let mut customer = SeedCustomer {
+                id: customer_id,
+                program_id: self.program_id,
+                click_id,
+                customer_key: None,
+                email: None,
+                status: "click",
+                partner_id,
+                link_id,
+                signup_date: None,
+                first_purchase_date: None,
+                created_at: at,
+                updated_at: at,
+            };
+            self.day(at).clicks += 1;
+            self.deltas.link_click(link_id, at);
+            self.deltas.partner(partner_id, self.program_id).clicks += 1;
+            if is_lead {
+                let n = self.leads;
+                self.leads += 1;
+                customer.customer_key = Some(format!("{}{n}", self.spec.key_prefix));
+                customer.email = Some(format!("{}{n}@example.com", self.spec.key_prefix));
+                customer.status = "lead";
+                customer.signup_date = Some(lead_at);
+                customer.updated_at = lead_at;
+                c.leads.push(SeedLead {
+                    customer: idx,
+                    page_url: PAGES[(page + 1) % PAGES.len()],
+                    converted: is_sale,
+                    at: lead_at,
+                });
+                let r = self.day(lead_at);
+                r.leads += 1;
+                r.lead_events += 1;
+                self.deltas.partner(partner_id, self.program_id).leads += 1;
+            }
+            if is_sale {
+                let amount = 1_000 + (h >> 40) as i64 % 20_000;
+                let commission = rule.amount_for(amount);
+                customer.status = "conversion";
+                customer.first_purchase_date = Some(sale_at);
+                customer.updated_at = sale_at;
+                c.sales.push(SeedSale {
+                    id: self.next_sale_id,
+                    customer: idx,
+                    partner_program_id: pp_id,
+                    transaction_id: format!("seed_{}_{}", self.program_id, self.sales),
+                    amount_cents: amount,
+                    commission_cents: commission,
+                    at: sale_at,
+                });
+                self.next_sale_id += 1;
+                self.sales += 1;
+                let r = self.day(sale_at);
+                r.revenue_cents += amount;
+                r.sales += 1;
+                r.sale_events += 1;
+                r.commission_cents += commission;
+                r.conversions += 1;
+                let pd = self.deltas.partner(partner_id, self.program_id);
+                pd.sales += 1;
+                pd.revenue_cents += amount;
+                pd.commission_cents += commission;
+            }
+            c.clicks.push(SeedClick {
+                program_id: self.program_id,
+                customer: idx,
+                link_id,
+                partner_id,
+                session_id: format!("sess_{:x}", h >> 20),
+                page_url: PAGES[page],
+                page_title: TITLES[page],
+                referrer_url: REFERRERS[(h >> 36) as usize % REFERRERS.len()],
+                screen_resolution: d.3,
+                viewport_size: d.4,
+                language: l.0,
+                timezone: l.1,
+                geo_country: g.0,
+                geo_region: g.1,
+                geo_city: g.2,
+                device_type: d.0,
+                device_os: d.1,
+                browser_name: d.2,
+                converted: is_sale,
+                at,
+            });
+            c.customers.push(customer);
+        }
+        c
+    }
+
+    /// The counters of everything generated, as the committer folds them.
+    fn into_deltas(mut self) -> Deltas {
+        for (day, d) in std::mem::take(&mut self.days) {
+            let r = self.deltas.rollup(self.program_id, day_of(day * DAY_MS));
+            r.clicks += d.clicks;
+            r.leads += d.leads;
+            r.lead_events += d.lead_events;
+            r.revenue_cents += d.revenue_cents;
+            r.sales += d.sales;
+            r.sale_events += d.sale_events;
+            r.commission_cents += d.commission_cents;
+            r.conversions += d.conversions;
+        }
+        self.deltas
+    }
+}
+
+/// Clicks per generated chunk (and per committed transaction group).
+const CHUNK: u64 = 20_000;
+
+/// Seeds the database named by `url` (created and migrated if needed). `progress` is
+/// called after each chunk with the program index and the clicks done so far.
+pub async fn run(
+    url: &str,
+    opts: &SeedOptions,
+    mut progress: impl FnMut(usize, u64),
+) -> anyhow::Result<SeedReport> {
+    let store = crate::store::open(url).await?;
+    let now = now_ms();
+    let start = (now.div_euclid(DAY_MS) - (opts.days - 1)) * DAY_MS;
+    let ws = store.create_workspace("Benchmark").await?;
+    let password = crate::auth::hash_password(&opts.user_password)?;
+    let user = store
+        .create_user("bench@reftrack.invalid", &password, Some("Bench"))
+        .await?;
+    store.add_member(ws.id, user.id, "owner", "active").await?;
+    let session_token = crate::auth::generate_token("rts_");
+    store
+        .create_session(
+            user.id,
+            &crate::auth::hash_token(&session_token),
+            now,
+            now + 7 * DAY_MS,
+        )
+        .await?;
+
+    let mut made = Vec::new();
+    let mut plans = Vec::new();
+    for spec in &opts.programs {
+        let api_token = crate::auth::generate_token(crate::auth::API_TOKEN_PREFIX);
+        let program = store
+            .create_program(NewProgram {
+                workspace_id: ws.id,
+                name: spec.name.clone(),
+                cookie_window_days: 60,
+                currency: "usd".into(),
+                commission: CommissionRule::Percentage {
+                    bps: COMMISSION_BPS,
+                },
+                recurring_commission_months: None,
+                allowed_origins: vec![],
+                stripe_webhook_secret: None,
+                api_token_hash: crate::auth::hash_token(&api_token),
+                api_token_prefix: crate::auth::token_prefix(&api_token),
+            })
+            .await?;
+        let mut partners = Vec::new();
+        for n in 0..spec.partners.max(1) {
+            let code = format!("{}{n}", spec.link_prefix);
+            let partner = store
+                .create_partner(&format!("Partner {code}"), &code, None)
+                .await?;
+            let link = store
+                .create_link(program.id, Some(partner.id), &code, "active")
+                .await?;
+            partners.push((partner.id, link.id));
+        }
+        made.push((
+            program.id,
+            api_token,
+            format!("{}0", spec.link_prefix),
+            partners[0].1,
+        ));
+        plans.push(partners);
+    }
+    store.close().await;
+
+    let mut conn = SeedConn::connect(url).await?;
+    let mut report = SeedReport {
+        programs: vec![],
+        session_token,
+    };
+    for (k, spec) in opts.programs.iter().enumerate() {
+        let (program_id, api_token, short_link, link_id) = made[k].clone();
+        let mut deltas = Deltas::default();
+        let mut partners = Vec::new();
+        for (partner_id, link_id) in &plans[k] {
+            let pp = conn
+                .insert_partner_program(*partner_id, program_id, start)
+                .await?;
+            partners.push(SeedPartner {
+                partner_id: *partner_id,
+                link_id: *link_id,
+                partner_program_id: pp,
+            });
+        }
+        deltas.rollup(program_id, day_of(start)).partners += partners.len() as i64;
+        conn.backdate_program(program_id, start).await?;
+        let (next_customer_id, next_sale_id) = conn.next_ids().await?;
+        let step = (now - 60_000 - start) as f64 / spec.clicks.max(1) as f64;
+        let mut gen = Generator {
+            program_id,
+            spec,
+            partners: &partners,
+            start,
+            step,
+            end: now - 60_000,
+            next_customer_id,
+            next_sale_id,
+            leads: 0,
+            sales: 0,
+            days: BTreeMap::new(),
+            deltas,
+        };
+        let mut done = 0;
+        while done < spec.clicks {
+            let to = (done + CHUNK).min(spec.clicks);
+            let chunk = gen.chunk(done, to);
+            conn.insert_chunk(&chunk).await?;
+            done = to;
+            progress(k, done);
+        }
+        let (leads, sales) = (gen.leads, gen.sales);
+        let deltas = gen.into_deltas();
+        conn.apply_deltas(&deltas).await?;
+        report.programs.push(SeededProgram {
+            id: program_id,
+            api_token,
+            short_link,
+            link_id,
+            clicks: spec.clicks,
+            leads,
+            sales,
+        });
+    }
+    conn.finish().await?;
+    Ok(report)
+}
+
+/// The seeding connection of either backend.
+enum SeedConn {
+    Sqlite(crate::store::sqlite::seed::Seeder),
+    Postgres(crate::store::postgres::seed::Seeder),
+}
+
+macro_rules! each {
+    ($self:ident, $s:ident => $e:expr) => {
+        match $self {
+            SeedConn::Sqlite($s) => $e,
+            SeedConn::Postgres($s) => $e,
+        }
+    };
+}
+
+impl SeedConn {
+    async fn connect(url: &str) -> anyhow::Result<Self> {
+        Ok(if url.starts_with("sqlite:") {
+            SeedConn::Sqlite(crate::store::sqlite::seed::Seeder::connect(url).await?)
+        } else {
+            SeedConn::Postgres(crate::store::postgres::seed::Seeder::connect(url).await?)
+        })
+    }
+    async fn insert_partner_program(
+        &mut self,
+        partner_id: i64,
+        program_id: i64,
+        at: i64,
+    ) -> anyhow::Result<i64> {
+        each!(self, s => s.insert_partner_program(partner_id, program_id, at).await)
+    }
+    async fn backdate_program(&mut self, program_id: i64, at: i64) -> anyhow::Result<()> {
+        each!(self, s => s.backdate_program(program_id, at).await)
+    }
+    async fn next_ids(&mut self) -> anyhow::Result<(i64, i64)> {
+        each!(self, s => s.next_ids().await)
+    }
+    async fn insert_chunk(&mut self, c: &Chunk) -> anyhow::Result<()> {
+        each!(self, s => s.insert_chunk(c).await)
+    }
+    async fn apply_deltas(&mut self, d: &Deltas) -> anyhow::Result<()> {
+        each!(self, s => s.apply_deltas(d).await)
+    }
+    async fn finish(&mut self) -> anyhow::Result<()> {
+        each!(self, s => s.finish().await)
+    }
+}

@@ -1,0 +1,130 @@
+//! A small read-through cache for the lookups every tracking request makes (a referral
+//! link by its `short_link`, a program by its API key's hash).
+//!
+//! Entries live at most a short time-to-live, and the whole cache is dropped whenever
+//! this process changes what it holds (the store calls [`ReadCache::clear`] after every
+//! program or link change). A generation number makes that race-free: a value read from
+//! the database before a change cannot be cached after it. What another process changes
+//! (a second server on the same PostgreSQL database, or `reftrack admin` on the same
+//! file) is seen once the entry expires, so the time-to-live bounds how stale a lookup can
+//! be. Misses (unknown links, wrong keys) are not cached.
+
+use std::borrow::Borrow;
+use std::hash::Hash;
+use std::num::NonZeroUsize;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use lru::LruCache;
+
+/// How long a cached lookup may be served without asking the database again.
+pub const TTL: Duration = Duration::from_secs(1);
+
+struct Inner<K: Hash + Eq, V> {
+    entries: LruCache<K, (Instant, V)>,
+    generation: u64,
+}
+
+/// A bounded, time-limited cache of values by key; see the module documentation.
+pub struct ReadCache<K: Hash + Eq, V> {
+    inner: Mutex<Inner<K, V>>,
+    ttl: Duration,
+}
+
+impl<K: Hash + Eq, V: Clone> ReadCache<K, V> {
+    /// A cache of at most `capacity` entries, each served for at most `ttl`.
+    pub fn new(capacity: usize, ttl: Duration) -> Self {
+        ReadCache {
+            inner: Mutex::new(Inner {
+                entries: LruCache::new(NonZeroUsize::new(capacity.max(1)).expect("non-zero")),
+                generation: 0,
+            }),
+            ttl,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<K, V>> {
+        // The cache holds no invariant a panic could break: recover from poisoning.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The value cached for `key`, unless absent or older than the time-to-live.
+    pub fn get<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let mut inner = self.lock();
+        match inner.entries.get(key) {
+            Some((at, v)) if at.elapsed() < self.ttl => Some(v.clone()),
+            Some(_) => {
+                inner.entries.pop(key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// The current generation; pass it to [`ReadCache::insert`] with a value read after
+    /// this call.
+    pub fn generation(&self) -> u64 {
+        self.lock().generation
+    }
+
+    /// Caches `value` read from the database, unless the cache was cleared since
+    /// `generation` was taken (the value may then be outdated).
+    pub fn insert(&self, generation: u64, key: K, value: V) {
+        let mut inner = self.lock();
+        if inner.generation == generation {
+            inner.entries.put(key, (Instant::now(), value));
+        }
+    }
+
+    /// Drops every entry: called after a change to what the cache holds.
+    pub fn clear(&self) {
+        let mut inner = self.lock();
+        inner.generation += 1;
+        inner.entries.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serves_until_cleared_or_expired() {
+        let c: ReadCache<String, i32> = ReadCache::new(2, Duration::from_millis(50));
+        let g = c.generation();
+        c.insert(g, "a".into(), 1);
+        assert_eq!(c.get("a"), Some(1));
+        c.clear();
+        assert_eq!(c.get("a"), None);
+        let g = c.generation();
+        c.insert(g, "a".into(), 2);
+        assert_eq!(c.get("a"), Some(2));
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(c.get("a"), None, "expired");
+    }
+
+    #[test]
+    fn a_value_read_before_a_change_is_not_cached_after_it() {
+        let c: ReadCache<String, i32> = ReadCache::new(8, TTL);
+        let g = c.generation();
+        // ... the database is read here, then another task changes the row ...
+        c.clear();
+        c.insert(g, "a".into(), 1);
+        assert_eq!(c.get("a"), None);
+    }
+
+    #[test]
+    fn bounded_by_capacity() {
+        let c: ReadCache<String, i32> = ReadCache::new(2, TTL);
+        let g = c.generation();
+        for (k, v) in [("a", 1), ("b", 2), ("c", 3)] {
+            c.insert(g, k.into(), v);
+        }
+        assert_eq!(c.get("a"), None);
+        assert_eq!(c.get("c"), Some(3));
+    }
+}
