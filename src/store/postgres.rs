@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 type Db = Postgres;
 type Conn = sqlx::PgConnection;
 const BACKEND: Backend = Backend::Postgres;
+const BEGIN_WRITE: &str = "BEGIN";
 /// Several batches in flight at once; each holds one connection while it commits.
 const WRITERS: usize = 4;
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
@@ -36,36 +37,9 @@ async fn connect(url: &str) -> anyhow::Result<(Pool<Db>, Pool<Db>)> {
     Ok((pool.clone(), pool))
 }
 
-/// Batches commit with `synchronous_commit = off`, which releases their row locks (the
-/// counters every batch updates) without waiting for the disk; the committer then makes
-/// them durable with one synchronous commit, which flushes the WAL up to it, before
-/// answering. Acknowledged writes are as durable as with `synchronous_commit = on`.
-const BEGIN_WRITE: &str = "BEGIN; SET LOCAL synchronous_commit = off";
-
-/// How committed batches are made durable before they are answered: a transaction
-/// committed synchronously, whose flush covers every commit before it.
-struct Durability {
-    pool: Pool<Db>,
-}
-
-fn durability(_url: &str, write: &Pool<Db>) -> Option<Durability> {
-    Some(Durability {
-        pool: write.clone(),
-    })
-}
-
-impl Durability {
-    /// Flushes every commit made so far to disk.
-    fn flush(&mut self) -> BoxFuture<'static, std::io::Result<()>> {
-        let pool = self.pool.clone();
-        Box::pin(async move {
-            sqlx::raw_sql("BEGIN; SELECT txid_current(); COMMIT")
-                .execute(&pool)
-                .await
-                .map(|_| ())
-                .map_err(std::io::Error::other)
-        })
-    }
+/// PostgreSQL commits durably itself: no file for the committer to sync.
+fn wal_file(_url: &str) -> Option<std::path::PathBuf> {
+    None
 }
 
 include!("shared/store.rs");

@@ -78,36 +78,6 @@ fn wal_file(url: &str) -> Option<std::path::PathBuf> {
     Some(wal.into())
 }
 
-/// How committed batches are made durable before they are answered: `fdatasync` of the
-/// WAL file (see [`wal_file`]).
-struct Durability {
-    file: std::path::PathBuf,
-    handle: Option<Arc<std::fs::File>>,
-}
-
-/// Durability through the WAL file, when the database has one.
-fn durability(url: &str, _write: &Pool<Db>) -> Option<Durability> {
-    wal_file(url).map(|file| Durability { file, handle: None })
-}
-
-impl Durability {
-    /// Flushes every commit made so far to disk.
-    async fn flush(&mut self) -> std::io::Result<()> {
-        let handle = match &self.handle {
-            Some(f) => f.clone(),
-            None => Arc::new(std::fs::File::open(&self.file)?),
-        };
-        self.handle = Some(handle.clone());
-        let synced = tokio::task::spawn_blocking(move || handle.sync_data())
-            .await
-            .unwrap_or_else(|e| Err(std::io::Error::other(e)));
-        if synced.is_err() {
-            self.handle = None;
-        }
-        synced
-    }
-}
-
 /// How often the background checkpointer folds the WAL into the database file.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 

@@ -95,19 +95,19 @@ struct Committer {
 }
 
 impl Committer {
-    /// Starts `writers` writer tasks on `pool`; with a `durability`, a syncer task makes
+    /// Starts `writers` writer tasks on `pool`; with a `wal_file`, a syncer task makes
     /// each committed batch durable before it is answered (see [`run_syncer`]).
     fn start(
         pool: Pool<Db>,
         writers: usize,
-        durability: Option<Durability>,
+        wal_file: Option<std::path::PathBuf>,
     ) -> (Self, Vec<tokio::task::JoinHandle<()>>) {
         let (queue, rx) = mpsc::channel::<Work>(QUEUE_DEPTH);
         let rx = Arc::new(tokio::sync::Mutex::new(rx));
         let mut handles = Vec::new();
-        let syncer = durability.map(|d| {
+        let syncer = wal_file.map(|file| {
             let (tx, rx) = mpsc::unbounded_channel::<Vec<Done>>();
-            handles.push(tokio::spawn(run_syncer(d, rx)));
+            handles.push(tokio::spawn(run_syncer(file, rx)));
             tx
         });
         handles.extend(
@@ -160,20 +160,35 @@ impl Committer {
 /// Committed batches waiting to be made durable, then answered.
 type Syncer = mpsc::UnboundedSender<Vec<Done>>;
 
-/// Makes commits durable (the backend's `Durability::flush`) and only then answers
-/// their callers. One flush covers every batch committed before it starts, so the flush
-/// of one batch overlaps the work of the next. Ends when every writer has ended.
-async fn run_syncer(mut durability: Durability, mut rx: mpsc::UnboundedReceiver<Vec<Done>>) {
+/// Syncs the WAL file after commits and only then answers their callers. One
+/// `fdatasync` covers every batch committed before it starts, so the flush of one batch
+/// overlaps the work of the next. Ends when every writer has ended.
+async fn run_syncer(file: std::path::PathBuf, mut rx: mpsc::UnboundedReceiver<Vec<Done>>) {
+    let mut wal: Option<Arc<std::fs::File>> = None;
     while let Some(first) = rx.recv().await {
         let mut batches = vec![first];
         while let Ok(more) = rx.try_recv() {
             batches.push(more);
         }
-        let outcome = durability.flush().await.map_err(|e| {
-            tracing::error!(error = %e, "making commits durable failed");
+        let handle = match &wal {
+            Some(f) => Ok(f.clone()),
+            None => std::fs::File::open(&file).map(Arc::new),
+        };
+        let synced = match handle {
+            Ok(f) => {
+                wal = Some(f.clone());
+                tokio::task::spawn_blocking(move || f.sync_data())
+                    .await
+                    .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+            }
+            Err(e) => Err(e),
+        };
+        let outcome = synced.map_err(|e| {
+            tracing::error!(error = %e, file = %file.display(), "syncing the WAL failed");
+            wal = None;
             CommitFailed {
                 unavailable: true,
-                message: format!("making commits durable failed: {e}"),
+                message: format!("syncing the WAL failed: {e}"),
             }
         });
         for d in batches.into_iter().flatten() {

@@ -31,14 +31,6 @@ impl Seeder {
         for sql in setup {
             sqlx::query(sql).execute(&mut conn).await?;
         }
-        if BACKEND == Backend::Postgres {
-            // Foreign-key triggers off for this session when the role may (superuser):
-            // the seed's rows are consistent by construction, and per-row trigger checks
-            // would triple its time. Without the privilege the checks simply run.
-            let _ = sqlx::query("SET session_replication_role = replica")
-                .execute(&mut conn)
-                .await;
-        }
         Ok(Seeder { conn })
     }
 

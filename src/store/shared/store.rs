@@ -17,8 +17,7 @@ impl SqlStore {
     pub async fn open(url: &str) -> anyhow::Result<Self> {
         let (read, write) = connect(url).await?;
         MIGRATOR.run(&write).await?;
-        let (committer, handles) =
-            Committer::start(write.clone(), WRITERS, durability(url, &write));
+        let (committer, handles) = Committer::start(write.clone(), WRITERS, wal_file(url));
         Ok(SqlStore {
             read,
             write,
