@@ -1,4 +1,5 @@
-//! The SQLite store: WAL, `foreign_keys=ON`, `busy_timeout`, `synchronous=FULL`, one
+//! The SQLite store: WAL, `foreign_keys=ON`, `busy_timeout`, durable commits (see
+//! [`wal_file`]), one
 //! writer connection taking `BEGIN IMMEDIATE`, and a small pool of readers.
 
 use std::str::FromStr;
