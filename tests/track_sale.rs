@@ -347,3 +347,71 @@ on_both_backends! {
         assert_eq!(app.count("SELECT revenue_cents FROM daily_rollups").await, 100);
     }
 }
+
+on_both_backends! {
+    async fn concurrent_sales_answer_and_count_as_one_by_one(app: TestApp) {
+        // Sales arriving together are recorded together (one statement per batch for those
+        // that resolve plainly, one by one for the rest): every answer and figure must be
+        // what sequential sales give.
+        let seed = app.seed_with(json!({"commission": {"type": "percentage", "percent": 30}})).await;
+        let other = app.seed().await;
+        for i in 0..12 {
+            lead(&app, &seed, &format!("k{i}")).await;
+        }
+        lead(&app, &other, "elsewhere").await;
+        let sale = |tx: String, key: &str| {
+            app.post_auth(SALE, &seed.api_token, json!({"transaction_id": tx, "amount_cents": 1000, "customer_key": key}))
+        };
+        let mut requests = Vec::new();
+        for i in 0..10 {
+            requests.push(sale(format!("t{i}"), &format!("k{i}")));
+        }
+        requests.push(sale("t0-again".into(), "k0"));
+        requests.push(sale("same".into(), "k10"));
+        requests.push(sale("same".into(), "k11"));
+        requests.push(sale("t-unknown".into(), "nobody"));
+        requests.push(sale("t-elsewhere".into(), "elsewhere"));
+        let replies = futures::future::join_all(requests).await;
+
+        let statuses: Vec<u16> = replies.iter().map(|r| r.status.as_u16()).collect();
+        assert!(statuses[..11].iter().all(|s| *s == 200), "{statuses:?}");
+        let mut same: Vec<u16> = statuses[11..13].to_vec();
+        same.sort();
+        assert_eq!(same, [200, 409]);
+        let conflict = replies[11..13].iter().find(|r| r.status == 409).unwrap();
+        assert_eq!(conflict.error(), "Duplicate transaction_id. This sale has already been recorded.");
+        assert_eq!(replies[13].status, 400);
+        assert_eq!(replies[13].error(), "Customer not found. Provide customer_key or click_id.");
+        assert_eq!(replies[14].status, 400);
+        assert_eq!(replies[14].error(), "No affiliate attribution found for this customer in this program");
+
+        // Each answer names its own sale and that sale's commission.
+        let mut sale_ids = std::collections::HashSet::new();
+        for r in replies.iter().filter(|r| r.status == 200) {
+            let (sale_id, commission_id) = (r.body["sale_id"].as_i64().unwrap(), r.body["commission_id"].as_i64().unwrap());
+            assert!(sale_ids.insert(sale_id));
+            assert_eq!(app.count(&format!(
+                "SELECT COUNT(*) FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id \
+                 WHERE c.id = {commission_id} AND s.id = {sale_id} AND c.amount_cents = 300 AND c.status = 'pending' \
+                 AND s.amount_cents = 1000 AND s.partner_id = {} AND s.customer_key LIKE 'k%'", seed.partner_id
+            )).await, 1);
+        }
+        assert_eq!(sale_ids.len(), 12);
+        let p = seed.program_id;
+        assert_eq!(app.count(&format!("SELECT COUNT(*) FROM affiliate_sale_events WHERE program_id = {p}")).await, 12);
+        assert_eq!(app.count(&format!("SELECT COUNT(*) FROM commissions WHERE program_id = {p}")).await, 12);
+        // k0 bought twice: 11 customers converted, each lead and latest click marked.
+        assert_eq!(app.count(&format!("SELECT COUNT(*) FROM customers WHERE program_id = {p} AND customer_status = 'conversion' AND first_purchase_date IS NOT NULL")).await, 11);
+        assert_eq!(app.count(&format!("SELECT COUNT(*) FROM affiliate_lead_events WHERE program_id = {p} AND converted")).await, 11);
+        assert_eq!(app.count(&format!("SELECT COUNT(*) FROM affiliate_click_events WHERE program_id = {p} AND converted")).await, 11);
+        assert_eq!(app.count(&format!("SELECT CAST(SUM(sales) * 1000 + SUM(conversions) AS BIGINT) FROM daily_rollups WHERE program_id = {p}")).await, 12_011);
+        assert_eq!(app.count(&format!("SELECT CAST(SUM(revenue_cents) AS BIGINT) FROM daily_rollups WHERE program_id = {p}")).await, 12_000);
+        assert_eq!(app.count(&format!("SELECT CAST(SUM(commission_cents) AS BIGINT) FROM daily_rollups WHERE program_id = {p}")).await, 3_600);
+        assert_eq!(app.count(&format!(
+            "SELECT total_sales * 1000000 + total_commission_cents FROM partner_programs WHERE program_id = {p}"
+        )).await, 12_003_600);
+        // Nothing was written for the refused sales, nor in the other program.
+        assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_sale_events WHERE processor_event_id IN ('t-unknown', 't-elsewhere')").await, 0);
+        assert_eq!(app.count(&format!("SELECT COUNT(*) FROM customers WHERE program_id = {} AND customer_status = 'conversion'", other.program_id)).await, 0);
+    }
+}

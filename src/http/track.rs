@@ -76,7 +76,7 @@ pub struct ClickTracked {
     /// Always `true`.
     pub success: bool,
     /// Store it in the `tracker_click_id` cookie and send it with the lead.
-    #[schema(example = "cust_5782117260909434975_1795329003150")]
+    #[schema(example = "cust_17953290031505782117260909434975_1795329003150")]
     pub click_id: String,
     pub partner_code: String,
     pub cookie_window_days: i64,

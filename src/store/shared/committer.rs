@@ -57,12 +57,29 @@ enum Work {
     /// A click that creates its customer: inserted together with the batch's other such
     /// clicks by one statement (`track::new_clicks`) rather than one by one.
     Click(Box<NewClick>, oneshot::Sender<Result<String>>),
+    /// A plain sale (`track::is_plain_sale`): recorded together with the batch's other
+    /// plain sales (`track::plain_sales`) when it resolves plainly, else as a job.
+    Sale(Box<NewSale>, oneshot::Sender<Result<SaleOutcome>>),
 }
 
 /// The job of a click, for when it runs on its own.
 fn click_job(click: NewClick, tx: oneshot::Sender<Result<String>>) -> Job {
     job(tx, move |conn, deltas| {
         Box::pin(track::click(conn, deltas, click))
+    })
+}
+
+/// The job of a sale, for when it runs on its own.
+fn sale_job(sale: NewSale, tx: oneshot::Sender<Result<SaleOutcome>>) -> Job {
+    job(tx, move |conn, deltas| {
+        Box::pin(track::sale(conn, deltas, sale))
+    })
+}
+
+/// Answers `tx` with `value` once the batch has committed.
+fn answer_on_commit<T: Send + 'static>(tx: oneshot::Sender<Result<T>>, value: T) -> Done {
+    Box::new(move |commit: std::result::Result<(), CommitFailed>| {
+        let _ = tx.send(commit.map(|()| value).map_err(CommitFailed::into_error));
     })
 }
 
@@ -75,11 +92,7 @@ where
     Box::new(move |conn, deltas| {
         Box::pin(async move {
             match work(conn, deltas).await {
-                Ok(value) => Some(
-                    Box::new(move |commit: std::result::Result<(), CommitFailed>| {
-                        let _ = tx.send(commit.map(|()| value).map_err(CommitFailed::into_error));
-                    }) as Done,
-                ),
+                Ok(value) => Some(answer_on_commit(tx, value)),
                 Err(e) => {
                     let _ = tx.send(Err(e));
                     None
@@ -87,6 +100,25 @@ where
             }
         })
     })
+}
+
+/// The runtime the writers and the syncer run on: one thread of their own, shared by
+/// every store of the process. A writer waits for the database several times per batch;
+/// on the request-serving runtime each of those wake-ups would queue behind every
+/// request ready to run, and the whole write path would stall with it under load.
+fn writer_runtime() -> tokio::runtime::Handle {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("reftrack-writer")
+                .enable_all()
+                .build()
+                .expect("the writers' runtime starts")
+        })
+        .handle()
+        .clone()
 }
 
 /// The sending side of the writers' queue; `None` once closed.
@@ -105,14 +137,15 @@ impl Committer {
         let (queue, rx) = mpsc::channel::<Work>(QUEUE_DEPTH);
         let rx = Arc::new(tokio::sync::Mutex::new(rx));
         let mut handles = Vec::new();
+        let runtime = writer_runtime();
         let syncer = wal_file.map(|file| {
             let (tx, rx) = mpsc::unbounded_channel::<Vec<Done>>();
-            handles.push(tokio::spawn(run_syncer(file, rx)));
+            handles.push(runtime.spawn(run_syncer(file, rx)));
             tx
         });
         handles.extend(
             (0..writers)
-                .map(|_| tokio::spawn(run_writer(pool.clone(), rx.clone(), syncer.clone()))),
+                .map(|_| runtime.spawn(run_writer(pool.clone(), rx.clone(), syncer.clone()))),
         );
         let queue = std::sync::Mutex::new(Some(queue));
         (Committer { queue }, handles)
@@ -139,6 +172,17 @@ impl Committer {
     async fn submit_click(&self, click: NewClick) -> Result<String> {
         let (tx, rx) = oneshot::channel::<Result<String>>();
         self.send(Work::Click(Box::new(click), tx), rx).await
+    }
+
+    /// Records a sale in the next batch; returns what it produced once committed.
+    async fn submit_sale(&self, sale: NewSale) -> Result<SaleOutcome> {
+        let (tx, rx) = oneshot::channel::<Result<SaleOutcome>>();
+        let work = if track::is_plain_sale(&sale) {
+            Work::Sale(Box::new(sale), tx)
+        } else {
+            Work::Job(sale_job(sale, tx))
+        };
+        self.send(work, rx).await
     }
 
     async fn send<T>(&self, work: Work, rx: oneshot::Receiver<Result<T>>) -> Result<T> {
@@ -237,16 +281,22 @@ async fn run_writer(
 async fn run_batch(pool: &Pool<Db>, work: Vec<Work>, syncer: Option<&Syncer>) -> bool {
     let mut jobs: Vec<Job> = Vec::with_capacity(work.len());
     let mut clicks = Vec::new();
+    let mut sales = Vec::new();
     for w in work {
         match w {
             Work::Job(j) => jobs.push(j),
             Work::Click(c, tx) if c.existing_click_id.is_some() => jobs.push(click_job(*c, tx)),
             Work::Click(c, tx) => clicks.push((*c, tx)),
+            Work::Sale(s, tx) => sales.push((*s, tx)),
         }
     }
     if clicks.len() == 1 {
         let (c, tx) = clicks.pop().expect("one click");
         jobs.push(click_job(c, tx));
+    }
+    if sales.len() == 1 {
+        let (s, tx) = sales.pop().expect("one sale");
+        jobs.push(sale_job(s, tx));
     }
     let begin = || async {
         pool.begin_with(BEGIN_WRITE).await.map_err(|e| {
@@ -271,15 +321,14 @@ async fn run_batch(pool: &Pool<Db>, work: Vec<Work>, syncer: Option<&Syncer>) ->
         match insert.await {
             Ok(ids) => {
                 for ((_, answer), id) in clicks.into_iter().zip(ids) {
-                    done.push(Box::new(
-                        move |commit: std::result::Result<(), CommitFailed>| {
-                            let _ =
-                                answer.send(commit.map(|()| id).map_err(CommitFailed::into_error));
-                        },
-                    ));
+                    done.push(answer_on_commit(answer, id));
                 }
             }
             Err(e) => {
+                debug_assert!(
+                    !is_statement_bug(&e),
+                    "the batched click insert is wrong: {e:?}"
+                );
                 tracing::warn!(error = ?e, clicks = clicks.len(), "batched click insert failed; retrying one by one");
                 let _ = tx.rollback().await;
                 deltas = Deltas::default();
@@ -288,6 +337,26 @@ async fn run_batch(pool: &Pool<Db>, work: Vec<Work>, syncer: Option<&Syncer>) ->
                     return false;
                 };
                 tx = again;
+            }
+        }
+    }
+    if !sales.is_empty() {
+        match plain_sales(&mut tx, &mut deltas, &sales).await {
+            Ok(outcomes) => {
+                for ((sale, answer), outcome) in sales.into_iter().zip(outcomes) {
+                    match outcome {
+                        Some(o) => done.push(answer_on_commit(answer, o)),
+                        None => jobs.push(sale_job(sale, answer)),
+                    }
+                }
+            }
+            Err(e) => {
+                debug_assert!(
+                    !is_statement_bug(&e),
+                    "the batched sale statements are wrong: {e:?}"
+                );
+                tracing::warn!(error = ?e, sales = sales.len(), "batched sales failed; running them one by one");
+                jobs.extend(sales.into_iter().map(|(s, tx)| sale_job(s, tx)));
             }
         }
     }
@@ -365,6 +434,50 @@ async fn run_batch(pool: &Pool<Db>, work: Vec<Work>, syncer: Option<&Syncer>) ->
         d(outcome.clone());
     }
     true
+}
+
+/// Runs `track::plain_sales` in a savepoint of its own, so that should it fail, nothing it
+/// wrote stays and its sales can run one by one. Its increments join `deltas` only when
+/// it succeeds.
+async fn plain_sales(
+    conn: &mut Conn,
+    deltas: &mut Deltas,
+    sales: &[(NewSale, oneshot::Sender<Result<SaleOutcome>>)],
+) -> Result<Vec<Option<SaleOutcome>>> {
+    raw(conn, "SAVEPOINT sales").await?;
+    let refs: Vec<&NewSale> = sales.iter().map(|(s, _)| s).collect();
+    let mut sale_deltas = Deltas::default();
+    let recorded: BoxFuture<'_, Result<Vec<Option<SaleOutcome>>>> =
+        Box::pin(track::plain_sales(conn, &mut sale_deltas, &refs));
+    match recorded.await {
+        Ok(outcomes) => {
+            raw(conn, "RELEASE SAVEPOINT sales").await?;
+            deltas.merge(sale_deltas);
+            Ok(outcomes)
+        }
+        Err(e) => {
+            raw(conn, "ROLLBACK TO SAVEPOINT sales; RELEASE SAVEPOINT sales").await?;
+            Err(e)
+        }
+    }
+}
+
+/// Whether a batched statement failed because its SQL does not suit the database (a
+/// syntax error, a missing table or function), rather than because of the data or the
+/// connection. The one-by-one fallback would hide such a bug, so debug builds (the tests)
+/// stop on it.
+fn is_statement_bug(e: &Error) -> bool {
+    let Error::Internal(_, cause) = e else {
+        return false;
+    };
+    let Some(sqlx::Error::Database(db)) = cause.downcast_ref::<sqlx::Error>() else {
+        return false;
+    };
+    let code = db.code();
+    match BACKEND {
+        Backend::Sqlite => code.as_deref() == Some("1"),
+        Backend::Postgres => code.is_some_and(|c| c.starts_with("42")),
+    }
 }
 
 /// Runs statements without arguments in one round trip.

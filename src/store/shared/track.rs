@@ -688,6 +688,259 @@ pub async fn sale(conn: &mut Conn, deltas: &mut Deltas, s: NewSale) -> Result<Sa
     })
 }
 
+/// Whether [`plain_sales`] may take this sale: a live sale outside a subscription and not
+/// flagged recurring, whose commission depends on nothing but its program and amount.
+pub fn is_plain_sale(s: &NewSale) -> bool {
+    !s.is_test && s.subscription_id.is_none() && !s.is_recurring
+}
+
+/// Reads, on a reader connection, the pages the writer will need to record `s`: its
+/// customer, the customer's leads and latest click, its partner-program record. On a
+/// large SQLite database most of them are not in memory; read here, by many requests at
+/// once, they are when the single writer gets to the sale, instead of the writer waiting
+/// for the disk one page at a time. Only a hint: errors are ignored.
+pub async fn warm_sale(pool: &Pool<Db>, s: &NewSale) {
+    let warmed = sqlx::query(
+        "SELECT c.id, \
+         (SELECT e.converted FROM affiliate_click_events e WHERE e.id = \
+         (SELECT MAX(m.id) FROM affiliate_click_events m WHERE m.customer_id = c.id)), \
+         (SELECT COUNT(l.converted) FROM affiliate_lead_events l WHERE l.customer_id = c.id), \
+         (SELECT pp.id FROM partner_programs pp WHERE pp.partner_id = c.partner_id \
+         AND pp.program_id = c.program_id), \
+         EXISTS (SELECT 1 FROM affiliate_sale_events x WHERE x.processor_event_id = $4) \
+         FROM customers c WHERE c.id = COALESCE(\
+         (SELECT k.id FROM customers k WHERE k.program_id = $1 AND k.customer_key = $2), \
+         (SELECT k.id FROM customers k WHERE k.click_id = $3 AND k.program_id = $1))",
+    )
+    .bind(s.program.id)
+    .bind(&s.customer_key)
+    .bind(&s.click_id)
+    .bind(&s.transaction_id)
+    .fetch_optional(pool)
+    .await;
+    if let Err(e) = warmed {
+        tracing::debug!(error = %e, "warming a sale's pages failed");
+    }
+}
+
+/// The query that resolves a batch of plain sales: per sale (by its index in the JSON
+/// array of `[program_id, customer_key, click_id, transaction_id]` rows), the customer D8
+/// finds in the sale's program, that customer's partner-program record, and whether the
+/// transaction id is already recorded. Sales whose customer is not in the program have
+/// no row.
+fn resolve_sales_sql() -> &'static str {
+    const SQL: &str = "SELECT IDX, c.id, c.click_id, c.customer_key, c.partner_id, \
+        c.first_purchase_date, pp.id, \
+        EXISTS (SELECT 1 FROM affiliate_sale_events s WHERE s.processor_event_id = v ->> 3) \
+        FROM ROWS \
+        JOIN customers c ON c.id = COALESCE(\
+        (SELECT k.id FROM customers k WHERE k.program_id = CAST(v ->> 0 AS BIGINT) \
+        AND k.customer_key = v ->> 1), \
+        (SELECT k.id FROM customers k WHERE k.click_id = v ->> 2 \
+        AND k.program_id = CAST(v ->> 0 AS BIGINT))) \
+        LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
+        AND pp.program_id = c.program_id";
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| match BACKEND {
+        Backend::Sqlite => SQL
+            .replace("IDX", "CAST(j.key AS BIGINT)")
+            .replace("ROWS", "(SELECT key, value AS v FROM json_each(?1)) j"),
+        Backend::Postgres => SQL.replace("IDX", "j.ord - 1").replace(
+            "ROWS",
+            "jsonb_array_elements($1::jsonb) WITH ORDINALITY AS j(v, ord)",
+        ),
+    })
+}
+
+/// The statements that record a batch of resolved plain sales from one JSON array of
+/// rows (see [`plain_sales`]): the sale events, their commissions, the customers'
+/// conversion, their leads and latest clicks marked converted, and per row its index,
+/// sale id and commission id. The same rows [`sale`] writes for each.
+fn record_sales_sql() -> &'static str {
+    const SALES: &str = "INSERT INTO affiliate_sale_events (program_id, customer_id, \
+        partner_id, click_id, customer_key, processor_event_id, amount_cents, currency, \
+        sale_type, payment_status, is_recurring, subscription_id, product_id, metadata, \
+        is_test, sale_date, created_at) \
+        SELECT CAST(v ->> 0 AS BIGINT), CAST(v ->> 1 AS BIGINT), CAST(v ->> 2 AS BIGINT), \
+        v ->> 3, v ->> 4, v ->> 5, CAST(v ->> 6 AS BIGINT), v ->> 7, v ->> 8, 'paid', FALSE, \
+        NULL, v ->> 9, v ->> 10, FALSE, CAST(v ->> 11 AS BIGINT), CAST(v ->> 11 AS BIGINT) \
+        FROM ROWS ORDER BY CAST(v ->> 14 AS BIGINT)";
+    const COMMISSIONS: &str = "INSERT INTO commissions (program_id, sale_id, partner_id, \
+        partner_program_id, amount_cents, currency, status, created_at, updated_at) \
+        SELECT s.program_id, s.id, s.partner_id, CAST(v ->> 13 AS BIGINT), \
+        CAST(v ->> 12 AS BIGINT), s.currency, 'pending', s.sale_date, s.sale_date \
+        FROM ROWS JOIN SALES s ON s.processor_event_id = v ->> 5";
+    const CUSTOMERS: &str = "UPDATE customers SET customer_status = 'conversion', \
+        first_purchase_date = COALESCE(customers.first_purchase_date, r.at), updated_at = r.at \
+        FROM (SELECT CAST(v ->> 1 AS BIGINT) AS cid, CAST(v ->> 11 AS BIGINT) AS at FROM ROWS) r \
+        WHERE customers.id = r.cid";
+    const LEADS: &str = "UPDATE affiliate_lead_events SET converted = TRUE \
+        WHERE customer_id IN (SELECT CAST(v ->> 1 AS BIGINT) FROM ROWS) AND NOT converted";
+    const CLICKS: &str = "UPDATE affiliate_click_events SET converted = TRUE WHERE id IN \
+        (SELECT (SELECT MAX(e.id) FROM affiliate_click_events e \
+        WHERE e.customer_id = CAST(v ->> 1 AS BIGINT)) FROM ROWS)";
+    const IDS: &str = "SELECT CAST(v ->> 14 AS BIGINT), s.id, c.id FROM ROWS \
+        JOIN SALES s ON s.processor_event_id = v ->> 5 LEFT JOIN COMMISSIONS c ON c.sale_id = s.id";
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| match BACKEND {
+        // Six statements in one query; the later ones find the new sales by transaction id.
+        Backend::Sqlite => {
+            let rows = "(SELECT value AS v FROM json_each(?1))";
+            [SALES, COMMISSIONS, CUSTOMERS, LEADS, CLICKS, IDS]
+                .map(|sql| {
+                    sql.replace("ROWS", rows)
+                        .replace("JOIN SALES", "JOIN affiliate_sale_events")
+                        .replace("JOIN COMMISSIONS", "JOIN commissions")
+                })
+                .join("; ")
+        }
+        // One statement: each write is a CTE, the commissions join the new sales' ids.
+        Backend::Postgres => format!(
+            "WITH rows AS (SELECT value AS v FROM jsonb_array_elements($1::jsonb)), \
+             sales AS ({} RETURNING id, processor_event_id, program_id, partner_id, currency, \
+             sale_date), \
+             comm AS ({} RETURNING id, sale_id), \
+             cust AS ({} RETURNING 1), leads AS ({} RETURNING 1), clicks AS ({} RETURNING 1) \
+             {}",
+            SALES.replace("ROWS", "rows"),
+            COMMISSIONS
+                .replace("ROWS", "rows")
+                .replace("SALES", "sales"),
+            CUSTOMERS.replace("ROWS", "rows"),
+            LEADS.replace("ROWS", "rows"),
+            CLICKS.replace("ROWS", "rows"),
+            IDS.replace("ROWS", "rows")
+                .replace("SALES", "sales")
+                .replace("COMMISSIONS", "comm"),
+        ),
+    })
+}
+
+/// D8 for a batch of plain sales ([`is_plain_sale`]) at once: one query resolves their
+/// customers, one records every sale that resolves plainly (its customer found in the
+/// program, with a partner and its partner-program record, a transaction id not yet
+/// recorded nor used by an earlier sale of the batch, a customer no earlier sale of the
+/// batch names), with the same rows and counters as [`sale`]. Returns an outcome per
+/// sale, `None` for those left to [`sale`], which gives them their exact answer. Should
+/// it fail, the caller rolls back what it wrote and runs every sale through [`sale`].
+pub async fn plain_sales(
+    conn: &mut Conn,
+    deltas: &mut Deltas,
+    sales: &[&NewSale],
+) -> Result<Vec<Option<SaleOutcome>>> {
+    let json = |rows: Vec<serde_json::Value>| {
+        serde_json::to_string(&rows).map_err(|e| {
+            Error::Internal("Internal server error", anyhow::anyhow!("sale rows: {e}"))
+        })
+    };
+    let keys = sales
+        .iter()
+        .map(|s| serde_json::json!([s.program.id, s.customer_key, s.click_id, s.transaction_id]))
+        .collect();
+    let found = sqlx::query(resolve_sales_sql())
+        .bind(json(keys)?)
+        .fetch_all(&mut *conn)
+        .await?;
+    // Per sale: customer id, click id, customer key, first purchase, partner and
+    // partner-program record.
+    type Resolved = (i64, String, Option<String>, Option<i64>, i64, i64);
+    let mut resolved: Vec<Option<Resolved>> = (0..sales.len()).map(|_| None).collect();
+    for r in &found {
+        let i: i64 = r.try_get(0)?;
+        let (partner_id, partner_program_id, recorded): (Option<i64>, Option<i64>, bool) =
+            (r.try_get(4)?, r.try_get(6)?, r.try_get(7)?);
+        let (Some(partner_id), Some(partner_program_id), false) =
+            (partner_id, partner_program_id, recorded)
+        else {
+            continue;
+        };
+        if let Some(slot) = usize::try_from(i).ok().and_then(|i| resolved.get_mut(i)) {
+            *slot = Some((
+                r.try_get(1)?,
+                r.try_get(2)?,
+                r.try_get(3)?,
+                r.try_get(5)?,
+                partner_id,
+                partner_program_id,
+            ));
+        }
+    }
+    let mut customers = std::collections::HashSet::new();
+    let mut transactions = std::collections::HashSet::new();
+    let mut rows = Vec::new();
+    let mut taken = Vec::new();
+    for (i, (s, found)) in sales.iter().zip(resolved).enumerate() {
+        let Some((customer_id, click_id, customer_key, first_purchase, partner_id, pp_id)) = found
+        else {
+            continue;
+        };
+        if !customers.insert(customer_id) || !transactions.insert(s.transaction_id.as_str()) {
+            continue;
+        }
+        let commission = s.program.commission.amount_for(s.amount_cents);
+        let key = s.customer_key.as_deref().or(customer_key.as_deref());
+        rows.push(serde_json::json!([
+            s.program.id,
+            customer_id,
+            partner_id,
+            click_id,
+            key,
+            s.transaction_id,
+            s.amount_cents,
+            s.currency,
+            s.sale_type,
+            s.product_id,
+            s.metadata,
+            s.at,
+            commission,
+            pp_id,
+            i,
+        ]));
+        taken.push((i, first_purchase.is_none(), partner_id, commission));
+    }
+    let mut outcomes: Vec<Option<SaleOutcome>> = vec![None; sales.len()];
+    if rows.is_empty() {
+        return Ok(outcomes);
+    }
+    let ids = sqlx::query(record_sales_sql())
+        .bind(json(rows)?)
+        .fetch_all(&mut *conn)
+        .await?;
+    for r in &ids {
+        let i: i64 = r.try_get(0)?;
+        if let Some(slot) = usize::try_from(i).ok().and_then(|i| outcomes.get_mut(i)) {
+            *slot = Some(SaleOutcome {
+                sale_id: r.try_get(1)?,
+                commission_id: r.try_get(2)?,
+            });
+        }
+    }
+    for (i, converts, partner_id, commission) in taken {
+        if outcomes[i].is_none() {
+            return Err(Error::Internal(
+                "Internal server error",
+                anyhow::anyhow!("a batched sale was not recorded"),
+            ));
+        }
+        let s = sales[i];
+        let revenue = money::hundredths(s.amount_cents, &s.currency);
+        let commission_cents = money::hundredths(commission, &s.currency);
+        let r = deltas.rollup(s.program.id, day_of(s.at));
+        r.revenue_cents += revenue;
+        r.sales += 1;
+        r.sale_events += 1;
+        r.commission_cents += commission_cents;
+        if converts {
+            r.conversions += 1;
+        }
+        let p = deltas.partner(partner_id, s.program.id);
+        p.sales += 1;
+        p.revenue_cents += revenue;
+        p.commission_cents += commission_cents;
+    }
+    Ok(outcomes)
+}
+
 /// D9: full, partial or repeated refunds of a sale of the program.
 pub async fn refund(conn: &mut Conn, deltas: &mut Deltas, r: NewRefund) -> Result<RefundOutcome> {
     let row = sqlx::query(
