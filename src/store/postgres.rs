@@ -22,8 +22,14 @@ type Db = Postgres;
 type Conn = sqlx::PgConnection;
 const BACKEND: Backend = Backend::Postgres;
 const BEGIN_WRITE: &str = "BEGIN";
-/// Several batches in flight at once; each holds one connection while it commits.
-const WRITERS: usize = 4;
+/// One writer per process: batches serialise on the counter rows they update anyway (each
+/// holds their locks through its commit), and a second writer only split the batches
+/// (measured: 8,100 clicks/s with one, 6,600 with two, 5,200 with four).
+const WRITERS: usize = 1;
+/// The writer keeps its connection between batches (the pool has others for everyone
+/// else), saving the pool's check-out and liveness ping per batch; a batch that fails
+/// closes it.
+const KEEP_WRITE_CONNECTION: bool = true;
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
 
 /// Connects one pool, used for reads and writes alike. Timeouts are short so that an

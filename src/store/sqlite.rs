@@ -30,6 +30,9 @@ const BACKEND: Backend = Backend::Sqlite;
 const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 /// SQLite has one writer; more tasks would only queue on its lock.
 const WRITERS: usize = 1;
+/// The single write connection also serves sessions and management writes, so the
+/// writer gives it back after each batch.
+const KEEP_WRITE_CONNECTION: bool = false;
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 
 /// Opens the file named by `url` as a reader pool and a single-connection writer pool.

@@ -246,6 +246,7 @@ async fn run_writer(
     rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Work>>>,
     syncer: Option<Syncer>,
 ) {
+    let mut held: Option<sqlx::pool::PoolConnection<Db>> = None;
     loop {
         let mut jobs = Vec::new();
         {
@@ -262,23 +263,63 @@ async fn run_writer(
             }
         }
         let n = jobs.len();
-        match tokio::time::timeout(BATCH_TIMEOUT, run_batch(&pool, jobs, syncer.as_ref())).await {
-            Ok(true) => {}
-            Ok(false) => {
-                // The database is unreachable or locked: answer everything queued now
-                // (503) instead of letting each batch wait out its own timeout.
-                let mut rx = rx.lock().await;
-                while let Ok(work) = rx.try_recv() {
-                    drop(work);
-                }
+        let batch = run_batch(&pool, &mut held, jobs, syncer.as_ref());
+        let ended = match tokio::time::timeout(BATCH_TIMEOUT, batch).await {
+            Ok(ended) => ended,
+            Err(_) => {
+                tracing::error!(jobs = n, "write batch abandoned after {BATCH_TIMEOUT:?}");
+                Ended::Failed
             }
-            Err(_) => tracing::error!(jobs = n, "write batch abandoned after {BATCH_TIMEOUT:?}"),
+        };
+        if ended == Ended::NotBegun {
+            // The database is unreachable or locked: answer everything queued now
+            // (503) instead of letting each batch wait out its own timeout.
+            let mut rx = rx.lock().await;
+            while let Ok(work) = rx.try_recv() {
+                drop(work);
+            }
+        }
+        if ended != Ended::Committed {
+            // The connection may be broken: close it, the next batch checks out another.
+            if let Some(mut conn) = held.take() {
+                conn.close_on_drop();
+            }
+        } else if !KEEP_WRITE_CONNECTION {
+            held = None;
         }
     }
 }
 
-/// Runs one batch; false when it could not even begin a transaction.
-async fn run_batch(pool: &Pool<Db>, work: Vec<Work>, syncer: Option<&Syncer>) -> bool {
+/// How a batch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// Committed (or had nothing to commit).
+    Committed,
+    /// Its transaction failed or was abandoned.
+    Failed,
+    /// It could not even begin a transaction.
+    NotBegun,
+}
+
+/// Begins the write transaction of a batch on `conn`.
+async fn begin(conn: &mut Conn) -> Option<sqlx::Transaction<'_, Db>> {
+    sqlx::Connection::begin_with(conn, BEGIN_WRITE)
+        .await
+        .map_err(|e| {
+            // Dropping the jobs answers each caller with 503.
+            tracing::warn!(error = %e, "write batch could not begin");
+        })
+        .ok()
+}
+
+/// Runs one batch on the writer's connection `held`, checked out of `pool` when there is
+/// none.
+async fn run_batch(
+    pool: &Pool<Db>,
+    held: &mut Option<sqlx::pool::PoolConnection<Db>>,
+    work: Vec<Work>,
+    syncer: Option<&Syncer>,
+) -> Ended {
     let mut jobs: Vec<Job> = Vec::with_capacity(work.len());
     let mut clicks = Vec::new();
     let mut sales = Vec::new();
@@ -298,14 +339,18 @@ async fn run_batch(pool: &Pool<Db>, work: Vec<Work>, syncer: Option<&Syncer>) ->
         let (s, tx) = sales.pop().expect("one sale");
         jobs.push(sale_job(s, tx));
     }
-    let begin = || async {
-        pool.begin_with(BEGIN_WRITE).await.map_err(|e| {
-            // Dropping the jobs answers each caller with 503.
-            tracing::warn!(error = %e, "write batch could not begin");
-        })
+    let conn: &mut Conn = match held {
+        Some(conn) => conn,
+        None => match pool.acquire().await {
+            Ok(conn) => held.insert(conn),
+            Err(e) => {
+                tracing::warn!(error = %e, "write batch could not begin");
+                return Ended::NotBegun;
+            }
+        },
     };
-    let Ok(mut tx) = begin().await else {
-        return false;
+    let Some(mut tx) = begin(&mut *conn).await else {
+        return Ended::NotBegun;
     };
     let mut done: Vec<Done> = Vec::with_capacity(jobs.len() + clicks.len());
     let mut deltas = Deltas::default();
@@ -333,8 +378,8 @@ async fn run_batch(pool: &Pool<Db>, work: Vec<Work>, syncer: Option<&Syncer>) ->
                 let _ = tx.rollback().await;
                 deltas = Deltas::default();
                 jobs.extend(clicks.into_iter().map(|(c, tx)| click_job(c, tx)));
-                let Ok(again) = begin().await else {
-                    return false;
+                let Some(again) = begin(&mut *conn).await else {
+                    return Ended::NotBegun;
                 };
                 tx = again;
             }
@@ -428,12 +473,17 @@ async fn run_batch(pool: &Pool<Db>, work: Vec<Work>, syncer: Option<&Syncer>) ->
                 d(Err(gone.clone()));
             }
         }
-        return true;
+        return Ended::Committed;
     }
+    let ended = if outcome.is_ok() {
+        Ended::Committed
+    } else {
+        Ended::Failed
+    };
     for d in done {
         d(outcome.clone());
     }
-    true
+    ended
 }
 
 /// Runs `track::plain_sales` in a savepoint of its own, so that should it fail, nothing it
