@@ -363,7 +363,11 @@ on_both_backends! {
             app.post_auth(SALE, &seed.api_token, json!({"transaction_id": tx, "amount_cents": 1000, "customer_key": key}))
         };
         let mut requests = Vec::new();
-        for i in 0..10 {
+        requests.push(app.post_auth(SALE, &seed.api_token, json!({
+            "transaction_id": "t0", "amount_cents": 1000, "customer_key": "k0", "currency": "EUR",
+            "sale_type": "subscription", "product_id": "pro", "metadata": {"plan": "pro"},
+        })));
+        for i in 1..10 {
             requests.push(sale(format!("t{i}"), &format!("k{i}")));
         }
         requests.push(sale("t0-again".into(), "k0"));
@@ -410,6 +414,12 @@ on_both_backends! {
         assert_eq!(app.count(&format!(
             "SELECT total_sales * 1000000 + total_commission_cents FROM partner_programs WHERE program_id = {p}"
         )).await, 12_003_600);
+        assert_eq!(app.count(
+            "SELECT COUNT(*) FROM affiliate_sale_events s JOIN commissions c ON c.sale_id = s.id \
+             WHERE s.processor_event_id = 't0' AND s.currency = 'eur' AND c.currency = 'eur' \
+             AND s.sale_type = 'subscription' AND s.product_id = 'pro' AND s.metadata LIKE '%\"plan\":\"pro\"%' \
+             AND s.payment_status = 'paid' AND NOT s.is_recurring AND NOT s.is_test AND s.sale_date = s.created_at"
+        ).await, 1);
         // Nothing was written for the refused sales, nor in the other program.
         assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_sale_events WHERE processor_event_id IN ('t-unknown', 't-elsewhere')").await, 0);
         assert_eq!(app.count(&format!("SELECT COUNT(*) FROM customers WHERE program_id = {} AND customer_status = 'conversion'", other.program_id)).await, 0);
