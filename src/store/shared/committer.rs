@@ -352,7 +352,7 @@ async fn run_batch(
     let Some(mut tx) = begin(&mut *conn).await else {
         return Ended::NotBegun;
     };
-    let mut done: Vec<Done> = Vec::with_capacity(jobs.len() + clicks.len());
+    let mut done: Vec<Done> = Vec::with_capacity(jobs.len() + clicks.len() + sales.len());
     let mut deltas = Deltas::default();
     let mut failed: Option<CommitFailed> = None;
     if !clicks.is_empty() {

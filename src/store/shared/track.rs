@@ -666,26 +666,37 @@ pub async fn sale(conn: &mut Conn, deltas: &mut Deltas, s: NewSale) -> Result<Sa
     .execute(&mut *conn)
     .await?;
 
+    count_sale(
+        deltas,
+        &s,
+        partner_id,
+        commission_cents,
+        c.first_purchase_date.is_none(),
+    );
+    Ok(SaleOutcome {
+        sale_id,
+        commission_id,
+    })
+}
+
+/// Counts a recorded sale in its program's rollup and its partner's totals; `converts`
+/// when it is the customer's first purchase.
+fn count_sale(deltas: &mut Deltas, s: &NewSale, partner_id: i64, commission: i64, converts: bool) {
     // Figures are kept in hundredths of the major unit, whatever the currency.
     let revenue = money::hundredths(s.amount_cents, &s.currency);
-    let commission_cents = money::hundredths(commission_cents, &s.currency);
-    let day = day_of(s.at);
-    let r = deltas.rollup(s.program.id, day);
+    let commission_cents = money::hundredths(commission, &s.currency);
+    let r = deltas.rollup(s.program.id, day_of(s.at));
     r.revenue_cents += revenue;
     r.sales += 1;
     r.sale_events += 1;
     r.commission_cents += commission_cents;
-    if c.first_purchase_date.is_none() {
+    if converts {
         r.conversions += 1;
     }
     let p = deltas.partner(partner_id, s.program.id);
     p.sales += 1;
     p.revenue_cents += revenue;
     p.commission_cents += commission_cents;
-    Ok(SaleOutcome {
-        sale_id,
-        commission_id,
-    })
 }
 
 /// Whether [`plain_sales`] may take this sale: a live sale outside a subscription and not
@@ -694,30 +705,45 @@ pub fn is_plain_sale(s: &NewSale) -> bool {
     !s.is_test && s.subscription_id.is_none() && !s.is_recurring
 }
 
+/// D8's customer of a sale in its program, as an SQL expression over the program id, the
+/// customer key and the click id: by customer key, then by click id.
+fn sale_customer_id(program_id: &str, customer_key: &str, click_id: &str) -> String {
+    format!(
+        "COALESCE(\
+         (SELECT k.id FROM customers k WHERE k.program_id = {program_id} \
+         AND k.customer_key = {customer_key}), \
+         (SELECT k.id FROM customers k WHERE k.click_id = {click_id} \
+         AND k.program_id = {program_id}))"
+    )
+}
+
 /// Reads, on a reader connection, the pages the writer will need to record `s`: its
 /// customer, the customer's leads and latest click, its partner-program record. On a
 /// large SQLite database most of them are not in memory; read here, by many requests at
 /// once, they are when the single writer gets to the sale, instead of the writer waiting
 /// for the disk one page at a time. Only a hint: errors are ignored.
 pub async fn warm_sale(pool: &Pool<Db>, s: &NewSale) {
-    let warmed = sqlx::query(
-        "SELECT c.id, \
-         (SELECT e.converted FROM affiliate_click_events e WHERE e.id = \
-         (SELECT MAX(m.id) FROM affiliate_click_events m WHERE m.customer_id = c.id)), \
-         (SELECT COUNT(l.converted) FROM affiliate_lead_events l WHERE l.customer_id = c.id), \
-         (SELECT pp.id FROM partner_programs pp WHERE pp.partner_id = c.partner_id \
-         AND pp.program_id = c.program_id), \
-         EXISTS (SELECT 1 FROM affiliate_sale_events x WHERE x.processor_event_id = $4) \
-         FROM customers c WHERE c.id = COALESCE(\
-         (SELECT k.id FROM customers k WHERE k.program_id = $1 AND k.customer_key = $2), \
-         (SELECT k.id FROM customers k WHERE k.click_id = $3 AND k.program_id = $1))",
-    )
-    .bind(s.program.id)
-    .bind(&s.customer_key)
-    .bind(&s.click_id)
-    .bind(&s.transaction_id)
-    .fetch_optional(pool)
-    .await;
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        format!(
+            "SELECT c.id, \
+             (SELECT e.converted FROM affiliate_click_events e WHERE e.id = \
+             (SELECT MAX(m.id) FROM affiliate_click_events m WHERE m.customer_id = c.id)), \
+             (SELECT COUNT(l.converted) FROM affiliate_lead_events l WHERE l.customer_id = c.id), \
+             (SELECT pp.id FROM partner_programs pp WHERE pp.partner_id = c.partner_id \
+             AND pp.program_id = c.program_id), \
+             EXISTS (SELECT 1 FROM affiliate_sale_events x WHERE x.processor_event_id = $4) \
+             FROM customers c WHERE c.id = {}",
+            sale_customer_id("$1", "$2", "$3")
+        )
+    });
+    let warmed = sqlx::query(sql)
+        .bind(s.program.id)
+        .bind(&s.customer_key)
+        .bind(&s.click_id)
+        .bind(&s.transaction_id)
+        .fetch_optional(pool)
+        .await;
     if let Err(e) = warmed {
         tracing::debug!(error = %e, "warming a sale's pages failed");
     }
@@ -733,22 +759,24 @@ fn resolve_sales_sql() -> &'static str {
         c.first_purchase_date, pp.id, \
         EXISTS (SELECT 1 FROM affiliate_sale_events s WHERE s.processor_event_id = v ->> 3) \
         FROM ROWS \
-        JOIN customers c ON c.id = COALESCE(\
-        (SELECT k.id FROM customers k WHERE k.program_id = CAST(v ->> 0 AS BIGINT) \
-        AND k.customer_key = v ->> 1), \
-        (SELECT k.id FROM customers k WHERE k.click_id = v ->> 2 \
-        AND k.program_id = CAST(v ->> 0 AS BIGINT))) \
+        JOIN customers c ON c.id = CUSTOMER \
         LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
         AND pp.program_id = c.program_id";
     static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    TEXT.get_or_init(|| match BACKEND {
-        Backend::Sqlite => SQL
-            .replace("IDX", "CAST(j.key AS BIGINT)")
-            .replace("ROWS", "(SELECT key, value AS v FROM json_each(?1)) j"),
-        Backend::Postgres => SQL.replace("IDX", "j.ord - 1").replace(
-            "ROWS",
-            "jsonb_array_elements($1::jsonb) WITH ORDINALITY AS j(v, ord)",
-        ),
+    TEXT.get_or_init(|| {
+        let sql = SQL.replace(
+            "CUSTOMER",
+            &sale_customer_id("CAST(v ->> 0 AS BIGINT)", "v ->> 1", "v ->> 2"),
+        );
+        match BACKEND {
+            Backend::Sqlite => sql
+                .replace("IDX", "CAST(j.key AS BIGINT)")
+                .replace("ROWS", "(SELECT key, value AS v FROM json_each(?1)) j"),
+            Backend::Postgres => sql.replace("IDX", "j.ord - 1").replace(
+                "ROWS",
+                "jsonb_array_elements($1::jsonb) WITH ORDINALITY AS j(v, ord)",
+            ),
+        }
     })
 }
 
@@ -922,21 +950,7 @@ pub async fn plain_sales(
                 anyhow::anyhow!("a batched sale was not recorded"),
             ));
         }
-        let s = sales[i];
-        let revenue = money::hundredths(s.amount_cents, &s.currency);
-        let commission_cents = money::hundredths(commission, &s.currency);
-        let r = deltas.rollup(s.program.id, day_of(s.at));
-        r.revenue_cents += revenue;
-        r.sales += 1;
-        r.sale_events += 1;
-        r.commission_cents += commission_cents;
-        if converts {
-            r.conversions += 1;
-        }
-        let p = deltas.partner(partner_id, s.program.id);
-        p.sales += 1;
-        p.revenue_cents += revenue;
-        p.commission_cents += commission_cents;
+        count_sale(deltas, sales[i], partner_id, commission, converts);
     }
     Ok(outcomes)
 }
