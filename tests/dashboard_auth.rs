@@ -125,7 +125,7 @@ on_both_backends! {
             chrono::Utc::now().timestamp_millis() - 1,
             sha256_hex(&other)
         );
-        exec(&app, &sql_expire).await;
+        reftrack_exec(&app.database_url, &sql_expire).await;
         get(&app, &status, Some(&bearer(&other))).await.expect(401);
         // The next login purges expired sessions.
         token_of(&app).await;
@@ -138,19 +138,6 @@ on_both_backends! {
 
 async fn token_of(app: &TestApp) -> String {
     token(app, "dana@example.com").await
-}
-
-/// Runs one statement against the test database.
-async fn exec(app: &TestApp, sql: &str) {
-    use sqlx::Connection;
-    let url = &app.database_url;
-    if url.starts_with("sqlite:") {
-        let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
-        sqlx::query(sql).execute(&mut c).await.unwrap();
-    } else {
-        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-        sqlx::query(sql).execute(&mut c).await.unwrap();
-    }
 }
 
 fn assert_status(r: &Reply, status: u16, what: &str) {

@@ -6,6 +6,7 @@
 mod common;
 use chrono::{DateTime, Days, NaiveDate, Utc};
 use common::*;
+use reftrack::store::deltas::{Deltas, RollupDelta};
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "correct horse battery";
@@ -62,60 +63,23 @@ fn at(n: u64, h: i64, m: i64, s: i64, ms: i64) -> i64 {
     start + ((h * 60 + m) * 60 + s) * 1000 + ms
 }
 
-/// Runs one statement against the test database.
-async fn exec(app: &TestApp, sql: &str) {
-    use sqlx::Connection;
+/// Adds `r` to the rollup of `program_id` on `day` with the group committer's own code,
+/// as the tracking writes would.
+async fn add_rollup(app: &TestApp, program_id: i64, day: &str, r: RollupDelta) {
+    let mut deltas = Deltas::default();
+    *deltas.rollup(program_id, day.to_string()) = r;
     let url = &app.database_url;
     if url.starts_with("sqlite:") {
-        let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
-        sqlx::query(sql).execute(&mut c).await.unwrap();
+        let mut s = reftrack::store::sqlite::seed::Seeder::connect(url)
+            .await
+            .unwrap();
+        s.apply_deltas(&deltas).await.unwrap();
     } else {
-        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-        sqlx::query(sql).execute(&mut c).await.unwrap();
+        let mut s = reftrack::store::postgres::seed::Seeder::connect(url)
+            .await
+            .unwrap();
+        s.apply_deltas(&deltas).await.unwrap();
     }
-}
-
-/// Figures added to a program-day rollup.
-#[derive(Default, Clone, Copy)]
-struct Roll {
-    clicks: i64,
-    leads: i64,
-    conversions: i64,
-    revenue_cents: i64,
-    sales: i64,
-    commission_cents: i64,
-    partners: i64,
-    lead_events: i64,
-    sale_events: i64,
-}
-
-/// Adds `r` to the rollup of `program_id` on `day`, as the tracking writes would.
-async fn add_rollup(app: &TestApp, program_id: i64, day: &str, r: Roll) {
-    let sql = format!(
-        "INSERT INTO daily_rollups (program_id, day, clicks, leads, conversions, revenue_cents, \
-         sales, commission_cents, partners, lead_events, sale_events) \
-         VALUES ({program_id}, '{day}', {}, {}, {}, {}, {}, {}, {}, {}, {}) \
-         ON CONFLICT (program_id, day) DO UPDATE SET \
-         clicks = daily_rollups.clicks + excluded.clicks, \
-         leads = daily_rollups.leads + excluded.leads, \
-         conversions = daily_rollups.conversions + excluded.conversions, \
-         revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents, \
-         sales = daily_rollups.sales + excluded.sales, \
-         commission_cents = daily_rollups.commission_cents + excluded.commission_cents, \
-         partners = daily_rollups.partners + excluded.partners, \
-         lead_events = daily_rollups.lead_events + excluded.lead_events, \
-         sale_events = daily_rollups.sale_events + excluded.sale_events",
-        r.clicks,
-        r.leads,
-        r.conversions,
-        r.revenue_cents,
-        r.sales,
-        r.commission_cents,
-        r.partners,
-        r.lead_events,
-        r.sale_events
-    );
-    exec(app, &sql).await;
 }
 
 fn trend(v: &Value, name: &str) -> (f64, String) {
@@ -280,15 +244,15 @@ on_both_backends! {
         let p = seed.program_id;
         let path = format!("/api/tracking/performance/{p}");
         // Current 7-day window: today-6 .. today. Previous: today-13 .. today-7.
-        add_rollup(&app, p, &ago(1), Roll { clicks: 25, leads: 4, conversions: 3, revenue_cents: 12_345, commission_cents: 60, ..Roll::default() }).await;
-        add_rollup(&app, p, &ago(6), Roll { clicks: 15, leads: 6, conversions: 2, commission_cents: 40, ..Roll::default() }).await;
-        add_rollup(&app, p, &ago(7), Roll { clicks: 20, leads: 15, conversions: 1, commission_cents: 200, ..Roll::default() }).await;
-        add_rollup(&app, p, &ago(13), Roll { clicks: 10, leads: 5, conversions: 4, commission_cents: 100, ..Roll::default() }).await;
+        add_rollup(&app, p, &ago(1), RollupDelta { clicks: 25, leads: 4, conversions: 3, revenue_cents: 12_345, commission_cents: 60, ..RollupDelta::default() }).await;
+        add_rollup(&app, p, &ago(6), RollupDelta { clicks: 15, leads: 6, conversions: 2, commission_cents: 40, ..RollupDelta::default() }).await;
+        add_rollup(&app, p, &ago(7), RollupDelta { clicks: 20, leads: 15, conversions: 1, commission_cents: 200, ..RollupDelta::default() }).await;
+        add_rollup(&app, p, &ago(13), RollupDelta { clicks: 10, leads: 5, conversions: 4, commission_cents: 100, ..RollupDelta::default() }).await;
         // Outside both windows.
-        add_rollup(&app, p, &ago(14), Roll { clicks: 1000, leads: 1000, conversions: 7, revenue_cents: 99_999, sales: 50, partners: 9, commission_cents: 5, ..Roll::default() }).await;
+        add_rollup(&app, p, &ago(14), RollupDelta { clicks: 1000, leads: 1000, conversions: 7, revenue_cents: 99_999, sales: 50, partners: 9, commission_cents: 5, ..RollupDelta::default() }).await;
         // Another program's figures never leak in.
         let other = app.seed().await;
-        add_rollup(&app, other.program_id, &ago(1), Roll { clicks: 500, ..Roll::default() }).await;
+        add_rollup(&app, other.program_id, &ago(1), RollupDelta { clicks: 500, ..RollupDelta::default() }).await;
 
         let r = get(&app, &auth, &path).await.expect(200);
         let b = &r.body;
@@ -692,7 +656,7 @@ async fn insert_event(
     let id = app.count(&sql).await;
     if !is_test {
         let day = reftrack::domain::time::day_of(ts);
-        let mut r = Roll::default();
+        let mut r = RollupDelta::default();
         match kind {
             "click" => r.clicks = 1,
             "lead" => r.lead_events = 1,
@@ -844,7 +808,7 @@ on_both_backends! {
 
         // Without date filters the total is read from the daily rollups, O(days): a
         // rollup-only figure shows in it (the tracking writes keep both in step).
-        add_rollup(&app, p, &ago(30), Roll { clicks: 5, lead_events: 2, sale_events: 1, ..Roll::default() }).await;
+        add_rollup(&app, p, &ago(30), RollupDelta { clicks: 5, lead_events: 2, sale_events: 1, ..RollupDelta::default() }).await;
         let r = get(&app, &auth, &path).await.expect(200);
         assert_eq!(r.body["meta"]["pagination"]["total"], 33);
         let r = get(&app, &auth, &format!("{path}?eventType=lead")).await.expect(200);

@@ -148,8 +148,8 @@ on_both_backends! {
             assert_eq!(app.count(&format!("SELECT COUNT(*) FROM affiliate_sale_events WHERE program_id = {p}")).await, 1);
             assert_eq!(app.count(&format!("SELECT COUNT(*) FROM affiliate_sale_events WHERE program_id = {p} AND charge_id = 'ch_first' AND NOT is_recurring AND subscription_id = 'sub_1QcsSubscr0001'")).await, 1);
             // Clean the processed ids so the second round can reuse the fixtures.
-            execute(&app, "DELETE FROM stripe_events").await;
-            execute(&app, "UPDATE affiliate_sale_events SET processor_event_id = processor_event_id || '_old'").await;
+            reftrack_exec(&app.database_url, "DELETE FROM stripe_events").await;
+            reftrack_exec(&app.database_url, "UPDATE affiliate_sale_events SET processor_event_id = processor_event_id || '_old'").await;
         }
     }
 }
@@ -281,20 +281,5 @@ on_both_backends! {
         assert_eq!(app.count(&figures(api.program_id)).await, app.count(&figures(hook.program_id)).await);
         let totals = |p: i64| format!("SELECT total_sales * 100000000 + total_revenue_cents * 10000 + total_commission_cents FROM partner_programs WHERE program_id = {p}");
         assert_eq!(app.count(&totals(api.program_id)).await, app.count(&totals(hook.program_id)).await);
-    }
-}
-
-async fn execute(app: &TestApp, sql: &str) {
-    use sqlx::Connection;
-    if app.database_url.starts_with("sqlite") {
-        let mut c = sqlx::SqliteConnection::connect(&app.database_url)
-            .await
-            .unwrap();
-        sqlx::query(sql).execute(&mut c).await.unwrap();
-    } else {
-        let mut c = sqlx::PgConnection::connect(&app.database_url)
-            .await
-            .unwrap();
-        sqlx::query(sql).execute(&mut c).await.unwrap();
     }
 }

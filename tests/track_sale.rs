@@ -130,15 +130,7 @@ on_both_backends! {
         // A customer without partner.
         let orphan = app.click(&seed.short_link).await;
         let sql = format!("UPDATE customers SET partner_id = NULL WHERE click_id = '{orphan}'");
-        if app.database_url.starts_with("sqlite") {
-            use sqlx::Connection;
-            let mut c = sqlx::SqliteConnection::connect(&app.database_url).await.unwrap();
-            sqlx::query(&sql).execute(&mut c).await.unwrap();
-        } else {
-            use sqlx::Connection;
-            let mut c = sqlx::PgConnection::connect(&app.database_url).await.unwrap();
-            sqlx::query(&sql).execute(&mut c).await.unwrap();
-        }
+        reftrack_exec(&app.database_url, &sql).await;
         let r = app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "t3", "amount_cents": 100, "click_id": orphan})).await.expect(400);
         assert_eq!(r.error(), "partnerId required to create commission");
         // None of them consumed its transaction id or left a record.
@@ -200,7 +192,7 @@ on_both_backends! {
         app.admin("PATCH", &format!("/programs/{}", seed.program_id), Some(json!({"recurring_commission_months": 1}))).await.expect(200);
         let two_months = 62i64 * 86_400_000;
         let sql = format!("UPDATE affiliate_sale_events SET sale_date = sale_date - {two_months} WHERE processor_event_id = 'inv_1'");
-        execute(&app, &sql).await;
+        reftrack_exec(&app.database_url, &sql).await;
         let r = app
             .post_auth(SALE, &seed.api_token, json!({"transaction_id": "inv_4", "amount_cents": 2000, "customer_key": "sub", "subscription_id": "s1", "is_recurring": true}))
             .await
@@ -250,21 +242,6 @@ on_both_backends! {
         // Test mode still validates the amount and needs the API key.
         app.post_auth(SALE, &seed.api_token, json!({"amount_cents": 0, "additional_data": {"test_mode": true}})).await.expect(400);
         app.post(SALE, json!({"amount_cents": 1, "additional_data": {"test_mode": true}})).await.expect(401);
-    }
-}
-
-async fn execute(app: &TestApp, sql: &str) {
-    use sqlx::Connection;
-    if app.database_url.starts_with("sqlite") {
-        let mut c = sqlx::SqliteConnection::connect(&app.database_url)
-            .await
-            .unwrap();
-        sqlx::query(sql).execute(&mut c).await.unwrap();
-    } else {
-        let mut c = sqlx::PgConnection::connect(&app.database_url)
-            .await
-            .unwrap();
-        sqlx::query(sql).execute(&mut c).await.unwrap();
     }
 }
 
