@@ -194,62 +194,41 @@ async fn the_binary_limits_by_peer_address_from_its_configuration() {
     assert_eq!(statuses, [400, 400, 400, 429]);
 }
 
-async fn user_in(app: &TestApp, workspace_id: i64, email: &str, role: &str) {
-    let u = app
-        .admin(
-            "POST",
-            "/users",
-            Some(json!({"email": email, "password": PASSWORD})),
-        )
-        .await
-        .expect(201);
-    app.admin(
-        "POST",
-        &format!("/workspaces/{workspace_id}/members"),
-        Some(json!({"user_id": u.body["id"], "role": role})),
-    )
-    .await
-    .expect(201);
-}
-
-async fn login(app: &TestApp, email: &str, password: &str) -> Reply {
-    app.post(LOGIN, json!({"email": email, "password": password}))
-        .await
-}
-
 #[tokio::test]
 async fn failed_logins_lock_the_account_out_for_longer_each_time() {
     let app = TestApp::sqlite().await;
     let seed = app.seed().await;
-    user_in(&app, seed.workspace_id, "dana@example.com", "owner").await;
-    user_in(&app, seed.workspace_id, "erin@example.com", "owner").await;
+    app.member(seed.workspace_id, "dana@example.com", PASSWORD, "owner")
+        .await;
+    app.member(seed.workspace_id, "erin@example.com", PASSWORD, "owner")
+        .await;
     for _ in 0..5 {
-        login(&app, "dana@example.com", "guess").await.expect(401);
+        app.login("dana@example.com", "guess").await.expect(401);
     }
     // Locked: even the right password is refused, without a hint which it was.
-    let r = login(&app, "Dana@Example.com", PASSWORD).await;
+    let r = app.login("Dana@Example.com", PASSWORD).await;
     assert_429(&r);
     assert_eq!(r.headers["retry-after"], "1");
     // Another account is not affected; an unknown account is throttled the same way.
-    login(&app, "erin@example.com", PASSWORD).await.expect(200);
+    app.login("erin@example.com", PASSWORD).await.expect(200);
     for _ in 0..5 {
-        login(&app, "ghost@example.com", "guess").await.expect(401);
+        app.login("ghost@example.com", "guess").await.expect(401);
     }
-    assert_429(&login(&app, "ghost@example.com", "guess").await);
+    assert_429(&app.login("ghost@example.com", "guess").await);
 
     // After the lockout the next failure doubles it.
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    login(&app, "dana@example.com", "guess").await.expect(401);
-    let r = login(&app, "dana@example.com", PASSWORD).await;
+    app.login("dana@example.com", "guess").await.expect(401);
+    let r = app.login("dana@example.com", PASSWORD).await;
     assert_429(&r);
     assert_eq!(r.headers["retry-after"], "2");
     tokio::time::sleep(Duration::from_millis(2100)).await;
     // Success clears the count.
-    login(&app, "dana@example.com", PASSWORD).await.expect(200);
+    app.login("dana@example.com", PASSWORD).await.expect(200);
     for _ in 0..4 {
-        login(&app, "dana@example.com", "guess").await.expect(401);
+        app.login("dana@example.com", "guess").await.expect(401);
     }
-    login(&app, "dana@example.com", PASSWORD).await.expect(200);
+    app.login("dana@example.com", PASSWORD).await.expect(200);
 }
 
 /// Counts of program `p`'s records and figures, to show that nothing changed.
@@ -322,8 +301,8 @@ on_both_backends! {
     async fn a_dashboard_session_sees_only_its_memberships(app: TestApp) {
         let a = app.seed().await;
         let b = app.seed().await;
-        user_in(&app, a.workspace_id, "owner.a@example.com", "owner").await;
-        let session = login(&app, "owner.a@example.com", PASSWORD).await.expect(200);
+        app.member(a.workspace_id, "owner.a@example.com", PASSWORD, "owner").await;
+        let session = app.login("owner.a@example.com", PASSWORD).await.expect(200);
         let auth = format!("Bearer {}", session.body["token"].as_str().unwrap());
         for endpoint in ["performance", "status", "events"] {
             app.send("GET", &format!("/api/tracking/{endpoint}/{}", a.program_id), None, &[("authorization", &auth)])

@@ -31,16 +31,8 @@ async fn user(app: &TestApp, seed: &Seed, email: &str, membership: Option<(&str,
     id
 }
 
-async fn login(app: &TestApp, email: &str, password: &str) -> Reply {
-    app.post(
-        "/api/auth/login",
-        json!({"email": email, "password": password}),
-    )
-    .await
-}
-
 async fn token(app: &TestApp, email: &str) -> String {
-    let r = login(app, email, PASSWORD).await.expect(200);
+    let r = app.login(email, PASSWORD).await.expect(200);
     r.body["token"].as_str().unwrap().to_string()
 }
 
@@ -73,9 +65,9 @@ on_both_backends! {
         user(&app, &seed, "dana@example.com", Some(("owner", "active"))).await;
 
         // Same 401 text for a wrong password and an unknown email.
-        let wrong = login(&app, "dana@example.com", "not the password").await.expect(401);
+        let wrong = app.login("dana@example.com", "not the password").await.expect(401);
         assert_eq!(wrong.error(), "Invalid email or password");
-        let unknown = login(&app, "nobody@example.com", PASSWORD).await.expect(401);
+        let unknown = app.login("nobody@example.com", PASSWORD).await.expect(401);
         assert_eq!(unknown.error(), "Invalid email or password");
         // Malformed bodies are 400/415, not 401.
         app.post("/api/auth/login", json!({"email": "dana@example.com"})).await.expect(400);
@@ -83,7 +75,7 @@ on_both_backends! {
 
         // Emails are matched trimmed and case-insensitively (they are stored lower-case).
         let before = chrono::Utc::now().timestamp_millis();
-        let r = login(&app, "  Dana@Example.COM ", PASSWORD).await.expect(200);
+        let r = app.login("  Dana@Example.COM ", PASSWORD).await.expect(200);
         let token = r.body["token"].as_str().unwrap().to_string();
         assert!(token.starts_with("rts_") && token.len() == 4 + 64, "{token}");
         let expires = chrono::DateTime::parse_from_rfc3339(r.body["expires_at"].as_str().unwrap())

@@ -14,28 +14,9 @@ const PASSWORD: &str = "correct horse battery";
 /// A logged-in owner of the seed's workspace; returns the `Authorization` value.
 async fn owner(app: &TestApp, seed: &Seed) -> String {
     let email = format!("owner{}@example.com", seed.workspace_id);
-    let u = app
-        .admin(
-            "POST",
-            "/users",
-            Some(json!({"email": email, "password": PASSWORD})),
-        )
-        .await
-        .expect(201);
-    app.admin(
-        "POST",
-        &format!("/workspaces/{}/members", seed.workspace_id),
-        Some(json!({"user_id": u.body["id"], "role": "owner"})),
-    )
-    .await
-    .expect(201);
-    let r = app
-        .post(
-            "/api/auth/login",
-            json!({"email": email, "password": PASSWORD}),
-        )
-        .await
-        .expect(200);
+    app.member(seed.workspace_id, &email, PASSWORD, "owner")
+        .await;
+    let r = app.login(&email, PASSWORD).await.expect(200);
     format!("Bearer {}", r.body["token"].as_str().unwrap())
 }
 

@@ -295,6 +295,36 @@ impl TestApp {
         (partner_id, code.to_string())
     }
 
+    /// Creates a user with `password` and makes it a member of `workspace_id` with `role`
+    /// (and the default status); returns the user's id.
+    pub async fn member(&self, workspace_id: i64, email: &str, password: &str, role: &str) -> i64 {
+        let u = self
+            .admin(
+                "POST",
+                "/users",
+                Some(json!({"email": email, "password": password})),
+            )
+            .await
+            .expect(201);
+        self.admin(
+            "POST",
+            &format!("/workspaces/{workspace_id}/members"),
+            Some(json!({"user_id": u.body["id"], "role": role})),
+        )
+        .await
+        .expect(201);
+        u.body["id"].as_i64().unwrap()
+    }
+
+    /// `POST /api/auth/login`.
+    pub async fn login(&self, email: &str, password: &str) -> Reply {
+        self.post(
+            "/api/auth/login",
+            json!({"email": email, "password": password}),
+        )
+        .await
+    }
+
     /// Tracks a click through `short_link`; returns the click id.
     pub async fn click(&self, short_link: &str) -> String {
         let r = self
