@@ -367,10 +367,7 @@ on_both_backends! {
         assert!((parses_as_timestamp(&d["lastUpdated"]) - now).abs() < 60_000);
 
         // Real events do not complete a step.
-        let click_id = app.click(&seed.short_link).await;
-        app.post_auth("/api/v1/track/lead", &seed.api_token, json!({"click_id": click_id, "customer_key": "real"}))
-            .await
-            .expect(200);
+        app.lead(&seed, "real").await;
         let r = get(&app, &auth, &path).await.expect(200);
         assert_eq!(r.body["data"]["stepStatuses"]["pageview"], "pending");
         assert_eq!(r.body["data"]["stepStatuses"]["referrals"], "pending");

@@ -253,14 +253,7 @@ fn tracking_and_webhook_endpoints_answer_hostile_requests_with_2xx_or_4xx() {
         let seed = app
             .seed_with(json!({"stripe_webhook_secret": "whsec_fuzz"}))
             .await;
-        let click_id = app.click(&seed.short_link).await;
-        app.post_auth(
-            "/api/v1/track/lead",
-            &seed.api_token,
-            json!({"click_id": click_id, "customer_key": "k"}),
-        )
-        .await
-        .expect(200);
+        let click_id = app.lead(&seed, "k").await;
         app.post_auth(
             "/api/v1/track/sale",
             &seed.api_token,

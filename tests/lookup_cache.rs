@@ -75,14 +75,7 @@ on_both_backends! {
 on_both_backends! {
     async fn program_changes_reach_the_next_sale(app: TestApp) {
         let seed = app.seed().await;
-        let click_id = app.click(&seed.short_link).await;
-        app.post_auth(
-            "/api/v1/track/lead",
-            &seed.api_token,
-            json!({"click_id": click_id, "customer_key": "cust-1"}),
-        )
-        .await
-        .expect(200);
+        app.lead(&seed, "cust-1").await;
         let sale = |t: &str| json!({"transaction_id": t, "amount_cents": 10_000, "customer_key": "cust-1"});
         app.post_auth("/api/v1/track/sale", &seed.api_token, sale("s1")).await.expect(200);
         app.admin(

@@ -469,14 +469,7 @@ async fn sqlite_locked_by_another_connection_is_503_not_500() {
     use sqlx::Connection;
     let app = TestApp::sqlite().await;
     let seed = app.seed().await;
-    let click_id = app.click(&seed.short_link).await;
-    app.post_auth(
-        "/api/v1/track/lead",
-        &seed.api_token,
-        json!({"click_id": click_id, "customer_key": "k"}),
-    )
-    .await
-    .expect(200);
+    app.lead(&seed, "k").await;
 
     let mut holder = sqlx::SqliteConnection::connect(&app.database_url)
         .await

@@ -43,14 +43,7 @@ async fn deliver_with(app: &TestApp, program_id: i64, body: &str, header: Option
 /// A program with a webhook secret and a customer who clicked and signed up as `key`.
 async fn setup(app: &TestApp, key: &str) -> (Seed, String) {
     let seed = app.seed_with(json!({"stripe_webhook_secret": SECRET, "commission": {"type": "percentage", "percent": 30}})).await;
-    let click_id = app.click(&seed.short_link).await;
-    app.post_auth(
-        "/api/v1/track/lead",
-        &seed.api_token,
-        json!({"click_id": click_id, "customer_key": key}),
-    )
-    .await
-    .expect(200);
+    let click_id = app.lead(&seed, key).await;
     (seed, click_id)
 }
 

@@ -7,23 +7,10 @@ use serde_json::json;
 const SALE: &str = "/api/v1/track/sale";
 const REFUND: &str = "/api/v1/track/refund";
 
-/// A customer who clicked and signed up as `key`.
-async fn lead(app: &TestApp, seed: &Seed, key: &str) -> String {
-    let click_id = app.click(&seed.short_link).await;
-    app.post_auth(
-        "/api/v1/track/lead",
-        &seed.api_token,
-        json!({"click_id": click_id, "customer_key": key}),
-    )
-    .await
-    .expect(200);
-    click_id
-}
-
 on_both_backends! {
     async fn sale_records_event_commission_conversion_and_counters(app: TestApp) {
         let seed = app.seed_with(json!({"commission": {"type": "percentage", "percent": 30}})).await;
-        let click_id = lead(&app, &seed, "user_42").await;
+        let click_id = app.lead(&seed, "user_42").await;
         let r = app
             .post_auth(SALE, &seed.api_token, json!({
                 "transaction_id": "txn_1", "amount_cents": 9999, "customer_key": "user_42", "currency": "EUR",
@@ -67,7 +54,7 @@ on_both_backends! {
 on_both_backends! {
     async fn sale_validation_and_auth(app: TestApp) {
         let seed = app.seed().await;
-        lead(&app, &seed, "k").await;
+        app.lead(&seed, "k").await;
         for (headers, _) in [(vec![], ()), (vec![("authorization", "Basic x")], ()), (vec![("authorization", "Bearer   ")], ()), (vec![("authorization", "Bearer rtk_nope")], ())] {
             let r = app.send("POST", SALE, Some(json!({"transaction_id": "t", "amount_cents": 1, "customer_key": "k"})), &headers).await.expect(401);
             assert!(!r.error().is_empty());
@@ -111,7 +98,7 @@ on_both_backends! {
         let seed = app.seed().await;
         let other = app.seed().await;
         // Customers of another program, by key and by click id.
-        let foreign_click = lead(&app, &other, "theirs").await;
+        let foreign_click = app.lead(&other, "theirs").await;
         for body in [
             json!({"transaction_id": "t1", "amount_cents": 100, "customer_key": "theirs"}),
             json!({"transaction_id": "t1", "amount_cents": 100, "click_id": foreign_click}),
@@ -143,8 +130,8 @@ on_both_backends! {
     async fn duplicate_transaction_id_is_409_across_programs(app: TestApp) {
         let seed = app.seed().await;
         let other = app.seed().await;
-        lead(&app, &seed, "a").await;
-        lead(&app, &other, "b").await;
+        app.lead(&seed, "a").await;
+        app.lead(&other, "b").await;
         app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "same", "amount_cents": 500, "customer_key": "a"})).await.expect(200);
         for (token, key) in [(&seed.api_token, "a"), (&other.api_token, "b")] {
             let r = app.post_auth(SALE, token, json!({"transaction_id": "same", "amount_cents": 500, "customer_key": key})).await.expect(409);
@@ -164,7 +151,7 @@ on_both_backends! {
 on_both_backends! {
     async fn flat_commission_and_recurring_limits(app: TestApp) {
         let seed = app.seed_with(json!({"commission": {"type": "flat", "amount_cents": 500}, "recurring_commission_months": 0})).await;
-        lead(&app, &seed, "sub").await;
+        app.lead(&seed, "sub").await;
         let first = app
             .post_auth(SALE, &seed.api_token, json!({"transaction_id": "inv_1", "amount_cents": 2000, "customer_key": "sub", "subscription_id": "s1", "sale_type": "subscription"}))
             .await
@@ -204,7 +191,7 @@ on_both_backends! {
 on_both_backends! {
     async fn renewals_stay_with_the_first_sales_partner(app: TestApp) {
         let seed = app.seed().await;
-        let click_id = lead(&app, &seed, "sub").await;
+        let click_id = app.lead(&seed, "sub").await;
         app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "inv_1", "amount_cents": 1000, "customer_key": "sub", "subscription_id": "s1"})).await.expect(200);
         // The customer later clicks another partner's link: new sales credit bob, renewals
         // of the existing subscription stay with alice.
@@ -224,7 +211,7 @@ on_both_backends! {
 on_both_backends! {
     async fn test_mode_sale_creates_no_commission_or_metrics(app: TestApp) {
         let seed = app.seed().await;
-        lead(&app, &seed, "k").await;
+        app.lead(&seed, "k").await;
         let mut ids = Vec::new();
         for _ in 0..3 {
             let r = app.post_auth(SALE, &seed.api_token, json!({"amount_cents": 100, "additional_data": {"test_mode": true}})).await.expect(200);
@@ -248,7 +235,7 @@ on_both_backends! {
 on_both_backends! {
     async fn refunds_partial_full_repeated(app: TestApp) {
         let seed = app.seed_with(json!({"commission": {"type": "percentage", "percent": 30}})).await;
-        lead(&app, &seed, "k").await;
+        app.lead(&seed, "k").await;
         let sale = app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "txn", "amount_cents": 10000, "customer_key": "k"})).await.expect(200);
         let r = app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": "txn", "refund_amount_cents": 2500, "refund_reason": "partial"})).await.expect(200);
         assert_eq!(r.body, json!({"success": true, "status": "refunded", "sale_id": sale.body["sale_id"], "commission_id": sale.body["commission_id"], "deduction_amount": 7.5}));
@@ -284,7 +271,7 @@ on_both_backends! {
     async fn refund_errors_and_program_scope(app: TestApp) {
         let seed = app.seed().await;
         let other = app.seed().await;
-        lead(&app, &seed, "k").await;
+        app.lead(&seed, "k").await;
         app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "mine", "amount_cents": 100, "customer_key": "k"})).await.expect(200);
         app.post(REFUND, json!({"transaction_id": "mine"})).await.expect(401);
         let r = app.post_auth(REFUND, &seed.api_token, json!({})).await.expect(400);
@@ -308,7 +295,7 @@ on_both_backends! {
 on_both_backends! {
     async fn refund_of_a_sale_without_commission_and_test_refunds(app: TestApp) {
         let seed = app.seed_with(json!({"recurring_commission_months": 0})).await;
-        lead(&app, &seed, "k").await;
+        app.lead(&seed, "k").await;
         app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "first", "amount_cents": 100, "customer_key": "k", "subscription_id": "s"})).await.expect(200);
         app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "renew", "amount_cents": 100, "customer_key": "k", "subscription_id": "s", "is_recurring": true})).await.expect(200);
         let r = app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": "renew"})).await.expect(200);
@@ -333,9 +320,9 @@ on_both_backends! {
         let seed = app.seed_with(json!({"commission": {"type": "percentage", "percent": 30}})).await;
         let other = app.seed().await;
         for i in 0..12 {
-            lead(&app, &seed, &format!("k{i}")).await;
+            app.lead(&seed, &format!("k{i}")).await;
         }
-        lead(&app, &other, "elsewhere").await;
+        app.lead(&other, "elsewhere").await;
         let sale = |tx: String, key: &str| {
             app.post_auth(SALE, &seed.api_token, json!({"transaction_id": tx, "amount_cents": 1000, "customer_key": key}))
         };

@@ -337,6 +337,20 @@ impl TestApp {
         r.body["click_id"].as_str().unwrap().to_string()
     }
 
+    /// A customer who clicked through the seed's link and signed up as `key` (a server-mode
+    /// lead); returns the click id.
+    pub async fn lead(&self, seed: &Seed, key: &str) -> String {
+        let click_id = self.click(&seed.short_link).await;
+        self.post_auth(
+            "/api/v1/track/lead",
+            &seed.api_token,
+            json!({"click_id": click_id, "customer_key": key}),
+        )
+        .await
+        .expect(200);
+        click_id
+    }
+
     /// Runs a query returning one integer.
     pub async fn count(&self, sql: &str) -> i64 {
         reftrack_count(&self.database_url, sql).await
