@@ -83,7 +83,13 @@ mod dashboard {
     include!("shared/dashboard.rs");
 }
 
+mod rows {
+    use super::*;
+    include!("shared/rows.rs");
+}
+
 mod track {
+    use super::rows::{self, Rows};
     use super::*;
     use crate::domain::attribution::{self, CustomerStatus};
     use crate::domain::refund::{self, RefundStatus};

@@ -54,7 +54,6 @@ async fn connect(url: &str) -> anyhow::Result<(Pool<Db>, Pool<Db>)> {
     let write = SqlitePoolOptions::new()
         .max_connections(1)
         .acquire_timeout(Duration::from_secs(10))
-        // The writer keeps the hot pages of the indexes it inserts into (16 MiB).
         .connect_with(options.clone())
         .await?;
     let read = SqlitePoolOptions::new()
@@ -153,7 +152,13 @@ mod dashboard {
     include!("shared/dashboard.rs");
 }
 
+mod rows {
+    use super::*;
+    include!("shared/rows.rs");
+}
+
 mod track {
+    use super::rows::{self, Rows};
     use super::*;
     use crate::domain::attribution::{self, CustomerStatus};
     use crate::domain::refund::{self, RefundStatus};

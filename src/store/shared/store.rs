@@ -213,9 +213,6 @@ impl Store for SqlStore {
             .await
     }
     async fn record_sale(&self, sale: NewSale) -> Result<SaleOutcome> {
-        if BACKEND == Backend::Sqlite && track::is_plain_sale(&sale) {
-            track::warm_sale(&self.read, &sale).await;
-        }
         self.committer.submit_sale(sale).await
     }
     async fn record_refund(&self, refund: NewRefund) -> Result<RefundOutcome> {

@@ -133,95 +133,122 @@ pub async fn click(conn: &mut Conn, deltas: &mut Deltas, c: NewClick) -> Result<
     Ok(click_id)
 }
 
-/// The statement that inserts a batch of new clicks: their customers, then their click
-/// events, from one JSON array of rows (see [`new_clicks`]). One statement text for
-/// every batch size, so it is prepared once, and one round trip to the database.
-fn new_clicks_sql() -> &'static str {
-    const CUSTOMERS: &str = "INSERT INTO customers (program_id, click_id, customer_status, \
-        partner_id, link_id, created_at, updated_at) \
-        SELECT CAST(v ->> 0 AS BIGINT), v ->> 1, 'click', CAST(v ->> 2 AS BIGINT), \
-        CAST(v ->> 3 AS BIGINT), CAST(v ->> 4 AS BIGINT), CAST(v ->> 4 AS BIGINT) FROM ROWS";
-    const EVENTS: &str = "INSERT INTO affiliate_click_events (program_id, customer_id, link_id, \
-        partner_id, click_id, session_id, page_url, page_title, referrer_url, screen_resolution, \
-        viewport_size, language, timezone, geo_country, geo_region, geo_city, device_type, \
-        device_os, browser_name, converted, is_test, click_timestamp, created_at) \
-        SELECT CAST(v ->> 0 AS BIGINT), CUSTOMER_ID, CAST(v ->> 3 AS BIGINT), \
-        CAST(v ->> 2 AS BIGINT), v ->> 1, v ->> 5, v ->> 6, v ->> 7, v ->> 8, v ->> 9, v ->> 10, \
-        v ->> 11, v ->> 12, v ->> 13, v ->> 14, v ->> 15, v ->> 16, v ->> 17, v ->> 18, FALSE, \
-        FALSE, CAST(v ->> 4 AS BIGINT), CAST(v ->> 4 AS BIGINT) FROM ROWS";
-    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    SQL.get_or_init(|| match BACKEND {
-        // Two statements in one query: the events find their customers by click id.
-        Backend::Sqlite => {
-            let rows = "(SELECT value AS v FROM json_each(?1))";
-            format!(
-                "{}; {}",
-                CUSTOMERS.replace("ROWS", rows),
-                EVENTS
-                    .replace(
-                        "CUSTOMER_ID",
-                        "(SELECT id FROM customers c WHERE c.click_id = v ->> 1)"
-                    )
-                    .replace("ROWS", rows)
+/// The columns of a batch's new clicks (see [`new_clicks`]).
+const CLICK_COLUMNS: &[&str] = &[
+    "program_id",
+    "click_id",
+    "partner_id",
+    "link_id",
+    "at",
+    "session_id",
+    "page_url",
+    "page_title",
+    "referrer_url",
+    "screen_resolution",
+    "viewport_size",
+    "language",
+    "timezone",
+    "geo_country",
+    "geo_region",
+    "geo_city",
+    "device_type",
+    "device_os",
+    "browser_name",
+];
+
+/// Of [`CLICK_COLUMNS`], those the customer's row needs.
+const CUSTOMER_CLICK_COLUMNS: &[&str] = CLICK_COLUMNS.split_at(5).0;
+
+/// The statement that inserts `n` new clicks (1 to [`rows::CHUNK`]): their customers,
+/// then their click events. One round trip.
+fn new_clicks_sql(n: usize) -> &'static str {
+    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let all = SQL.get_or_init(|| (1..=rows::CHUNK).map(build_new_clicks_sql).collect());
+    &all[n - 1]
+}
+
+fn build_new_clicks_sql(n: usize) -> String {
+    let rows = |columns| Rows::cte(CLICK_COLUMNS, n, columns);
+    let customers = "INSERT INTO customers (program_id, click_id, customer_status, partner_id, \
+        link_id, created_at, updated_at) \
+        SELECT program_id, click_id, 'click', partner_id, link_id, at, at FROM rows";
+    let events = |customer_id: &str, from: &str| {
+        format!(
+            "INSERT INTO affiliate_click_events (program_id, customer_id, link_id, partner_id, \
+             click_id, session_id, page_url, page_title, referrer_url, screen_resolution, \
+             viewport_size, language, timezone, geo_country, geo_region, geo_city, device_type, \
+             device_os, browser_name, converted, is_test, click_timestamp, created_at) \
+             SELECT rows.program_id, {customer_id}, rows.link_id, rows.partner_id, rows.click_id, \
+             session_id, page_url, page_title, referrer_url, screen_resolution, viewport_size, \
+             language, timezone, geo_country, geo_region, geo_city, device_type, device_os, \
+             browser_name, FALSE, FALSE, at, at FROM {from}"
+        )
+    };
+    match BACKEND {
+        // Two statements in one query, each with the rows' columns it needs; the events
+        // find their customers by click id.
+        Backend::Sqlite => format!(
+            "{} {customers}; {} {}",
+            rows(CUSTOMER_CLICK_COLUMNS),
+            rows(CLICK_COLUMNS),
+            events(
+                "(SELECT id FROM customers c WHERE c.click_id = rows.click_id)",
+                "rows"
             )
-        }
+        ),
         // One statement: the customers' INSERT is a CTE whose ids the events join.
         Backend::Postgres => format!(
-            "WITH rows AS (SELECT value AS v FROM jsonb_array_elements($1::jsonb)), \
-             made AS ({} RETURNING id, click_id) {}",
-            CUSTOMERS.replace("ROWS", "rows"),
-            EVENTS
-                .replace("CUSTOMER_ID", "made.id")
-                .replace("ROWS", "rows JOIN made ON made.click_id = rows.v ->> 1")
+            "{}, made AS ({customers} RETURNING id, click_id) {}",
+            rows(CLICK_COLUMNS),
+            events("made.id", "rows JOIN made ON made.click_id = rows.click_id")
         ),
-    })
+    }
 }
 
 /// §4.1 steps 2 to 5 for clicks that each create their customer, all at once: the
-/// customers and the click events go in by one statement and the counters are folded.
-/// Returns the click ids in the order of `clicks`. Same rows and counters as [`click`]
-/// for each.
+/// customers and the click events go in by one statement per [`rows::CHUNK`] clicks and
+/// the counters are folded. Returns the click ids in the order of `clicks`. Same rows and
+/// counters as [`click`] for each.
 pub async fn new_clicks(
     conn: &mut Conn,
     deltas: &mut Deltas,
     clicks: &[&NewClick],
 ) -> Result<Vec<String>> {
+    use rows::Value::{Int, Text};
     let ids: Vec<String> = clicks.iter().map(|c| click_id::generate(c.at)).collect();
-    let rows: Vec<serde_json::Value> = clicks
-        .iter()
-        .zip(&ids)
-        .map(|(c, id)| {
-            let d = &c.details;
-            serde_json::json!([
-                c.program_id,
-                id,
-                c.partner_id,
-                c.link_id,
-                c.at,
-                d.session_id,
-                d.page_url,
-                d.page_title,
-                d.referrer_url,
-                d.screen_resolution,
-                d.viewport_size,
-                d.language,
-                d.timezone,
-                d.geo_country,
-                d.geo_region,
-                d.geo_city,
-                d.device_type,
-                d.device_os,
-                d.browser_name,
-            ])
-        })
-        .collect();
-    let json = serde_json::to_string(&rows).map_err(|e| {
-        Error::Internal("Internal server error", anyhow::anyhow!("click rows: {e}"))
-    })?;
-    sqlx::query(new_clicks_sql())
-        .bind(json)
-        .execute(&mut *conn)
-        .await?;
+    let mut rows = Rows::new(CLICK_COLUMNS);
+    for (c, id) in clicks.iter().zip(&ids) {
+        let d = &c.details;
+        rows.push(&[
+            Int(c.program_id),
+            Text(Some(id)),
+            Int(c.partner_id),
+            Int(c.link_id),
+            Int(c.at),
+            Text(d.session_id.as_deref()),
+            Text(d.page_url.as_deref()),
+            Text(d.page_title.as_deref()),
+            Text(d.referrer_url.as_deref()),
+            Text(d.screen_resolution.as_deref()),
+            Text(d.viewport_size.as_deref()),
+            Text(d.language.as_deref()),
+            Text(d.timezone.as_deref()),
+            Text(d.geo_country.as_deref()),
+            Text(d.geo_region.as_deref()),
+            Text(d.geo_city.as_deref()),
+            Text(d.device_type.as_deref()),
+            Text(d.device_os.as_deref()),
+            Text(d.browser_name.as_deref()),
+        ]);
+    }
+    for (n, chunk) in rows.chunks() {
+        let mut query = sqlx::query(new_clicks_sql(n));
+        if BACKEND == Backend::Sqlite {
+            query = rows.bind(query, chunk, CUSTOMER_CLICK_COLUMNS);
+        }
+        query = rows.bind(query, chunk, CLICK_COLUMNS);
+        query.execute(&mut *conn).await?;
+    }
     // Most clicks of a batch fall on one day: format it once.
     let mut day: Option<(i64, String)> = None;
     for c in clicks {
@@ -717,158 +744,181 @@ fn sale_customer_id(program_id: &str, customer_key: &str, click_id: &str) -> Str
     )
 }
 
-/// Reads, on a reader connection, the pages the writer will need to record `s`: its
-/// customer, the customer's leads and latest click, its partner-program record. On a
-/// large SQLite database most of them are not in memory; read here, by many requests at
-/// once, they are when the single writer gets to the sale, instead of the writer waiting
-/// for the disk one page at a time. Only a hint: errors are ignored.
-pub async fn warm_sale(pool: &Pool<Db>, s: &NewSale) {
-    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    let sql = SQL.get_or_init(|| {
-        format!(
-            "SELECT c.id, \
-             (SELECT e.converted FROM affiliate_click_events e WHERE e.id = \
-             (SELECT MAX(m.id) FROM affiliate_click_events m WHERE m.customer_id = c.id)), \
-             (SELECT COUNT(l.converted) FROM affiliate_lead_events l WHERE l.customer_id = c.id), \
-             (SELECT pp.id FROM partner_programs pp WHERE pp.partner_id = c.partner_id \
-             AND pp.program_id = c.program_id), \
-             EXISTS (SELECT 1 FROM affiliate_sale_events x WHERE x.processor_event_id = $4) \
-             FROM customers c WHERE c.id = {}",
-            sale_customer_id("$1", "$2", "$3")
-        )
+/// The columns of the sales a batch resolves (see [`plain_sales`]); `idx` is the sale's
+/// place in the batch.
+const SALE_KEY_COLUMNS: &[&str] = &[
+    "idx",
+    "program_id",
+    "customer_key",
+    "click_id",
+    "transaction_id",
+];
+
+/// The query that resolves `n` plain sales (1 to [`rows::CHUNK`]): per sale (by `idx`),
+/// the customer D8 finds in the sale's program, that customer's partner-program record,
+/// and whether the transaction id is already recorded. Sales whose customer is not in
+/// the program have no row.
+fn resolve_sales_sql(n: usize) -> &'static str {
+    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let all = SQL.get_or_init(|| {
+        (1..=rows::CHUNK)
+            .map(|n| {
+                format!(
+                    "{} SELECT rows.idx, c.id, c.click_id, c.customer_key, c.partner_id, \
+                     c.first_purchase_date, pp.id, \
+                     EXISTS (SELECT 1 FROM affiliate_sale_events s \
+                     WHERE s.processor_event_id = rows.transaction_id) \
+                     FROM rows JOIN customers c ON c.id = {} \
+                     LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
+                     AND pp.program_id = c.program_id",
+                    Rows::cte(SALE_KEY_COLUMNS, n, SALE_KEY_COLUMNS),
+                    sale_customer_id("rows.program_id", "rows.customer_key", "rows.click_id"),
+                )
+            })
+            .collect()
     });
-    let warmed = sqlx::query(sql)
-        .bind(s.program.id)
-        .bind(&s.customer_key)
-        .bind(&s.click_id)
-        .bind(&s.transaction_id)
-        .fetch_optional(pool)
-        .await;
-    if let Err(e) = warmed {
-        tracing::debug!(error = %e, "warming a sale's pages failed");
+    &all[n - 1]
+}
+
+/// The columns of the resolved sales a batch records (see [`plain_sales`]).
+const SALE_COLUMNS: &[&str] = &[
+    "idx",
+    "program_id",
+    "customer_id",
+    "partner_id",
+    "click_id",
+    "customer_key",
+    "transaction_id",
+    "amount_cents",
+    "currency",
+    "sale_type",
+    "product_id",
+    "metadata",
+    "at",
+    "commission",
+    "partner_program_id",
+];
+
+/// Of [`SALE_COLUMNS`], those the sale event's row needs.
+const SALE_EVENT_COLUMNS: &[&str] = SALE_COLUMNS.split_at(13).0;
+
+/// The writes that record resolved plain sales, each with the columns of the rows it
+/// reads: the sale events, their commissions, the customers' conversion, their leads and
+/// latest clicks marked converted, and per row its index, sale id and commission id. The
+/// same rows [`sale`] writes for each. `SALES` and `COMMISSIONS` stand for the tables the
+/// later ones find the new rows in.
+const RECORD_SALES: [(&[&str], &str); 6] = [
+    (
+        SALE_EVENT_COLUMNS,
+        "INSERT INTO affiliate_sale_events (program_id, customer_id, partner_id, click_id, \
+         customer_key, processor_event_id, amount_cents, currency, sale_type, payment_status, \
+         is_recurring, subscription_id, product_id, metadata, is_test, sale_date, created_at) \
+         SELECT program_id, customer_id, partner_id, click_id, customer_key, transaction_id, \
+         amount_cents, currency, sale_type, 'paid', FALSE, NULL, product_id, metadata, FALSE, \
+         at, at FROM rows ORDER BY idx",
+    ),
+    (
+        &["transaction_id", "partner_program_id", "commission"],
+        "INSERT INTO commissions (program_id, sale_id, partner_id, partner_program_id, \
+         amount_cents, currency, status, created_at, updated_at) \
+         SELECT s.program_id, s.id, s.partner_id, rows.partner_program_id, rows.commission, \
+         s.currency, 'pending', s.sale_date, s.sale_date \
+         FROM rows JOIN SALES s ON s.processor_event_id = rows.transaction_id",
+    ),
+    (
+        &["customer_id", "at"],
+        "UPDATE customers SET customer_status = 'conversion', \
+         first_purchase_date = COALESCE(customers.first_purchase_date, rows.at), \
+         updated_at = rows.at FROM rows WHERE customers.id = rows.customer_id",
+    ),
+    (
+        &["customer_id"],
+        "UPDATE affiliate_lead_events SET converted = TRUE \
+         WHERE customer_id IN (SELECT customer_id FROM rows) AND NOT converted",
+    ),
+    (
+        &["customer_id"],
+        "UPDATE affiliate_click_events SET converted = TRUE WHERE id IN \
+         (SELECT (SELECT MAX(e.id) FROM affiliate_click_events e \
+         WHERE e.customer_id = rows.customer_id) FROM rows)",
+    ),
+    (
+        &["idx", "transaction_id"],
+        "SELECT rows.idx, s.id, c.id FROM rows \
+         JOIN SALES s ON s.processor_event_id = rows.transaction_id \
+         LEFT JOIN COMMISSIONS c ON c.sale_id = s.id",
+    ),
+];
+
+/// The query that records `n` resolved plain sales (1 to [`rows::CHUNK`]) by
+/// [`RECORD_SALES`]: six statements on SQLite, later ones finding the new sales by
+/// transaction id; one statement on PostgreSQL, each write a CTE.
+fn record_sales_sql(n: usize) -> &'static str {
+    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let all = SQL.get_or_init(|| (1..=rows::CHUNK).map(build_record_sales_sql).collect());
+    &all[n - 1]
+}
+
+fn build_record_sales_sql(n: usize) -> String {
+    let [sales, commissions, customers, leads, clicks, ids] = RECORD_SALES.map(|(_, sql)| sql);
+    match BACKEND {
+        Backend::Sqlite => RECORD_SALES
+            .map(|(columns, sql)| {
+                format!(
+                    "{} {}",
+                    Rows::cte(SALE_COLUMNS, n, columns),
+                    sql.replace("JOIN SALES", "JOIN affiliate_sale_events")
+                        .replace("JOIN COMMISSIONS", "JOIN commissions")
+                )
+            })
+            .join("; "),
+        Backend::Postgres => format!(
+            "{}, sales AS ({sales} RETURNING id, processor_event_id, program_id, partner_id, \
+             currency, sale_date), \
+             comm AS ({} RETURNING id, sale_id), \
+             cust AS ({customers} RETURNING 1), leads AS ({leads} RETURNING 1), \
+             clicks AS ({clicks} RETURNING 1) {}",
+            Rows::cte(SALE_COLUMNS, n, SALE_COLUMNS),
+            commissions.replace("SALES", "sales"),
+            ids.replace("SALES", "sales").replace("COMMISSIONS", "comm"),
+        ),
     }
 }
 
-/// The query that resolves a batch of plain sales: per sale (by its index in the JSON
-/// array of `[program_id, customer_key, click_id, transaction_id]` rows), the customer D8
-/// finds in the sale's program, that customer's partner-program record, and whether the
-/// transaction id is already recorded. Sales whose customer is not in the program have
-/// no row.
-fn resolve_sales_sql() -> &'static str {
-    const SQL: &str = "SELECT IDX, c.id, c.click_id, c.customer_key, c.partner_id, \
-        c.first_purchase_date, pp.id, \
-        EXISTS (SELECT 1 FROM affiliate_sale_events s WHERE s.processor_event_id = v ->> 3) \
-        FROM ROWS \
-        JOIN customers c ON c.id = CUSTOMER \
-        LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
-        AND pp.program_id = c.program_id";
-    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    TEXT.get_or_init(|| {
-        let sql = SQL.replace(
-            "CUSTOMER",
-            &sale_customer_id("CAST(v ->> 0 AS BIGINT)", "v ->> 1", "v ->> 2"),
-        );
-        match BACKEND {
-            Backend::Sqlite => sql
-                .replace("IDX", "CAST(j.key AS BIGINT)")
-                .replace("ROWS", "(SELECT key, value AS v FROM json_each(?1)) j"),
-            Backend::Postgres => sql.replace("IDX", "j.ord - 1").replace(
-                "ROWS",
-                "jsonb_array_elements($1::jsonb) WITH ORDINALITY AS j(v, ord)",
-            ),
-        }
-    })
-}
-
-/// The statements that record a batch of resolved plain sales from one JSON array of
-/// rows (see [`plain_sales`]): the sale events, their commissions, the customers'
-/// conversion, their leads and latest clicks marked converted, and per row its index,
-/// sale id and commission id. The same rows [`sale`] writes for each.
-fn record_sales_sql() -> &'static str {
-    const SALES: &str = "INSERT INTO affiliate_sale_events (program_id, customer_id, \
-        partner_id, click_id, customer_key, processor_event_id, amount_cents, currency, \
-        sale_type, payment_status, is_recurring, subscription_id, product_id, metadata, \
-        is_test, sale_date, created_at) \
-        SELECT CAST(v ->> 0 AS BIGINT), CAST(v ->> 1 AS BIGINT), CAST(v ->> 2 AS BIGINT), \
-        v ->> 3, v ->> 4, v ->> 5, CAST(v ->> 6 AS BIGINT), v ->> 7, v ->> 8, 'paid', FALSE, \
-        NULL, v ->> 9, v ->> 10, FALSE, CAST(v ->> 11 AS BIGINT), CAST(v ->> 11 AS BIGINT) \
-        FROM ROWS ORDER BY CAST(v ->> 14 AS BIGINT)";
-    const COMMISSIONS: &str = "INSERT INTO commissions (program_id, sale_id, partner_id, \
-        partner_program_id, amount_cents, currency, status, created_at, updated_at) \
-        SELECT s.program_id, s.id, s.partner_id, CAST(v ->> 13 AS BIGINT), \
-        CAST(v ->> 12 AS BIGINT), s.currency, 'pending', s.sale_date, s.sale_date \
-        FROM ROWS JOIN SALES s ON s.processor_event_id = v ->> 5";
-    const CUSTOMERS: &str = "UPDATE customers SET customer_status = 'conversion', \
-        first_purchase_date = COALESCE(customers.first_purchase_date, r.at), updated_at = r.at \
-        FROM (SELECT CAST(v ->> 1 AS BIGINT) AS cid, CAST(v ->> 11 AS BIGINT) AS at FROM ROWS) r \
-        WHERE customers.id = r.cid";
-    const LEADS: &str = "UPDATE affiliate_lead_events SET converted = TRUE \
-        WHERE customer_id IN (SELECT CAST(v ->> 1 AS BIGINT) FROM ROWS) AND NOT converted";
-    const CLICKS: &str = "UPDATE affiliate_click_events SET converted = TRUE WHERE id IN \
-        (SELECT (SELECT MAX(e.id) FROM affiliate_click_events e \
-        WHERE e.customer_id = CAST(v ->> 1 AS BIGINT)) FROM ROWS)";
-    const IDS: &str = "SELECT CAST(v ->> 14 AS BIGINT), s.id, c.id FROM ROWS \
-        JOIN SALES s ON s.processor_event_id = v ->> 5 LEFT JOIN COMMISSIONS c ON c.sale_id = s.id";
-    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    TEXT.get_or_init(|| match BACKEND {
-        // Six statements in one query; the later ones find the new sales by transaction id.
-        Backend::Sqlite => {
-            let rows = "(SELECT value AS v FROM json_each(?1))";
-            [SALES, COMMISSIONS, CUSTOMERS, LEADS, CLICKS, IDS]
-                .map(|sql| {
-                    sql.replace("ROWS", rows)
-                        .replace("JOIN SALES", "JOIN affiliate_sale_events")
-                        .replace("JOIN COMMISSIONS", "JOIN commissions")
-                })
-                .join("; ")
-        }
-        // One statement: each write is a CTE, the commissions join the new sales' ids.
-        Backend::Postgres => format!(
-            "WITH rows AS (SELECT value AS v FROM jsonb_array_elements($1::jsonb)), \
-             sales AS ({} RETURNING id, processor_event_id, program_id, partner_id, currency, \
-             sale_date), \
-             comm AS ({} RETURNING id, sale_id), \
-             cust AS ({} RETURNING 1), leads AS ({} RETURNING 1), clicks AS ({} RETURNING 1) \
-             {}",
-            SALES.replace("ROWS", "rows"),
-            COMMISSIONS
-                .replace("ROWS", "rows")
-                .replace("SALES", "sales"),
-            CUSTOMERS.replace("ROWS", "rows"),
-            LEADS.replace("ROWS", "rows"),
-            CLICKS.replace("ROWS", "rows"),
-            IDS.replace("ROWS", "rows")
-                .replace("SALES", "sales")
-                .replace("COMMISSIONS", "comm"),
-        ),
-    })
-}
-
-/// D8 for a batch of plain sales ([`is_plain_sale`]) at once: one query resolves their
-/// customers, one records every sale that resolves plainly (its customer found in the
-/// program, with a partner and its partner-program record, a transaction id not yet
-/// recorded nor used by an earlier sale of the batch, a customer no earlier sale of the
-/// batch names), with the same rows and counters as [`sale`]. Returns an outcome per
-/// sale, `None` for those left to [`sale`], which gives them their exact answer. Should
-/// it fail, the caller rolls back what it wrote and runs every sale through [`sale`].
+/// D8 for a batch of plain sales ([`is_plain_sale`]) at once: one query per
+/// [`rows::CHUNK`] resolves their customers, one records every sale that resolves plainly
+/// (its customer found in the program, with a partner and its partner-program record, a
+/// transaction id not yet recorded nor used by an earlier sale of the batch, a customer
+/// no earlier sale of the batch names), with the same rows and counters as [`sale`].
+/// Returns an outcome per sale, `None` for those left to [`sale`], which gives them their
+/// exact answer. Should it fail, the caller rolls back what it wrote and runs every sale
+/// through [`sale`].
 pub async fn plain_sales(
     conn: &mut Conn,
     deltas: &mut Deltas,
     sales: &[&NewSale],
 ) -> Result<Vec<Option<SaleOutcome>>> {
-    let json = |rows: Vec<serde_json::Value>| {
-        serde_json::to_string(&rows).map_err(|e| {
-            Error::Internal("Internal server error", anyhow::anyhow!("sale rows: {e}"))
-        })
-    };
-    let keys = sales
-        .iter()
-        .map(|s| serde_json::json!([s.program.id, s.customer_key, s.click_id, s.transaction_id]))
-        .collect();
-    let found = sqlx::query(resolve_sales_sql())
-        .bind(json(keys)?)
-        .fetch_all(&mut *conn)
-        .await?;
+    use rows::Value::{Int, Text};
+    let place = |i: usize| Int(i64::try_from(i).unwrap_or(i64::MAX));
+    let mut keys = Rows::new(SALE_KEY_COLUMNS);
+    for (i, s) in sales.iter().enumerate() {
+        keys.push(&[
+            place(i),
+            Int(s.program.id),
+            Text(s.customer_key.as_deref()),
+            Text(s.click_id.as_deref()),
+            Text(Some(&s.transaction_id)),
+        ]);
+    }
+    let mut found = Vec::with_capacity(sales.len());
+    for (n, chunk) in keys.chunks() {
+        let query = sqlx::query(resolve_sales_sql(n));
+        found.extend(
+            keys.bind(query, chunk, SALE_KEY_COLUMNS)
+                .fetch_all(&mut *conn)
+                .await?,
+        );
+    }
     // Per sale: customer id, click id, customer key, first purchase, partner and
     // partner-program record.
     type Resolved = (i64, String, Option<String>, Option<i64>, i64, i64);
@@ -895,52 +945,55 @@ pub async fn plain_sales(
     }
     let mut customers = std::collections::HashSet::new();
     let mut transactions = std::collections::HashSet::new();
-    let mut rows = Vec::new();
+    let mut rows = Rows::new(SALE_COLUMNS);
     let mut taken = Vec::new();
-    for (i, (s, found)) in sales.iter().zip(resolved).enumerate() {
+    for (i, (s, found)) in sales.iter().zip(&resolved).enumerate() {
         let Some((customer_id, click_id, customer_key, first_purchase, partner_id, pp_id)) = found
         else {
             continue;
         };
-        if !customers.insert(customer_id) || !transactions.insert(s.transaction_id.as_str()) {
+        if !customers.insert(*customer_id) || !transactions.insert(s.transaction_id.as_str()) {
             continue;
         }
         let commission = s.program.commission.amount_for(s.amount_cents);
-        let key = s.customer_key.as_deref().or(customer_key.as_deref());
-        rows.push(serde_json::json!([
-            s.program.id,
-            customer_id,
-            partner_id,
-            click_id,
-            key,
-            s.transaction_id,
-            s.amount_cents,
-            s.currency,
-            s.sale_type,
-            s.product_id,
-            s.metadata,
-            s.at,
-            commission,
-            pp_id,
-            i,
-        ]));
-        taken.push((i, first_purchase.is_none(), partner_id, commission));
+        rows.push(&[
+            place(i),
+            Int(s.program.id),
+            Int(*customer_id),
+            Int(*partner_id),
+            Text(Some(click_id)),
+            Text(s.customer_key.as_deref().or(customer_key.as_deref())),
+            Text(Some(&s.transaction_id)),
+            Int(s.amount_cents),
+            Text(Some(&s.currency)),
+            Text(Some(&s.sale_type)),
+            Text(s.product_id.as_deref()),
+            Text(s.metadata.as_deref()),
+            Int(s.at),
+            Int(commission),
+            Int(*pp_id),
+        ]);
+        taken.push((i, first_purchase.is_none(), *partner_id, commission));
     }
     let mut outcomes: Vec<Option<SaleOutcome>> = vec![None; sales.len()];
-    if rows.is_empty() {
-        return Ok(outcomes);
-    }
-    let ids = sqlx::query(record_sales_sql())
-        .bind(json(rows)?)
-        .fetch_all(&mut *conn)
-        .await?;
-    for r in &ids {
-        let i: i64 = r.try_get(0)?;
-        if let Some(slot) = usize::try_from(i).ok().and_then(|i| outcomes.get_mut(i)) {
-            *slot = Some(SaleOutcome {
-                sale_id: r.try_get(1)?,
-                commission_id: r.try_get(2)?,
-            });
+    for (n, chunk) in rows.chunks() {
+        let mut query = sqlx::query(record_sales_sql(n));
+        match BACKEND {
+            Backend::Sqlite => {
+                for (columns, _) in RECORD_SALES {
+                    query = rows.bind(query, chunk, columns);
+                }
+            }
+            Backend::Postgres => query = rows.bind(query, chunk, SALE_COLUMNS),
+        }
+        for r in &query.fetch_all(&mut *conn).await? {
+            let i: i64 = r.try_get(0)?;
+            if let Some(slot) = usize::try_from(i).ok().and_then(|i| outcomes.get_mut(i)) {
+                *slot = Some(SaleOutcome {
+                    sale_id: r.try_get(1)?,
+                    commission_id: r.try_get(2)?,
+                });
+            }
         }
     }
     for (i, converts, partner_id, commission) in taken {
