@@ -60,10 +60,7 @@ impl<'a> Rows<'a> {
                         let _ = write!(sql, "{sep}?");
                     }
                     Backend::Postgres => {
-                        let c = names
-                            .iter()
-                            .position(|name| name == column)
-                            .expect("a column of the rows");
+                        let c = column_at(names, column);
                         let _ = write!(sql, "{sep}${}", r * names.len() + c + 1);
                     }
                 }
@@ -74,22 +71,35 @@ impl<'a> Rows<'a> {
         sql
     }
 
-    /// Binds `columns` of each row of `chunk` (one of [`Rows::chunks`]), row after row.
+    /// Binds the rows of `chunk` (one of [`Rows::chunks`]) for a query whose statements
+    /// read, in order, the columns `statements` with [`Rows::cte`]: on SQLite each
+    /// statement's columns of each row in turn, on PostgreSQL (one statement, numbered
+    /// parameters) every column once.
     pub fn bind<'q>(
+        &self,
+        mut query: Query<'q>,
+        chunk: &[Value<'q>],
+        statements: &[&[&str]],
+    ) -> Query<'q> {
+        match BACKEND {
+            Backend::Sqlite => {
+                for columns in statements {
+                    query = self.bind_columns(query, chunk, columns);
+                }
+                query
+            }
+            Backend::Postgres => self.bind_columns(query, chunk, self.names),
+        }
+    }
+
+    /// Binds `columns` of each row of `chunk`, row after row.
+    fn bind_columns<'q>(
         &self,
         mut query: Query<'q>,
         chunk: &[Value<'q>],
         columns: &[&str],
     ) -> Query<'q> {
-        let at: Vec<usize> = columns
-            .iter()
-            .map(|column| {
-                self.names
-                    .iter()
-                    .position(|name| name == column)
-                    .expect("a column of the rows")
-            })
-            .collect();
+        let at: Vec<usize> = columns.iter().map(|c| column_at(self.names, c)).collect();
         for row in chunk.chunks(self.names.len()) {
             for &c in &at {
                 query = match row[c] {
@@ -100,4 +110,22 @@ impl<'a> Rows<'a> {
         }
         query
     }
+}
+
+/// Where `column` is among `names`.
+fn column_at(names: &[&str], column: &str) -> usize {
+    names
+        .iter()
+        .position(|name| *name == column)
+        .expect("a column of the rows")
+}
+
+/// The statement text for `n` rows (1 to [`CHUNK`]) out of `cache`, which holds one per
+/// row count, made by `build` the first time.
+pub fn sized(
+    cache: &'static std::sync::OnceLock<Vec<String>>,
+    n: usize,
+    build: impl Fn(usize) -> String,
+) -> &'static str {
+    &cache.get_or_init(|| (1..=CHUNK).map(build).collect())[n - 1]
 }

@@ -163,8 +163,7 @@ const CUSTOMER_CLICK_COLUMNS: &[&str] = CLICK_COLUMNS.split_at(5).0;
 /// then their click events. One round trip.
 fn new_clicks_sql(n: usize) -> &'static str {
     static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    let all = SQL.get_or_init(|| (1..=rows::CHUNK).map(build_new_clicks_sql).collect());
-    &all[n - 1]
+    rows::sized(&SQL, n, build_new_clicks_sql)
 }
 
 fn build_new_clicks_sql(n: usize) -> String {
@@ -242,12 +241,10 @@ pub async fn new_clicks(
         ]);
     }
     for (n, chunk) in rows.chunks() {
-        let mut query = sqlx::query(new_clicks_sql(n));
-        if BACKEND == Backend::Sqlite {
-            query = rows.bind(query, chunk, CUSTOMER_CLICK_COLUMNS);
-        }
-        query = rows.bind(query, chunk, CLICK_COLUMNS);
-        query.execute(&mut *conn).await?;
+        let query = sqlx::query(new_clicks_sql(n));
+        rows.bind(query, chunk, &[CUSTOMER_CLICK_COLUMNS, CLICK_COLUMNS])
+            .execute(&mut *conn)
+            .await?;
     }
     // Most clicks of a batch fall on one day: format it once.
     let mut day: Option<(i64, String)> = None;
@@ -760,24 +757,19 @@ const SALE_KEY_COLUMNS: &[&str] = &[
 /// the program have no row.
 fn resolve_sales_sql(n: usize) -> &'static str {
     static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    let all = SQL.get_or_init(|| {
-        (1..=rows::CHUNK)
-            .map(|n| {
-                format!(
-                    "{} SELECT rows.idx, c.id, c.click_id, c.customer_key, c.partner_id, \
-                     c.first_purchase_date, pp.id, \
-                     EXISTS (SELECT 1 FROM affiliate_sale_events s \
-                     WHERE s.processor_event_id = rows.transaction_id) \
-                     FROM rows JOIN customers c ON c.id = {} \
-                     LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
-                     AND pp.program_id = c.program_id",
-                    Rows::cte(SALE_KEY_COLUMNS, n, SALE_KEY_COLUMNS),
-                    sale_customer_id("rows.program_id", "rows.customer_key", "rows.click_id"),
-                )
-            })
-            .collect()
-    });
-    &all[n - 1]
+    rows::sized(&SQL, n, |n| {
+        format!(
+            "{} SELECT rows.idx, c.id, c.click_id, c.customer_key, c.partner_id, \
+             c.first_purchase_date, pp.id, \
+             EXISTS (SELECT 1 FROM affiliate_sale_events s \
+             WHERE s.processor_event_id = rows.transaction_id) \
+             FROM rows JOIN customers c ON c.id = {} \
+             LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
+             AND pp.program_id = c.program_id",
+            Rows::cte(SALE_KEY_COLUMNS, n, SALE_KEY_COLUMNS),
+            sale_customer_id("rows.program_id", "rows.customer_key", "rows.click_id"),
+        )
+    })
 }
 
 /// The columns of the resolved sales a batch records (see [`plain_sales`]).
@@ -855,8 +847,7 @@ const RECORD_SALES: [(&[&str], &str); 6] = [
 /// transaction id; one statement on PostgreSQL, each write a CTE.
 fn record_sales_sql(n: usize) -> &'static str {
     static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    let all = SQL.get_or_init(|| (1..=rows::CHUNK).map(build_record_sales_sql).collect());
-    &all[n - 1]
+    rows::sized(&SQL, n, build_record_sales_sql)
 }
 
 fn build_record_sales_sql(n: usize) -> String {
@@ -914,7 +905,7 @@ pub async fn plain_sales(
     for (n, chunk) in keys.chunks() {
         let query = sqlx::query(resolve_sales_sql(n));
         found.extend(
-            keys.bind(query, chunk, SALE_KEY_COLUMNS)
+            keys.bind(query, chunk, &[SALE_KEY_COLUMNS])
                 .fetch_all(&mut *conn)
                 .await?,
         );
@@ -977,15 +968,8 @@ pub async fn plain_sales(
     }
     let mut outcomes: Vec<Option<SaleOutcome>> = vec![None; sales.len()];
     for (n, chunk) in rows.chunks() {
-        let mut query = sqlx::query(record_sales_sql(n));
-        match BACKEND {
-            Backend::Sqlite => {
-                for (columns, _) in RECORD_SALES {
-                    query = rows.bind(query, chunk, columns);
-                }
-            }
-            Backend::Postgres => query = rows.bind(query, chunk, SALE_COLUMNS),
-        }
+        let query = sqlx::query(record_sales_sql(n));
+        let query = rows.bind(query, chunk, &RECORD_SALES.map(|(columns, _)| columns));
         for r in &query.fetch_all(&mut *conn).await? {
             let i: i64 = r.try_get(0)?;
             if let Some(slot) = usize::try_from(i).ok().and_then(|i| outcomes.get_mut(i)) {
