@@ -53,6 +53,9 @@ async fn connect(url: &str) -> anyhow::Result<(Pool<Db>, Pool<Db>)> {
         .pragma("temp_store", "memory");
     let write = SqlitePoolOptions::new()
         .max_connections(1)
+        // No liveness ping (a round trip to sqlx's connection thread) on each check-out by
+        // the committer: a file does not drop a connection, and a failed batch closes it.
+        .test_before_acquire(false)
         .acquire_timeout(Duration::from_secs(10))
         .connect_with(options.clone())
         .await?;
@@ -157,7 +160,15 @@ mod rows {
     include!("shared/rows.rs");
 }
 
+mod counters {
+    use super::rows::Query;
+    use super::*;
+    use crate::store::deltas::{LinkDelta, PartnerDelta};
+    include!("shared/counters.rs");
+}
+
 mod track {
+    use super::counters;
     use super::rows::{self, Rows};
     use super::*;
     use crate::domain::attribution::{self, CustomerStatus};

@@ -139,8 +139,8 @@ impl Committer {
         let mut handles = Vec::new();
         let runtime = writer_runtime();
         let syncer = wal_file.map(|file| {
-            let (tx, rx) = mpsc::unbounded_channel::<Vec<Done>>();
-            handles.push(runtime.spawn(run_syncer(file, rx)));
+            let (tx, rx) = std::sync::mpsc::channel::<Vec<Done>>();
+            handles.push(runtime.spawn_blocking(move || run_syncer(file, rx)));
             tx
         });
         handles.extend(
@@ -202,30 +202,24 @@ impl Committer {
 }
 
 /// Committed batches waiting to be made durable, then answered.
-type Syncer = mpsc::UnboundedSender<Vec<Done>>;
+type Syncer = std::sync::mpsc::Sender<Vec<Done>>;
 
 /// Syncs the WAL file after commits and only then answers their callers. One
 /// `fdatasync` covers every batch committed before it starts, so the flush of one batch
-/// overlaps the work of the next. Ends when every writer has ended.
-async fn run_syncer(file: std::path::PathBuf, mut rx: mpsc::UnboundedReceiver<Vec<Done>>) {
-    let mut wal: Option<Arc<std::fs::File>> = None;
-    while let Some(first) = rx.recv().await {
+/// overlaps the work of the next. Runs on a blocking thread of its own (no hand-off to
+/// and from a runtime per sync); ends when every writer has ended.
+fn run_syncer(file: std::path::PathBuf, rx: std::sync::mpsc::Receiver<Vec<Done>>) {
+    let mut wal: Option<std::fs::File> = None;
+    while let Ok(first) = rx.recv() {
         let mut batches = vec![first];
-        while let Ok(more) = rx.try_recv() {
-            batches.push(more);
-        }
-        let handle = match &wal {
-            Some(f) => Ok(f.clone()),
-            None => std::fs::File::open(&file).map(Arc::new),
-        };
-        let synced = match handle {
-            Ok(f) => {
-                wal = Some(f.clone());
-                tokio::task::spawn_blocking(move || f.sync_data())
-                    .await
-                    .unwrap_or_else(|e| Err(std::io::Error::other(e)))
-            }
-            Err(e) => Err(e),
+        batches.extend(rx.try_iter());
+        let synced = match &wal {
+            Some(f) => f.sync_data(),
+            None => std::fs::File::open(&file).and_then(|f| {
+                let synced = f.sync_data();
+                wal = Some(f);
+                synced
+            }),
         };
         let outcome = synced.map_err(|e| {
             tracing::error!(error = %e, file = %file.display(), "syncing the WAL failed");
@@ -331,14 +325,6 @@ async fn run_batch(
             Work::Sale(s, tx) => sales.push((*s, tx)),
         }
     }
-    if clicks.len() == 1 {
-        let (c, tx) = clicks.pop().expect("one click");
-        jobs.push(click_job(c, tx));
-    }
-    if sales.len() == 1 {
-        let (s, tx) = sales.pop().expect("one sale");
-        jobs.push(sale_job(s, tx));
-    }
     let conn: &mut Conn = match held {
         Some(conn) => conn,
         None => match pool.acquire().await {
@@ -349,6 +335,49 @@ async fn run_batch(
             }
         },
     };
+    if jobs.is_empty() && sales.is_empty() && (1..=rows::CHUNK).contains(&clicks.len()) {
+        // The hot path under click traffic: the whole batch in one round trip.
+        let new: Vec<&NewClick> = clicks.iter().map(|(c, _)| c).collect();
+        let committed: BoxFuture<'_, sqlx::Result<Vec<String>>> =
+            Box::pin(track::commit_new_clicks(&mut *conn, &new));
+        match committed.await {
+            Ok(ids) => {
+                let done = clicks
+                    .into_iter()
+                    .zip(ids)
+                    .map(|((_, answer), id)| answer_on_commit(answer, id))
+                    .collect();
+                return finish(Ok(()), done, syncer);
+            }
+            Err(e) => {
+                let failed = CommitFailed::from_sqlx(&e);
+                if failed.unavailable {
+                    // Whether it committed is unknown: no retry that could record the
+                    // clicks twice.
+                    tracing::error!(error = %failed.message, clicks = clicks.len(), "write batch failed");
+                    for (_, answer) in clicks {
+                        let _ = answer.send(Err(failed.clone().into_error()));
+                    }
+                    return Ended::Failed;
+                }
+                let e = Error::from(e);
+                debug_assert!(
+                    !is_statement_bug(&e),
+                    "the batched click commit is wrong: {e:?}"
+                );
+                tracing::warn!(error = ?e, clicks = clicks.len(), "batched clicks failed; retrying one by one");
+                jobs.extend(clicks.drain(..).map(|(c, tx)| click_job(c, tx)));
+            }
+        }
+    }
+    if clicks.len() == 1 {
+        let (c, tx) = clicks.pop().expect("one click");
+        jobs.push(click_job(c, tx));
+    }
+    if sales.len() == 1 {
+        let (s, tx) = sales.pop().expect("one sale");
+        jobs.push(sale_job(s, tx));
+    }
     let Some(mut tx) = begin(&mut *conn).await else {
         return Ended::NotBegun;
     };
@@ -444,7 +473,7 @@ async fn run_batch(
         }
     }
     if failed.is_none() && !done.is_empty() {
-        if let Err(e) = apply_deltas(&mut tx, &deltas).await {
+        if let Err(e) = counters::apply(&mut tx, &deltas).await {
             failed = Some(CommitFailed::from_sqlx(&e));
         }
     }
@@ -459,12 +488,22 @@ async fn run_batch(
         }
         None => tx.commit().await.map_err(|e| CommitFailed::from_sqlx(&e)),
     };
+    finish(outcome, done, syncer)
+}
+
+/// Ends a batch whose transaction ended with `outcome`: answers the callers in `done`
+/// (through the syncer, once durable, when it committed) and tells how it ended.
+fn finish(
+    outcome: std::result::Result<(), CommitFailed>,
+    done: Vec<Done>,
+    syncer: Option<&Syncer>,
+) -> Ended {
     if let Err(f) = &outcome {
         tracing::error!(error = %f.message, jobs = done.len(), "write batch failed");
     }
     if let (Ok(()), Some(syncer), false) = (&outcome, syncer, done.is_empty()) {
         // Answered once the WAL holding the commit is on disk.
-        if let Err(mpsc::error::SendError(done)) = syncer.send(done) {
+        if let Err(std::sync::mpsc::SendError(done)) = syncer.send(done) {
             let gone = CommitFailed {
                 unavailable: true,
                 message: "the WAL syncer has stopped".into(),
@@ -533,81 +572,4 @@ fn is_statement_bug(e: &Error) -> bool {
 /// Runs statements without arguments in one round trip.
 fn raw<'c>(conn: &'c mut Conn, sql: &'static str) -> BoxFuture<'c, sqlx::Result<()>> {
     Box::pin(async move { sqlx::Executor::execute(conn, sql).await.map(|_| ()) })
-}
-
-/// Adds a batch's folded increments to links, partner-program records and daily rollups.
-async fn apply_deltas(conn: &mut Conn, deltas: &Deltas) -> sqlx::Result<()> {
-    for (link_id, d) in &deltas.links {
-        sqlx::query(
-            "UPDATE referral_links SET clicks = clicks + $1, \
-             last_clicked = CASE WHEN last_clicked IS NULL OR last_clicked < $2 THEN $2 ELSE last_clicked END \
-             WHERE id = $3",
-        )
-        .bind(d.clicks)
-        .bind(d.last_clicked)
-        .bind(link_id)
-        .execute(&mut *conn)
-        .await?;
-    }
-    for ((partner_id, program_id), d) in &deltas.partners {
-        sqlx::query(
-            "UPDATE partner_programs SET total_clicks = total_clicks + $1, \
-             total_leads = total_leads + $2, total_sales = total_sales + $3, \
-             total_revenue_cents = total_revenue_cents + $4, \
-             total_commission_cents = total_commission_cents + $5 \
-             WHERE partner_id = $6 AND program_id = $7",
-        )
-        .bind(d.clicks)
-        .bind(d.leads)
-        .bind(d.sales)
-        .bind(d.revenue_cents)
-        .bind(d.commission_cents)
-        .bind(partner_id)
-        .bind(program_id)
-        .execute(&mut *conn)
-        .await?;
-    }
-    for ((program_id, day), d) in &deltas.rollups {
-        add_rollup(&mut *conn, *program_id, day, d).await?;
-    }
-    Ok(())
-}
-
-/// Adds to one program-day rollup, creating it when missing.
-async fn add_rollup(
-    conn: &mut Conn,
-    program_id: i64,
-    day: &str,
-    d: &RollupDelta,
-) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO daily_rollups \
-         (program_id, day, clicks, leads, conversions, revenue_cents, sales, commission_cents, partners, \
-         lead_events, sale_events) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-         ON CONFLICT (program_id, day) DO UPDATE SET \
-         clicks = daily_rollups.clicks + excluded.clicks, \
-         leads = daily_rollups.leads + excluded.leads, \
-         conversions = daily_rollups.conversions + excluded.conversions, \
-         revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents, \
-         sales = daily_rollups.sales + excluded.sales, \
-         commission_cents = daily_rollups.commission_cents + excluded.commission_cents, \
-         partners = daily_rollups.partners + excluded.partners, \
-         lead_events = daily_rollups.lead_events + excluded.lead_events, \
-         sale_events = daily_rollups.sale_events + excluded.sale_events",
-    )
-    .bind(program_id)
-    .bind(day)
-    .bind(d.clicks)
-    .bind(d.leads)
-    .bind(d.conversions)
-    .bind(d.revenue_cents)
-    .bind(d.sales)
-    .bind(d.commission_cents)
-    .bind(d.partners)
-    .bind(d.lead_events)
-    .bind(d.sale_events)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
 }

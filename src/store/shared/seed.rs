@@ -210,7 +210,7 @@ impl Seeder {
     /// Adds the seed's counters with the group committer's own code.
     pub async fn apply_deltas(&mut self, d: &Deltas) -> anyhow::Result<()> {
         let mut tx = self.conn.begin().await?;
-        super::apply_deltas(&mut tx, d).await?;
+        super::counters::apply(&mut tx, d).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -166,42 +166,57 @@ fn new_clicks_sql(n: usize) -> &'static str {
     rows::sized(&SQL, n, build_new_clicks_sql)
 }
 
+/// Inserts the customers of new clicks from `rows`.
+const NEW_CUSTOMERS: &str = "INSERT INTO customers (program_id, click_id, customer_status, \
+    partner_id, link_id, created_at, updated_at) \
+    SELECT program_id, click_id, 'click', partner_id, link_id, at, at FROM rows";
+
+/// Inserts the click events of new clicks from `from`, which holds `rows` and their
+/// customers' ids as `customer_id`.
+fn new_click_events(customer_id: &str, from: &str) -> String {
+    format!(
+        "INSERT INTO affiliate_click_events (program_id, customer_id, link_id, partner_id, \
+         click_id, session_id, page_url, page_title, referrer_url, screen_resolution, \
+         viewport_size, language, timezone, geo_country, geo_region, geo_city, device_type, \
+         device_os, browser_name, converted, is_test, click_timestamp, created_at) \
+         SELECT rows.program_id, {customer_id}, rows.link_id, rows.partner_id, rows.click_id, \
+         session_id, page_url, page_title, referrer_url, screen_resolution, viewport_size, \
+         language, timezone, geo_country, geo_region, geo_city, device_type, device_os, \
+         browser_name, FALSE, FALSE, at, at FROM {from}"
+    )
+}
+
 fn build_new_clicks_sql(n: usize) -> String {
     let rows = |columns| Rows::cte(CLICK_COLUMNS, n, columns);
-    let customers = "INSERT INTO customers (program_id, click_id, customer_status, partner_id, \
-        link_id, created_at, updated_at) \
-        SELECT program_id, click_id, 'click', partner_id, link_id, at, at FROM rows";
-    let events = |customer_id: &str, from: &str| {
-        format!(
-            "INSERT INTO affiliate_click_events (program_id, customer_id, link_id, partner_id, \
-             click_id, session_id, page_url, page_title, referrer_url, screen_resolution, \
-             viewport_size, language, timezone, geo_country, geo_region, geo_city, device_type, \
-             device_os, browser_name, converted, is_test, click_timestamp, created_at) \
-             SELECT rows.program_id, {customer_id}, rows.link_id, rows.partner_id, rows.click_id, \
-             session_id, page_url, page_title, referrer_url, screen_resolution, viewport_size, \
-             language, timezone, geo_country, geo_region, geo_city, device_type, device_os, \
-             browser_name, FALSE, FALSE, at, at FROM {from}"
-        )
-    };
     match BACKEND {
         // Two statements in one query, each with the rows' columns it needs; the events
         // find their customers by click id.
         Backend::Sqlite => format!(
-            "{} {customers}; {} {}",
+            "{} {NEW_CUSTOMERS}; {} {}",
             rows(CUSTOMER_CLICK_COLUMNS),
             rows(CLICK_COLUMNS),
-            events(
+            new_click_events(
                 "(SELECT id FROM customers c WHERE c.click_id = rows.click_id)",
                 "rows"
             )
         ),
-        // One statement: the customers' INSERT is a CTE whose ids the events join.
-        Backend::Postgres => format!(
-            "{}, made AS ({customers} RETURNING id, click_id) {}",
-            rows(CLICK_COLUMNS),
-            events("made.id", "rows JOIN made ON made.click_id = rows.click_id")
-        ),
+        // One statement: see `new_clicks_ctes`.
+        Backend::Postgres => format!("{} SELECT 1", new_clicks_ctes(n)),
     }
+}
+
+/// PostgreSQL's `WITH` of `n` new clicks: the customers' INSERT is a CTE whose ids the
+/// events' INSERT, another CTE, joins.
+fn new_clicks_ctes(n: usize) -> &'static str {
+    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    rows::sized(&SQL, n, |n| {
+        format!(
+            "{}, made AS ({} RETURNING id, click_id), events AS ({})",
+            Rows::cte(CLICK_COLUMNS, n, CLICK_COLUMNS),
+            NEW_CUSTOMERS,
+            new_click_events("made.id", "rows JOIN made ON made.click_id = rows.click_id")
+        )
+    })
 }
 
 /// §4.1 steps 2 to 5 for clicks that each create their customer, all at once: the
@@ -213,10 +228,65 @@ pub async fn new_clicks(
     deltas: &mut Deltas,
     clicks: &[&NewClick],
 ) -> Result<Vec<String>> {
-    use rows::Value::{Int, Text};
     let ids: Vec<String> = clicks.iter().map(|c| click_id::generate(c.at)).collect();
+    let rows = new_click_rows(clicks, &ids);
+    for (n, chunk) in rows.chunks() {
+        let query = sqlx::query(new_clicks_sql(n));
+        rows.bind(query, chunk, &[CUSTOMER_CLICK_COLUMNS, CLICK_COLUMNS])
+            .execute(&mut *conn)
+            .await?;
+    }
+    count_new_clicks(deltas, clicks);
+    Ok(ids)
+}
+
+/// [`new_clicks`] as a transaction of its own, in one round trip: on SQLite one query
+/// from `BEGIN IMMEDIATE` to `COMMIT`, on PostgreSQL one statement (which commits on its
+/// own) whose inserts and counter updates are CTEs. At most [`rows::CHUNK`] clicks. When
+/// it fails, nothing of it is left.
+pub async fn commit_new_clicks(conn: &mut Conn, clicks: &[&NewClick]) -> sqlx::Result<Vec<String>> {
+    debug_assert!((1..=rows::CHUNK).contains(&clicks.len()));
+    let ids: Vec<String> = clicks.iter().map(|c| click_id::generate(c.at)).collect();
+    let rows = new_click_rows(clicks, &ids);
+    let mut deltas = Deltas::default();
+    count_new_clicks(&mut deltas, clicks);
+    let (Some((n, chunk)), Some(counts)) = (rows.chunks().next(), counters::parts(&deltas).next())
+    else {
+        return Ok(ids);
+    };
+    let sql = match BACKEND {
+        Backend::Sqlite => format!(
+            "BEGIN IMMEDIATE; {}; {}; COMMIT",
+            new_clicks_sql(n),
+            counts.sql(1)
+        ),
+        Backend::Postgres => format!(
+            "{}, {} SELECT 1",
+            new_clicks_ctes(n),
+            counts.sql(n * CLICK_COLUMNS.len() + 1)
+        ),
+    };
+    let query = rows.bind(
+        sqlx::query(&sql),
+        chunk,
+        &[CUSTOMER_CLICK_COLUMNS, CLICK_COLUMNS],
+    );
+    if let Err(e) = counts.bind(query).execute(&mut *conn).await {
+        if BACKEND == Backend::Sqlite {
+            // The query stopped at its failing statement: end the transaction it began
+            // (an error here means it never began).
+            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+        }
+        return Err(e);
+    }
+    Ok(ids)
+}
+
+/// The rows of [`CLICK_COLUMNS`] for `clicks`, whose click ids are `ids`.
+fn new_click_rows<'c>(clicks: &[&'c NewClick], ids: &'c [String]) -> Rows<'c> {
+    use rows::Value::{Int, Text};
     let mut rows = Rows::new(CLICK_COLUMNS);
-    for (c, id) in clicks.iter().zip(&ids) {
+    for (c, id) in clicks.iter().zip(ids) {
         let d = &c.details;
         rows.push(&[
             Int(c.program_id),
@@ -240,12 +310,11 @@ pub async fn new_clicks(
             Text(d.browser_name.as_deref()),
         ]);
     }
-    for (n, chunk) in rows.chunks() {
-        let query = sqlx::query(new_clicks_sql(n));
-        rows.bind(query, chunk, &[CUSTOMER_CLICK_COLUMNS, CLICK_COLUMNS])
-            .execute(&mut *conn)
-            .await?;
-    }
+    rows
+}
+
+/// Folds the counters of new clicks into `deltas`.
+fn count_new_clicks(deltas: &mut Deltas, clicks: &[&NewClick]) {
     // Most clicks of a batch fall on one day: format it once.
     let mut day: Option<(i64, String)> = None;
     for c in clicks {
@@ -258,7 +327,6 @@ pub async fn new_clicks(
         deltas.link_click(c.link_id, c.at);
         deltas.partner(c.partner_id, c.program_id).clicks += 1;
     }
-    Ok(ids)
 }
 
 /// D6: one flagged event; no customer, counter or metric.
