@@ -33,9 +33,14 @@ use crate::store::Store;
 /// Settings key of the generated admin token's hash.
 const ADMIN_TOKEN_SETTING: &str = "admin_token_hash";
 
-/// Everything a request handler needs, cheap to clone.
+/// Everything a request handler needs, cheap to clone: one reference count, since axum
+/// clones the state for each request and each extractor.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+/// The parts of [`AppState`].
+#[derive(Clone)]
+pub struct Shared {
     /// The database.
     pub store: Arc<dyn Store>,
     /// SHA-256 of the management API's admin token.
@@ -51,10 +56,18 @@ pub struct AppState {
     ua_cache: Arc<Mutex<LruCache<String, DeviceInfo>>>,
 }
 
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
 impl AppState {
     /// Builds the state from its parts, with the default rate limits.
     pub fn new(store: Arc<dyn Store>, admin_token_hash: &str, clients: ClientResolver) -> Self {
-        AppState {
+        AppState(Arc::new(Shared {
             store,
             admin_token_hash: admin_token_hash.into(),
             clients: Arc::new(clients),
@@ -64,12 +77,12 @@ impl AppState {
             ua_cache: Arc::new(Mutex::new(LruCache::new(
                 NonZeroUsize::new(4096).expect("non-zero"),
             ))),
-        }
+        }))
     }
 
     /// The same state with other per-IP rate limits.
     pub fn with_rate_limits(mut self, limits: RateLimitArgs) -> Self {
-        self.limits = Arc::new(RateLimits::new(limits));
+        Arc::make_mut(&mut self.0).limits = Arc::new(RateLimits::new(limits));
         self
     }
 

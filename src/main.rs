@@ -5,6 +5,10 @@ use std::process::ExitCode;
 use clap::Parser;
 use reftrack::config::{Cli, Command};
 
+/// mimalloc instead of glibc's allocator: see docs/benchmarks.md.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
