@@ -78,7 +78,7 @@ impl Report {
             "violations": self.violations.iter().map(|v| json!({
                 "check": v.check,
                 v.id_label: v.id,
-                "transaction_id": v.transaction_id,
+                v.key_label: v.key,
             })).collect::<Vec<_>>(),
         })
     }

@@ -145,7 +145,7 @@ on_both_backends! {
         ] {
             assert!(fields.contains(&expected), "{expected:?} not in {fields:?}");
         }
-        let checks: Vec<(&str, &str)> = r.violations.iter().map(|v| (v.check, v.transaction_id.as_str())).collect();
+        let checks: Vec<(&str, &str)> = r.violations.iter().map(|v| (v.check, v.key.as_str())).collect();
         for expected in [
             ("sale_without_commission", "t2"),
             ("sale_refunded_beyond_amount", "t1"),
@@ -169,6 +169,36 @@ on_both_backends! {
             .unwrap()
             .iter()
             .any(|v| v["check"] == "sale_without_commission" && v["transaction_id"] == "t2" && v["sale_id"].is_i64()));
+    }
+}
+
+on_both_backends! {
+    async fn verify_reports_clicks_and_customers_whose_references_do_not_resolve(app: TestApp) {
+        // PostgreSQL keeps no foreign keys on the click path; this check stands in for them.
+        let seed = app.seed().await;
+        let first = app.click(&seed.short_link).await;
+        let second = app.click(&seed.short_link).await;
+        assert_clean(&report(&app).await);
+
+        let url = &app.database_url;
+        // SQLite keeps its foreign keys: switch them off to break the references.
+        let unchecked = if url.starts_with("sqlite:") { "PRAGMA foreign_keys = OFF; " } else { "" };
+        reftrack_exec(url, &format!("{unchecked}UPDATE customers SET link_id = 999999 WHERE click_id = '{first}'")).await;
+        reftrack_exec(url, &format!("{unchecked}UPDATE affiliate_click_events SET customer_id = 999999 WHERE click_id = '{second}'")).await;
+        let r = report(&app).await;
+        assert!(!r.ok());
+        let checks: Vec<(&str, &str, &str)> = r.violations.iter().map(|v| (v.check, v.id_label, v.key.as_str())).collect();
+        assert_eq!(
+            checks,
+            vec![
+                ("customer_reference_missing", "customer_id", first.as_str()),
+                ("click_reference_missing", "click_event_id", second.as_str()),
+            ]
+        );
+        let printed = r.to_json();
+        assert!(printed["violations"].as_array().unwrap().iter().any(|v| v["check"] == "customer_reference_missing"
+            && v["click_id"] == first.as_str()
+            && v["customer_id"].is_i64()));
     }
 }
 

@@ -13,12 +13,15 @@ pub type Figures = Deltas;
 pub struct Violation {
     /// The invariant's name (`sale_without_commission`, …).
     pub check: &'static str,
-    /// What the id names (`sale_id`, `commission_id`, `count`).
+    /// What the id names (`sale_id`, `commission_id`, `customer_id`, `count`, …).
     pub id_label: &'static str,
-    /// The sale or commission id, or a count.
+    /// The record's id, or a count.
     pub id: i64,
-    /// The sale's `transaction_id` (`processor_event_id`).
-    pub transaction_id: String,
+    /// What the key names (`transaction_id`, `click_id`).
+    pub key_label: &'static str,
+    /// The sale's `transaction_id` (`processor_event_id`), or the customer's or click
+    /// event's click id.
+    pub key: String,
 }
 
 /// How many raw records were checked.

@@ -246,13 +246,14 @@ async fn recompute(conn: &mut Conn, stored: &Figures) -> Result<Figures> {
     Ok(f)
 }
 
-/// Invariants across records: (name, what the id column is, query returning at most
-/// 100 offending `(id, transaction_id)` rows).
-const INVARIANTS: [(&str, &str, &str); 8] = [
+/// Invariants across records: (name, what the id column is, what the key column is,
+/// query returning at most 100 offending `(id, key)` rows).
+const INVARIANTS: [(&str, &str, &str, &str); 10] = [
     (
         // Non-recurring sales always earn; recurring ones may be past their limit.
         "sale_without_commission",
         "sale_id",
+        "transaction_id",
         "SELECT s.id, s.processor_event_id FROM affiliate_sale_events s \
          LEFT JOIN commissions c ON c.sale_id = s.id \
          WHERE NOT s.is_test AND NOT s.is_recurring AND s.payment_status IN ('paid', 'refunded') \
@@ -261,12 +262,14 @@ const INVARIANTS: [(&str, &str, &str); 8] = [
     (
         "test_sale_with_commission",
         "sale_id",
+        "transaction_id",
         "SELECT s.id, s.processor_event_id FROM affiliate_sale_events s \
          JOIN commissions c ON c.sale_id = s.id WHERE s.is_test ORDER BY s.id LIMIT 100",
     ),
     (
         "commission_reversed_beyond_amount",
         "commission_id",
+        "transaction_id",
         "SELECT c.id, s.processor_event_id FROM commissions c \
          JOIN affiliate_sale_events s ON s.id = c.sale_id \
          WHERE c.reversed_cents > c.amount_cents OR c.reversed_cents < 0 ORDER BY c.id LIMIT 100",
@@ -274,12 +277,14 @@ const INVARIANTS: [(&str, &str, &str); 8] = [
     (
         "sale_refunded_beyond_amount",
         "sale_id",
+        "transaction_id",
         "SELECT id, processor_event_id FROM affiliate_sale_events \
          WHERE refunded_cents > amount_cents OR refunded_cents < 0 ORDER BY id LIMIT 100",
     ),
     (
         "sale_refund_status_mismatch",
         "sale_id",
+        "transaction_id",
         "SELECT id, processor_event_id FROM affiliate_sale_events \
          WHERE (payment_status = 'refunded' AND refunded_cents <> amount_cents) \
          OR (payment_status <> 'refunded' AND refunded_cents >= amount_cents) \
@@ -288,6 +293,7 @@ const INVARIANTS: [(&str, &str, &str); 8] = [
     (
         "refunded_sale_commission_not_reversed",
         "commission_id",
+        "transaction_id",
         "SELECT c.id, s.processor_event_id FROM commissions c \
          JOIN affiliate_sale_events s ON s.id = c.sale_id \
          WHERE s.payment_status = 'refunded' AND c.reversed_cents <> c.amount_cents \
@@ -296,28 +302,58 @@ const INVARIANTS: [(&str, &str, &str); 8] = [
     (
         "duplicate_transaction_id",
         "count",
+        "transaction_id",
         "SELECT COUNT(*), processor_event_id FROM affiliate_sale_events \
          GROUP BY processor_event_id HAVING COUNT(*) > 1 ORDER BY 2 LIMIT 100",
     ),
     (
         "commission_sale_mismatch",
         "commission_id",
+        "transaction_id",
         "SELECT c.id, s.processor_event_id FROM commissions c \
          JOIN affiliate_sale_events s ON s.id = c.sale_id \
          WHERE c.program_id <> s.program_id OR s.partner_id IS NULL OR c.partner_id <> s.partner_id \
          ORDER BY c.id LIMIT 100",
     ),
+    (
+        // PostgreSQL has no foreign keys on the click path (docs/decisions.md).
+        "customer_reference_missing",
+        "customer_id",
+        "click_id",
+        "SELECT c.id, c.click_id FROM customers c \
+         WHERE NOT EXISTS (SELECT 1 FROM programs p WHERE p.id = c.program_id) \
+         OR (c.partner_id IS NOT NULL \
+             AND NOT EXISTS (SELECT 1 FROM partners pa WHERE pa.id = c.partner_id)) \
+         OR (c.link_id IS NOT NULL \
+             AND NOT EXISTS (SELECT 1 FROM referral_links l WHERE l.id = c.link_id)) \
+         ORDER BY c.id LIMIT 100",
+    ),
+    (
+        "click_reference_missing",
+        "click_event_id",
+        "click_id",
+        "SELECT e.id, COALESCE(e.click_id, '') FROM affiliate_click_events e \
+         WHERE NOT EXISTS (SELECT 1 FROM programs p WHERE p.id = e.program_id) \
+         OR (e.customer_id IS NOT NULL \
+             AND NOT EXISTS (SELECT 1 FROM customers c WHERE c.id = e.customer_id)) \
+         OR (e.partner_id IS NOT NULL \
+             AND NOT EXISTS (SELECT 1 FROM partners pa WHERE pa.id = e.partner_id)) \
+         OR (e.link_id IS NOT NULL \
+             AND NOT EXISTS (SELECT 1 FROM referral_links l WHERE l.id = e.link_id)) \
+         ORDER BY e.id LIMIT 100",
+    ),
 ];
 
 async fn violations(conn: &mut Conn) -> Result<Vec<Violation>> {
     let mut found = Vec::new();
-    for (check, id_label, sql) in INVARIANTS {
+    for (check, id_label, key_label, sql) in INVARIANTS {
         for r in sqlx::query(sql).fetch_all(&mut *conn).await? {
             found.push(Violation {
                 check,
                 id_label,
                 id: r.try_get(0)?,
-                transaction_id: r.try_get(1)?,
+                key_label,
+                key: r.try_get(1)?,
             });
         }
     }
