@@ -252,7 +252,8 @@ pub async fn commit_new_clicks(conn: &mut Conn, clicks: &[&NewClick]) -> sqlx::R
     count_new_clicks(&mut deltas, clicks);
     let (Some((n, chunk)), Some(counts)) = (rows.chunks().next(), counters::parts(&deltas).next())
     else {
-        return Ok(ids);
+        // No clicks: nothing was written, so nothing may be answered as recorded.
+        return Err(sqlx::Error::InvalidArgument("no clicks to commit".into()));
     };
     let sql = match BACKEND {
         Backend::Sqlite => format!(
