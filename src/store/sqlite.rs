@@ -161,7 +161,7 @@ mod rows {
 }
 
 mod counters {
-    use super::rows::Query;
+    use super::rows::{values, Query};
     use super::*;
     use crate::store::deltas::{LinkDelta, PartnerDelta};
     include!("shared/counters.rs");

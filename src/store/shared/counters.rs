@@ -168,27 +168,3 @@ fn update(rows: &str, values: &str, set: &str) -> String {
         }
     }
 }
-
-/// `(…), (…)`: `n` rows of `width` parameters; on PostgreSQL numbered from `*next`, which
-/// moves past them.
-fn values(n: usize, width: usize, next: &mut usize) -> String {
-    use std::fmt::Write;
-    let mut sql = String::new();
-    for r in 0..n {
-        sql.push_str(if r == 0 { "(" } else { ", (" });
-        for c in 0..width {
-            let sep = if c == 0 { "" } else { ", " };
-            match BACKEND {
-                Backend::Sqlite => {
-                    let _ = write!(sql, "{sep}?");
-                }
-                Backend::Postgres => {
-                    let _ = write!(sql, "{sep}${next}");
-                    *next += 1;
-                }
-            }
-        }
-        sql.push(')');
-    }
-    sql
-}

@@ -46,29 +46,18 @@ impl<'a> Rows<'a> {
 
     /// `WITH rows (…) AS (VALUES …)` of `n` rows of `names`' columns `columns`. SQLite gets
     /// anonymous parameters (its lookup of a numbered one walks a list of them all), bound
-    /// by [`Rows::bind`] for each statement that names them; PostgreSQL numbered ones,
-    /// bound once for its single statement.
+    /// by [`Rows::bind`] for each statement that names them; PostgreSQL numbered ones for
+    /// every column, bound once for its single statement.
     pub fn cte(names: &[&str], n: usize, columns: &[&str]) -> String {
-        use std::fmt::Write;
-        let mut sql = format!("WITH rows ({}) AS (VALUES ", columns.join(", "));
-        for r in 0..n {
-            sql.push_str(if r == 0 { "(" } else { ", (" });
-            for (i, column) in columns.iter().enumerate() {
-                let sep = if i == 0 { "" } else { ", " };
-                match BACKEND {
-                    Backend::Sqlite => {
-                        let _ = write!(sql, "{sep}?");
-                    }
-                    Backend::Postgres => {
-                        let c = column_at(names, column);
-                        let _ = write!(sql, "{sep}${}", r * names.len() + c + 1);
-                    }
-                }
-            }
-            sql.push(')');
-        }
-        sql.push(')');
-        sql
+        debug_assert!(
+            BACKEND == Backend::Sqlite || columns == names,
+            "PostgreSQL's single statement reads every column"
+        );
+        format!(
+            "WITH rows ({}) AS (VALUES {})",
+            columns.join(", "),
+            values(n, columns.len(), &mut 1)
+        )
     }
 
     /// Binds the rows of `chunk` (one of [`Rows::chunks`]) for a query whose statements
@@ -110,6 +99,30 @@ impl<'a> Rows<'a> {
         }
         query
     }
+}
+
+/// `(…), (…)`: `n` rows of `width` parameters; on PostgreSQL numbered from `*next`, which
+/// moves past them.
+pub fn values(n: usize, width: usize, next: &mut usize) -> String {
+    use std::fmt::Write;
+    let mut sql = String::new();
+    for r in 0..n {
+        sql.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 0..width {
+            let sep = if c == 0 { "" } else { ", " };
+            match BACKEND {
+                Backend::Sqlite => {
+                    let _ = write!(sql, "{sep}?");
+                }
+                Backend::Postgres => {
+                    let _ = write!(sql, "{sep}${next}");
+                    *next += 1;
+                }
+            }
+        }
+        sql.push(')');
+    }
+    sql
 }
 
 /// Where `column` is among `names`.

@@ -159,6 +159,9 @@ const CLICK_COLUMNS: &[&str] = &[
 /// Of [`CLICK_COLUMNS`], those the customer's row needs.
 const CUSTOMER_CLICK_COLUMNS: &[&str] = CLICK_COLUMNS.split_at(5).0;
 
+/// The columns each statement of [`new_clicks_sql`] reads, in order (for [`Rows::bind`]).
+const NEW_CLICK_STATEMENTS: &[&[&str]] = &[CUSTOMER_CLICK_COLUMNS, CLICK_COLUMNS];
+
 /// The statement that inserts `n` new clicks (1 to [`rows::CHUNK`]): their customers,
 /// then their click events. One round trip.
 fn new_clicks_sql(n: usize) -> &'static str {
@@ -232,7 +235,7 @@ pub async fn new_clicks(
     let rows = new_click_rows(clicks, &ids);
     for (n, chunk) in rows.chunks() {
         let query = sqlx::query(new_clicks_sql(n));
-        rows.bind(query, chunk, &[CUSTOMER_CLICK_COLUMNS, CLICK_COLUMNS])
+        rows.bind(query, chunk, NEW_CLICK_STATEMENTS)
             .execute(&mut *conn)
             .await?;
     }
@@ -267,11 +270,7 @@ pub async fn commit_new_clicks(conn: &mut Conn, clicks: &[&NewClick]) -> sqlx::R
             counts.sql(n * CLICK_COLUMNS.len() + 1)
         ),
     };
-    let query = rows.bind(
-        sqlx::query(&sql),
-        chunk,
-        &[CUSTOMER_CLICK_COLUMNS, CLICK_COLUMNS],
-    );
+    let query = rows.bind(sqlx::query(&sql), chunk, NEW_CLICK_STATEMENTS);
     if let Err(e) = counts.bind(query).execute(&mut *conn).await {
         if BACKEND == Backend::Sqlite {
             // The query stopped at its failing statement: end the transaction it began
