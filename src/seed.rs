@@ -120,7 +120,6 @@ pub struct SeedClick {
     pub device_type: &'static str,
     pub device_os: &'static str,
     pub browser_name: &'static str,
-    pub converted: bool,
     pub at: i64,
 }
 
@@ -129,7 +128,6 @@ pub struct SeedClick {
 pub struct SeedLead {
     pub customer: usize,
     pub page_url: &'static str,
-    pub converted: bool,
     pub at: i64,
 }
 
@@ -277,7 +275,6 @@ impl Generator<'_> {
                 c.leads.push(SeedLead {
                     customer: idx,
                     page_url: PAGES[(page + 1) % PAGES.len()],
-                    converted: is_sale,
                     at: lead_at,
                 });
                 let r = self.day(lead_at);
@@ -332,7 +329,6 @@ impl Generator<'_> {
                 device_type: d.0,
                 device_os: d.1,
                 browser_name: d.2,
-                converted: is_sale,
                 at,
             });
             c.customers.push(customer);

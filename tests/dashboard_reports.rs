@@ -595,6 +595,71 @@ on_both_backends! {
     }
 }
 
+on_both_backends! {
+    async fn converted_marks_the_click_and_lead_of_the_first_purchase(app: TestApp) {
+        let seed = app.seed().await;
+        let auth = owner(&app, &seed).await;
+        let path = format!("/api/tracking/events/{}", seed.program_id);
+        let aff = format!("https://shop.example/landing?aff={}", seed.short_link);
+        let click = |existing: Option<&str>| {
+            let mut body = json!({"affiliate_url": aff});
+            if let Some(id) = existing {
+                body["existing_click_id"] = json!(id);
+            }
+            app.post("/api/v1/track/click", body)
+        };
+        let sale = |txn: &'static str| {
+            app.post_auth("/api/v1/track/sale", &seed.api_token,
+                json!({"transaction_id": txn, "amount_cents": 1_000, "customer_key": "buyer"}))
+        };
+        // One customer clicks twice, signs up and buys, then clicks and buys again; another
+        // clicks and signs up without buying.
+        let first = click(None).await.expect(200).body["click_id"].as_str().unwrap().to_string();
+        pause().await;
+        let again = click(Some(&first)).await.expect(200).body["click_id"].as_str().unwrap().to_string();
+        assert_eq!(again, first);
+        pause().await;
+        app.post_auth("/api/v1/track/lead", &seed.api_token, json!({"click_id": first, "customer_key": "buyer"}))
+            .await
+            .expect(200);
+        let other = app.click(&seed.short_link).await;
+        app.post_auth("/api/v1/track/lead", &seed.api_token, json!({"click_id": other, "customer_key": "browser"}))
+            .await
+            .expect(200);
+        pause().await;
+        sale("txn-a").await.expect(200);
+        pause().await;
+        click(Some(&first)).await.expect(200);
+        pause().await;
+        sale("txn-b").await.expect(200);
+
+        // Per listed event of `kind`, newest first: its `field` and whether it converted.
+        let converted = |kind: &'static str, field: &'static str| {
+            let url = format!("{path}?eventType={kind}");
+            let (app, auth) = (&app, &auth);
+            async move {
+                let r = get(app, auth, &url).await.expect(200);
+                r.body["data"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|e| (e[field].as_str().unwrap().to_string(), e["converted"].as_bool().unwrap()))
+                    .collect::<Vec<_>>()
+            }
+        };
+        // The click after the purchase, the other customer's, the second click (the one
+        // that converted), the first.
+        assert_eq!(
+            converted("click", "click_id").await,
+            [(first.clone(), false), (other.clone(), false), (first.clone(), true), (first.clone(), false)]
+        );
+        assert_eq!(
+            converted("lead", "customer_key").await,
+            [("browser".to_string(), false), ("buyer".to_string(), true)]
+        );
+    }
+}
+
 /// An event written straight into its table (and counted in its day's rollup, as the
 /// tracking writes would).
 #[derive(Debug, Clone)]
@@ -615,13 +680,13 @@ async fn insert_event(
     let test = if is_test { "TRUE" } else { "FALSE" };
     let sql = match kind {
         "click" => format!(
-            "INSERT INTO affiliate_click_events (program_id, click_id, session_id, page_url, converted, \
+            "INSERT INTO affiliate_click_events (program_id, click_id, session_id, page_url, \
              is_test, click_timestamp, created_at) VALUES ({program_id}, 'cust_{n}', 'sess', \
-             'https://shop.example/', FALSE, {test}, {ts}, {ts}) RETURNING id"
+             'https://shop.example/', {test}, {ts}, {ts}) RETURNING id"
         ),
         "lead" => format!(
-            "INSERT INTO affiliate_lead_events (program_id, customer_key, converted, is_test, \
-             lead_timestamp, created_at) VALUES ({program_id}, 'key_{n}_{test}', FALSE, {test}, {ts}, {ts}) \
+            "INSERT INTO affiliate_lead_events (program_id, customer_key, is_test, \
+             lead_timestamp, created_at) VALUES ({program_id}, 'key_{n}_{test}', {test}, {ts}, {ts}) \
              RETURNING id"
         ),
         _ => format!(

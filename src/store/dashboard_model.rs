@@ -155,6 +155,8 @@ pub struct ClickEvent {
     pub device_type: Option<String>,
     pub device_os: Option<String>,
     pub browser_name: Option<String>,
+    /// Whether this is the click that converted its customer: the customer's latest
+    /// click at or before its first purchase.
     pub converted: bool,
 }
 
@@ -172,6 +174,7 @@ pub struct LeadEvent {
     pub customer_key: Option<String>,
     pub session_id: Option<String>,
     pub page_url: Option<String>,
+    /// Whether the lead's customer has made a purchase.
     pub converted: bool,
 }
 

@@ -262,6 +262,19 @@ pub async fn count_events(pool: &Pool<Db>, program_id: i64, f: &EventFilter) -> 
     Ok(total)
 }
 
+/// Whether a listed click event `c` (its customer `ck`) converted: it is the customer's
+/// latest click at or before the customer's first purchase. Derived when listed rather
+/// than written by the sale (docs/decisions.md).
+const CLICK_CONVERTED: &str = "CASE WHEN ck.first_purchase_date >= c.click_timestamp \
+     AND NOT EXISTS (SELECT 1 FROM affiliate_click_events n \
+     WHERE n.customer_id = c.customer_id AND n.id > c.id \
+     AND n.click_timestamp <= ck.first_purchase_date) THEN TRUE ELSE FALSE END";
+
+/// Whether a listed lead event `l` (its customer `lk`) converted: its customer has
+/// purchased.
+const LEAD_CONVERTED: &str =
+    "CASE WHEN lk.first_purchase_date IS NOT NULL THEN TRUE ELSE FALSE END";
+
 /// One page of real events matching `f`, newest first (`timestamp DESC, id DESC`, then
 /// the kind so that equal keys of different tables keep a stable order).
 pub async fn list_events(
@@ -287,13 +300,15 @@ pub async fn list_events(
     let sql = format!(
         "SELECT p.kind, p.id, p.ts, \
          c.created_at, c.click_id, c.session_id, c.page_url, c.referrer_url, c.geo_country, \
-         c.geo_region, c.geo_city, c.device_type, c.device_os, c.browser_name, c.converted, \
-         l.created_at, l.click_id, l.customer_key, l.session_id, l.page_url, l.converted, \
+         c.geo_region, c.geo_city, c.device_type, c.device_os, c.browser_name, {CLICK_CONVERTED}, \
+         l.created_at, l.click_id, l.customer_key, l.session_id, l.page_url, {LEAD_CONVERTED}, \
          s.created_at, s.click_id, s.amount_cents, s.currency, s.sale_type, s.payment_status, \
          s.processor_event_id, s.is_recurring \
          FROM ({} ORDER BY ts DESC, id DESC, kind LIMIT $6 OFFSET $7) p \
          LEFT JOIN affiliate_click_events c ON p.kind = 'click' AND c.id = p.id \
+         LEFT JOIN customers ck ON ck.id = c.customer_id \
          LEFT JOIN affiliate_lead_events l ON p.kind = 'lead' AND l.id = p.id \
+         LEFT JOIN customers lk ON lk.id = l.customer_id \
          LEFT JOIN affiliate_sale_events s ON p.kind = 'conversion' AND s.id = p.id \
          ORDER BY p.ts DESC, p.id DESC, p.kind",
         branches.join(" UNION ALL ")

@@ -107,7 +107,7 @@ impl Seeder {
                 "INSERT INTO affiliate_click_events (program_id, customer_id, link_id, partner_id, \
                  click_id, session_id, page_url, page_title, referrer_url, screen_resolution, \
                  viewport_size, language, timezone, geo_country, geo_region, geo_city, device_type, \
-                 device_os, browser_name, converted, is_test, click_timestamp, created_at) ",
+                 device_os, browser_name, is_test, click_timestamp, created_at) ",
             );
             q.push_values(rows, |mut b, r| {
                 let cust = &c.customers[r.customer];
@@ -130,7 +130,6 @@ impl Seeder {
                     .push_bind(r.device_type)
                     .push_bind(r.device_os)
                     .push_bind(r.browser_name)
-                    .push_bind(r.converted)
                     .push_bind(false)
                     .push_bind(r.at)
                     .push_bind(r.at);
@@ -140,8 +139,7 @@ impl Seeder {
         for rows in c.leads.chunks(ROWS) {
             let mut q = QueryBuilder::<Db>::new(
                 "INSERT INTO affiliate_lead_events (program_id, customer_id, click_id, customer_key, \
-                 email, session_id, page_url, event_name, converted, is_test, lead_timestamp, \
-                 created_at) ",
+                 email, session_id, page_url, event_name, is_test, lead_timestamp, created_at) ",
             );
             q.push_values(rows, |mut b, r| {
                 let cust = &c.customers[r.customer];
@@ -153,7 +151,6 @@ impl Seeder {
                     .push_bind(None::<String>)
                     .push_bind(r.page_url)
                     .push_bind("signup")
-                    .push_bind(r.converted)
                     .push_bind(false)
                     .push_bind(r.at)
                     .push_bind(r.at);

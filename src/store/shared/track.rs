@@ -43,9 +43,9 @@ async fn insert_click_event(conn: &mut Conn, e: ClickEventRow<'_>) -> sqlx::Resu
         "INSERT INTO affiliate_click_events (program_id, customer_id, link_id, partner_id, \
          click_id, session_id, page_url, page_title, referrer_url, screen_resolution, \
          viewport_size, language, timezone, geo_country, geo_region, geo_city, device_type, \
-         device_os, browser_name, converted, is_test, click_timestamp, created_at) \
+         device_os, browser_name, is_test, click_timestamp, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-         $18, $19, $20, $21, $22, $22) RETURNING id",
+         $18, $19, $20, $21, $21) RETURNING id",
     )
     .bind(e.program_id)
     .bind(e.customer_id)
@@ -66,7 +66,6 @@ async fn insert_click_event(conn: &mut Conn, e: ClickEventRow<'_>) -> sqlx::Resu
     .bind(&d.device_type)
     .bind(&d.device_os)
     .bind(&d.browser_name)
-    .bind(false)
     .bind(e.is_test)
     .bind(e.at)
     .fetch_one(&mut *conn)
@@ -181,11 +180,11 @@ fn new_click_events(customer_id: &str, from: &str) -> String {
         "INSERT INTO affiliate_click_events (program_id, customer_id, link_id, partner_id, \
          click_id, session_id, page_url, page_title, referrer_url, screen_resolution, \
          viewport_size, language, timezone, geo_country, geo_region, geo_city, device_type, \
-         device_os, browser_name, converted, is_test, click_timestamp, created_at) \
+         device_os, browser_name, is_test, click_timestamp, created_at) \
          SELECT rows.program_id, {customer_id}, rows.link_id, rows.partner_id, rows.click_id, \
          session_id, page_url, page_title, referrer_url, screen_resolution, viewport_size, \
          language, timezone, geo_country, geo_region, geo_city, device_type, device_os, \
-         browser_name, FALSE, FALSE, at, at FROM {from}"
+         browser_name, FALSE, at, at FROM {from}"
     )
 }
 
@@ -361,8 +360,8 @@ struct LeadEventRow<'a> {
 async fn insert_lead_event(conn: &mut Conn, e: LeadEventRow<'_>) -> Result<i64> {
     sqlx::query_scalar(
         "INSERT INTO affiliate_lead_events (program_id, customer_id, click_id, customer_key, \
-         email, session_id, page_url, event_name, converted, is_test, lead_timestamp, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING id",
+         email, session_id, page_url, event_name, is_test, lead_timestamp, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) RETURNING id",
     )
     .bind(e.program_id)
     .bind(e.customer_id)
@@ -372,7 +371,6 @@ async fn insert_lead_event(conn: &mut Conn, e: LeadEventRow<'_>) -> Result<i64> 
     .bind(e.session_id)
     .bind(e.page_url)
     .bind(e.event_name)
-    .bind(false)
     .bind(e.is_test)
     .bind(e.at)
     .fetch_one(&mut *conn)
@@ -742,21 +740,6 @@ pub async fn sale(conn: &mut Conn, deltas: &mut Deltas, s: NewSale) -> Result<Sa
     .bind(c.id)
     .execute(&mut *conn)
     .await?;
-    sqlx::query(
-        "UPDATE affiliate_lead_events SET converted = $1 WHERE customer_id = $2 AND NOT converted",
-    )
-    .bind(true)
-    .bind(c.id)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(
-        "UPDATE affiliate_click_events SET converted = $1 WHERE id = \
-         (SELECT MAX(id) FROM affiliate_click_events WHERE customer_id = $2)",
-    )
-    .bind(true)
-    .bind(c.id)
-    .execute(&mut *conn)
-    .await?;
 
     count_sale(
         deltas,
@@ -863,11 +846,10 @@ const SALE_COLUMNS: &[&str] = &[
 const SALE_EVENT_COLUMNS: &[&str] = SALE_COLUMNS.split_at(13).0;
 
 /// The writes that record resolved plain sales, each with the columns of the rows it
-/// reads: the sale events, their commissions, the customers' conversion, their leads and
-/// latest clicks marked converted, and per row its index, sale id and commission id. The
-/// same rows [`sale`] writes for each. `SALES` and `COMMISSIONS` stand for the tables the
+/// reads: the sale events, their commissions, the customers' conversion, and per row its
+/// index, sale id and commission id. The same rows [`sale`] writes for each. `SALES` and `COMMISSIONS` stand for the tables the
 /// later ones find the new rows in.
-const RECORD_SALES: [(&[&str], &str); 6] = [
+const RECORD_SALES: [(&[&str], &str); 4] = [
     (
         SALE_EVENT_COLUMNS,
         "INSERT INTO affiliate_sale_events (program_id, customer_id, partner_id, click_id, \
@@ -892,17 +874,6 @@ const RECORD_SALES: [(&[&str], &str); 6] = [
          updated_at = rows.at FROM rows WHERE customers.id = rows.customer_id",
     ),
     (
-        &["customer_id"],
-        "UPDATE affiliate_lead_events SET converted = TRUE \
-         WHERE customer_id IN (SELECT customer_id FROM rows) AND NOT converted",
-    ),
-    (
-        &["customer_id"],
-        "UPDATE affiliate_click_events SET converted = TRUE WHERE id IN \
-         (SELECT (SELECT MAX(e.id) FROM affiliate_click_events e \
-         WHERE e.customer_id = rows.customer_id) FROM rows)",
-    ),
-    (
         &["idx", "transaction_id"],
         "SELECT rows.idx, s.id, c.id FROM rows \
          JOIN SALES s ON s.processor_event_id = rows.transaction_id \
@@ -911,7 +882,7 @@ const RECORD_SALES: [(&[&str], &str); 6] = [
 ];
 
 /// The query that records `n` resolved plain sales (1 to [`rows::CHUNK`]) by
-/// [`RECORD_SALES`]: six statements on SQLite, later ones finding the new sales by
+/// [`RECORD_SALES`]: four statements on SQLite, later ones finding the new sales by
 /// transaction id; one statement on PostgreSQL, each write a CTE.
 fn record_sales_sql(n: usize) -> &'static str {
     static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
@@ -919,7 +890,7 @@ fn record_sales_sql(n: usize) -> &'static str {
 }
 
 fn build_record_sales_sql(n: usize) -> String {
-    let [sales, commissions, customers, leads, clicks, ids] = RECORD_SALES.map(|(_, sql)| sql);
+    let [sales, commissions, customers, ids] = RECORD_SALES.map(|(_, sql)| sql);
     match BACKEND {
         Backend::Sqlite => RECORD_SALES
             .map(|(columns, sql)| {
@@ -935,8 +906,7 @@ fn build_record_sales_sql(n: usize) -> String {
             "{}, sales AS ({sales} RETURNING id, processor_event_id, program_id, partner_id, \
              currency, sale_date), \
              comm AS ({} RETURNING id, sale_id), \
-             cust AS ({customers} RETURNING 1), leads AS ({leads} RETURNING 1), \
-             clicks AS ({clicks} RETURNING 1) {}",
+             cust AS ({customers} RETURNING 1) {}",
             Rows::cte(SALE_COLUMNS, n, SALE_COLUMNS),
             commissions.replace("SALES", "sales"),
             ids.replace("SALES", "sales").replace("COMMISSIONS", "comm"),
