@@ -151,11 +151,19 @@ async fn charge_refund(
     r: stripe::ChargeRefund,
     at: i64,
 ) -> Result<String> {
+    // One index lookup per way of naming the sale (an OR of them scans the program's
+    // sales), the earliest sale found.
     let row = sqlx::query(
-        "SELECT processor_event_id, refunded_cents FROM affiliate_sale_events \
-         WHERE program_id = $1 AND NOT is_test AND (charge_id = $2 OR payment_intent_id = $3 \
-         OR processor_event_id = $3 OR processor_event_id = $4) \
-         ORDER BY id LIMIT 1",
+        "SELECT processor_event_id, refunded_cents FROM affiliate_sale_events WHERE id = \
+         (SELECT MIN(id) FROM ( \
+         SELECT id FROM affiliate_sale_events WHERE program_id = $1 AND charge_id = $2 \
+         AND NOT is_test UNION ALL \
+         SELECT id FROM affiliate_sale_events WHERE program_id = $1 AND payment_intent_id = $3 \
+         AND NOT is_test UNION ALL \
+         SELECT id FROM affiliate_sale_events WHERE processor_event_id = $3 \
+         AND program_id = $1 AND NOT is_test UNION ALL \
+         SELECT id FROM affiliate_sale_events WHERE processor_event_id = $4 \
+         AND program_id = $1 AND NOT is_test) found)",
     )
     .bind(program_id)
     .bind(&r.charge)
