@@ -16,6 +16,9 @@ pub struct Server {
     pub base: String,
     /// Everything printed on stdout and stderr so far.
     pub output: Arc<Mutex<String>>,
+    /// The threads copying stdout and stderr into `output`; they end when the process
+    /// has exited and they have read all it printed.
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 /// A command for the binary with no `REFTRACK_*` variable but those given.
@@ -41,14 +44,17 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-fn capture(stream: impl Read + Send + 'static, into: Arc<Mutex<String>>) {
+fn capture(
+    stream: impl Read + Send + 'static,
+    into: Arc<Mutex<String>>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines().map_while(Result::ok) {
             let mut out = into.lock().unwrap();
             out.push_str(&line);
             out.push('\n');
         }
-    });
+    })
 }
 
 impl Server {
@@ -60,7 +66,7 @@ impl Server {
             .spawn()
             .unwrap();
         let output = Arc::new(Mutex::new(String::new()));
-        capture(child.stderr.take().unwrap(), output.clone());
+        let mut readers = vec![capture(child.stderr.take().unwrap(), output.clone())];
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let base = loop {
             let mut line = String::new();
@@ -76,11 +82,12 @@ impl Server {
                 break addr.trim().to_string();
             }
         };
-        capture(stdout, output.clone());
+        readers.push(capture(stdout, output.clone()));
         Server {
             child,
             base,
             output,
+            readers,
         }
     }
 
@@ -93,11 +100,15 @@ impl Server {
         assert!(status.success(), "kill -{name} failed");
     }
 
-    /// Waits up to `limit` for the process to exit.
+    /// Waits up to `limit` for the process to exit; once it has, [`Server::output`]
+    /// holds everything it printed.
     pub fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
         let started = Instant::now();
         loop {
             if let Some(s) = self.child.try_wait().unwrap() {
+                for reader in self.readers.drain(..) {
+                    let _ = reader.join();
+                }
                 return Some(s);
             }
             if started.elapsed() > limit {
