@@ -8,7 +8,7 @@
 //! the events go in with multi-row `INSERT`s in large transactions on a connection of
 //! its own (`synchronous=OFF` on SQLite, `synchronous_commit=off` on PostgreSQL: a crash
 //! mid-seed loses the seed, nothing else), and the counters are added at the end by the
-//! group committer's own `apply_deltas`.
+//! group committer's own `counters::apply`.
 //!
 //! The shape of the generated data: every click creates its customer (no repeat
 //! visits); one customer in ten becomes a lead 30 minutes after its click, with
