@@ -847,8 +847,8 @@ const SALE_EVENT_COLUMNS: &[&str] = SALE_COLUMNS.split_at(13).0;
 
 /// The writes that record resolved plain sales, each with the columns of the rows it
 /// reads: the sale events, their commissions, the customers' conversion, and per row its
-/// index, sale id and commission id. The same rows [`sale`] writes for each. `SALES` and `COMMISSIONS` stand for the tables the
-/// later ones find the new rows in.
+/// index, sale id and commission id. The same rows [`sale`] writes for each. `SALES` and
+/// `COMMISSIONS` stand for the tables the later ones find the new rows in.
 const RECORD_SALES: [(&[&str], &str); 4] = [
     (
         SALE_EVENT_COLUMNS,

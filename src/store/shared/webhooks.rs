@@ -160,9 +160,7 @@ async fn charge_refund(
          AND NOT is_test UNION ALL \
          SELECT id FROM affiliate_sale_events WHERE program_id = $1 AND payment_intent_id = $3 \
          AND NOT is_test UNION ALL \
-         SELECT id FROM affiliate_sale_events WHERE processor_event_id = $3 \
-         AND program_id = $1 AND NOT is_test UNION ALL \
-         SELECT id FROM affiliate_sale_events WHERE processor_event_id = $4 \
+         SELECT id FROM affiliate_sale_events WHERE processor_event_id IN ($3, $4) \
          AND program_id = $1 AND NOT is_test) found)",
     )
     .bind(program_id)
