@@ -808,7 +808,20 @@ const SALE_KEY_COLUMNS: &[&str] = &[
 /// the program have no row.
 fn resolve_sales_sql(n: usize) -> &'static str {
     static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    rows::sized(&SQL, n, build_resolve_sales_sql)
+}
+
+/// [`resolve_sales_sql`] after `BEGIN IMMEDIATE`, in one query (SQLite's
+/// [`commit_plain_sales`]).
+fn begin_resolve_sales_sql(n: usize) -> &'static str {
+    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     rows::sized(&SQL, n, |n| {
+        format!("{BEGIN_WRITE}; {}", build_resolve_sales_sql(n))
+    })
+}
+
+fn build_resolve_sales_sql(n: usize) -> String {
+    {
         format!(
             "{} SELECT rows.idx, c.id, c.click_id, c.customer_key, c.partner_id, \
              c.first_purchase_date, pp.id, \
@@ -820,7 +833,7 @@ fn resolve_sales_sql(n: usize) -> &'static str {
             Rows::cte(SALE_KEY_COLUMNS, n, SALE_KEY_COLUMNS),
             sale_customer_id("rows.program_id", "rows.customer_key", "rows.click_id"),
         )
-    })
+    }
 }
 
 /// The columns of the resolved sales a batch records (see [`plain_sales`]).
@@ -927,6 +940,54 @@ pub async fn plain_sales(
     deltas: &mut Deltas,
     sales: &[&NewSale],
 ) -> Result<Vec<Option<SaleOutcome>>> {
+    record_plain_sales(conn, deltas, sales, false).await
+}
+
+/// [`plain_sales`] as a transaction of its own, on SQLite, in three round trips where a
+/// batch in the committer's transaction takes seven: `BEGIN IMMEDIATE` with the query
+/// that resolves the sales, the one that records them, and the counters with `COMMIT`.
+/// At most [`rows::CHUNK`] sales. When it fails, nothing of it is left; a sale answered
+/// `None` was not written and is left to [`sale`].
+pub async fn commit_plain_sales(
+    conn: &mut Conn,
+    sales: &[&NewSale],
+) -> Result<Vec<Option<SaleOutcome>>> {
+    debug_assert!(BACKEND == Backend::Sqlite && (1..=rows::CHUNK).contains(&sales.len()));
+    let mut deltas = Deltas::default();
+    let committed = match record_plain_sales(conn, &mut deltas, sales, true).await {
+        Ok(outcomes) => commit_counters(conn, &deltas)
+            .await
+            .map(|()| outcomes)
+            .map_err(Error::from),
+        Err(e) => Err(e),
+    };
+    if committed.is_err() {
+        // Ends the transaction the first query began (an error here means it never began).
+        let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+    }
+    committed
+}
+
+/// Adds `deltas` and commits, in one round trip when they take one query.
+async fn commit_counters(conn: &mut Conn, deltas: &Deltas) -> sqlx::Result<()> {
+    let mut parts = counters::parts(deltas);
+    if let (Some(part), None) = (parts.next(), parts.next()) {
+        let sql = format!("{}; COMMIT", part.sql(1));
+        part.bind(sqlx::query(&sql)).execute(&mut *conn).await?;
+    } else {
+        counters::apply(&mut *conn, deltas).await?;
+        sqlx::query("COMMIT").execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// [`plain_sales`]; with `begin`, its first query also begins the transaction.
+async fn record_plain_sales(
+    conn: &mut Conn,
+    deltas: &mut Deltas,
+    sales: &[&NewSale],
+    begin: bool,
+) -> Result<Vec<Option<SaleOutcome>>> {
     use rows::Value::{Int, Text};
     let place = |i: usize| Int(i64::try_from(i).unwrap_or(i64::MAX));
     let mut keys = Rows::new(SALE_KEY_COLUMNS);
@@ -940,8 +1001,13 @@ pub async fn plain_sales(
         ]);
     }
     let mut found = Vec::with_capacity(sales.len());
-    for (n, chunk) in keys.chunks() {
-        let query = sqlx::query(resolve_sales_sql(n));
+    for (i, (n, chunk)) in keys.chunks().enumerate() {
+        let sql = if begin && i == 0 {
+            begin_resolve_sales_sql(n)
+        } else {
+            resolve_sales_sql(n)
+        };
+        let query = sqlx::query(sql);
         found.extend(
             keys.bind(query, chunk, &[SALE_KEY_COLUMNS])
                 .fetch_all(&mut *conn)
