@@ -276,3 +276,39 @@ async fn geo_comes_from_cdn_headers_only_behind_a_trusted_proxy() {
         assert_eq!((with_geo, no_geo), if trusted { (1, 0) } else { (0, 1) });
     }
 }
+
+on_both_backends! {
+    async fn management_writes_get_the_write_connection_during_a_click_stream(app: TestApp) {
+        // On SQLite the committer holds the one write connection while batches keep
+        // coming and gives it back in turns (`WRITE_CONNECTION_TURN`); management writes
+        // share that connection. A writer that kept it for as long as clicks arrive
+        // would starve them until the pool's check-out timeout fails them.
+        let seed = app.seed().await;
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let clickers = (0..32).map(|_| async {
+            let mut clicks = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                app.post("/api/v1/track/click", json!({"affiliate_url": format!("https://shop.example/?aff={}", seed.short_link)})).await.expect(200);
+                clicks += 1;
+            }
+            clicks
+        });
+        let management = async {
+            for i in 0..20 {
+                app.admin(
+                    "POST",
+                    "/links",
+                    Some(json!({"program_id": seed.program_id, "partner_id": seed.partner_id, "short_link": format!("turn{i}")})),
+                )
+                .await
+                .expect(201);
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        };
+        let (clicks, ()) = futures::future::join(futures::future::join_all(clickers), management).await;
+        let clicks: i64 = clicks.iter().sum();
+        assert!(clicks >= 32, "the clicks kept flowing: {clicks}");
+        assert_eq!(app.count("SELECT COUNT(*) FROM referral_links WHERE short_link LIKE 'turn%'").await, 20);
+        assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_click_events").await, clicks);
+    }
+}

@@ -31,7 +31,7 @@ const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 /// SQLite has one writer; more tasks would only queue on its lock.
 const WRITERS: usize = 1;
 /// The single write connection also serves sessions and management writes, so the
-/// writer gives it back after each batch.
+/// writer gives it back when its queue is empty or after [`WRITE_CONNECTION_TURN`].
 const KEEP_WRITE_CONNECTION: bool = false;
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 

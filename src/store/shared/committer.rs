@@ -17,6 +17,12 @@ const QUEUE_DEPTH: usize = 8192;
 /// its callers are answered 503.
 const BATCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
+/// Longest a writer that does not keep its connection ([`KEEP_WRITE_CONNECTION`]) holds
+/// it while batches keep coming. Giving it back after every batch would cost a round trip
+/// to the database per batch (the pool checks a connection it gets back); never giving
+/// it back would starve the other users of a one-connection pool under load.
+const WRITE_CONNECTION_TURN: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Why a batch did not commit.
 #[derive(Debug, Clone)]
 struct CommitFailed {
@@ -241,6 +247,7 @@ async fn run_writer(
     syncer: Option<Syncer>,
 ) {
     let mut held: Option<sqlx::pool::PoolConnection<Db>> = None;
+    let mut held_since = std::time::Instant::now();
     loop {
         let mut jobs = Vec::new();
         {
@@ -257,6 +264,9 @@ async fn run_writer(
             }
         }
         let n = jobs.len();
+        if held.is_none() {
+            held_since = std::time::Instant::now();
+        }
         let batch = run_batch(&pool, &mut held, jobs, syncer.as_ref());
         let ended = match tokio::time::timeout(BATCH_TIMEOUT, batch).await {
             Ok(ended) => ended,
@@ -278,7 +288,9 @@ async fn run_writer(
             if let Some(mut conn) = held.take() {
                 conn.close_on_drop();
             }
-        } else if !KEEP_WRITE_CONNECTION {
+        } else if !KEEP_WRITE_CONNECTION
+            && (held_since.elapsed() >= WRITE_CONNECTION_TURN || rx.lock().await.is_empty())
+        {
             held = None;
         }
     }
