@@ -280,9 +280,9 @@ async fn geo_comes_from_cdn_headers_only_behind_a_trusted_proxy() {
 on_both_backends! {
     async fn management_writes_get_the_write_connection_during_a_click_stream(app: TestApp) {
         // On SQLite the committer holds the one write connection while batches keep
-        // coming and gives it back in turns (`WRITE_CONNECTION_TURN`); management writes
-        // share that connection. A writer that kept it for as long as clicks arrive
-        // would starve them until the pool's check-out timeout fails them.
+        // coming and gives it back when its queue is empty or in turns
+        // (`WRITE_CONNECTION_TURN`); management writes share that connection. A writer
+        // that never gave it back would fail them with the pool's check-out timeout.
         let seed = app.seed().await;
         let stop = std::sync::atomic::AtomicBool::new(false);
         let clickers = (0..32).map(|_| async {

@@ -821,19 +821,17 @@ fn begin_resolve_sales_sql(n: usize) -> &'static str {
 }
 
 fn build_resolve_sales_sql(n: usize) -> String {
-    {
-        format!(
-            "{} SELECT rows.idx, c.id, c.click_id, c.customer_key, c.partner_id, \
-             c.first_purchase_date, pp.id, \
-             EXISTS (SELECT 1 FROM affiliate_sale_events s \
-             WHERE s.processor_event_id = rows.transaction_id) \
-             FROM rows JOIN customers c ON c.id = {} \
-             LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
-             AND pp.program_id = c.program_id",
-            Rows::cte(SALE_KEY_COLUMNS, n, SALE_KEY_COLUMNS),
-            sale_customer_id("rows.program_id", "rows.customer_key", "rows.click_id"),
-        )
-    }
+    format!(
+        "{} SELECT rows.idx, c.id, c.click_id, c.customer_key, c.partner_id, \
+         c.first_purchase_date, pp.id, \
+         EXISTS (SELECT 1 FROM affiliate_sale_events s \
+         WHERE s.processor_event_id = rows.transaction_id) \
+         FROM rows JOIN customers c ON c.id = {} \
+         LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
+         AND pp.program_id = c.program_id",
+        Rows::cte(SALE_KEY_COLUMNS, n, SALE_KEY_COLUMNS),
+        sale_customer_id("rows.program_id", "rows.customer_key", "rows.click_id"),
+    )
 }
 
 /// The columns of the resolved sales a batch records (see [`plain_sales`]).
