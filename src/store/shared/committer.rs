@@ -394,13 +394,7 @@ async fn run_batch(
         match committed.await {
             Ok(outcomes) => {
                 let mut done = Vec::with_capacity(sales.len());
-                for ((sale, answer), outcome) in sales.drain(..).zip(outcomes) {
-                    match outcome {
-                        Some(o) => done.push(answer_on_commit(answer, o)),
-                        // Its exact answer comes from running it on its own, below.
-                        None => jobs.push(sale_job(sale, answer)),
-                    }
-                }
+                sort_sales(sales.drain(..), outcomes, &mut done, &mut jobs);
                 let ended = finish(Ok(()), done, syncer);
                 if jobs.is_empty() {
                     return ended;
@@ -470,14 +464,7 @@ async fn run_batch(
     }
     if !sales.is_empty() {
         match plain_sales(&mut tx, &mut deltas, &sales).await {
-            Ok(outcomes) => {
-                for ((sale, answer), outcome) in sales.into_iter().zip(outcomes) {
-                    match outcome {
-                        Some(o) => done.push(answer_on_commit(answer, o)),
-                        None => jobs.push(sale_job(sale, answer)),
-                    }
-                }
-            }
+            Ok(outcomes) => sort_sales(sales, outcomes, &mut done, &mut jobs),
             Err(e) => {
                 debug_assert!(
                     !is_statement_bug(&e),
@@ -577,6 +564,23 @@ fn finish(
         d(outcome.clone());
     }
     ended
+}
+
+/// Sorts batched sales by what `track::plain_sales` made of them: those it recorded are
+/// answered once the batch commits (`done`); the others run as jobs of their own, which
+/// give them their exact answer.
+fn sort_sales(
+    sales: impl IntoIterator<Item = (NewSale, oneshot::Sender<Result<SaleOutcome>>)>,
+    outcomes: Vec<Option<SaleOutcome>>,
+    done: &mut Vec<Done>,
+    jobs: &mut Vec<Job>,
+) {
+    for ((sale, answer), outcome) in sales.into_iter().zip(outcomes) {
+        match outcome {
+            Some(o) => done.push(answer_on_commit(answer, o)),
+            None => jobs.push(sale_job(sale, answer)),
+        }
+    }
 }
 
 /// Runs `track::plain_sales` in a savepoint of its own, so that should it fail, nothing it
