@@ -811,15 +811,6 @@ fn resolve_sales_sql(n: usize) -> &'static str {
     rows::sized(&SQL, n, build_resolve_sales_sql)
 }
 
-/// [`resolve_sales_sql`] after `BEGIN IMMEDIATE`, in one query (SQLite's
-/// [`commit_plain_sales`]).
-fn begin_resolve_sales_sql(n: usize) -> &'static str {
-    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    rows::sized(&SQL, n, |n| {
-        format!("{BEGIN_WRITE}; {}", build_resolve_sales_sql(n))
-    })
-}
-
 fn build_resolve_sales_sql(n: usize) -> String {
     format!(
         "{} SELECT rows.idx, c.id, c.click_id, c.customer_key, c.partner_id, \
@@ -925,6 +916,176 @@ fn build_record_sales_sql(n: usize) -> String {
     }
 }
 
+/// The columns of the sales [`commit_plain_sales`] takes: what [`SALE_COLUMNS`] holds
+/// before the customer is known, with the figures its counters add (hundredths of the
+/// major unit, the day).
+const BATCH_SALE_COLUMNS: &[&str] = &[
+    "idx",
+    "program_id",
+    "customer_key",
+    "click_id",
+    "transaction_id",
+    "amount_cents",
+    "currency",
+    "sale_type",
+    "product_id",
+    "metadata",
+    "at",
+    "commission",
+    "revenue_hundredths",
+    "commission_hundredths",
+    "day",
+];
+
+/// The sales of the batch [`commit_plain_sales`] records: a table of the write
+/// connection's own (`TEMP`, in memory), filled and read within one transaction.
+const SALE_BATCH_TABLE: &str = "CREATE TEMP TABLE IF NOT EXISTS sale_batch (idx INTEGER, \
+    program_id INTEGER, customer_id INTEGER, partner_id INTEGER, partner_program_id INTEGER, \
+    click_id TEXT, customer_key TEXT, transaction_id TEXT, amount_cents INTEGER, \
+    currency TEXT, sale_type TEXT, product_id TEXT, metadata TEXT, at INTEGER, \
+    commission INTEGER, revenue_hundredths INTEGER, commission_hundredths INTEGER, \
+    day TEXT, converts INTEGER)";
+
+/// The statement of [`commit_plain_sales`] after its `rows` and `ranked`: the sales that
+/// resolve plainly go into `sale_batch`, which the writes of [`RECORD_SALES`] then read.
+const RESOLVE_SALE_BATCH: &str = "\
+    INSERT INTO temp.sale_batch SELECT r.idx, r.program_id, c.id, c.partner_id, pp.id, \
+    c.click_id, COALESCE(r.customer_key, c.customer_key), r.transaction_id, r.amount_cents, \
+    r.currency, r.sale_type, r.product_id, r.metadata, r.at, r.commission, \
+    r.revenue_hundredths, r.commission_hundredths, r.day, c.first_purchase_date IS NULL \
+    FROM ranked r JOIN customers c ON c.id = r.customer_id \
+    JOIN partner_programs pp ON pp.partner_id = c.partner_id AND pp.program_id = c.program_id \
+    WHERE r.nth_of_customer = 1 AND r.nth_of_transaction = 1 \
+    AND NOT EXISTS (SELECT 1 FROM affiliate_sale_events s \
+    WHERE s.processor_event_id = r.transaction_id)";
+
+/// The counters of the sales in `sale_batch`: what [`count_sale`] adds for each, summed
+/// per partner-program record and per program day.
+const SALE_BATCH_COUNTERS: &str = "\
+    UPDATE partner_programs SET total_sales = partner_programs.total_sales + d.sales, \
+    total_revenue_cents = partner_programs.total_revenue_cents + d.revenue, \
+    total_commission_cents = partner_programs.total_commission_cents + d.commission \
+    FROM (SELECT partner_program_id, COUNT(*) AS sales, SUM(revenue_hundredths) AS revenue, \
+    SUM(commission_hundredths) AS commission FROM temp.sale_batch \
+    GROUP BY partner_program_id) d WHERE partner_programs.id = d.partner_program_id; \
+    INSERT INTO daily_rollups (program_id, day, clicks, leads, conversions, revenue_cents, \
+    sales, commission_cents, partners, lead_events, sale_events) \
+    SELECT program_id, day, 0, 0, SUM(converts), SUM(revenue_hundredths), COUNT(*), \
+    SUM(commission_hundredths), 0, 0, COUNT(*) FROM temp.sale_batch WHERE true \
+    GROUP BY program_id, day ON CONFLICT (program_id, day) DO UPDATE SET \
+    conversions = daily_rollups.conversions + excluded.conversions, \
+    revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents, \
+    sales = daily_rollups.sales + excluded.sales, \
+    commission_cents = daily_rollups.commission_cents + excluded.commission_cents, \
+    sale_events = daily_rollups.sale_events + excluded.sale_events";
+
+/// The query of [`commit_plain_sales`] for `n` sales (1 to [`rows::CHUNK`]).
+fn commit_sale_batch_sql(n: usize) -> &'static str {
+    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    rows::sized(&SQL, n, |n| {
+        // Per sale, D8's customer in its program and whether an earlier sale of the batch
+        // names the same customer or transaction id (that one is left to `sale`).
+        let ranked = format!(
+            "ranked AS (SELECT *, \
+             ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY idx) AS nth_of_customer, \
+             ROW_NUMBER() OVER (PARTITION BY transaction_id ORDER BY idx) AS nth_of_transaction \
+             FROM (SELECT rows.*, {} AS customer_id FROM rows))",
+            sale_customer_id("rows.program_id", "rows.customer_key", "rows.click_id")
+        );
+        // The writes of `RECORD_SALES`, with `sale_batch` (whose columns have the same
+        // names) as their `rows`.
+        let [sales, commissions, customers, ids] = RECORD_SALES.map(|(_, sql)| {
+            sql.replace("FROM rows", "FROM temp.sale_batch AS rows")
+                .replace("JOIN SALES", "JOIN affiliate_sale_events")
+                .replace("JOIN COMMISSIONS", "JOIN commissions")
+        });
+        format!(
+            "{BEGIN_WRITE}; {SALE_BATCH_TABLE}; DELETE FROM temp.sale_batch; {}, {ranked} \
+             {RESOLVE_SALE_BATCH}; {sales}; {commissions}; {customers}; \
+             {SALE_BATCH_COUNTERS}; {ids}; COMMIT",
+            Rows::cte(BATCH_SALE_COLUMNS, n, BATCH_SALE_COLUMNS)
+        )
+    })
+}
+
+/// [`plain_sales`] as a transaction of its own, on SQLite, in one round trip: one query
+/// from `BEGIN IMMEDIATE` to `COMMIT` that resolves the sales, records those that resolve
+/// plainly with their counters, and returns what it recorded. At most [`rows::CHUNK`]
+/// sales. When it fails, nothing of it is left; a sale answered `None` was not written
+/// and is left to [`sale`].
+pub async fn commit_plain_sales(
+    conn: &mut Conn,
+    sales: &[&NewSale],
+) -> Result<Vec<Option<SaleOutcome>>> {
+    use rows::Value::{Int, Text};
+    debug_assert!(BACKEND == Backend::Sqlite && (1..=rows::CHUNK).contains(&sales.len()));
+    let place = |i: usize| Int(i64::try_from(i).unwrap_or(i64::MAX));
+    let figures: Vec<(i64, i64, i64, String)> = sales
+        .iter()
+        .map(|s| {
+            let commission = s.program.commission.amount_for(s.amount_cents);
+            (
+                commission,
+                money::hundredths(s.amount_cents, &s.currency),
+                money::hundredths(commission, &s.currency),
+                day_of(s.at),
+            )
+        })
+        .collect();
+    let mut rows = Rows::new(BATCH_SALE_COLUMNS);
+    for (i, (s, (commission, revenue, commission_hundredths, day))) in
+        sales.iter().zip(&figures).enumerate()
+    {
+        rows.push(&[
+            place(i),
+            Int(s.program.id),
+            Text(s.customer_key.as_deref()),
+            Text(s.click_id.as_deref()),
+            Text(Some(&s.transaction_id)),
+            Int(s.amount_cents),
+            Text(Some(&s.currency)),
+            Text(Some(&s.sale_type)),
+            Text(s.product_id.as_deref()),
+            Text(s.metadata.as_deref()),
+            Int(s.at),
+            Int(*commission),
+            Int(*revenue),
+            Int(*commission_hundredths),
+            Text(Some(day)),
+        ]);
+    }
+    // Sales past the first chunk (none, from the committer) are answered `None`: left
+    // to `sale`.
+    let Some((n, chunk)) = rows.chunks().next() else {
+        return Ok(Vec::new());
+    };
+    let query = rows.bind(
+        sqlx::query(commit_sale_batch_sql(n)),
+        chunk,
+        &[BATCH_SALE_COLUMNS],
+    );
+    let recorded = match query.fetch_all(&mut *conn).await {
+        Ok(recorded) => recorded,
+        Err(e) => {
+            // The query stopped at its failing statement: end the transaction it began
+            // (an error here means it never began).
+            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+            return Err(e.into());
+        }
+    };
+    let mut outcomes: Vec<Option<SaleOutcome>> = vec![None; sales.len()];
+    for r in &recorded {
+        let i: i64 = r.try_get(0)?;
+        if let Some(slot) = usize::try_from(i).ok().and_then(|i| outcomes.get_mut(i)) {
+            *slot = Some(SaleOutcome {
+                sale_id: r.try_get(1)?,
+                commission_id: r.try_get(2)?,
+            });
+        }
+    }
+    Ok(outcomes)
+}
+
 /// D8 for a batch of plain sales ([`is_plain_sale`]) at once: one query per
 /// [`rows::CHUNK`] resolves their customers, one records every sale that resolves plainly
 /// (its customer found in the program, with a partner and its partner-program record, a
@@ -937,54 +1098,6 @@ pub async fn plain_sales(
     conn: &mut Conn,
     deltas: &mut Deltas,
     sales: &[&NewSale],
-) -> Result<Vec<Option<SaleOutcome>>> {
-    record_plain_sales(conn, deltas, sales, false).await
-}
-
-/// [`plain_sales`] as a transaction of its own, on SQLite, in three round trips where a
-/// batch in the committer's transaction takes seven: `BEGIN IMMEDIATE` with the query
-/// that resolves the sales, the one that records them, and the counters with `COMMIT`.
-/// At most [`rows::CHUNK`] sales. When it fails, nothing of it is left; a sale answered
-/// `None` was not written and is left to [`sale`].
-pub async fn commit_plain_sales(
-    conn: &mut Conn,
-    sales: &[&NewSale],
-) -> Result<Vec<Option<SaleOutcome>>> {
-    debug_assert!(BACKEND == Backend::Sqlite && (1..=rows::CHUNK).contains(&sales.len()));
-    let mut deltas = Deltas::default();
-    let committed = match record_plain_sales(conn, &mut deltas, sales, true).await {
-        Ok(outcomes) => commit_counters(conn, &deltas)
-            .await
-            .map(|()| outcomes)
-            .map_err(Error::from),
-        Err(e) => Err(e),
-    };
-    if committed.is_err() {
-        // Ends the transaction the first query began (an error here means it never began).
-        let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
-    }
-    committed
-}
-
-/// Adds `deltas` and commits, in one round trip when they take one query.
-async fn commit_counters(conn: &mut Conn, deltas: &Deltas) -> sqlx::Result<()> {
-    let mut parts = counters::parts(deltas);
-    if let (Some(part), None) = (parts.next(), parts.next()) {
-        let sql = format!("{}; COMMIT", part.sql(1));
-        part.bind(sqlx::query(&sql)).execute(&mut *conn).await?;
-    } else {
-        counters::apply(&mut *conn, deltas).await?;
-        sqlx::query("COMMIT").execute(&mut *conn).await?;
-    }
-    Ok(())
-}
-
-/// [`plain_sales`]; with `begin`, its first query also begins the transaction.
-async fn record_plain_sales(
-    conn: &mut Conn,
-    deltas: &mut Deltas,
-    sales: &[&NewSale],
-    begin: bool,
 ) -> Result<Vec<Option<SaleOutcome>>> {
     use rows::Value::{Int, Text};
     let place = |i: usize| Int(i64::try_from(i).unwrap_or(i64::MAX));
@@ -999,13 +1112,8 @@ async fn record_plain_sales(
         ]);
     }
     let mut found = Vec::with_capacity(sales.len());
-    for (i, (n, chunk)) in keys.chunks().enumerate() {
-        let sql = if begin && i == 0 {
-            begin_resolve_sales_sql(n)
-        } else {
-            resolve_sales_sql(n)
-        };
-        let query = sqlx::query(sql);
+    for (n, chunk) in keys.chunks() {
+        let query = sqlx::query(resolve_sales_sql(n));
         found.extend(
             keys.bind(query, chunk, &[SALE_KEY_COLUMNS])
                 .fetch_all(&mut *conn)
