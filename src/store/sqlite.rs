@@ -57,14 +57,7 @@ async fn connect(url: &str) -> anyhow::Result<(Pool<Db>, Pool<Db>)> {
         // the committer: a file does not drop a connection, and a failed batch closes it.
         .test_before_acquire(false)
         .acquire_timeout(Duration::from_secs(10))
-        // The background checkpointer copies the WAL as it grows; the writer checkpoints
-        // itself (in the commit that crosses the mark, waiting on the disk) only as a
-        // backstop, so that the WAL still restarts under unbroken load.
-        .connect_with(
-            options
-                .clone()
-                .pragma("wal_autocheckpoint", WRITER_CHECKPOINT_PAGES),
-        )
+        .connect_with(options.clone())
         .await?;
     let read = SqlitePoolOptions::new()
         .max_connections(4)
@@ -92,19 +85,13 @@ fn wal_file(url: &str) -> Option<std::path::PathBuf> {
 }
 
 /// How often the background checkpointer folds the WAL into the database file.
-const CHECKPOINT_EVERY: Duration = Duration::from_millis(10);
-
-/// WAL pages (of 4 KiB) past which the writer checkpoints in its own commit: ~40 MB,
-/// where SQLite's default is 1,000. By then the background checkpointer has copied all
-/// but the last few milliseconds of it.
-const WRITER_CHECKPOINT_PAGES: &str = "10000";
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 
 /// Checkpoints the WAL (`PASSIVE`: never blocking the writer or readers) from a
-/// connection of its own, so that copying pages into the database file and syncing it
-/// happen off the writer's path. The writer's automatic checkpoint (every
-/// [`WRITER_CHECKPOINT_PAGES`], in the commit that crosses the mark) then finds the pages
-/// already copied, completes quickly and lets the WAL restart from its beginning. Stops
-/// once the writer pool is closed.
+/// connection of its own, so that the writer's automatic checkpoint (every 1,000 WAL
+/// pages, in the commit that crosses the mark) finds the pages already copied, completes
+/// quickly and lets the WAL restart from its beginning. Stops once the writer pool is
+/// closed.
 fn spawn_checkpointer(options: SqliteConnectOptions, write: Pool<Db>) {
     use sqlx::ConnectOptions;
     tokio::spawn(async move {
