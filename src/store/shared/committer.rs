@@ -387,7 +387,7 @@ async fn run_batch(
         && clicks.is_empty()
         && (1..=rows::CHUNK).contains(&sales.len())
     {
-        // The hot path under sale traffic: the batch in three round trips of its own.
+        // The hot path under sale traffic: the batch in one round trip of its own.
         let plain: Vec<&NewSale> = sales.iter().map(|(s, _)| s).collect();
         let committed: BoxFuture<'_, Result<Vec<Option<SaleOutcome>>>> =
             Box::pin(track::commit_plain_sales(&mut *conn, &plain));

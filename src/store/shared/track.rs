@@ -808,21 +808,19 @@ const SALE_KEY_COLUMNS: &[&str] = &[
 /// the program have no row.
 fn resolve_sales_sql(n: usize) -> &'static str {
     static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    rows::sized(&SQL, n, build_resolve_sales_sql)
-}
-
-fn build_resolve_sales_sql(n: usize) -> String {
-    format!(
-        "{} SELECT rows.idx, c.id, c.click_id, c.customer_key, c.partner_id, \
-         c.first_purchase_date, pp.id, \
-         EXISTS (SELECT 1 FROM affiliate_sale_events s \
-         WHERE s.processor_event_id = rows.transaction_id) \
-         FROM rows JOIN customers c ON c.id = {} \
-         LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
-         AND pp.program_id = c.program_id",
-        Rows::cte(SALE_KEY_COLUMNS, n, SALE_KEY_COLUMNS),
-        sale_customer_id("rows.program_id", "rows.customer_key", "rows.click_id"),
-    )
+    rows::sized(&SQL, n, |n| {
+        format!(
+            "{} SELECT rows.idx, c.id, c.click_id, c.customer_key, c.partner_id, \
+             c.first_purchase_date, pp.id, \
+             EXISTS (SELECT 1 FROM affiliate_sale_events s \
+             WHERE s.processor_event_id = rows.transaction_id) \
+             FROM rows JOIN customers c ON c.id = {} \
+             LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
+             AND pp.program_id = c.program_id",
+            Rows::cte(SALE_KEY_COLUMNS, n, SALE_KEY_COLUMNS),
+            sale_customer_id("rows.program_id", "rows.customer_key", "rows.click_id"),
+        )
+    })
 }
 
 /// The columns of the resolved sales a batch records (see [`plain_sales`]).
@@ -1019,7 +1017,6 @@ pub async fn commit_plain_sales(
 ) -> Result<Vec<Option<SaleOutcome>>> {
     use rows::Value::{Int, Text};
     debug_assert!(BACKEND == Backend::Sqlite && (1..=rows::CHUNK).contains(&sales.len()));
-    let place = |i: usize| Int(i64::try_from(i).unwrap_or(i64::MAX));
     let figures: Vec<(i64, i64, i64, String)> = sales
         .iter()
         .map(|s| {
@@ -1074,7 +1071,22 @@ pub async fn commit_plain_sales(
         }
     };
     let mut outcomes: Vec<Option<SaleOutcome>> = vec![None; sales.len()];
-    for r in &recorded {
+    read_outcomes(&recorded, &mut outcomes)?;
+    Ok(outcomes)
+}
+
+/// A batched sale's place in its batch, as the `idx` of its row.
+fn place(i: usize) -> rows::Value<'static> {
+    rows::Value::Int(i64::try_from(i).unwrap_or(i64::MAX))
+}
+
+/// Fills `outcomes` from the rows a batch's last statement returns: per recorded sale,
+/// its place in the batch, its sale id and its commission id.
+fn read_outcomes(
+    recorded: &[<Db as sqlx::Database>::Row],
+    outcomes: &mut [Option<SaleOutcome>],
+) -> sqlx::Result<()> {
+    for r in recorded {
         let i: i64 = r.try_get(0)?;
         if let Some(slot) = usize::try_from(i).ok().and_then(|i| outcomes.get_mut(i)) {
             *slot = Some(SaleOutcome {
@@ -1083,7 +1095,7 @@ pub async fn commit_plain_sales(
             });
         }
     }
-    Ok(outcomes)
+    Ok(())
 }
 
 /// D8 for a batch of plain sales ([`is_plain_sale`]) at once: one query per
@@ -1100,7 +1112,6 @@ pub async fn plain_sales(
     sales: &[&NewSale],
 ) -> Result<Vec<Option<SaleOutcome>>> {
     use rows::Value::{Int, Text};
-    let place = |i: usize| Int(i64::try_from(i).unwrap_or(i64::MAX));
     let mut keys = Rows::new(SALE_KEY_COLUMNS);
     for (i, s) in sales.iter().enumerate() {
         keys.push(&[
@@ -1180,15 +1191,7 @@ pub async fn plain_sales(
     for (n, chunk) in rows.chunks() {
         let query = sqlx::query(record_sales_sql(n));
         let query = rows.bind(query, chunk, &RECORD_SALES.map(|(columns, _)| columns));
-        for r in &query.fetch_all(&mut *conn).await? {
-            let i: i64 = r.try_get(0)?;
-            if let Some(slot) = usize::try_from(i).ok().and_then(|i| outcomes.get_mut(i)) {
-                *slot = Some(SaleOutcome {
-                    sale_id: r.try_get(1)?,
-                    commission_id: r.try_get(2)?,
-                });
-            }
-        }
+        read_outcomes(&query.fetch_all(&mut *conn).await?, &mut outcomes)?;
     }
     for (i, converts, partner_id, commission) in taken {
         if outcomes[i].is_none() {
