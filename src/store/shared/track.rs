@@ -1130,24 +1130,6 @@ fn place(i: usize) -> rows::Value<'static> {
     rows::Value::Int(i64::try_from(i).unwrap_or(i64::MAX))
 }
 
-/// Fills `outcomes` from the rows a batch's last statement returns: per recorded sale,
-/// its place in the batch, its sale id and its commission id.
-fn read_outcomes(
-    recorded: &[<Db as sqlx::Database>::Row],
-    outcomes: &mut [Option<SaleOutcome>],
-) -> sqlx::Result<()> {
-    for r in recorded {
-        let i: i64 = r.try_get(0)?;
-        if let Some(slot) = usize::try_from(i).ok().and_then(|i| outcomes.get_mut(i)) {
-            *slot = Some(SaleOutcome {
-                sale_id: r.try_get(1)?,
-                commission_id: r.try_get(2)?,
-            });
-        }
-    }
-    Ok(())
-}
-
 /// D8 for a batch of plain sales ([`is_plain_sale`]) at once: one query per
 /// [`rows::CHUNK`] resolves their customers, one records every sale that resolves plainly
 /// (its customer found in the program, with a partner and its partner-program record, a
@@ -1241,7 +1223,15 @@ pub async fn plain_sales(
     for (n, chunk) in rows.chunks() {
         let query = sqlx::query(record_sales_sql(n));
         let query = rows.bind(query, chunk, &RECORD_SALES.map(|(columns, _)| columns));
-        read_outcomes(&query.fetch_all(&mut *conn).await?, &mut outcomes)?;
+        for r in &query.fetch_all(&mut *conn).await? {
+            let i: i64 = r.try_get(0)?;
+            if let Some(slot) = usize::try_from(i).ok().and_then(|i| outcomes.get_mut(i)) {
+                *slot = Some(SaleOutcome {
+                    sale_id: r.try_get(1)?,
+                    commission_id: r.try_get(2)?,
+                });
+            }
+        }
     }
     for (i, converts, partner_id, commission) in taken {
         if outcomes[i].is_none() {
