@@ -875,7 +875,7 @@ const RECORD_SALES: [(&[&str], &str); 4] = [
     ),
     (
         &["idx", "transaction_id"],
-        "SELECT rows.idx, s.id, c.id FROM rows \
+        "SELECT rows.idx, s.id AS sale_id, c.id AS commission_id FROM rows \
          JOIN SALES s ON s.processor_event_id = rows.transaction_id \
          LEFT JOIN COMMISSIONS c ON c.sale_id = s.id",
     ),
@@ -977,16 +977,18 @@ const SALE_BATCH_COUNTERS: &str = "\
     commission_cents = daily_rollups.commission_cents + excluded.commission_cents, \
     sale_events = daily_rollups.sale_events + excluded.sale_events";
 
-/// The last statement of [`commit_plain_sales`]: per recorded sale, its place in the
-/// batch, its sale id and its commission id (`idx sale commission`, comma-separated) in
-/// one text value. sqlx hands each row from SQLite's thread to the writer's as a message
-/// of its own, which usually has to wake the writer; one row per batch instead of one per
-/// sale saves most of those wake-ups.
-const SALE_BATCH_IDS: &str = "\
-    SELECT group_concat(rows.idx || ' ' || s.id || ' ' || COALESCE(c.id, ''), ',') \
-    FROM temp.sale_batch AS rows \
-    JOIN affiliate_sale_events s ON s.processor_event_id = rows.transaction_id \
-    LEFT JOIN commissions c ON c.sale_id = s.id";
+/// The last statement of [`commit_plain_sales`]: the rows of `ids` (the last statement
+/// of [`RECORD_SALES`]), that is per recorded sale its place in the batch, its sale id and
+/// its commission id, as one text value (`idx sale commission`, comma-separated). sqlx
+/// hands each row from SQLite's thread to the writer's as a message of its own, which
+/// usually has to wake the writer; one row per batch instead of one per sale saves most
+/// of those wake-ups.
+fn sale_batch_ids(ids: &str) -> String {
+    format!(
+        "SELECT group_concat(idx || ' ' || sale_id || ' ' || COALESCE(commission_id, ''), ',') \
+         FROM ({ids})"
+    )
+}
 
 /// The query of [`commit_plain_sales`] for `n` sales (1 to [`rows::CHUNK`]).
 fn commit_sale_batch_sql(n: usize) -> &'static str {
@@ -1003,7 +1005,7 @@ fn commit_sale_batch_sql(n: usize) -> &'static str {
         );
         // The writes of `RECORD_SALES`, with `sale_batch` (whose columns have the same
         // names) as their `rows`.
-        let [sales, commissions, customers, _] = RECORD_SALES.map(|(_, sql)| {
+        let [sales, commissions, customers, ids] = RECORD_SALES.map(|(_, sql)| {
             sql.replace("FROM rows", "FROM temp.sale_batch AS rows")
                 .replace("JOIN SALES", "JOIN affiliate_sale_events")
                 .replace("JOIN COMMISSIONS", "JOIN commissions")
@@ -1011,8 +1013,9 @@ fn commit_sale_batch_sql(n: usize) -> &'static str {
         format!(
             "{BEGIN_WRITE}; {SALE_BATCH_TABLE}; DELETE FROM temp.sale_batch; {}, {ranked} \
              {RESOLVE_SALE_BATCH}; {sales}; {commissions}; {customers}; \
-             {SALE_BATCH_COUNTERS}; {SALE_BATCH_IDS}; COMMIT",
-            Rows::cte(BATCH_SALE_COLUMNS, n, BATCH_SALE_COLUMNS)
+             {SALE_BATCH_COUNTERS}; {}; COMMIT",
+            Rows::cte(BATCH_SALE_COLUMNS, n, BATCH_SALE_COLUMNS),
+            sale_batch_ids(&ids)
         )
     })
 }
@@ -1107,7 +1110,7 @@ pub async fn commit_plain_sales(
     Ok(outcomes)
 }
 
-/// One `idx sale commission` triple of [`SALE_BATCH_IDS`] (the commission may be empty).
+/// One `idx sale commission` triple of [`sale_batch_ids`] (the commission may be empty).
 fn parse_recorded_sale(triple: &str) -> Option<(usize, SaleOutcome)> {
     let mut parts = triple.split(' ');
     let idx = parts.next()?.parse().ok()?;
