@@ -2,9 +2,60 @@
 
 use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 
-/// Milliseconds since the epoch, now.
+/// Milliseconds since the epoch, now, by the system clock.
 pub fn now_ms() -> i64 {
     Utc::now().timestamp_millis()
+}
+
+/// Where the service reads the time: every time-dependent rule takes it from a clock
+/// handed to it, so that tests can move time instead of waiting.
+pub trait Clock: Send + Sync + 'static {
+    /// Milliseconds since the epoch, now.
+    fn now_ms(&self) -> i64;
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        now_ms()
+    }
+}
+
+/// A clock that stands still until told otherwise (for tests). It starts at the system
+/// time of its creation.
+#[derive(Debug)]
+pub struct ManualClock(std::sync::atomic::AtomicI64);
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        ManualClock(std::sync::atomic::AtomicI64::new(now_ms()))
+    }
+}
+
+impl ManualClock {
+    /// A clock showing `ms`.
+    pub fn at(ms: i64) -> Self {
+        ManualClock(std::sync::atomic::AtomicI64::new(ms))
+    }
+
+    /// Moves the clock forward by `ms` milliseconds.
+    pub fn advance(&self, ms: i64) {
+        self.0.fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Sets the clock to `ms`.
+    pub fn set(&self, ms: i64) {
+        self.0.store(ms, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 /// The UTC calendar day of an instant, as `YYYY-MM-DD`.

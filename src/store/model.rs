@@ -17,7 +17,6 @@ pub fn iso_ms_opt<S: serde::Serializer>(ms: &Option<i64>, s: S) -> Result<S::Ok,
         None => s.serialize_none(),
     }
 }
-use crate::domain::refund::RefundStatus;
 
 /// A workspace: the owner of programs and the unit of dashboard membership.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -120,7 +119,7 @@ pub struct Partner {
 }
 
 /// A partner's membership in a program, with its running totals.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 pub struct PartnerProgram {
     pub id: i64,
     pub partner_id: i64,
@@ -207,54 +206,66 @@ pub struct ClickDetails {
     pub browser_name: Option<String>,
 }
 
-/// A real click on a resolved, active link.
+/// A real click on a resolved, active link that creates its customer: what the
+/// committer's batched click statement takes.
 #[derive(Debug, Clone)]
 pub struct NewClick {
     pub program_id: i64,
     pub link_id: i64,
     pub partner_id: i64,
-    pub existing_click_id: Option<String>,
+    /// The click id of the new customer, issued before the write.
+    pub click_id: String,
     pub details: ClickDetails,
     pub at: i64,
 }
 
-/// A test-mode click (D6): one flagged event, nothing else.
-#[derive(Debug, Clone)]
-pub struct NewTestClick {
+/// A customer (attribution record) as leads and sales read it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Customer {
+    pub id: i64,
     pub program_id: i64,
+    pub click_id: String,
+    pub customer_key: Option<String>,
+    pub customer_status: String,
+    pub partner_id: Option<i64>,
+    pub first_purchase_date: Option<i64>,
+}
+
+/// A customer created by a click.
+#[derive(Debug, Clone)]
+pub struct NewCustomer<'a> {
+    pub program_id: i64,
+    pub click_id: &'a str,
+    pub partner_id: i64,
+    pub link_id: i64,
+    pub at: i64,
+}
+
+/// One row of `affiliate_click_events`.
+#[derive(Debug, Clone)]
+pub struct ClickEventRow<'a> {
+    pub program_id: i64,
+    pub customer_id: Option<i64>,
     pub link_id: Option<i64>,
     pub partner_id: Option<i64>,
-    pub click_id: Option<String>,
-    pub details: ClickDetails,
+    pub click_id: Option<&'a str>,
+    pub details: &'a ClickDetails,
+    pub is_test: bool,
     pub at: i64,
 }
 
-/// A real lead (D7). `program_id` is the token's program in server mode, else
-/// `additional_data.program_id` when sent.
+/// One row of `affiliate_lead_events`.
 #[derive(Debug, Clone)]
-pub struct NewLead {
-    pub program_id: Option<i64>,
-    pub server_mode: bool,
-    pub origin: Option<String>,
-    pub click_id: Option<String>,
-    pub customer_key: Option<String>,
-    pub email: Option<String>,
-    pub session_id: Option<String>,
-    pub page_url: Option<String>,
-    pub event_name: Option<String>,
-    pub at: i64,
-}
-
-/// A test-mode lead or any test event with loose identifiers.
-#[derive(Debug, Clone)]
-pub struct NewTestLead {
+pub struct LeadEventRow<'a> {
     pub program_id: i64,
-    pub click_id: Option<String>,
-    pub customer_key: Option<String>,
-    pub email: Option<String>,
-    pub session_id: Option<String>,
-    pub page_url: Option<String>,
-    pub event_name: Option<String>,
+    pub customer_id: Option<i64>,
+    pub click_id: Option<&'a str>,
+    pub customer_key: Option<&'a str>,
+    pub email: Option<&'a str>,
+    pub session_id: Option<&'a str>,
+    pub page_url: Option<&'a str>,
+    pub event_name: Option<&'a str>,
+    pub is_test: bool,
     pub at: i64,
 }
 
@@ -266,7 +277,7 @@ pub struct SaleProgram {
     pub recurring_commission_months: Option<i64>,
 }
 
-/// A sale (D8).
+/// A sale as the service layer hands it to the store.
 #[derive(Debug, Clone)]
 pub struct NewSale {
     pub program: SaleProgram,
@@ -282,6 +293,39 @@ pub struct NewSale {
     pub metadata: Option<String>,
     pub is_test: bool,
     pub at: i64,
+    /// What the sale earns under its program's rule, computed once by the service layer.
+    pub commission_cents: i64,
+}
+
+impl NewSale {
+    /// Whether the committer may record this sale set-based with others: a live sale
+    /// outside a subscription and not flagged recurring, whose commission depends on
+    /// nothing but its program and amount.
+    pub fn is_plain(&self) -> bool {
+        !self.is_test && self.subscription_id.is_none() && !self.is_recurring
+    }
+}
+
+/// One row of `affiliate_sale_events`.
+#[derive(Debug, Clone)]
+pub struct SaleEventRow<'a> {
+    pub sale: &'a NewSale,
+    pub customer_id: Option<i64>,
+    pub partner_id: Option<i64>,
+    pub click_id: Option<&'a str>,
+    pub customer_key: Option<&'a str>,
+}
+
+/// A new commission of a sale.
+#[derive(Debug, Clone)]
+pub struct NewCommission<'a> {
+    pub program_id: i64,
+    pub sale_id: i64,
+    pub partner_id: i64,
+    pub partner_program_id: i64,
+    pub amount_cents: i64,
+    pub currency: &'a str,
+    pub at: i64,
 }
 
 /// What a recorded sale produced.
@@ -292,25 +336,22 @@ pub struct SaleOutcome {
     pub commission_id: Option<i64>,
 }
 
-/// A refund (D9).
+/// A sale as a refund reads it, with its commission.
 #[derive(Debug, Clone)]
-pub struct NewRefund {
-    pub program_id: i64,
-    pub transaction_id: String,
-    pub amount_cents: Option<i64>,
-    pub reason: Option<String>,
-    pub is_test: bool,
-    pub at: i64,
+pub struct RefundableSale {
+    pub sale_id: i64,
+    pub amount_cents: i64,
+    pub refunded_cents: i64,
+    pub partner_id: Option<i64>,
+    pub sale_date: i64,
+    pub currency: String,
+    /// The commission's id, amount and reversed amount.
+    pub commission: Option<(i64, i64, i64)>,
 }
 
-/// What a refund changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefundOutcome {
-    pub status: RefundStatus,
-    pub sale_id: i64,
-    pub commission_id: Option<i64>,
-    pub deduction_cents: i64,
+/// A sale a payment processor's refund event names.
+#[derive(Debug, Clone)]
+pub struct ChargeSale {
+    pub transaction_id: String,
     pub refunded_cents: i64,
-    /// The sale's currency, for showing the deduction in major units.
-    pub currency: String,
 }

@@ -1,0 +1,233 @@
+//! What each event adds to the figures the dashboards read: daily rollups per program,
+//! running totals per partner-program record, click counters per link. Increments are
+//! folded per write batch ([`Deltas`]) and applied once before the batch commits, in the
+//! same transaction as the events they count. Amounts are kept in hundredths of the
+//! currency's major unit (see [`crate::domain::money::hundredths`]).
+
+use std::collections::BTreeMap;
+
+use crate::domain::money;
+use crate::domain::time::day_of;
+
+/// Increments of one program's figures on one UTC day.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RollupDelta {
+    pub clicks: i64,
+    pub leads: i64,
+    pub conversions: i64,
+    pub revenue_cents: i64,
+    pub sales: i64,
+    pub commission_cents: i64,
+    pub partners: i64,
+    pub lead_events: i64,
+    pub sale_events: i64,
+}
+
+/// Increments of a partner-program record's running totals.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PartnerDelta {
+    pub clicks: i64,
+    pub leads: i64,
+    pub sales: i64,
+    pub revenue_cents: i64,
+    pub commission_cents: i64,
+}
+
+/// A link's click counter increment and its latest click.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LinkDelta {
+    pub clicks: i64,
+    pub last_clicked: i64,
+}
+
+/// Everything a batch of writes adds to counters. Ordered maps, so that concurrent
+/// batches touch rows in the same order and cannot deadlock on PostgreSQL.
+#[derive(Debug, Default)]
+pub struct Deltas {
+    pub rollups: BTreeMap<(i64, String), RollupDelta>,
+    pub partners: BTreeMap<(i64, i64), PartnerDelta>,
+    pub links: BTreeMap<i64, LinkDelta>,
+}
+
+impl Deltas {
+    /// The rollup of `program_id` on `day`, to add to.
+    pub fn rollup(&mut self, program_id: i64, day: String) -> &mut RollupDelta {
+        self.rollups.entry((program_id, day)).or_default()
+    }
+
+    /// The totals of the partner-program record (`partner_id`, `program_id`), to add to.
+    pub fn partner(&mut self, partner_id: i64, program_id: i64) -> &mut PartnerDelta {
+        self.partners.entry((partner_id, program_id)).or_default()
+    }
+
+    /// Counts one click on a link at `at`.
+    pub fn link_click(&mut self, link_id: i64, at: i64) {
+        let d = self.links.entry(link_id).or_default();
+        d.clicks += 1;
+        d.last_clicked = d.last_clicked.max(at);
+    }
+
+    /// Folds another set of increments into this one.
+    pub fn merge(&mut self, other: Deltas) {
+        for (k, v) in other.rollups {
+            let d = self.rollups.entry(k).or_default();
+            d.clicks += v.clicks;
+            d.leads += v.leads;
+            d.conversions += v.conversions;
+            d.revenue_cents += v.revenue_cents;
+            d.sales += v.sales;
+            d.commission_cents += v.commission_cents;
+            d.partners += v.partners;
+            d.lead_events += v.lead_events;
+            d.sale_events += v.sale_events;
+        }
+        for (k, v) in other.partners {
+            let d = self.partners.entry(k).or_default();
+            d.clicks += v.clicks;
+            d.leads += v.leads;
+            d.sales += v.sales;
+            d.revenue_cents += v.revenue_cents;
+            d.commission_cents += v.commission_cents;
+        }
+        for (k, v) in other.links {
+            let d = self.links.entry(k).or_default();
+            d.clicks += v.clicks;
+            d.last_clicked = d.last_clicked.max(v.last_clicked);
+        }
+    }
+
+    /// A real click through `link_id` of `partner_id` in `program_id`.
+    pub fn count_click(&mut self, program_id: i64, partner_id: i64, link_id: i64, at: i64) {
+        self.count_clicks([(program_id, partner_id, link_id, at)]);
+    }
+
+    /// Many real clicks, each `(program, partner, link, at)`.
+    pub fn count_clicks(&mut self, clicks: impl IntoIterator<Item = (i64, i64, i64, i64)>) {
+        // Most clicks of a batch fall on one day: format it once.
+        let mut day: Option<(i64, String)> = None;
+        for (program_id, partner_id, link_id, at) in clicks {
+            let n = at.div_euclid(86_400_000);
+            if day.as_ref().is_none_or(|(d, _)| *d != n) {
+                day = Some((n, day_of(at)));
+            }
+            let text = day.as_ref().map(|(_, t)| t.clone()).unwrap_or_default();
+            self.rollup(program_id, text).clicks += 1;
+            self.link_click(link_id, at);
+            self.partner(partner_id, program_id).clicks += 1;
+        }
+    }
+
+    /// A lead event; `customer` is `Some(partner)` when it moved a customer to `lead`
+    /// (the partner when the customer has one), `None` when stored unattributed.
+    pub fn count_lead(&mut self, program_id: i64, customer: Option<Option<i64>>, at: i64) {
+        let r = self.rollup(program_id, day_of(at));
+        r.lead_events += 1;
+        if let Some(partner) = customer {
+            r.leads += 1;
+            if let Some(partner_id) = partner {
+                self.partner(partner_id, program_id).leads += 1;
+            }
+        }
+    }
+
+    /// A recorded real sale of `amount_cents` earning `commission_cents`; `converts` when
+    /// it is the customer's first purchase.
+    pub fn count_sale(&mut self, sale: SaleFigures<'_>) {
+        // Figures are kept in hundredths of the major unit, whatever the currency.
+        let revenue = money::hundredths(sale.amount_cents, sale.currency);
+        let commission = money::hundredths(sale.commission_cents, sale.currency);
+        let r = self.rollup(sale.program_id, day_of(sale.at));
+        r.revenue_cents += revenue;
+        r.sales += 1;
+        r.sale_events += 1;
+        r.commission_cents += commission;
+        if sale.converts {
+            r.conversions += 1;
+        }
+        let p = self.partner(sale.partner_id, sale.program_id);
+        p.sales += 1;
+        p.revenue_cents += revenue;
+        p.commission_cents += commission;
+    }
+
+    /// A refund of a real sale: what it takes back leaves the figures of the sale's own
+    /// day; a full refund also takes the sale out of the sales count.
+    pub fn count_refund(&mut self, refund: RefundFigures<'_>) {
+        let full = i64::from(refund.full);
+        let refunded = money::hundredths(refund.refunded_cents, refund.currency);
+        let deducted = money::hundredths(refund.deducted_cents, refund.currency);
+        let d = self.rollup(refund.program_id, day_of(refund.sale_date));
+        d.revenue_cents -= refunded;
+        d.sales -= full;
+        d.commission_cents -= deducted;
+        if let Some(partner_id) = refund.partner_id {
+            let p = self.partner(partner_id, refund.program_id);
+            p.revenue_cents -= refunded;
+            p.sales -= full;
+            p.commission_cents -= deducted;
+        }
+    }
+
+    /// A partner joining a program.
+    pub fn count_partner_joined(&mut self, program_id: i64, at: i64) {
+        self.rollup(program_id, day_of(at)).partners += 1;
+    }
+
+    /// Whether there is nothing to apply.
+    pub fn is_empty(&self) -> bool {
+        self.rollups.is_empty() && self.partners.is_empty() && self.links.is_empty()
+    }
+}
+
+/// What a recorded sale adds (see [`Deltas::count_sale`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SaleFigures<'a> {
+    pub program_id: i64,
+    pub partner_id: i64,
+    pub at: i64,
+    pub amount_cents: i64,
+    pub commission_cents: i64,
+    pub currency: &'a str,
+    pub converts: bool,
+}
+
+/// What a refund takes back (see [`Deltas::count_refund`]).
+#[derive(Debug, Clone, Copy)]
+pub struct RefundFigures<'a> {
+    pub program_id: i64,
+    pub partner_id: Option<i64>,
+    /// When the refunded sale was made: its day's figures change.
+    pub sale_date: i64,
+    pub refunded_cents: i64,
+    pub deducted_cents: i64,
+    pub currency: &'a str,
+    pub full: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_folds_per_key() {
+        let mut a = Deltas::default();
+        a.rollup(1, "2026-01-01".into()).clicks += 1;
+        a.link_click(7, 100);
+        let mut b = Deltas::default();
+        b.rollup(1, "2026-01-01".into()).clicks += 2;
+        b.rollup(1, "2026-01-02".into()).revenue_cents += 500;
+        b.link_click(7, 50);
+        b.partner(3, 1).clicks += 1;
+        a.merge(b);
+        assert_eq!(a.rollups[&(1, "2026-01-01".into())].clicks, 3);
+        assert_eq!(a.rollups[&(1, "2026-01-02".into())].revenue_cents, 500);
+        assert_eq!(
+            a.links[&7],
+            LinkDelta {
+                clicks: 2,
+                last_clicked: 100
+            }
+        );
+        assert_eq!(a.partners[&(3, 1)].clicks, 1);
+    }
+}

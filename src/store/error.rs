@@ -1,0 +1,84 @@
+//! The store's one error type. It names facts about the data (what was missing, which
+//! unique value was taken); the service layer turns them into what a client reads.
+
+/// Everything a store operation can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A record the operation needs does not exist; the text names its kind
+    /// (`workspace`, `program`, `partner`, …).
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// A unique value is already taken; the text names it (`transaction_id`,
+    /// `short_link`, `code`, `email`, …).
+    #[error("{0} already exists")]
+    Conflict(&'static str),
+    /// The database cannot be reached, or is busy or shutting down: try again later.
+    #[error("database unavailable: {0}")]
+    Unavailable(#[source] anyhow::Error),
+    /// Anything else: a bug, or data the store cannot read.
+    #[error("database error: {0}")]
+    Other(#[source] anyhow::Error),
+}
+
+/// Result alias of the store.
+pub type StoreResult<T> = std::result::Result<T, StoreError>;
+
+impl StoreError {
+    /// Whether this is the unique-value conflict named `what`.
+    pub fn is_conflict(&self, what: &str) -> bool {
+        matches!(self, StoreError::Conflict(w) if *w == what)
+    }
+
+    /// Replaces a conflict's name: for an operation whose statement has one unique
+    /// constraint, the caller knows better which value it was.
+    pub fn conflict_on(self, what: &'static str) -> Self {
+        match self {
+            StoreError::Conflict(_) => StoreError::Conflict(what),
+            other => other,
+        }
+    }
+
+    /// Replaces a not-found's name likewise.
+    pub fn missing(self, what: &'static str) -> Self {
+        match self {
+            StoreError::NotFound(_) => StoreError::NotFound(what),
+            other => other,
+        }
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match &e {
+            sqlx::Error::RowNotFound => StoreError::NotFound("record"),
+            sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict("record"),
+            _ if is_unavailable(&e) => StoreError::Unavailable(e.into()),
+            _ => StoreError::Other(e.into()),
+        }
+    }
+}
+
+/// Whether a database error means "try again later" rather than a bug: the pool or
+/// connection is gone, SQLite is busy or locked (result codes 5 and 6, extended codes
+/// included), PostgreSQL is shutting down or unreachable (SQLSTATE classes 08 and 57P).
+fn is_unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| {
+            let sqlite_busy = c.parse::<i32>().is_ok_and(|n| matches!(n & 0xff, 5 | 6));
+            sqlite_busy || c.starts_with("08") || c.starts_with("57P")
+        }),
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::WorkerCrashed => true,
+        _ => false,
+    }
+}
+
+impl From<anyhow::Error> for StoreError {
+    fn from(e: anyhow::Error) -> Self {
+        StoreError::Other(e)
+    }
+}
