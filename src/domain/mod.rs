@@ -7,6 +7,7 @@ pub mod figures;
 pub mod metrics;
 pub mod money;
 pub mod refund;
+pub mod status;
 pub mod stripe;
 pub mod time;
 pub mod user_agent;

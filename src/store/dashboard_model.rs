@@ -1,6 +1,7 @@
 //! Records of the dashboard: sessions, program access, rollups, setup status and the
 //! merged event listing.
 
+use crate::domain::status::{MembershipStatus, Role};
 use serde::Serialize;
 
 use super::model::{iso_ms, PaymentAccount};
@@ -37,9 +38,9 @@ pub struct DashboardProgram {
     /// The payment-processor account fields.
     pub payment: PaymentAccount,
     /// The caller's role in the workspace, if a member.
-    pub member_role: Option<String>,
+    pub member_role: Option<Role>,
     /// The caller's membership status (`active`, `suspended`), if a member.
-    pub member_status: Option<String>,
+    pub member_status: Option<MembershipStatus>,
 }
 
 /// One program-day row of `daily_rollups`.

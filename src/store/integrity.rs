@@ -2,7 +2,7 @@
 //! recomputed from the raw events, and the records that break a cross-record invariant.
 //! The comparison and the report are in [`crate::verify`].
 
-use super::deltas::Deltas;
+use crate::domain::figures::Deltas;
 
 /// Every derived figure: daily rollups by (program, day), partner-program totals by
 /// (partner, program) and link click counters by link, each as an increment from zero.

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::domain::commission::CommissionRule;
+use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
 use crate::domain::time::iso;
 
 /// Serializes epoch milliseconds as an ISO 8601 timestamp.
@@ -124,7 +125,8 @@ pub struct PartnerProgram {
     pub id: i64,
     pub partner_id: i64,
     pub program_id: i64,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: PartnerStatus,
     pub total_clicks: i64,
     pub total_leads: i64,
     pub total_sales: i64,
@@ -142,7 +144,7 @@ pub struct Link {
     pub program_id: i64,
     pub partner_id: Option<i64>,
     pub short_link: String,
-    pub status: String,
+    pub status: LinkStatus,
     pub clicks: i64,
     #[serde(serialize_with = "iso_ms_opt")]
     #[schema(value_type = Option<String>, format = DateTime)]
@@ -156,7 +158,7 @@ pub struct Link {
 #[derive(Debug, Clone)]
 pub struct LinkTarget {
     pub link_id: i64,
-    pub link_status: String,
+    pub link_status: LinkStatus,
     pub program_id: i64,
     pub partner_id: Option<i64>,
     pub partner_code: Option<String>,
@@ -180,8 +182,8 @@ pub struct User {
 pub struct Membership {
     pub workspace_id: i64,
     pub user_id: i64,
-    pub role: String,
-    pub status: String,
+    pub role: Role,
+    pub status: MembershipStatus,
     #[serde(serialize_with = "iso_ms")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: i64,
