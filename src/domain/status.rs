@@ -119,6 +119,18 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// Where a commission stands.
+    CommissionStatus {
+        /// Earned, not yet paid.
+        Pending = "pending",
+        /// Partly taken back by a partial refund of its sale.
+        Refunded = "refunded",
+        /// Wholly taken back by a full refund of its sale.
+        Reversed = "reversed",
+    }
+}
+
 /// What a role may do on the dashboard endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Permission {

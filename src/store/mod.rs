@@ -73,6 +73,13 @@ pub trait Store: Send + Sync + 'static {
         prefix: &str,
         at: i64,
     ) -> StoreResult<Program>;
+    /// Sets a program's payment-account fields as given; `NotFound("program")`.
+    async fn set_payment_account(
+        &self,
+        id: i64,
+        account: &PaymentAccount,
+        at: i64,
+    ) -> StoreResult<Program>;
     /// Creates a partner; `Conflict("partner code")`.
     async fn create_partner(
         &self,

@@ -8,6 +8,7 @@
 use async_trait::async_trait;
 
 use super::error::StoreResult;
+use crate::domain::status::{CommissionStatus, PartnerStatus};
 use super::model::{
     ChargeSale, ClickEventRow, Customer, LeadEventRow, NewCommission, NewCustomer,
     PartnerProgram, PaymentAccount, RefundableSale, SaleEventRow,
@@ -85,7 +86,7 @@ pub trait Tx: Send {
         &mut self,
         program_id: i64,
         partner_id: i64,
-        status: &str,
+        status: PartnerStatus,
         at: i64,
     ) -> StoreResult<PartnerProgram>;
 
@@ -110,7 +111,7 @@ pub trait Tx: Send {
         &mut self,
         commission_id: i64,
         deduction_cents: i64,
-        status: &str,
+        status: CommissionStatus,
         at: i64,
     ) -> StoreResult<()>;
 

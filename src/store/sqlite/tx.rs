@@ -11,6 +11,7 @@ use crate::store::model::{
     ChargeSale, ClickEventRow, Customer, LeadEventRow, NewCommission, NewCustomer,
     PartnerProgram, PaymentAccount, RefundableSale, SaleEventRow,
 };
+use crate::domain::status::{CommissionStatus, PartnerStatus};
 use crate::store::tx::Tx;
 
 const CUSTOMER: &str = "SELECT id, program_id, click_id, customer_key, customer_status, \
@@ -277,7 +278,7 @@ impl Tx for WriteConnection {
         &mut self,
         program_id: i64,
         partner_id: i64,
-        status: &str,
+        status: PartnerStatus,
         at: i64,
     ) -> StoreResult<PartnerProgram> {
         sqlx::query_as(
@@ -288,7 +289,7 @@ impl Tx for WriteConnection {
         )
         .bind(partner_id)
         .bind(program_id)
-        .bind(status)
+        .bind(status.as_str())
         .bind(at)
         .fetch_one(&mut *self.conn)
         .await
@@ -353,7 +354,7 @@ impl Tx for WriteConnection {
         &mut self,
         commission_id: i64,
         deduction_cents: i64,
-        status: &str,
+        status: CommissionStatus,
         at: i64,
     ) -> StoreResult<()> {
         sqlx::query(
@@ -361,7 +362,7 @@ impl Tx for WriteConnection {
              updated_at = $3 WHERE id = $4",
         )
         .bind(deduction_cents)
-        .bind(status)
+        .bind(status.as_str())
         .bind(at)
         .bind(commission_id)
         .execute(&mut *self.conn)

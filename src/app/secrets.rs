@@ -3,7 +3,6 @@
 
 use argon2::password_hash::{rand_core::OsRng as PwOsRng, SaltString};
 use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier};
-use axum::http::{header::AUTHORIZATION, HeaderMap};
 use rand::{rngs::OsRng, RngCore};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -35,31 +34,6 @@ pub fn hashes_match(a: &str, b: &str) -> bool {
     a.as_bytes().ct_eq(b.as_bytes()).into()
 }
 
-/// What an `Authorization` header holds.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Bearer<'a> {
-    /// No header at all.
-    Absent,
-    /// A header that is not `Bearer <non-empty token>`.
-    Malformed,
-    /// The trimmed token.
-    Token(&'a str),
-}
-
-/// Reads the bearer token of a request (§5 rules).
-pub fn bearer(headers: &HeaderMap) -> Bearer<'_> {
-    let Some(value) = headers.get(AUTHORIZATION) else {
-        return Bearer::Absent;
-    };
-    let Ok(value) = value.to_str() else {
-        return Bearer::Malformed;
-    };
-    match value.strip_prefix("Bearer ") {
-        Some(token) if !token.trim().is_empty() => Bearer::Token(token.trim()),
-        _ => Bearer::Malformed,
-    }
-}
-
 /// Hashes a password with argon2id and a random salt.
 pub fn hash_password(password: &str) -> anyhow::Result<String> {
     let salt = SaltString::generate(&mut PwOsRng);
@@ -83,7 +57,6 @@ pub fn verify_password(password: &str, stored: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
 
     #[test]
     fn tokens_are_random_and_hash_stably() {
@@ -94,18 +67,6 @@ mod tests {
         assert!(hashes_match(&hash_token(&a), &hash_token(&a)));
         assert!(!hashes_match(&hash_token(&a), &hash_token(&b)));
         assert_eq!(token_prefix(&a).len(), 10);
-    }
-
-    #[test]
-    fn bearer_rules() {
-        let mut h = HeaderMap::new();
-        assert_eq!(bearer(&h), Bearer::Absent);
-        h.insert(AUTHORIZATION, HeaderValue::from_static("Basic abc"));
-        assert_eq!(bearer(&h), Bearer::Malformed);
-        h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer    "));
-        assert_eq!(bearer(&h), Bearer::Malformed);
-        h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer  tok "));
-        assert_eq!(bearer(&h), Bearer::Token("tok"));
     }
 
     #[test]

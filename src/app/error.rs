@@ -1,0 +1,94 @@
+//! The service layer's error: what went wrong, in words a client may read. The HTTP layer
+//! maps each kind to a status once; internal causes are logged there, never sent.
+
+use crate::store::StoreError;
+
+/// A use case's failure.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The input breaks a rule (HTTP 400).
+    #[error("{0}")]
+    Invalid(String),
+    /// No or wrong credentials (HTTP 401).
+    #[error("{0}")]
+    Unauthorized(String),
+    /// Credentials that do not allow this (HTTP 403).
+    #[error("{0}")]
+    Forbidden(String),
+    /// The named record does not exist (HTTP 404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The change would duplicate a record (HTTP 409).
+    #[error("{0}")]
+    Conflict(String),
+    /// The database cannot be reached now; retrying later may work (HTTP 503).
+    #[error("Service temporarily unavailable")]
+    Unavailable(#[source] anyhow::Error),
+    /// A fault of the service; the text is what the client sees, the cause is logged.
+    #[error("{0}")]
+    Internal(&'static str, #[source] anyhow::Error),
+}
+
+/// A use case's result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An [`Error::Invalid`].
+    pub fn invalid(text: impl Into<String>) -> Self {
+        Error::Invalid(text.into())
+    }
+
+    /// The same error, with `text` as the client's words for an internal fault.
+    pub fn public_text(self, text: &'static str) -> Self {
+        match self {
+            Error::Internal(_, cause) => Error::Internal(text, cause),
+            other => other,
+        }
+    }
+}
+
+/// What a client reads when a record the store names is missing.
+fn not_found_text(what: &str) -> String {
+    let mut text = what.to_string();
+    if let Some(first) = text.get_mut(..1) {
+        first.make_ascii_uppercase();
+    }
+    format!("{text} not found")
+}
+
+/// What a client reads when a change would duplicate the record the store names.
+fn conflict_text(what: &str) -> String {
+    match what {
+        "partner code" => "A partner with this code already exists".into(),
+        "partner_program" => "This partner is already in this program".into(),
+        "short_link" => "A link with this short_link already exists".into(),
+        "email" => "A user with this email already exists".into(),
+        "membership" => "This user is already a member of this workspace".into(),
+        "transaction_id" => "Duplicate transaction_id. This sale has already been recorded.".into(),
+        other => format!("Already exists: {other}"),
+    }
+}
+
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(what) => Error::NotFound(not_found_text(what)),
+            StoreError::Conflict(what) => Error::Conflict(conflict_text(what)),
+            StoreError::Unavailable(cause) => Error::Unavailable(cause),
+            StoreError::Other(cause) => Error::Internal("Internal server error", cause),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_errors_read_as_sentences() {
+        let e = Error::from(StoreError::NotFound("program"));
+        assert_eq!(e.to_string(), "Program not found");
+        let e = Error::from(StoreError::Conflict("short_link"));
+        assert_eq!(e.to_string(), "A link with this short_link already exists");
+    }
+}

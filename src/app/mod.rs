@@ -1,0 +1,111 @@
+//! The service layer: one function per use case, and the only caller of the store.
+//!
+//! Every way into Reftrack (the tracking API and its legacy alias, the Stripe webhook,
+//! the management API, the dashboard and the CLI) calls these functions, so a click, a
+//! lead, a sale or a refund is recorded by exactly one flow whatever its source. The
+//! rules they apply are the pure functions of [`crate::domain`]; the statements they
+//! make are the store's ([`crate::store`]).
+//!
+//! - [`track`]: clicks, leads, sales and refunds, as flows over one write transaction.
+//! - [`stripe`]: a verified payment-processor event, with its sale or refund.
+//! - [`admin`]: the management operations.
+//! - [`dashboard`]: sign-in, sessions and the dashboard's reads.
+
+pub mod admin;
+pub mod cache;
+pub mod dashboard;
+mod error;
+pub mod secrets;
+pub mod stripe;
+pub mod track;
+
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+
+use lru::LruCache;
+use tokio::sync::oneshot;
+
+pub use error::{Error, Result};
+
+use crate::domain::figures::Deltas;
+use crate::domain::time::Clock;
+use crate::domain::user_agent::{self, DeviceInfo};
+use crate::store::tx::Tx;
+use crate::store::write::{self, Write};
+use crate::store::{LinkTarget, Program, Store};
+use cache::ReadCache;
+
+/// The service: the store, the clock and the caches of the per-request lookups. Cheap
+/// to share (`Arc<App>`).
+pub struct App {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    links: ReadCache<String, LinkTarget>,
+    programs: ReadCache<String, Program>,
+    user_agents: Mutex<LruCache<String, DeviceInfo>>,
+}
+
+impl App {
+    /// The service over `store`, reading the time from `clock`.
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+        App {
+            store,
+            clock,
+            links: ReadCache::new(4096, cache::TTL),
+            programs: ReadCache::new(256, cache::TTL),
+            user_agents: Mutex::new(LruCache::new(NonZeroUsize::new(4096).expect("non-zero"))),
+        }
+    }
+
+    /// The store (for health checks and `reftrack verify`).
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Now, in epoch milliseconds, by the service's clock.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Device, OS and browser of a user agent; repeated agents come from a small cache.
+    pub fn device_info(&self, ua: &str) -> DeviceInfo {
+        if let Some(hit) = self.user_agents.lock().expect("ua cache").get(ua) {
+            return hit.clone();
+        }
+        let info = user_agent::parse(ua);
+        self.user_agents
+            .lock()
+            .expect("ua cache")
+            .put(ua.to_string(), info.clone());
+        info
+    }
+
+    /// Drops the cached lookups; called after every change to programs or links (a
+    /// link's lookup carries its program's cookie window and origins).
+    fn changed(&self) {
+        self.links.clear();
+        self.programs.clear();
+    }
+
+    /// Runs `flow` in the group committer's transaction and returns its result once that
+    /// transaction is committed and durable. A write the committer drops unanswered (the
+    /// store closing) is "unavailable".
+    async fn write<T, F>(&self, flow: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: for<'t> FnOnce(&'t mut dyn Tx, &'t mut Deltas) -> futures::future::BoxFuture<'t, Result<T>>
+            + Send
+            + 'static,
+    {
+        let (answer, answered) = oneshot::channel();
+        self.store
+            .submit(Write::Job(write::job(answer, flow)))
+            .await;
+        answered.await.unwrap_or_else(|_| Err(dropped()))
+    }
+}
+
+/// The error of a write the committer dropped without answering.
+fn dropped() -> Error {
+    Error::Unavailable(anyhow::anyhow!("the write queue closed before answering"))
+}

@@ -1,0 +1,759 @@
+//! The tracking use cases: a click, a lead, a sale and a refund, each one flow whatever
+//! its source (the tracking API, its legacy alias, a Stripe event, the CLI).
+//!
+//! A flow runs inside the group committer's transaction, against [`Tx`]; it decides, the
+//! store reads and writes. New clicks and plain sales may instead go in set-based with
+//! the rest of their batch ([`Write::Click`], [`Write::Sale`]); whatever the batch
+//! statement does not take runs as the same flow, so the answer is always the flow's.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use futures::FutureExt;
+use tokio::sync::oneshot;
+
+use super::{dropped, App, Error, Result};
+use crate::domain::attribution::{self, AffError, CustomerStatus};
+use crate::domain::commission;
+use crate::domain::figures::{Deltas, RefundFigures, SaleFigures};
+use crate::domain::refund::{self, RefundStatus};
+use crate::domain::status::{CommissionStatus, LinkStatus};
+use crate::domain::click_id;
+use crate::store::tx::Tx;
+use crate::store::write::{self, ClickWrite, Job, OnCommit, SaleWrite, Write};
+use crate::store::{
+    origin_allowed, ClickDetails, ClickEventRow, Customer, LeadEventRow, NewClick,
+    NewCommission, NewCustomer, NewSale, Program, SaleEventRow, SaleOutcome, SaleProgram,
+};
+
+/// The answer to a click for an origin the program does not list.
+fn forbidden_origin() -> Error {
+    Error::Forbidden("Origin not allowed".into())
+}
+
+/// A click on a referral link, as the tracking API received it.
+#[derive(Debug, Clone)]
+pub struct ClickCommand {
+    /// The link's code read from the landing URL, or why none could be read.
+    pub aff: std::result::Result<String, AffError>,
+    /// The browser's `Origin`, if any.
+    pub origin: Option<String>,
+    /// What the click listing stores of the visit.
+    pub details: ClickDetails,
+    /// The click id the browser already holds, to reuse its customer (last touch).
+    pub existing_click_id: Option<String>,
+    /// Test mode: a flagged event, no customer and no figures.
+    pub test_mode: bool,
+    /// The program named by `additional_data` (test mode).
+    pub program_id: Option<i64>,
+}
+
+/// What a click did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClickOutcome {
+    /// Recorded; the browser keeps `click_id` for the cookie window.
+    Tracked {
+        click_id: String,
+        partner_code: String,
+        cookie_window_days: i64,
+    },
+    /// The link exists but is inactive: nothing recorded.
+    Inactive,
+    /// A test click was stored.
+    Test { event_id: i64, program_id: i64 },
+}
+
+/// A signup, as the tracking API received it.
+#[derive(Debug, Clone, Default)]
+pub struct LeadCommand {
+    /// The program of the API key, in server mode; `None` in browser mode.
+    pub server_program: Option<Program>,
+    /// The program named by `additional_data`.
+    pub program_id: Option<i64>,
+    /// The browser's `Origin`, if any.
+    pub origin: Option<String>,
+    pub click_id: Option<String>,
+    pub customer_key: Option<String>,
+    pub email: Option<String>,
+    pub session_id: Option<String>,
+    pub page_url: Option<String>,
+    pub event_name: Option<String>,
+}
+
+/// A sale, as the tracking API or a payment processor reports it.
+#[derive(Debug, Clone, Default)]
+pub struct SaleCommand {
+    /// `None` only in test mode, which then issues `test_txn_<ms>`.
+    pub transaction_id: Option<String>,
+    pub amount_cents: i64,
+    /// Lowercase ISO 4217 code; the program's currency when `None`.
+    pub currency: Option<String>,
+    pub customer_key: Option<String>,
+    pub click_id: Option<String>,
+    /// `payment` or `subscription`.
+    pub sale_type: String,
+    pub is_recurring: bool,
+    pub subscription_id: Option<String>,
+    pub product_id: Option<String>,
+    /// A JSON object, as text.
+    pub metadata: Option<String>,
+    pub test_mode: bool,
+}
+
+/// A refund, as the tracking API or a payment processor reports it.
+#[derive(Debug, Clone)]
+pub struct RefundCommand {
+    pub transaction_id: String,
+    /// `None` refunds what is left.
+    pub amount_cents: Option<i64>,
+    pub reason: Option<String>,
+    pub test_mode: bool,
+}
+
+/// What a refund did.
+#[derive(Debug, Clone)]
+pub struct RefundOutcome {
+    pub status: RefundStatus,
+    pub sale_id: i64,
+    pub commission_id: Option<i64>,
+    /// Cents taken back from the commission by this refund.
+    pub deduction_cents: i64,
+    /// Cents of the sale refunded by this refund.
+    pub refunded_cents: i64,
+    pub currency: String,
+}
+
+impl App {
+    /// The program of an API token, if any (cached briefly).
+    pub async fn program_by_token(&self, token: &str) -> Result<Option<Program>> {
+        let hash = super::secrets::hash_token(token);
+        if let Some(p) = self.programs.get(&hash) {
+            return Ok(Some(p));
+        }
+        let generation = self.programs.generation();
+        let found = self.store.program_by_token(&hash).await?;
+        if let Some(p) = &found {
+            self.programs.insert(generation, hash, p.clone());
+        }
+        Ok(found)
+    }
+
+    /// A referral link by its code (cached briefly).
+    async fn link_target(&self, code: &str) -> Result<Option<crate::store::LinkTarget>> {
+        if let Some(t) = self.links.get(code) {
+            return Ok(Some(t));
+        }
+        let generation = self.links.generation();
+        let found = self.store.link_target(code).await?;
+        if let Some(t) = &found {
+            self.links.insert(generation, code.to_string(), t.clone());
+        }
+        Ok(found)
+    }
+
+    /// Whether some program admits `origin` (CORS preflights name no program).
+    pub async fn any_program_allows_origin(&self, origin: &str) -> Result<bool> {
+        Ok(self.store.any_program_allows_origin(origin).await?)
+    }
+
+    /// A program that a request names explicitly; "Program not found" is a 400 there.
+    async fn named_program(&self, id: i64) -> Result<Program> {
+        match self.store.program(id).await {
+            Err(crate::store::StoreError::NotFound(_)) => Err(Error::invalid("Program not found")),
+            other => Ok(other?),
+        }
+    }
+
+    /// Records a click on a referral link: reuses the customer of `existing_click_id` in
+    /// the same program (last touch) or creates one, stores the event and counts it.
+    pub async fn track_click(&self, c: ClickCommand) -> Result<ClickOutcome> {
+        let at = self.now_ms();
+        if c.test_mode {
+            if let Err(e @ AffError::InvalidUrl) = &c.aff {
+                return Err(Error::invalid(e.message()));
+            }
+            let target = match &c.aff {
+                Ok(code) => self.link_target(code).await?,
+                Err(_) => None,
+            };
+            let program_id = c
+                .program_id
+                .or(target.as_ref().map(|t| t.program_id))
+                .ok_or_else(|| {
+                    Error::invalid(
+                        "Test mode needs additional_data.program_id or a known referral link",
+                    )
+                })?;
+            let program = self.named_program(program_id).await?;
+            if !program.origin_allowed(c.origin.as_deref()) {
+                return Err(forbidden_origin());
+            }
+            let target = target.filter(|t| t.program_id == program_id);
+            let details = c.details;
+            let click_id = c.existing_click_id;
+            let event_id = self
+                .write(move |tx, _| {
+                    async move {
+                        let row = ClickEventRow {
+                            program_id,
+                            customer_id: None,
+                            link_id: target.as_ref().map(|t| t.link_id),
+                            partner_id: target.as_ref().and_then(|t| t.partner_id),
+                            click_id: click_id.as_deref(),
+                            details: &details,
+                            is_test: true,
+                            at,
+                        };
+                        Ok(tx.insert_click_event(&row).await?)
+                    }
+                    .boxed()
+                })
+                .await
+                .map_err(|e| e.public_text("Click tracking failed"))?;
+            return Ok(ClickOutcome::Test {
+                event_id,
+                program_id,
+            });
+        }
+
+        let aff = c.aff.map_err(|e| Error::invalid(e.message()))?;
+        let target = self
+            .link_target(&aff)
+            .await?
+            .ok_or_else(|| Error::invalid("Referral link not found"))?;
+        let (Some(partner_id), Some(partner_code)) = (target.partner_id, target.partner_code)
+        else {
+            return Err(Error::invalid("Invalid referral link configuration"));
+        };
+        if !origin_allowed(&target.allowed_origins, c.origin.as_deref()) {
+            return Err(forbidden_origin());
+        }
+        if target.link_status == LinkStatus::Inactive {
+            return Ok(ClickOutcome::Inactive);
+        }
+        let click = NewClick {
+            program_id: target.program_id,
+            link_id: target.link_id,
+            partner_id,
+            click_id: click_id::generate(at),
+            details: c.details,
+            at,
+        };
+        let (answer, answered) = oneshot::channel();
+        let write = match c.existing_click_id {
+            // A click that creates its customer may go in set-based with its batch.
+            None => Write::Click(Box::new(NewClickWrite { click, answer })),
+            Some(existing) => Write::Job(write::job(answer, move |tx, deltas| {
+                click_flow(tx, deltas, click, Some(existing)).boxed()
+            })),
+        };
+        self.store.submit(write).await;
+        let click_id = answered
+            .await
+            .unwrap_or_else(|_| Err(dropped()))
+            .map_err(|e| e.public_text("Click tracking failed"))?;
+        Ok(ClickOutcome::Tracked {
+            click_id,
+            partner_code,
+            cookie_window_days: target.cookie_window_days,
+        })
+    }
+
+    /// Records a signup. Server mode (`server_program`) or browser mode (the click id
+    /// proves attribution; the origin must be allowed). Moves a `click` customer to
+    /// `lead`; with only a customer key and no known customer, stores an unattributed
+    /// lead.
+    pub async fn track_lead(&self, l: LeadCommand) -> Result<()> {
+        if l.click_id.is_none() && l.customer_key.is_none() {
+            return Err(Error::invalid("click_id or customer_key is required"));
+        }
+        let at = self.now_ms();
+        self.write(move |tx, deltas| lead_flow(tx, deltas, l, at).boxed())
+            .await
+            .map_err(|e| e.public_text("Lead tracking failed"))
+    }
+
+    /// Records a test lead: a flagged event, no customer change. `by_key` when the
+    /// program came from a valid API key (no origin check then).
+    pub async fn track_test_lead(&self, l: LeadCommand, by_key: bool) -> Result<(i64, i64)> {
+        let program_id = l
+            .program_id
+            .or(l.server_program.as_ref().map(|p| p.id))
+            .ok_or_else(|| {
+                Error::invalid("Test mode needs additional_data.program_id or an API key")
+            })?;
+        let program = self.named_program(program_id).await?;
+        if !by_key && !program.origin_allowed(l.origin.as_deref()) {
+            return Err(forbidden_origin());
+        }
+        let at = self.now_ms();
+        let id = self
+            .write(move |tx, _| {
+                async move {
+                    let row = LeadEventRow {
+                        program_id,
+                        customer_id: None,
+                        click_id: l.click_id.as_deref(),
+                        customer_key: l.customer_key.as_deref(),
+                        email: l.email.as_deref(),
+                        session_id: l.session_id.as_deref(),
+                        page_url: l.page_url.as_deref(),
+                        event_name: l.event_name.as_deref(),
+                        is_test: true,
+                        at,
+                    };
+                    Ok(tx.insert_lead_event(&row).await?)
+                }
+                .boxed()
+            })
+            .await
+            .map_err(|e| e.public_text("Lead tracking failed"))?;
+        Ok((id, program_id))
+    }
+
+    /// Records a sale of `program` with its commission, the customer's conversion and
+    /// the figures, in one transaction. A transaction id is accepted once, across all
+    /// programs.
+    pub async fn track_sale(&self, program: &Program, s: SaleCommand) -> Result<SaleOutcome> {
+        if !s.test_mode && s.customer_key.is_none() && s.click_id.is_none() {
+            return Err(Error::invalid(
+                "Customer not found. Provide customer_key or click_id.",
+            ));
+        }
+        let sale = self.new_sale(program, s);
+        let (answer, answered) = oneshot::channel();
+        let write = if sale.is_plain() {
+            Write::Sale(Box::new(PlainSaleWrite { sale, answer }))
+        } else {
+            Write::Job(write::job(answer, move |tx, deltas| {
+                sale_flow(tx, deltas, sale).boxed()
+            }))
+        };
+        self.store.submit(write).await;
+        answered
+            .await
+            .unwrap_or_else(|_| Err(dropped()))
+            .map_err(|e| e.public_text("Sale tracking failed"))
+    }
+
+    /// A sale as the store records it, with the commission its program's rule gives.
+    pub(super) fn new_sale(&self, program: &Program, s: SaleCommand) -> NewSale {
+        let at = self.now_ms();
+        NewSale {
+            program: SaleProgram {
+                id: program.id,
+                commission: program.commission,
+                recurring_commission_months: program.recurring_commission_months,
+            },
+            transaction_id: s.transaction_id.unwrap_or_else(|| test_transaction_id(at)),
+            commission_cents: program.commission.amount_for(s.amount_cents),
+            amount_cents: s.amount_cents,
+            currency: s.currency.unwrap_or_else(|| program.currency.clone()),
+            customer_key: s.customer_key,
+            click_id: s.click_id,
+            sale_type: s.sale_type,
+            is_recurring: s.is_recurring,
+            subscription_id: s.subscription_id,
+            product_id: s.product_id,
+            metadata: s.metadata,
+            is_test: s.test_mode,
+            at,
+        }
+    }
+
+    /// Refunds a sale of `program`, fully or partly, reversing its commission in
+    /// proportion; a repeated full refund is harmless (`skipped`).
+    pub async fn track_refund(&self, program: &Program, r: RefundCommand) -> Result<RefundOutcome> {
+        let program_id = program.id;
+        let at = self.now_ms();
+        self.write(move |tx, deltas| refund_flow(tx, deltas, program_id, r, at).boxed())
+            .await
+            .map_err(|e| e.public_text("Refund tracking failed"))
+    }
+}
+
+/// Test-mode transaction ids, `test_txn_<epoch-ms>`, kept unique within the process
+/// when two arrive in one millisecond.
+fn test_transaction_id(now: i64) -> String {
+    static LAST: AtomicI64 = AtomicI64::new(0);
+    let ms = LAST
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
+            Some(now.max(last + 1))
+        })
+        .map(|last| now.max(last + 1))
+        .unwrap_or(now);
+    format!("test_txn_{ms}")
+}
+
+/// A click: reuses the customer of `existing` when it is in the click's program, else
+/// creates one with the click's id; stores the event and counts it.
+async fn click_flow(
+    tx: &mut dyn Tx,
+    deltas: &mut Deltas,
+    c: NewClick,
+    existing: Option<String>,
+) -> Result<String> {
+    let mut reused = None;
+    if let Some(existing) = existing {
+        if let Some(found) = tx.customer_by_click_id(&existing).await? {
+            if attribution::reuse_customer(Some(found.program_id), c.program_id) {
+                tx.repoint_customer(found.id, c.partner_id, c.link_id, c.at)
+                    .await?;
+                reused = Some((found.id, existing));
+            }
+        }
+    }
+    let (customer_id, click_id) = match reused {
+        Some(found) => found,
+        None => {
+            let customer = NewCustomer {
+                program_id: c.program_id,
+                click_id: &c.click_id,
+                partner_id: c.partner_id,
+                link_id: c.link_id,
+                at: c.at,
+            };
+            (tx.insert_customer(&customer).await?, c.click_id.clone())
+        }
+    };
+    let row = ClickEventRow {
+        program_id: c.program_id,
+        customer_id: Some(customer_id),
+        link_id: Some(c.link_id),
+        partner_id: Some(c.partner_id),
+        click_id: Some(&click_id),
+        details: &c.details,
+        is_test: false,
+        at: c.at,
+    };
+    tx.insert_click_event(&row).await?;
+    deltas.count_click(c.program_id, c.partner_id, c.link_id, c.at);
+    Ok(click_id)
+}
+
+/// A new click that the committer may insert with its batch.
+struct NewClickWrite {
+    click: NewClick,
+    answer: oneshot::Sender<Result<String>>,
+}
+
+impl ClickWrite for NewClickWrite {
+    fn click(&self) -> &NewClick {
+        &self.click
+    }
+
+    fn on_commit(self: Box<Self>) -> OnCommit {
+        write::answer_with(self.answer, self.click.click_id)
+    }
+
+    fn one_by_one(self: Box<Self>) -> Job {
+        let NewClickWrite { click, answer } = *self;
+        write::job(answer, move |tx, deltas| {
+            click_flow(tx, deltas, click, None).boxed()
+        })
+    }
+}
+
+/// The origin rule for browser-mode leads: the program of the lead decides.
+async fn check_browser_origin(tx: &mut dyn Tx, l: &LeadCommand, program_id: i64) -> Result<()> {
+    if l.server_program.is_some() {
+        return Ok(());
+    }
+    let origins = tx.program_origins(program_id).await?.unwrap_or_default();
+    if origin_allowed(&origins, l.origin.as_deref()) {
+        Ok(())
+    } else {
+        Err(forbidden_origin())
+    }
+}
+
+/// Stores a lead event; a second real lead of one customer key in a program is refused.
+async fn insert_lead_event(tx: &mut dyn Tx, row: &LeadEventRow<'_>) -> Result<i64> {
+    tx.insert_lead_event(row).await.map_err(|e| {
+        if e.is_conflict("customer_key") {
+            Error::Invalid(attribution::lead_refused("lead"))
+        } else {
+            e.into()
+        }
+    })
+}
+
+/// A lead: moves a `click` customer to `lead`, or stores the lead unattributed.
+async fn lead_flow(tx: &mut dyn Tx, deltas: &mut Deltas, l: LeadCommand, at: i64) -> Result<()> {
+    let program_id = l.server_program.as_ref().map(|p| p.id).or(l.program_id);
+    let customer: Customer = match (l.click_id.as_deref(), l.customer_key.as_deref()) {
+        (Some(click_id), _) => {
+            let c = tx.customer_by_click_id(click_id).await?.ok_or_else(|| {
+                Error::invalid("Customer not found. Provide a valid click_id or customer_key.")
+            })?;
+            if program_id.is_some_and(|p| p != c.program_id) {
+                return Err(Error::invalid("Customer does not belong to this program"));
+            }
+            check_browser_origin(tx, &l, c.program_id).await?;
+            c
+        }
+        (None, Some(key)) => {
+            let program_id = program_id.ok_or_else(|| {
+                Error::invalid(
+                    "additional_data.program_id is required for a lead without click_id or API key",
+                )
+            })?;
+            if tx.program_origins(program_id).await?.is_none() {
+                return Err(Error::invalid("Program not found"));
+            }
+            check_browser_origin(tx, &l, program_id).await?;
+            match tx.customer_by_key(program_id, key).await? {
+                Some(c) => c,
+                None => {
+                    // No customer: the lead is kept, attributed to no partner.
+                    let row = LeadEventRow {
+                        program_id,
+                        customer_id: None,
+                        click_id: None,
+                        customer_key: Some(key),
+                        email: l.email.as_deref(),
+                        session_id: l.session_id.as_deref(),
+                        page_url: l.page_url.as_deref(),
+                        event_name: l.event_name.as_deref(),
+                        is_test: false,
+                        at,
+                    };
+                    insert_lead_event(tx, &row).await?;
+                    deltas.count_lead(program_id, None, at);
+                    return Ok(());
+                }
+            }
+        }
+        (None, None) => return Err(Error::invalid("click_id or customer_key is required")),
+    };
+    let status = CustomerStatus::parse(&customer.customer_status).unwrap_or(CustomerStatus::Conversion);
+    status.to_lead().map_err(Error::Invalid)?;
+    let key = l.customer_key.clone().or(customer.customer_key.clone());
+    if let Some(new_key) = l.customer_key.as_deref() {
+        if customer.customer_key.as_deref() != Some(new_key) {
+            if let Some(other) = tx.customer_by_key(customer.program_id, new_key).await? {
+                return Err(Error::Invalid(attribution::lead_refused(
+                    &other.customer_status,
+                )));
+            }
+        }
+    }
+    if !tx
+        .mark_lead(customer.id, key.as_deref(), l.email.as_deref(), at)
+        .await?
+    {
+        return Err(Error::Invalid(attribution::lead_refused(
+            &customer.customer_status,
+        )));
+    }
+    let row = LeadEventRow {
+        program_id: customer.program_id,
+        customer_id: Some(customer.id),
+        click_id: Some(&customer.click_id),
+        customer_key: key.as_deref(),
+        email: l.email.as_deref(),
+        session_id: l.session_id.as_deref(),
+        page_url: l.page_url.as_deref(),
+        event_name: l.event_name.as_deref(),
+        is_test: false,
+        at,
+    };
+    insert_lead_event(tx, &row).await?;
+    deltas.count_lead(customer.program_id, Some(customer.partner_id), at);
+    Ok(())
+}
+
+/// Stores a sale event; a transaction id is accepted once.
+async fn insert_sale_event(tx: &mut dyn Tx, row: &SaleEventRow<'_>) -> Result<i64> {
+    Ok(tx
+        .insert_sale_event(row)
+        .await
+        .map_err(|e| e.conflict_on("transaction_id"))?)
+}
+
+/// The customer of a sale in its program: by customer key, then by click id. A customer
+/// of another program is "no attribution".
+async fn sale_customer(tx: &mut dyn Tx, s: &NewSale) -> Result<Customer> {
+    let mut elsewhere = false;
+    if let Some(key) = s.customer_key.as_deref() {
+        if let Some(c) = tx.customer_by_key(s.program.id, key).await? {
+            return Ok(c);
+        }
+        elsewhere = tx.customer_key_exists(key).await?;
+    }
+    if let Some(click_id) = s.click_id.as_deref() {
+        if let Some(c) = tx.customer_by_click_id(click_id).await? {
+            if c.program_id == s.program.id {
+                return Ok(c);
+            }
+            elsewhere = true;
+        }
+    }
+    Err(Error::invalid(if elsewhere {
+        "No affiliate attribution found for this customer in this program"
+    } else {
+        "Customer not found. Provide customer_key or click_id."
+    }))
+}
+
+/// A sale: the sale event, its commission, the customer's conversion and the figures.
+/// Renewals stay with the partner of the subscription's first sale and earn within the
+/// program's recurring limit counted from that sale.
+pub(super) async fn sale_flow(
+    tx: &mut dyn Tx,
+    deltas: &mut Deltas,
+    s: NewSale,
+) -> Result<SaleOutcome> {
+    if s.is_test {
+        let row = SaleEventRow {
+            sale: &s,
+            customer_id: None,
+            partner_id: None,
+            click_id: s.click_id.as_deref(),
+            customer_key: s.customer_key.as_deref(),
+        };
+        let sale_id = insert_sale_event(tx, &row).await?;
+        return Ok(SaleOutcome {
+            sale_id,
+            commission_id: None,
+        });
+    }
+    let c = sale_customer(tx, &s).await?;
+    let mut partner_id = c.partner_id;
+    let mut first_sale_at = None;
+    if let Some(sub) = s.subscription_id.as_deref() {
+        if let Some((first_partner, first_at)) = tx.first_subscription_sale(s.program.id, sub).await?
+        {
+            partner_id = first_partner.or(partner_id);
+            first_sale_at = Some(first_at);
+        }
+    } else if s.is_recurring {
+        first_sale_at = c.first_purchase_date;
+    }
+    let partner_id =
+        partner_id.ok_or_else(|| Error::invalid("partnerId required to create commission"))?;
+    let partner_program_id = tx
+        .partner_program_id(partner_id, s.program.id)
+        .await?
+        .ok_or_else(|| {
+            Error::invalid("No partner-program relationship found for this customer")
+        })?;
+    let row = SaleEventRow {
+        sale: &s,
+        customer_id: Some(c.id),
+        partner_id: Some(partner_id),
+        click_id: Some(&c.click_id),
+        customer_key: s.customer_key.as_deref().or(c.customer_key.as_deref()),
+    };
+    let sale_id = insert_sale_event(tx, &row).await?;
+    let earns = !s.is_recurring
+        || commission::recurring_earns(s.program.recurring_commission_months, first_sale_at, s.at);
+    let (commission_id, commission_cents) = if earns {
+        let commission = NewCommission {
+            program_id: s.program.id,
+            sale_id,
+            partner_id,
+            partner_program_id,
+            amount_cents: s.commission_cents,
+            currency: &s.currency,
+            at: s.at,
+        };
+        (Some(tx.insert_commission(&commission).await?), s.commission_cents)
+    } else {
+        (None, 0)
+    };
+    tx.mark_converted(c.id, s.at).await?;
+    deltas.count_sale(SaleFigures {
+        program_id: s.program.id,
+        partner_id,
+        at: s.at,
+        amount_cents: s.amount_cents,
+        commission_cents,
+        currency: &s.currency,
+        converts: c.first_purchase_date.is_none(),
+    });
+    Ok(SaleOutcome {
+        sale_id,
+        commission_id,
+    })
+}
+
+/// A plain sale that the committer may record with its batch.
+struct PlainSaleWrite {
+    sale: NewSale,
+    answer: oneshot::Sender<Result<SaleOutcome>>,
+}
+
+impl SaleWrite for PlainSaleWrite {
+    fn sale(&self) -> &NewSale {
+        &self.sale
+    }
+
+    fn on_commit(self: Box<Self>, outcome: SaleOutcome) -> OnCommit {
+        write::answer_with(self.answer, outcome)
+    }
+
+    fn one_by_one(self: Box<Self>) -> Job {
+        let PlainSaleWrite { sale, answer } = *self;
+        write::job(answer, move |tx, deltas| sale_flow(tx, deltas, sale).boxed())
+    }
+}
+
+/// A refund: full, partial or repeated, of a sale of the program.
+pub(super) async fn refund_flow(
+    tx: &mut dyn Tx,
+    deltas: &mut Deltas,
+    program_id: i64,
+    r: RefundCommand,
+    at: i64,
+) -> Result<RefundOutcome> {
+    let sale = tx
+        .refundable_sale(program_id, &r.transaction_id, r.test_mode)
+        .await?
+        .ok_or_else(|| Error::NotFound("Sale not found for transaction_id".into()))?;
+    let state = refund::SaleState {
+        amount_cents: sale.amount_cents,
+        refunded_cents: sale.refunded_cents,
+        commission: sale.commission.map(|(_, amount, reversed)| (amount, reversed)),
+    };
+    let plan = refund::plan(state, r.amount_cents).map_err(Error::Invalid)?;
+    let commission_id = sale.commission.map(|(id, _, _)| id);
+    let outcome = RefundOutcome {
+        status: plan.status,
+        sale_id: sale.sale_id,
+        commission_id,
+        deduction_cents: plan.deduction_cents,
+        refunded_cents: plan.refund_cents,
+        currency: sale.currency.clone(),
+    };
+    if plan.status == RefundStatus::Skipped {
+        return Ok(outcome);
+    }
+    tx.refund_sale(
+        sale.sale_id,
+        plan.refund_cents,
+        plan.fully_refunded,
+        r.reason.as_deref(),
+    )
+    .await?;
+    if let Some(commission_id) = commission_id {
+        let status = if plan.fully_refunded {
+            CommissionStatus::Reversed
+        } else {
+            CommissionStatus::Refunded
+        };
+        tx.reverse_commission(commission_id, plan.deduction_cents, status, at)
+            .await?;
+    }
+    if !r.test_mode {
+        deltas.count_refund(RefundFigures {
+            program_id,
+            partner_id: sale.partner_id,
+            sale_date: sale.sale_date,
+            refunded_cents: plan.refund_cents,
+            deducted_cents: plan.deduction_cents,
+            currency: &sale.currency,
+            full: plan.fully_refunded,
+        });
+    }
+    Ok(outcome)
+}
