@@ -8,9 +8,12 @@ use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
 use tower::ServiceExt;
 
+use crate::app::{secrets, App};
 use crate::config::DatabaseArgs;
+use crate::domain::time::SystemClock;
 use crate::http::client_ip::ClientResolver;
-use crate::{auth, store, AppState};
+use crate::http::AppState;
+use crate::store;
 
 /// Options of `reftrack admin`.
 #[derive(Debug, Args)]
@@ -140,7 +143,7 @@ impl AdminCommand {
 pub async fn run_admin(args: AdminArgs) -> anyhow::Result<bool> {
     let store = store::open(&args.database.database_url).await?;
     if let AdminCommand::RotateAdminToken = args.command {
-        let token = crate::rotate_admin_token(&*store).await?;
+        let token = crate::app::admin::rotate_admin_token(&*store).await?;
         println!("{}", serde_json::json!({ "admin_token": token }));
         store.close().await;
         return Ok(true);
@@ -148,10 +151,11 @@ pub async fn run_admin(args: AdminArgs) -> anyhow::Result<bool> {
     let (method, path, body) = args.command.request()?;
     // The CLI has the database itself, so it is trusted: it authenticates to the
     // in-process router with a token that exists only for this run.
-    let token = auth::generate_token(auth::ADMIN_TOKEN_PREFIX);
+    let token = secrets::generate_token(secrets::ADMIN_TOKEN_PREFIX);
+    let app = std::sync::Arc::new(App::new(store.clone(), std::sync::Arc::new(SystemClock)));
     let state = AppState::new(
-        store.clone(),
-        &auth::hash_token(&token),
+        app,
+        &secrets::hash_token(&token),
         ClientResolver::new(None, None)?,
     );
     let mut request = axum::http::Request::builder()
@@ -165,7 +169,7 @@ pub async fn run_admin(args: AdminArgs) -> anyhow::Result<bool> {
         }
         None => axum::body::Body::empty(),
     };
-    let response = crate::app(state).oneshot(request.body(body)?).await?;
+    let response = crate::router(state).oneshot(request.body(body)?).await?;
     let ok = response.status().is_success();
     let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await?;
     let value: Value = serde_json::from_slice(&bytes)?;

@@ -18,10 +18,12 @@
 
 use std::collections::BTreeMap;
 
+use crate::app::admin::ProgramDraft;
+use crate::app::App;
 use crate::domain::commission::CommissionRule;
+use crate::domain::figures::Deltas;
+use crate::domain::status::{LinkStatus, MembershipStatus, Role};
 use crate::domain::time::{day_of, now_ms};
-use crate::store::deltas::Deltas;
-use crate::store::NewProgram;
 
 /// Milliseconds in a day.
 const DAY_MS: i64 = 86_400_000;
@@ -211,12 +213,12 @@ struct Generator<'a> {
     leads: u64,
     sales: u64,
     /// Per UTC day number: the rollup increments.
-    days: BTreeMap<i64, crate::store::deltas::RollupDelta>,
+    days: BTreeMap<i64, crate::domain::figures::RollupDelta>,
     deltas: Deltas,
 }
 
 impl Generator<'_> {
-    fn day(&mut self, at: i64) -> &mut crate::store::deltas::RollupDelta {
+    fn day(&mut self, at: i64) -> &mut crate::domain::figures::RollupDelta {
         self.days.entry(at.div_euclid(DAY_MS)).or_default()
     }
 
@@ -364,30 +366,32 @@ pub async fn run(
     mut progress: impl FnMut(usize, u64),
 ) -> anyhow::Result<SeedReport> {
     let store = crate::store::open(url).await?;
+    let app = App::new(
+        store.clone(),
+        std::sync::Arc::new(crate::domain::time::SystemClock),
+    );
     let now = now_ms();
     let start = (now.div_euclid(DAY_MS) - (opts.days - 1)) * DAY_MS;
-    let ws = store.create_workspace("Benchmark").await?;
-    let password = crate::auth::hash_password(&opts.user_password)?;
-    let user = store
-        .create_user("bench@reftrack.invalid", &password, Some("Bench"))
-        .await?;
-    store.add_member(ws.id, user.id, "owner", "active").await?;
-    let session_token = crate::auth::generate_token("rts_");
-    store
-        .create_session(
-            user.id,
-            &crate::auth::hash_token(&session_token),
-            now,
-            now + 7 * DAY_MS,
+    let ws = app.create_workspace("Benchmark").await?;
+    let user = app
+        .create_user(
+            "bench@reftrack.invalid",
+            opts.user_password.clone(),
+            Some("Bench"),
         )
         .await?;
+    app.add_member(ws.id, user.id, Role::Owner, MembershipStatus::Active)
+        .await?;
+    let session_token = app
+        .login("bench@reftrack.invalid", opts.user_password.clone())
+        .await?
+        .token;
 
     let mut made = Vec::new();
     let mut plans = Vec::new();
     for spec in &opts.programs {
-        let api_token = crate::auth::generate_token(crate::auth::API_TOKEN_PREFIX);
-        let program = store
-            .create_program(NewProgram {
+        let (program, api_token) = app
+            .create_program(ProgramDraft {
                 workspace_id: ws.id,
                 name: spec.name.clone(),
                 cookie_window_days: 60,
@@ -398,18 +402,16 @@ pub async fn run(
                 recurring_commission_months: None,
                 allowed_origins: vec![],
                 stripe_webhook_secret: None,
-                api_token_hash: crate::auth::hash_token(&api_token),
-                api_token_prefix: crate::auth::token_prefix(&api_token),
             })
             .await?;
         let mut partners = Vec::new();
         for n in 0..spec.partners.max(1) {
             let code = format!("{}{n}", spec.link_prefix);
-            let partner = store
+            let partner = app
                 .create_partner(&format!("Partner {code}"), &code, None)
                 .await?;
-            let link = store
-                .create_link(program.id, Some(partner.id), &code, "active")
+            let link = app
+                .create_link(program.id, Some(partner.id), &code, LinkStatus::Active)
                 .await?;
             partners.push((partner.id, link.id));
         }

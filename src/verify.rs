@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use crate::store::deltas::{LinkDelta, PartnerDelta, RollupDelta};
+use crate::domain::figures::{LinkDelta, PartnerDelta, RollupDelta};
 use crate::store::integrity::{Figures, Integrity, RawCounts, Violation};
 use crate::store::{self, Backend, Store};
 
@@ -93,7 +93,7 @@ pub async fn run(url: &str) -> anyhow::Result<Report> {
 }
 
 /// Verifies a store.
-pub async fn check(store: &dyn Store) -> crate::error::Result<Report> {
+pub async fn check(store: &dyn Store) -> crate::store::StoreResult<Report> {
     let Integrity {
         stored,
         recomputed,

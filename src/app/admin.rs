@@ -10,8 +10,8 @@ use super::{App, Error, Result};
 use crate::domain::commission::CommissionRule;
 use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
 use crate::store::{
-    Link, Membership, NewProgram, Partner, PartnerProgram, PaymentAccount, Program,
-    ProgramPatch, Store, StoreError, User, Workspace,
+    Link, Membership, NewProgram, Partner, PartnerProgram, PaymentAccount, Program, ProgramPatch,
+    Store, StoreError, User, Workspace,
 };
 
 /// Settings key of the admin token's hash.

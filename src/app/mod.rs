@@ -62,6 +62,11 @@ impl App {
         &self.store
     }
 
+    /// Succeeds when the database answers.
+    pub async fn ping(&self) -> Result<()> {
+        Ok(self.store.ping().await?)
+    }
+
     /// Now, in epoch milliseconds, by the service's clock.
     pub fn now_ms(&self) -> i64 {
         self.clock.now_ms()
@@ -93,7 +98,10 @@ impl App {
     async fn write<T, F>(&self, flow: F) -> Result<T>
     where
         T: Send + 'static,
-        F: for<'t> FnOnce(&'t mut dyn Tx, &'t mut Deltas) -> futures::future::BoxFuture<'t, Result<T>>
+        F: for<'t> FnOnce(
+                &'t mut dyn Tx,
+                &'t mut Deltas,
+            ) -> futures::future::BoxFuture<'t, Result<T>>
             + Send
             + 'static,
     {

@@ -13,16 +13,16 @@ use tokio::sync::oneshot;
 
 use super::{dropped, App, Error, Result};
 use crate::domain::attribution::{self, AffError, CustomerStatus};
+use crate::domain::click_id;
 use crate::domain::commission;
 use crate::domain::figures::{Deltas, RefundFigures, SaleFigures};
 use crate::domain::refund::{self, RefundStatus};
 use crate::domain::status::{CommissionStatus, LinkStatus};
-use crate::domain::click_id;
 use crate::store::tx::Tx;
 use crate::store::write::{self, ClickWrite, Job, OnCommit, SaleWrite, Write};
 use crate::store::{
-    origin_allowed, ClickDetails, ClickEventRow, Customer, LeadEventRow, NewClick,
-    NewCommission, NewCustomer, NewSale, Program, SaleEventRow, SaleOutcome, SaleProgram,
+    origin_allowed, ClickDetails, ClickEventRow, Customer, LeadEventRow, NewClick, NewCommission,
+    NewCustomer, NewSale, Program, SaleEventRow, SaleOutcome, SaleProgram,
 };
 
 /// The answer to a click for an origin the program does not list.
@@ -31,7 +31,7 @@ fn forbidden_origin() -> Error {
 }
 
 /// A click on a referral link, as the tracking API received it.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ClickCommand {
     /// The link's code read from the landing URL, or why none could be read.
     pub aff: std::result::Result<String, AffError>,
@@ -525,7 +525,8 @@ async fn lead_flow(tx: &mut dyn Tx, deltas: &mut Deltas, l: LeadCommand, at: i64
         }
         (None, None) => return Err(Error::invalid("click_id or customer_key is required")),
     };
-    let status = CustomerStatus::parse(&customer.customer_status).unwrap_or(CustomerStatus::Conversion);
+    let status =
+        CustomerStatus::parse(&customer.customer_status).unwrap_or(CustomerStatus::Conversion);
     status.to_lead().map_err(Error::Invalid)?;
     let key = l.customer_key.clone().or(customer.customer_key.clone());
     if let Some(new_key) = l.customer_key.as_deref() {
@@ -621,7 +622,8 @@ pub(super) async fn sale_flow(
     let mut partner_id = c.partner_id;
     let mut first_sale_at = None;
     if let Some(sub) = s.subscription_id.as_deref() {
-        if let Some((first_partner, first_at)) = tx.first_subscription_sale(s.program.id, sub).await?
+        if let Some((first_partner, first_at)) =
+            tx.first_subscription_sale(s.program.id, sub).await?
         {
             partner_id = first_partner.or(partner_id);
             first_sale_at = Some(first_at);
@@ -634,9 +636,7 @@ pub(super) async fn sale_flow(
     let partner_program_id = tx
         .partner_program_id(partner_id, s.program.id)
         .await?
-        .ok_or_else(|| {
-            Error::invalid("No partner-program relationship found for this customer")
-        })?;
+        .ok_or_else(|| Error::invalid("No partner-program relationship found for this customer"))?;
     let row = SaleEventRow {
         sale: &s,
         customer_id: Some(c.id),
@@ -657,7 +657,10 @@ pub(super) async fn sale_flow(
             currency: &s.currency,
             at: s.at,
         };
-        (Some(tx.insert_commission(&commission).await?), s.commission_cents)
+        (
+            Some(tx.insert_commission(&commission).await?),
+            s.commission_cents,
+        )
     } else {
         (None, 0)
     };
@@ -694,7 +697,9 @@ impl SaleWrite for PlainSaleWrite {
 
     fn one_by_one(self: Box<Self>) -> Job {
         let PlainSaleWrite { sale, answer } = *self;
-        write::job(answer, move |tx, deltas| sale_flow(tx, deltas, sale).boxed())
+        write::job(answer, move |tx, deltas| {
+            sale_flow(tx, deltas, sale).boxed()
+        })
     }
 }
 
@@ -713,7 +718,9 @@ pub(super) async fn refund_flow(
     let state = refund::SaleState {
         amount_cents: sale.amount_cents,
         refunded_cents: sale.refunded_cents,
-        commission: sale.commission.map(|(_, amount, reversed)| (amount, reversed)),
+        commission: sale
+            .commission
+            .map(|(_, amount, reversed)| (amount, reversed)),
     };
     let plan = refund::plan(state, r.amount_cents).map_err(Error::Invalid)?;
     let commission_id = sale.commission.map(|(id, _, _)| id);

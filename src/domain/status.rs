@@ -171,7 +171,10 @@ mod tests {
             assert_eq!(r.as_str().parse::<Role>(), Ok(*r));
         }
         let err = "boss".parse::<Role>().unwrap_err();
-        assert_eq!(err.message("role"), "role must be one of: owner, admin, member, viewer");
+        assert_eq!(
+            err.message("role"),
+            "role must be one of: owner, admin, member, viewer"
+        );
         assert_eq!(
             "x".parse::<LinkStatus>().unwrap_err().message("status"),
             "status must be one of: active, inactive"

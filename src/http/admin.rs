@@ -1,4 +1,5 @@
-//! The management API (product.md §4), under `/api/admin`, behind the admin token.
+//! The management API, under `/api/admin`, behind the admin token. Handlers validate
+//! their bodies and call the service layer ([`crate::app::admin`]).
 
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
@@ -9,17 +10,20 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::bearer::{bearer, Bearer};
+use super::error::{Error, ErrorBody, Result};
 use super::extract::{JsonBody, PathParams};
-use crate::auth::{self, bearer, hash_token, hashes_match, Bearer};
+use super::AppState;
+use crate::app::admin::ProgramDraft;
+use crate::app::secrets::{hash_token, hashes_match};
 use crate::domain::commission::{CommissionRule, CommissionSpec};
 use crate::domain::money::normalize_currency;
+use crate::domain::status::UnknownValue;
 use crate::domain::time::iso;
-use crate::error::{Error, ErrorBody, Result};
 use crate::store::{
-    Link, Membership, NewProgram, Partner, PartnerProgram, PaymentAccount, Program, ProgramPatch,
-    User, Workspace,
+    Link, Membership, Partner, PartnerProgram, PaymentAccount, Program, ProgramPatch, User,
+    Workspace,
 };
-use crate::AppState;
 
 /// Routes of the management API.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -73,15 +77,10 @@ fn name(field: &str, value: &str, max: usize) -> Result<String> {
     Ok(v.to_string())
 }
 
-fn one_of(field: &str, value: &str, allowed: &[&str]) -> Result<String> {
-    if allowed.contains(&value) {
-        Ok(value.to_string())
-    } else {
-        Err(Error::bad_request(format!(
-            "{field} must be one of: {}",
-            allowed.join(", ")
-        )))
-    }
+fn one_of<T: std::str::FromStr<Err = UnknownValue>>(field: &str, value: &str) -> Result<T> {
+    value
+        .parse()
+        .map_err(|e: UnknownValue| Error::bad_request(e.message(field)))
 }
 
 fn window_days(days: i64) -> Result<i64> {
@@ -230,10 +229,7 @@ async fn create_workspace(
     State(s): State<AppState>,
     JsonBody(b): JsonBody<WorkspaceBody>,
 ) -> Result<(StatusCode, Json<Workspace>)> {
-    let ws = s
-        .store
-        .create_workspace(&name("name", &b.name, 200)?)
-        .await?;
+    let ws = s.app.create_workspace(&name("name", &b.name, 200)?).await?;
     Ok(created(ws))
 }
 
@@ -268,10 +264,9 @@ async fn create_program(
     State(s): State<AppState>,
     JsonBody(b): JsonBody<ProgramBody>,
 ) -> Result<(StatusCode, Json<ProgramView>)> {
-    let token = auth::generate_token(auth::API_TOKEN_PREFIX);
-    let program = s
-        .store
-        .create_program(NewProgram {
+    let (program, token) = s
+        .app
+        .create_program(ProgramDraft {
             workspace_id: b.workspace_id,
             name: name("name", &b.name, 200)?,
             cookie_window_days: window_days(b.cookie_window_days.unwrap_or(60))?,
@@ -285,8 +280,6 @@ async fn create_program(
             recurring_commission_months: recurring_months(b.recurring_commission_months)?,
             allowed_origins: origins(&b.allowed_origins.unwrap_or_default())?,
             stripe_webhook_secret: webhook_secret(b.stripe_webhook_secret)?,
-            api_token_hash: hash_token(&token),
-            api_token_prefix: auth::token_prefix(&token),
         })
         .await?;
     Ok((
@@ -313,7 +306,7 @@ async fn get_program(
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
 ) -> Result<Json<ProgramView>> {
-    Ok(Json(program_view(&s.store.program(id).await?, None)))
+    Ok(Json(program_view(&s.app.program(id).await?, None)))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -363,7 +356,7 @@ async fn update_program(
         stripe_webhook_secret: b.stripe_webhook_secret.map(webhook_secret).transpose()?,
     };
     Ok(Json(program_view(
-        &s.store.update_program(id, patch).await?,
+        &s.app.update_program(id, patch).await?,
         None,
     )))
 }
@@ -386,11 +379,7 @@ async fn rotate_token(
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
 ) -> Result<Json<ProgramView>> {
-    let token = auth::generate_token(auth::API_TOKEN_PREFIX);
-    let program = s
-        .store
-        .set_program_token(id, &hash_token(&token), &auth::token_prefix(&token))
-        .await?;
+    let (program, token) = s.app.rotate_program_token(id).await?;
     Ok(Json(program_view(&program, Some(&token))))
 }
 
@@ -438,7 +427,7 @@ async fn create_partner(
         other => other,
     };
     let partner = s
-        .store
+        .app
         .create_partner(&name("name", &b.name, 200)?, code, email)
         .await?;
     Ok(created(partner))
@@ -472,15 +461,9 @@ async fn add_program_partner(
     PathParams(id): PathParams<i64>,
     JsonBody(b): JsonBody<ProgramPartnerBody>,
 ) -> Result<(StatusCode, Json<PartnerProgram>)> {
-    let status = one_of(
-        "status",
-        b.status.as_deref().unwrap_or("approved"),
-        &["approved", "pending", "rejected"],
-    )?;
+    let status = one_of("status", b.status.as_deref().unwrap_or("approved"))?;
     Ok(created(
-        s.store
-            .add_program_partner(id, b.partner_id, &status)
-            .await?,
+        s.app.add_program_partner(id, b.partner_id, status).await?,
     ))
 }
 
@@ -492,8 +475,6 @@ pub struct LinkBody {
     short_link: String,
     status: Option<String>,
 }
-
-const LINK_STATUSES: &[&str] = &["active", "inactive"];
 
 /// Create a referral link.
 #[utoipa::path(
@@ -520,14 +501,10 @@ async fn create_link(
             "short_link must be 1 to 255 characters without spaces",
         ));
     }
-    let status = one_of(
-        "status",
-        b.status.as_deref().unwrap_or("active"),
-        LINK_STATUSES,
-    )?;
+    let status = one_of("status", b.status.as_deref().unwrap_or("active"))?;
     Ok(created(
-        s.store
-            .create_link(b.program_id, b.partner_id, short_link, &status)
+        s.app
+            .create_link(b.program_id, b.partner_id, short_link, status)
             .await?,
     ))
 }
@@ -550,7 +527,7 @@ async fn get_link(
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
 ) -> Result<Json<Link>> {
-    Ok(Json(s.store.link(id).await?))
+    Ok(Json(s.app.link(id).await?))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -579,8 +556,8 @@ async fn update_link(
     PathParams(id): PathParams<i64>,
     JsonBody(b): JsonBody<LinkPatchBody>,
 ) -> Result<Json<Link>> {
-    let status = one_of("status", &b.status, LINK_STATUSES)?;
-    Ok(Json(s.store.set_link_status(id, &status).await?))
+    let status = one_of("status", &b.status)?;
+    Ok(Json(s.app.set_link_status(id, status).await?))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -617,20 +594,12 @@ async fn create_user(
         return Err(Error::bad_request("password must be 8 to 1024 characters"));
     }
     let display = b.name.map(|n| name("name", &n, 200)).transpose()?;
-    // Hashing is deliberately slow; keep it off the async workers.
-    let password = b.password;
-    let hash = tokio::task::spawn_blocking(move || auth::hash_password(&password))
-        .await
-        .map_err(|e| Error::Internal("Internal server error", e.into()))??;
     Ok(created(
-        s.store
-            .create_user(&email, &hash, display.as_deref())
+        s.app
+            .create_user(&email, b.password, display.as_deref())
             .await?,
     ))
 }
-
-const ROLES: &[&str] = &["owner", "admin", "member", "viewer"];
-const MEMBER_STATUSES: &[&str] = &["active", "suspended"];
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -661,14 +630,10 @@ async fn add_member(
     PathParams(id): PathParams<i64>,
     JsonBody(b): JsonBody<MemberBody>,
 ) -> Result<(StatusCode, Json<Membership>)> {
-    let role = one_of("role", &b.role, ROLES)?;
-    let status = one_of(
-        "status",
-        b.status.as_deref().unwrap_or("active"),
-        MEMBER_STATUSES,
-    )?;
+    let role = one_of("role", &b.role)?;
+    let status = one_of("status", b.status.as_deref().unwrap_or("active"))?;
     Ok(created(
-        s.store.add_member(id, b.user_id, &role, &status).await?,
+        s.app.add_member(id, b.user_id, role, status).await?,
     ))
 }
 
@@ -699,16 +664,9 @@ async fn update_member(
     PathParams((id, user_id)): PathParams<(i64, i64)>,
     JsonBody(b): JsonBody<MemberPatchBody>,
 ) -> Result<Json<Membership>> {
-    let role = b.role.map(|r| one_of("role", &r, ROLES)).transpose()?;
-    let status = b
-        .status
-        .map(|st| one_of("status", &st, MEMBER_STATUSES))
-        .transpose()?;
-    Ok(Json(
-        s.store
-            .update_member(id, user_id, role.as_deref(), status.as_deref())
-            .await?,
-    ))
+    let role = b.role.map(|r| one_of("role", &r)).transpose()?;
+    let status = b.status.map(|st| one_of("status", &st)).transpose()?;
+    Ok(Json(s.app.update_member(id, user_id, role, status).await?))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -765,7 +723,7 @@ async fn set_payment_account(
         connection_date,
     };
     Ok(Json(program_view(
-        &s.store.set_payment_account(id, account).await?,
+        &s.app.set_payment_account(id, account).await?,
         None,
     )))
 }

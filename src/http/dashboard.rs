@@ -20,14 +20,16 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::error::{Error, ErrorBody, Result};
 use super::extract::PathParams;
-use super::session::{role_grants, DashboardUser, Permission};
+use super::session::DashboardUser;
+use super::AppState;
+use crate::app::dashboard::Need;
 use crate::domain::metrics::{self, average_dollars, day_text, percent, trend, IsoValue};
 use crate::domain::money::dollars;
-use crate::domain::time::{date_of, iso, now_ms};
-use crate::error::{Error, ErrorBody, Result};
-use crate::store::{DailyRollup, DashboardProgram, EventFilter, EventKind, ListedEvent};
-use crate::AppState;
+use crate::domain::status::Permission;
+use crate::domain::time::{date_of, iso};
+use crate::store::{DailyRollup, EventFilter, EventKind, ListedEvent};
 
 /// Default `pageSize` of the events list (§8).
 pub const DEFAULT_PAGE_SIZE: i64 = 10;
@@ -216,45 +218,6 @@ pub struct EventsResponse {
     pub meta: EventsMeta,
 }
 
-/// What an endpoint requires of the caller's membership.
-#[derive(Debug, Clone, Copy)]
-enum Need {
-    /// Any active membership in the program's workspace (performance).
-    ActiveMember,
-    /// An active membership whose role grants the permission.
-    Permission(Permission),
-}
-
-/// The program, once the caller may see it: 404 when it does not exist, 403 when the
-/// caller lacks what `need` asks (a suspended membership is no membership).
-async fn authorize(
-    state: &AppState,
-    user: &DashboardUser,
-    program_id: i64,
-    need: Need,
-) -> Result<DashboardProgram> {
-    let program = state
-        .store
-        .program_access(program_id, user.user_id)
-        .await?
-        .ok_or_else(|| Error::not_found("Program not found"))?;
-    let role = match (&program.member_role, program.member_status.as_deref()) {
-        (Some(role), Some("active")) => Some(role.as_str()),
-        _ => None,
-    };
-    match (need, role) {
-        (Need::ActiveMember, Some(_)) => Ok(program),
-        (Need::Permission(p), Some(role)) if role_grants(role, p) => Ok(program),
-        (Need::Permission(p), Some(_)) => Err(Error::Forbidden(format!(
-            "Your role does not grant {} on this program",
-            p.as_str()
-        ))),
-        (_, None) => Err(Error::Forbidden(
-            "You are not an active member of this program's workspace".into(),
-        )),
-    }
-}
-
 /// The query string as a map; empty values count as absent, the last of repeated keys
 /// wins.
 fn query_map(raw: Option<String>) -> HashMap<String, String> {
@@ -326,18 +289,21 @@ async fn performance(
     PathParams(program_id): PathParams<i64>,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<PerformanceResponse>> {
-    let program = authorize(&s, &user, program_id, Need::ActiveMember).await?;
+    let program = s
+        .app
+        .authorize(user.user_id, program_id, Need::ActiveMember)
+        .await?;
     let q = query_map(raw);
     let range = metrics::resolve_range(
         q.get("period").map(String::as_str),
         q.get("dateFrom").map(String::as_str),
         q.get("dateTo").map(String::as_str),
-        date_of(now_ms()),
+        date_of(s.app.now_ms()),
         date_of(program.created_at),
     )
     .map_err(Error::BadRequest)?;
     let rows = s
-        .store
+        .app
         .daily_rollups(
             program_id,
             &day_text(range.previous.from),
@@ -445,14 +411,15 @@ async fn status(
     State(s): State<AppState>,
     PathParams(program_id): PathParams<i64>,
 ) -> Result<Json<StatusResponse>> {
-    let program = authorize(
-        &s,
-        &user,
-        program_id,
-        Need::Permission(Permission::TrackingRead),
-    )
-    .await?;
-    let setup = s.store.setup_status(program_id).await?;
+    let program = s
+        .app
+        .authorize(
+            user.user_id,
+            program_id,
+            Need::Permission(Permission::TrackingRead),
+        )
+        .await?;
+    let setup = s.app.setup_status(program_id).await?;
     let pay = &program.payment;
     let connected = pay.status == "connected";
     Ok(Json(StatusResponse {
@@ -481,7 +448,7 @@ async fn status(
                 },
             },
             has_partners: setup.has_partners,
-            last_updated: iso(now_ms()),
+            last_updated: iso(s.app.now_ms()),
         },
     }))
 }
@@ -562,13 +529,13 @@ async fn events(
     PathParams(program_id): PathParams<i64>,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<EventsResponse>> {
-    authorize(
-        &s,
-        &user,
-        program_id,
-        Need::Permission(Permission::TrackingList),
-    )
-    .await?;
+    s.app
+        .authorize(
+            user.user_id,
+            program_id,
+            Need::Permission(Permission::TrackingList),
+        )
+        .await?;
     let q = query_map(raw);
     let page = positive(&q, "page", 1)?;
     let page_size = positive(&q, "pageSize", DEFAULT_PAGE_SIZE)?;
@@ -578,12 +545,12 @@ async fn events(
         )));
     }
     let filter = event_filter(&q)?;
-    let total = s.store.count_events(program_id, &filter).await?;
+    let total = s.app.count_events(program_id, &filter).await?;
     let page_count = (total + page_size - 1) / page_size;
     let offset = (page - 1).checked_mul(page_size);
     let data = match offset {
         Some(offset) if offset < total => {
-            s.store
+            s.app
                 .list_events(program_id, &filter, page_size, offset)
                 .await?
         }

@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::error::Error;
+use super::error::Error;
 
 /// Request bodies larger than this are refused with 413 (D12).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;

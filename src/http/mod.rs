@@ -1,14 +1,17 @@
 //! HTTP surfaces, one module each, assembled by [`router`].
 
 pub mod admin;
+pub mod bearer;
 pub mod client_ip;
 pub mod dashboard;
+pub mod error;
 pub mod extract;
 pub mod openapi;
 pub mod outage;
 pub mod rate_limit;
 pub mod service;
 pub mod session;
+pub mod state;
 pub mod track;
 pub mod tracker;
 pub mod webhooks;
@@ -23,8 +26,8 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::error::Error;
-use crate::AppState;
+pub use error::{Error, ErrorBody};
+pub use state::AppState;
 
 /// The routes of every surface with their OpenAPI description, before state and
 /// middleware. The document and the router come from the same declarations, so they

@@ -17,9 +17,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use crate::error::{DatabaseUnavailable, Error, ErrorBody};
-use crate::store::Store;
-use crate::AppState;
+use super::error::{DatabaseUnavailable, Error, ErrorBody};
+use super::AppState;
+use crate::app::App;
 
 /// Longest a request may take before it is answered 503; no request hangs past it.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
@@ -41,7 +41,7 @@ impl DbHealth {
     }
 
     /// Marks the database down and starts probing it, unless a probe already runs.
-    pub fn mark_down(self: &Arc<Self>, store: Arc<dyn Store>) {
+    pub fn mark_down(self: &Arc<Self>, app: Arc<App>) {
         if self.down.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -50,7 +50,7 @@ impl DbHealth {
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(PROBE_INTERVAL).await;
-                if let Ok(Ok(())) = tokio::time::timeout(PROBE_TIMEOUT, store.ping()).await {
+                if let Ok(Ok(())) = tokio::time::timeout(PROBE_TIMEOUT, app.ping()).await {
                     health.down.store(false, Ordering::SeqCst);
                     tracing::info!("database answers again");
                     return;
@@ -102,7 +102,7 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
         return response;
     };
     if response.extensions().get::<DatabaseUnavailable>().is_some() {
-        state.db_health.mark_down(state.store.clone());
+        state.db_health.mark_down(state.app.clone());
     }
     response
 }

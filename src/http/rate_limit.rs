@@ -23,9 +23,9 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use lru::LruCache;
 
+use super::error::Error;
+use super::AppState;
 use crate::config::RateLimitArgs;
-use crate::error::Error;
-use crate::AppState;
 
 /// Which limit a request counts against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,8 +7,8 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::error::{Error, Result};
-use crate::AppState;
+use super::error::{Error, Result};
+use super::AppState;
 
 /// `/healthz` and `/readyz`.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -47,7 +47,7 @@ async fn healthz() -> Json<ServiceStatus> {
     ),
 )]
 async fn readyz(State(state): State<AppState>) -> Result<Json<ServiceStatus>> {
-    match tokio::time::timeout(std::time::Duration::from_secs(2), state.store.ping()).await {
+    match tokio::time::timeout(std::time::Duration::from_secs(2), state.app.ping()).await {
         Ok(Ok(())) => Ok(Json(ServiceStatus {
             status: "ready".into(),
         })),

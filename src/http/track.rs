@@ -1,7 +1,6 @@
-//! The tracking API (§4.1–§4.4): `/api/v1/track/{click,lead,sale,refund}` and the legacy
-//! alias under `/api/tracking/`.
-
-use std::sync::atomic::{AtomicI64, Ordering};
+//! The tracking API: `/api/v1/track/{click,lead,sale,refund}` and the legacy alias under
+//! `/api/tracking/`. Each handler reads its request and answers; the use case is the
+//! service layer's ([`crate::app::track`]).
 
 use axum::extract::{Request, State};
 use axum::http::header::{ORIGIN, USER_AGENT};
@@ -16,17 +15,14 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::bearer::{bearer, Bearer};
+use super::error::{Error, ErrorBody, Result};
 use super::extract::{truncate, AdditionalData, Fields, JsonObject, MAX_ID_LEN};
-use crate::auth::{bearer, hash_token, Bearer};
+use super::AppState;
+use crate::app::track::{ClickCommand, ClickOutcome, LeadCommand, RefundCommand, SaleCommand};
 use crate::domain::attribution::extract_aff;
 use crate::domain::money::{major_units, normalize_currency};
-use crate::domain::time::now_ms;
-use crate::error::{Error, ErrorBody, Result};
-use crate::store::{
-    origin_allowed, ClickDetails, NewClick, NewLead, NewRefund, NewSale, NewTestClick, NewTestLead,
-    Program, SaleProgram,
-};
-use crate::AppState;
+use crate::store::{ClickDetails, Program};
 
 /// Largest `amount_cents` accepted: ten billion in major units. Beyond it sums could
 /// overflow, and no real sale is that large.
@@ -297,8 +293,8 @@ fn forbidden_origin() -> Error {
 /// The program a bearer token belongs to; 401 per §5 otherwise.
 async fn program_from_token(state: &AppState, token: &str) -> Result<Program> {
     state
-        .store
-        .program_by_token(&hash_token(token))
+        .app
+        .program_by_token(token)
         .await?
         .ok_or_else(|| Error::Unauthorized("Invalid API key".into()))
 }
@@ -336,14 +332,6 @@ fn test_response(message: &str, event_id: i64, program_id: i64) -> TestModeRespo
     }
 }
 
-/// Checks that an explicitly named program exists (test mode, browser-mode leads).
-async fn existing_program(state: &AppState, id: i64) -> Result<Program> {
-    state.store.program(id).await.map_err(|e| match e {
-        Error::NotFound(_) => Error::bad_request("Program not found"),
-        other => other,
-    })
-}
-
 fn click_details(state: &AppState, caller: &Caller, f: &Fields) -> Result<ClickDetails> {
     let user_agent = f
         .text("user_agent")?
@@ -355,7 +343,7 @@ fn click_details(state: &AppState, caller: &Caller, f: &Fields) -> Result<ClickD
                 .map(|s| truncate(s, 1024))
         })
         .unwrap_or_default();
-    let device = state.device_info(&user_agent);
+    let device = state.app.device_info(&user_agent);
     let geo = state.clients.geo(caller.peer, &caller.headers);
     let short =
         |key: &str| -> Result<Option<String>> { Ok(f.text(key)?.map(|s| truncate(&s, 64))) };
@@ -408,84 +396,37 @@ async fn click(
     let origin = caller.origin();
     let details = click_details(&state, &caller, &f)?;
     let existing_click_id = f.id("existing_click_id", "existing_click_id must be a string")?;
-
-    if extra.test_mode {
-        if let Err(e @ crate::domain::attribution::AffError::InvalidUrl) = &aff {
-            return Err(Error::bad_request(e.message()));
-        }
-        let target = match &aff {
-            Ok(code) => state.store.link_target(code).await?,
-            Err(_) => None,
-        };
-        let program_id = extra
-            .program_id
-            .or(target.as_ref().map(|t| t.program_id))
-            .ok_or_else(|| {
-                Error::bad_request(
-                    "Test mode needs additional_data.program_id or a known referral link",
-                )
-            })?;
-        let program = existing_program(&state, program_id).await?;
-        if !program.origin_allowed(origin.as_deref()) {
-            return Err(forbidden_origin());
-        }
-        let target = target.filter(|t| t.program_id == program_id);
-        let id = state
-            .store
-            .record_test_click(NewTestClick {
-                program_id,
-                link_id: target.as_ref().map(|t| t.link_id),
-                partner_id: target.as_ref().and_then(|t| t.partner_id),
-                click_id: existing_click_id,
-                details,
-                at: now_ms(),
-            })
-            .await
-            .map_err(|e| e.public_text("Click tracking failed"))?;
-        return Ok(Json(ClickResponse::Test(test_response(
-            "Test click recorded",
-            id,
-            program_id,
-        ))));
-    }
-
-    let aff = aff.map_err(|e| Error::bad_request(e.message()))?;
-    let target = state
-        .store
-        .link_target(&aff)
-        .await?
-        .ok_or_else(|| Error::bad_request("Referral link not found"))?;
-    let (Some(partner_id), Some(partner_code)) = (target.partner_id, target.partner_code.clone())
-    else {
-        return Err(Error::bad_request("Invalid referral link configuration"));
-    };
-    if !origin_allowed(&target.allowed_origins, origin.as_deref()) {
-        return Err(forbidden_origin());
-    }
-    if target.link_status == "inactive" {
-        return Ok(Json(ClickResponse::Inactive(ClickRefused {
+    let outcome = state
+        .app
+        .track_click(ClickCommand {
+            aff,
+            origin,
+            details,
+            existing_click_id,
+            test_mode: extra.test_mode,
+            program_id: extra.program_id,
+        })
+        .await?;
+    Ok(Json(match outcome {
+        ClickOutcome::Tracked {
+            click_id,
+            partner_code,
+            cookie_window_days,
+        } => ClickResponse::Tracked(ClickTracked {
+            success: true,
+            click_id,
+            partner_code,
+            cookie_window_days,
+        }),
+        ClickOutcome::Inactive => ClickResponse::Inactive(ClickRefused {
             success: false,
             message: "Referral link is inactive".into(),
-        })));
-    }
-    let click_id = state
-        .store
-        .record_click(NewClick {
-            program_id: target.program_id,
-            link_id: target.link_id,
-            partner_id,
-            existing_click_id,
-            details,
-            at: now_ms(),
-        })
-        .await
-        .map_err(|e| e.public_text("Click tracking failed"))?;
-    Ok(Json(ClickResponse::Tracked(ClickTracked {
-        success: true,
-        click_id,
-        partner_code,
-        cookie_window_days: target.cookie_window_days,
-    })))
+        }),
+        ClickOutcome::Test {
+            event_id,
+            program_id,
+        } => ClickResponse::Test(test_response("Test click recorded", event_id, program_id)),
+    }))
 }
 
 /// Track a signup (lead).
@@ -521,42 +462,35 @@ async fn lead(
     let origin = caller.origin();
     let token = bearer(&caller.headers);
 
+    let mut command = LeadCommand {
+        server_program: None,
+        program_id: extra.program_id,
+        origin,
+        click_id,
+        customer_key,
+        email,
+        session_id,
+        page_url,
+        event_name: extra.event_name,
+    };
     if extra.test_mode {
-        // No real token needed (§4.2); a valid one names the program when
-        // additional_data does not.
-        let from_token = match (extra.program_id, token) {
-            (None, Bearer::Token(t)) => Some(program_from_token(&state, t).await?.id),
-            _ => None,
+        // No real token needed; a valid one names the program when additional_data
+        // does not.
+        let by_key = match (extra.program_id, token) {
+            (None, Bearer::Token(t)) => {
+                command.server_program = Some(program_from_token(&state, t).await?);
+                true
+            }
+            _ => false,
         };
-        let program_id = extra.program_id.or(from_token).ok_or_else(|| {
-            Error::bad_request("Test mode needs additional_data.program_id or an API key")
-        })?;
-        let program = existing_program(&state, program_id).await?;
-        if from_token.is_none() && !program.origin_allowed(origin.as_deref()) {
-            return Err(forbidden_origin());
-        }
-        let id = state
-            .store
-            .record_test_lead(NewTestLead {
-                program_id,
-                click_id,
-                customer_key,
-                email,
-                session_id,
-                page_url,
-                event_name: extra.event_name,
-                at: now_ms(),
-            })
-            .await
-            .map_err(|e| e.public_text("Lead tracking failed"))?;
+        let (id, program_id) = state.app.track_test_lead(command, by_key).await?;
         return Ok(Json(LeadResponse::Test(test_response(
             "Test lead recorded",
             id,
             program_id,
         ))));
     }
-
-    let server_program = match token {
+    command.server_program = match token {
         Bearer::Absent => None,
         Bearer::Malformed => {
             return Err(Error::Unauthorized(
@@ -565,44 +499,11 @@ async fn lead(
         }
         Bearer::Token(t) => Some(program_from_token(&state, t).await?),
     };
-    if click_id.is_none() && customer_key.is_none() {
-        return Err(Error::bad_request("click_id or customer_key is required"));
-    }
-    let server_mode = server_program.is_some();
-    state
-        .store
-        .record_lead(NewLead {
-            program_id: server_program.map(|p| p.id).or(extra.program_id),
-            server_mode,
-            origin,
-            click_id,
-            customer_key,
-            email,
-            session_id,
-            page_url,
-            event_name: extra.event_name,
-            at: now_ms(),
-        })
-        .await
-        .map_err(|e| e.public_text("Lead tracking failed"))?;
+    state.app.track_lead(command).await?;
     Ok(Json(LeadResponse::Tracked(Tracked {
         success: true,
         message: "Lead tracked successfully".into(),
     })))
-}
-
-/// Test-mode transaction ids, `test_txn_<epoch-ms>`, kept unique within the process
-/// when two arrive in one millisecond (D10).
-fn test_transaction_id() -> String {
-    static LAST: AtomicI64 = AtomicI64::new(0);
-    let now = now_ms();
-    let ms = LAST
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
-            Some(now.max(last + 1))
-        })
-        .map(|last| now.max(last + 1))
-        .unwrap_or(now);
-    format!("test_txn_{ms}")
 }
 
 fn optional_str(f: &Fields, key: &str) -> Result<Option<String>> {
@@ -636,8 +537,8 @@ async fn sale(
     let extra = AdditionalData::from_body(&body)?;
     const TXN: &str = "transaction_id is required and must be a string";
     let transaction_id = match f.id("transaction_id", TXN)? {
-        Some(t) => t,
-        None if extra.test_mode => test_transaction_id(),
+        Some(t) => Some(t),
+        None if extra.test_mode => None,
         None => return Err(Error::bad_request(TXN)),
     };
     const AMOUNT: &str = "amount_cents is required and must be a positive integer";
@@ -651,8 +552,9 @@ async fn sale(
         )));
     }
     let currency = match f.str("currency") {
-        Ok(None) => program.currency.clone(),
+        Ok(None) => None,
         Ok(Some(c)) => normalize_currency(c)
+            .map(Some)
             .ok_or_else(|| Error::bad_request("currency must be a 3-letter currency code"))?,
         Err(_) => {
             return Err(Error::bad_request(
@@ -662,11 +564,6 @@ async fn sale(
     };
     let customer_key = optional_str(&f, "customer_key")?;
     let click_id = optional_str(&f, "click_id")?;
-    if !extra.test_mode && customer_key.is_none() && click_id.is_none() {
-        return Err(Error::bad_request(
-            "Customer not found. Provide customer_key or click_id.",
-        ));
-    }
     let sale_type = match f.str("sale_type") {
         Ok(None) => "payment".to_string(),
         Ok(Some(t @ ("payment" | "subscription"))) => t.to_string(),
@@ -682,12 +579,7 @@ async fn sale(
         Some(m @ Value::Object(_)) => Some(m.to_string()),
         Some(_) => return Err(Error::bad_request("metadata must be an object")),
     };
-    let new_sale = NewSale {
-        program: SaleProgram {
-            id: program.id,
-            commission: program.commission,
-            recurring_commission_months: program.recurring_commission_months,
-        },
+    let command = SaleCommand {
         transaction_id,
         amount_cents,
         currency,
@@ -698,14 +590,9 @@ async fn sale(
         subscription_id: optional_str(&f, "subscription_id")?,
         product_id: optional_str(&f, "product_id")?,
         metadata,
-        is_test: extra.test_mode,
-        at: now_ms(),
+        test_mode: extra.test_mode,
     };
-    let outcome = state
-        .store
-        .record_sale(new_sale)
-        .await
-        .map_err(|e| e.public_text("Sale tracking failed"))?;
+    let outcome = state.app.track_sale(&program, command).await?;
     if extra.test_mode {
         return Ok(Json(SaleResponse::Test(test_response(
             "Test sale recorded",
@@ -765,17 +652,17 @@ async fn refund(
     };
     let reason = f.text("refund_reason")?.map(|s| truncate(&s, 500));
     let outcome = state
-        .store
-        .record_refund(NewRefund {
-            program_id: program.id,
-            transaction_id,
-            amount_cents,
-            reason,
-            is_test: extra.test_mode,
-            at: now_ms(),
-        })
-        .await
-        .map_err(|e| e.public_text("Refund tracking failed"))?;
+        .app
+        .track_refund(
+            &program,
+            RefundCommand {
+                transaction_id,
+                amount_cents,
+                reason,
+                test_mode: extra.test_mode,
+            },
+        )
+        .await?;
     Ok(Json(RefundResponse {
         success: true,
         status: outcome.status.as_str().into(),
@@ -793,7 +680,7 @@ async fn preflight(State(state): State<AppState>, headers: HeaderMap) -> Result<
     let Some(origin) = headers.get(ORIGIN).and_then(|v| v.to_str().ok()) else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
-    if !state.store.any_program_allows_origin(origin).await? {
+    if !state.app.any_program_allows_origin(origin).await? {
         return Err(forbidden_origin());
     }
     let mut response = StatusCode::NO_CONTENT.into_response();

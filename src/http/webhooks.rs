@@ -9,11 +9,10 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::error::{Error, ErrorBody, Result};
 use super::extract::PathParams;
+use super::AppState;
 use crate::domain::stripe::{parse_event, verify_signature};
-use crate::error::{Error, ErrorBody, Result};
-use crate::store::SaleProgram;
-use crate::AppState;
 
 /// Stripe sends events of up to a few hundred KiB (invoices with many lines).
 const MAX_EVENT_BYTES: usize = 1024 * 1024;
@@ -62,9 +61,9 @@ async fn stripe(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<WebhookReceived>> {
-    let program = state.store.program(program_id).await.map_err(|e| match e {
-        Error::NotFound(_) => Error::bad_request("Unknown program"),
-        other => other,
+    let program = state.app.program(program_id).await.map_err(|e| match e {
+        crate::app::Error::NotFound(_) => Error::bad_request("Unknown program"),
+        other => other.into(),
     })?;
     let secret = program
         .stripe_webhook_secret
@@ -73,20 +72,11 @@ async fn stripe(
     let signature = headers
         .get("stripe-signature")
         .and_then(|v| v.to_str().ok());
-    let now = chrono::Utc::now().timestamp();
+    let now = state.app.now_ms() / 1000;
     verify_signature(signature, &body, secret, now).map_err(|e| Error::bad_request(e.message()))?;
     let event = parse_event(&body).map_err(Error::BadRequest)?;
     let event_id = event.id.clone();
-    let sale_program = SaleProgram {
-        id: program.id,
-        commission: program.commission,
-        recurring_commission_months: program.recurring_commission_months,
-    };
-    let outcome = state
-        .store
-        .record_stripe_event(sale_program, event)
-        .await
-        .map_err(|e| e.public_text("Webhook processing failed"))?;
+    let outcome = state.app.ingest_stripe_event(&program, event).await?;
     tracing::info!(program_id, event_id, outcome, "stripe webhook");
     Ok(Json(WebhookReceived {
         received: true,

@@ -287,7 +287,8 @@ impl Batch {
 
     /// The batch's sales as jobs of their own.
     fn sales_one_by_one(&mut self) {
-        self.jobs.extend(self.sales.drain(..).map(|s| s.one_by_one()));
+        self.jobs
+            .extend(self.sales.drain(..).map(|s| s.one_by_one()));
     }
 }
 
@@ -322,8 +323,7 @@ impl Writer {
             if self.held.is_none() {
                 self.held_since = Instant::now();
             }
-            let ended = match tokio::time::timeout(BATCH_TIMEOUT, self.run_batch(writes)).await
-            {
+            let ended = match tokio::time::timeout(BATCH_TIMEOUT, self.run_batch(writes)).await {
                 Ok(ended) => ended,
                 Err(_) => {
                     tracing::error!(writes = n, "write batch abandoned after {BATCH_TIMEOUT:?}");
@@ -425,7 +425,12 @@ impl Writer {
         if !batch.sales.is_empty() {
             let sales: Vec<&NewSale> = batch.sales.iter().map(|s| s.sale()).collect();
             match conn.record_plain_sales(&sales, &mut deltas).await {
-                Ok(outcomes) => sort_sales(std::mem::take(&mut batch.sales), outcomes, &mut done, &mut batch.jobs),
+                Ok(outcomes) => sort_sales(
+                    std::mem::take(&mut batch.sales),
+                    outcomes,
+                    &mut done,
+                    &mut batch.jobs,
+                ),
                 Err(e) => {
                     debug_assert!(!conn.is_statement_bug(&e), "batched sales: {e:?}");
                     tracing::warn!(error = ?e, sales = sales.len(), "batched sales failed; running them one by one");
@@ -482,7 +487,12 @@ async fn commit_sales(
     match conn.commit_plain_sales(&sales).await? {
         Ok(outcomes) => {
             let mut done = Vec::new();
-            sort_sales(std::mem::take(&mut batch.sales), outcomes, &mut done, &mut batch.jobs);
+            sort_sales(
+                std::mem::take(&mut batch.sales),
+                outcomes,
+                &mut done,
+                &mut batch.jobs,
+            );
             let ended = finish(Ok(()), done, syncer);
             batch.jobs.is_empty().then_some(ended)
         }
@@ -586,7 +596,11 @@ async fn run_jobs(
 
 /// Ends a batch whose transaction ended with `outcome`: answers the writes in `done`
 /// (through the syncer, once durable, when it committed) and tells how it ended.
-fn finish(outcome: Result<(), CommitFailed>, done: Vec<OnCommit>, syncer: Option<&Syncer>) -> Ended {
+fn finish(
+    outcome: Result<(), CommitFailed>,
+    done: Vec<OnCommit>,
+    syncer: Option<&Syncer>,
+) -> Ended {
     if let Err(f) = &outcome {
         tracing::error!(error = %f.message, writes = done.len(), "write batch failed");
     }

@@ -63,8 +63,7 @@ pub trait Store: Send + Sync + 'static {
     /// The program whose API token hashes to `token_hash`.
     async fn program_by_token(&self, token_hash: &str) -> StoreResult<Option<Program>>;
     /// Changes a program; `NotFound("program")`.
-    async fn update_program(&self, id: i64, patch: &ProgramPatch, at: i64)
-        -> StoreResult<Program>;
+    async fn update_program(&self, id: i64, patch: &ProgramPatch, at: i64) -> StoreResult<Program>;
     /// Replaces a program's API token; `NotFound("program")`.
     async fn set_program_token(
         &self,

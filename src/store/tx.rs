@@ -8,11 +8,11 @@
 use async_trait::async_trait;
 
 use super::error::StoreResult;
-use crate::domain::status::{CommissionStatus, PartnerStatus};
 use super::model::{
-    ChargeSale, ClickEventRow, Customer, LeadEventRow, NewCommission, NewCustomer,
-    PartnerProgram, PaymentAccount, RefundableSale, SaleEventRow,
+    ChargeSale, ClickEventRow, Customer, LeadEventRow, NewCommission, NewCustomer, PartnerProgram,
+    PaymentAccount, RefundableSale, SaleEventRow,
 };
+use crate::domain::status::{CommissionStatus, PartnerStatus};
 
 /// One open write transaction. Counters are not written here: a flow adds them to the
 /// batch's [`crate::domain::figures::Deltas`], which the committer applies once per batch.

@@ -21,8 +21,9 @@ pub type OnCommit = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 /// A unit of work in the batch's transaction. It adds its counters to the `Deltas` and
 /// returns how to answer once the batch has committed, or `None` when it failed (it has
 /// then answered already, and the committer undoes what it wrote).
-pub type Job =
-    Box<dyn for<'t> FnOnce(&'t mut dyn Tx, &'t mut Deltas) -> BoxFuture<'t, Option<OnCommit>> + Send>;
+pub type Job = Box<
+    dyn for<'t> FnOnce(&'t mut dyn Tx, &'t mut Deltas) -> BoxFuture<'t, Option<OnCommit>> + Send,
+>;
 
 /// A new click that the batch may insert set-based.
 pub trait ClickWrite: Send {

@@ -1,14 +1,17 @@
-//! The one error type of the service and its mapping to HTTP responses.
+//! The HTTP layer's one error type and its mapping to responses.
 //!
-//! Every failure a handler can meet ends up as an [`Error`]. Client errors carry the
-//! exact text the specification prescribes; internal errors are logged with their cause
-//! and answered with a fixed public text, so no internal detail leaves the process.
+//! Every failure a handler can meet ends up as an [`Error`]: the service layer's errors
+//! are mapped here, once ([`From<app::Error>`]). Client errors carry the exact texts of
+//! the tracking interface; internal errors are logged with their cause and answered with
+//! a fixed public text, so no internal detail leaves the process.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-/// Result alias used throughout the crate.
+use crate::app;
+
+/// Result alias of the handlers.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The body of every error response: `{"error": "..."}`.
@@ -96,38 +99,17 @@ impl Error {
     }
 }
 
-impl From<sqlx::Error> for Error {
-    fn from(e: sqlx::Error) -> Self {
-        match &e {
-            sqlx::Error::RowNotFound => Error::NotFound("Not found".into()),
-            sqlx::Error::Database(db) if db.is_unique_violation() => {
-                Error::Conflict("Already exists".into())
-            }
-            _ if is_unavailable(&e) => Error::Unavailable(e.into()),
-            _ => Error::Internal("Internal server error", e.into()),
+impl From<app::Error> for Error {
+    fn from(e: app::Error) -> Self {
+        match e {
+            app::Error::Invalid(text) => Error::BadRequest(text),
+            app::Error::Unauthorized(text) => Error::Unauthorized(text),
+            app::Error::Forbidden(text) => Error::Forbidden(text),
+            app::Error::NotFound(text) => Error::NotFound(text),
+            app::Error::Conflict(text) => Error::Conflict(text),
+            app::Error::Unavailable(cause) => Error::Unavailable(cause),
+            app::Error::Internal(text, cause) => Error::Internal(text, cause),
         }
-    }
-}
-
-/// Whether a database error means "try again later" (503) rather than a bug: the pool or
-/// connection is gone, SQLite is busy or locked, PostgreSQL is shutting down or
-/// unreachable.
-pub fn is_unavailable(e: &sqlx::Error) -> bool {
-    match e {
-        sqlx::Error::Database(db) => match db.code() {
-            Some(c) => {
-                let sqlite_busy = c.parse::<i32>().is_ok_and(|n| matches!(n & 0xff, 5 | 6));
-                sqlite_busy || c.starts_with("08") || c.starts_with("57P")
-            }
-            None => false,
-        },
-        sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::Io(_)
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::Protocol(_)
-        | sqlx::Error::WorkerCrashed => true,
-        _ => false,
     }
 }
 

@@ -1,0 +1,168 @@
+//! Dashboard sign-in, sessions and access, and the dashboard's reads.
+//!
+//! A session token is `rts_` followed by 256 random bits in hex; only its SHA-256 hash is
+//! stored. A session lasts [`SESSION_LIFETIME_MS`] (7 days) from sign-in, fixed rather
+//! than sliding, so a stolen token has a bounded life; sign-out ends it at once. Expired
+//! sessions are purged at the next sign-in.
+
+use super::secrets::{generate_token, hash_token, verify_password};
+use super::{App, Error, Result};
+use crate::domain::status::{MembershipStatus, Permission};
+use crate::store::{
+    DailyRollup, DashboardProgram, EventFilter, ListedEvent, SessionUser, SetupStatus,
+};
+
+/// Prefix of dashboard session tokens.
+pub const SESSION_TOKEN_PREFIX: &str = "rts_";
+
+/// How long a session works after sign-in: 7 days.
+pub const SESSION_LIFETIME_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+
+/// The one answer to any failed sign-in, so that it does not tell which part was wrong.
+pub const INVALID_CREDENTIALS: &str = "Invalid email or password";
+
+/// An argon2id hash with the parameters `secrets::hash_password` uses, of no password
+/// anyone knows: verified against when the email is unknown, so that an unknown email
+/// costs as much time as a wrong password.
+const DUMMY_PASSWORD_HASH: &str =
+    "$argon2id$v=19$m=19456,t=2,p=1$LCbkRkxkY9NfZ4f4WQtiAA$RwUHMRACjq/Uml6twRQ47oIRkVL6oC41B8gq6Hgjd+I";
+
+/// A new session: its token (shown once) and when it expires (epoch ms).
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    pub token: String,
+    pub expires_at: i64,
+}
+
+/// What a dashboard call needs of the caller's membership.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Any active membership of the program's workspace.
+    ActiveMember,
+    /// A role that grants this permission.
+    Permission(Permission),
+}
+
+impl App {
+    /// Signs a user in: a new session, or [`INVALID_CREDENTIALS`] whatever was wrong.
+    /// `email` is already normalised.
+    pub async fn login(&self, email: &str, password: String) -> Result<NewSession> {
+        let credentials = self.store.user_credentials(email).await?;
+        // argon2 is deliberately slow; keep it off the async workers.
+        let user_id = tokio::task::spawn_blocking(move || match credentials {
+            Some(c) => verify_password(&password, &c.password_hash).then_some(c.user_id),
+            None => {
+                let _ = verify_password(&password, DUMMY_PASSWORD_HASH);
+                None
+            }
+        })
+        .await
+        .map_err(|e| Error::Internal("Internal server error", e.into()))?
+        .ok_or_else(|| Error::Unauthorized(INVALID_CREDENTIALS.into()))?;
+        let token = generate_token(SESSION_TOKEN_PREFIX);
+        let now = self.now_ms();
+        let expires_at = now + SESSION_LIFETIME_MS;
+        self.store
+            .create_session(user_id, &hash_token(&token), now, expires_at)
+            .await?;
+        Ok(NewSession { token, expires_at })
+    }
+
+    /// The user of a live session token, if any.
+    pub async fn session_user(&self, token: &str) -> Result<Option<(SessionUser, String)>> {
+        let token_hash = hash_token(token);
+        let user = self.store.session_user(&token_hash, self.now_ms()).await?;
+        Ok(user.map(|u| (u, token_hash)))
+    }
+
+    /// Ends the session whose token hashes to `token_hash`.
+    pub async fn logout(&self, token_hash: &str) -> Result<()> {
+        self.store.delete_session(token_hash).await?;
+        Ok(())
+    }
+
+    /// The program, once `user_id` may see it as `need` asks: 404 when it does not
+    /// exist, 403 when the caller lacks the role (a suspended membership is none).
+    pub async fn authorize(
+        &self,
+        user_id: i64,
+        program_id: i64,
+        need: Need,
+    ) -> Result<DashboardProgram> {
+        let program = self
+            .store
+            .program_access(program_id, user_id)
+            .await?
+            .ok_or_else(|| Error::NotFound("Program not found".into()))?;
+        let role = match (program.member_role, program.member_status) {
+            (Some(role), Some(MembershipStatus::Active)) => Some(role),
+            _ => None,
+        };
+        match (need, role) {
+            (Need::ActiveMember, Some(_)) => Ok(program),
+            (Need::Permission(p), Some(role)) if role.grants(p) => Ok(program),
+            (Need::Permission(p), Some(_)) => Err(Error::Forbidden(format!(
+                "Your role does not grant {} on this program",
+                p.as_str()
+            ))),
+            (_, None) => Err(Error::Forbidden(
+                "You are not an active member of this program's workspace".into(),
+            )),
+        }
+    }
+
+    /// The program's daily rollups from `from_day` to `to_day` (inclusive).
+    pub async fn daily_rollups(
+        &self,
+        program_id: i64,
+        from_day: &str,
+        to_day: &str,
+    ) -> Result<Vec<DailyRollup>> {
+        Ok(self
+            .store
+            .daily_rollups(program_id, from_day, to_day)
+            .await?)
+    }
+
+    /// Test events and approved partners of a program, for its setup checklist.
+    pub async fn setup_status(&self, program_id: i64) -> Result<SetupStatus> {
+        Ok(self.store.setup_status(program_id).await?)
+    }
+
+    /// How many real events of a program match `filter`.
+    pub async fn count_events(&self, program_id: i64, filter: &EventFilter) -> Result<i64> {
+        Ok(self.store.count_events(program_id, filter).await?)
+    }
+
+    /// One page of a program's real events matching `filter`, newest first.
+    pub async fn list_events(
+        &self,
+        program_id: i64,
+        filter: &EventFilter,
+        limit: i64,
+        offset: i64,
+    ) -> Result<Vec<ListedEvent>> {
+        Ok(self
+            .store
+            .list_events(program_id, filter, limit, offset)
+            .await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use argon2::PasswordHash;
+
+    #[test]
+    fn dummy_hash_costs_what_a_real_one_does() {
+        let real = super::super::secrets::hash_password("some password").unwrap();
+        let real = PasswordHash::new(&real).unwrap();
+        let dummy = PasswordHash::new(DUMMY_PASSWORD_HASH).unwrap();
+        assert_eq!(real.algorithm, dummy.algorithm);
+        assert_eq!(real.version, dummy.version);
+        assert_eq!(real.params, dummy.params);
+        assert!(!verify_password("some password", DUMMY_PASSWORD_HASH));
+        assert_eq!(SESSION_LIFETIME_MS, 7 * 86_400_000);
+    }
+}
