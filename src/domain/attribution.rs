@@ -1,5 +1,5 @@
-//! Attribution rules: the `aff` parameter, customer states, last touch (D5) and the
-//! lead transition (§3, D7).
+//! Attribution rules: the `aff` parameter, customer states, last touch and the
+//! lead transition.
 
 /// Why an `affiliate_url` yields no referral code.
 #[derive(Debug, PartialEq, Eq)]
@@ -11,7 +11,7 @@ pub enum AffError {
 }
 
 impl AffError {
-    /// The error text of §7.1.
+    /// The error text clients read.
     pub fn message(&self) -> &'static str {
         match self {
             AffError::InvalidUrl => "Invalid affiliate_url",
@@ -63,7 +63,7 @@ impl CustomerStatus {
         }
     }
 
-    /// Only a customer at `click` may become a lead; anything else is the 400 of §7.1.
+    /// Only a customer at `click` may become a lead; anything else is refused with a 400.
     pub fn to_lead(self) -> Result<CustomerStatus, String> {
         match self {
             CustomerStatus::Click => Ok(CustomerStatus::Lead),
@@ -72,12 +72,12 @@ impl CustomerStatus {
     }
 }
 
-/// The §7.1 text for a refused lead transition.
+/// The text of a refused lead transition.
 pub fn lead_refused(current: &str) -> String {
     format!("Customer status cannot be updated to lead. Current status: {current}")
 }
 
-/// Last touch (D5): an `existing_click_id` is honoured only when it names a customer of
+/// Last touch: an `existing_click_id` is honoured only when it names a customer of
 /// the clicked link's program; otherwise the click starts a new customer.
 pub fn reuse_customer(existing_customer_program: Option<i64>, link_program: i64) -> bool {
     existing_customer_program == Some(link_program)

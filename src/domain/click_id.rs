@@ -1,4 +1,4 @@
-//! Click ids: `cust_<n>_<epoch-ms>` (D4). In browser mode the click id is the only
+//! Click ids: `cust_<n>_<epoch-ms>`. In browser mode the click id is the only
 //! credential, so `<n>` carries 63 random bits from a cryptographically secure generator
 //! (rand's `ThreadRng`: ChaCha seeded from the OS, without a system call per id).
 //!

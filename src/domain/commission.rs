@@ -1,4 +1,4 @@
-//! Commission rules of a program and the recurring-commission limit (D8).
+//! Commission rules of a program and the recurring-commission limit.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! Dashboard arithmetic (D1–D3): date ranges, previous periods, trends and rounding.
+//! Dashboard arithmetic: date ranges, previous periods, trends and rounding.
 //!
 //! Everything here is pure: the caller passes "today" and the program's creation day.
 //! Rounding is done on integers (half away from zero), so `33.35` never turns into
@@ -31,7 +31,7 @@ impl DayRange {
         (self.to - self.from).num_days() + 1
     }
 
-    /// D1: the window of equal length ending the day before this one starts.
+    /// The window of equal length ending the day before this one starts.
     pub fn previous(&self) -> DayRange {
         let len = self.len_days() as u64;
         DayRange {
@@ -144,7 +144,7 @@ pub struct ResolvedRange {
     pub previous: DayRange,
 }
 
-/// D1: the range of a performance request.
+/// The range of a performance request.
 ///
 /// `dateFrom` and `dateTo` together win over `period`; one without the other, an unknown
 /// period, an unparsable date, `dateFrom` after `dateTo` or a range over
@@ -230,7 +230,7 @@ pub struct Trend {
     pub direction: TrendDirection,
 }
 
-/// D2: the trend of `cur` against `prev` (both in the same unit, e.g. cents).
+/// The trend of `cur` against `prev` (both in the same unit, e.g. cents).
 pub fn trend(cur: i64, prev: i64) -> Trend {
     let direction = match cur.cmp(&prev) {
         std::cmp::Ordering::Greater => TrendDirection::Up,

@@ -1,4 +1,4 @@
-//! Money: integer cents inside, dollars with two decimals outside (D3).
+//! Money: integer cents inside, dollars with two decimals outside.
 
 /// Cents as dollars, rounded to two decimals for JSON output.
 pub fn dollars(cents: i64) -> f64 {

@@ -1,4 +1,4 @@
-//! Refund arithmetic (D9): how much of the sale and of its commission a refund reverses.
+//! Refund arithmetic: how much of the sale and of its commission a refund reverses.
 
 /// What is known of a sale when a refund arrives.
 #[derive(Debug, Clone, Copy)]

@@ -1,6 +1,6 @@
-//! The dashboard read endpoints (§4.5–§4.7) under `/api/tracking`: performance, status
+//! The dashboard read endpoints under `/api/tracking`: performance, status
 //! and the events list. All need a dashboard session ([`DashboardUser`]); the order of
-//! refusals is 401, then 404 (no such program), then 403 (D13).
+//! refusals is 401, then 404 (no such program), then 403.
 //!
 //! Decisions beyond the specification:
 //! - performance: `dateFrom`/`dateTo` must come together (400 otherwise) and span at
@@ -31,7 +31,7 @@ use crate::domain::status::Permission;
 use crate::domain::time::{date_of, iso};
 use crate::store::{DailyRollup, EventFilter, EventKind, ListedEvent};
 
-/// Default `pageSize` of the events list (§8).
+/// Default `pageSize` of the events list.
 pub const DEFAULT_PAGE_SIZE: i64 = 10;
 /// Largest `pageSize` of the events list; larger values are refused with 400.
 pub const MAX_PAGE_SIZE: i64 = 100;
@@ -44,7 +44,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(events))
 }
 
-/// One calendar day of the performance range (§4.5).
+/// One calendar day of the performance range.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DayFigures {
     /// `YYYY-MM-DD` (UTC).
@@ -57,13 +57,13 @@ pub struct DayFigures {
     /// Major units, two decimals.
     pub revenue: f64,
     pub partners: i64,
-    /// Always 0 (§4.5).
+    /// Always 0 (kept for older dashboards).
     pub sales: i64,
     /// Major units, two decimals.
     pub commission: f64,
 }
 
-/// Change against the previous period (D2).
+/// Change against the previous period.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TrendView {
     /// Absolute percentage change, one decimal.
@@ -73,7 +73,7 @@ pub struct TrendView {
     pub trend_direction: String,
 }
 
-/// Totals of the range with their trends (§4.5).
+/// Totals of the range with their trends.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PerformanceMetrics {
@@ -176,7 +176,7 @@ pub struct SetupStatistics {
     pub payments: PaymentStatistics,
 }
 
-/// The integration status of a program (§4.6).
+/// The integration status of a program.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusData {
@@ -261,7 +261,7 @@ fn trend_view(cur: i64, prev: i64) -> TrendView {
 
 /// Program performance: daily figures, totals and trends.
 ///
-/// §4.5, D1–D3: figures come from `daily_rollups` only, one entry per UTC day of the
+/// Figures come from `daily_rollups` only, one entry per UTC day of the
 /// range (zero days included), compared with the equal-length window before it. Needs an
 /// active membership in the program's workspace.
 #[utoipa::path(
@@ -390,7 +390,7 @@ fn step_statistics(s: &crate::store::TestEventSummary) -> StepStatistics {
 
 /// Integration status of a program.
 ///
-/// §4.6: setup steps from test click and test lead events (counted up to 10) and the
+/// Setup steps from test click and test lead events (counted up to 10) and the
 /// payment account. Needs `tracking:read` on the program.
 #[utoipa::path(
     get,
@@ -500,7 +500,7 @@ fn event_filter(q: &HashMap<String, String>) -> Result<EventFilter> {
 
 /// The program's events, newest first.
 ///
-/// §4.7: real click, lead and sale (`conversion`) events merged, filtered and paginated
+/// Real click, lead and sale (`conversion`) events merged, filtered and paginated
 /// in the database. Needs `tracking:list` on the program.
 #[utoipa::path(
     get,

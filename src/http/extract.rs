@@ -1,4 +1,4 @@
-//! Request extractors that answer bad input with the JSON errors of D12.
+//! Request extractors that answer bad input with `{"error": …}` and a 4xx status.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::error::Error;
 
-/// Request bodies larger than this are refused with 413 (D12).
+/// Request bodies larger than this are refused with 413.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// Reads a body that must be JSON: 415 for another content type, 413 over the limit,

@@ -37,7 +37,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(service::router())
         .merge(tracker::router())
         .nest("/api/v1/track", track::router())
-        // Legacy alias of the tracking writes (§9), kept for older trackers.
+        // Legacy alias of the tracking writes, kept for older trackers.
         .nest("/api/tracking", track::router().merge(dashboard::router()))
         .nest("/api/admin", admin::router())
         .nest("/api/auth", session::router())
@@ -73,7 +73,7 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Turns any error response that is not already JSON (axum's own 405s and rejections)
-/// into `{"error": …}`, so that clients always get the same shape (D12).
+/// into `{"error": …}`, so that clients always get the same shape.
 async fn json_errors(req: Request, next: Next) -> Response {
     let response = next.run(req).await;
     let status = response.status();

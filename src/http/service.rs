@@ -1,4 +1,4 @@
-//! Service endpoints: liveness and readiness (product.md §6).
+//! Service endpoints: liveness and readiness.
 
 use axum::extract::State;
 use axum::Json;

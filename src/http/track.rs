@@ -42,7 +42,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     browser.merge(server)
 }
 
-/// The test-mode body of §4.1 to §4.3.
+/// The test-mode body of click, lead and sale.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TestModeResponse {
@@ -65,7 +65,7 @@ pub struct TestModeData {
     pub test_mode: bool,
 }
 
-/// A tracked click (§4.1).
+/// A tracked click.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClickTracked {
@@ -113,7 +113,7 @@ pub enum LeadResponse {
     Test(TestModeResponse),
 }
 
-/// A recorded sale (§4.3).
+/// A recorded sale.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaleTracked {
@@ -133,7 +133,7 @@ pub enum SaleResponse {
     Test(TestModeResponse),
 }
 
-/// What a refund did (D9).
+/// What a refund did.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RefundResponse {
@@ -290,7 +290,7 @@ fn forbidden_origin() -> Error {
     Error::Forbidden("Origin not allowed".into())
 }
 
-/// The program a bearer token belongs to; 401 per §5 otherwise.
+/// The program a bearer token belongs to; 401 otherwise.
 async fn program_from_token(state: &AppState, token: &str) -> Result<Program> {
     state
         .app
@@ -299,7 +299,7 @@ async fn program_from_token(state: &AppState, token: &str) -> Result<Program> {
         .ok_or_else(|| Error::Unauthorized("Invalid API key".into()))
 }
 
-/// The program of a required bearer API key (sale, refund): 401 per §5 otherwise. As an
+/// The program of a required bearer API key (sale, refund): 401 otherwise. As an
 /// extractor it runs before the body is read, so a bad key is a 401 whatever the body.
 pub struct ApiKey(pub Program);
 
@@ -319,7 +319,7 @@ impl axum::extract::FromRequestParts<AppState> for ApiKey {
     }
 }
 
-/// The test-mode success body of §4.1 to §4.3.
+/// The test-mode success body of click, lead and sale.
 fn test_response(message: &str, event_id: i64, program_id: i64) -> TestModeResponse {
     TestModeResponse {
         success: true,
@@ -367,7 +367,7 @@ fn click_details(state: &AppState, caller: &Caller, f: &Fields) -> Result<ClickD
 
 /// Track a click on a referral link.
 ///
-/// §4.1: resolves the link from `aff`, reuses (`existing_click_id`, last touch) or
+/// Resolves the link from `aff`, reuses (`existing_click_id`, last touch) or
 /// creates the customer, stores the click with server-side device and geo data and counts
 /// it. No credentials: the link is the credential; browser calls need an allowed origin.
 #[utoipa::path(
@@ -431,7 +431,7 @@ async fn click(
 
 /// Track a signup (lead).
 ///
-/// §4.2, D7: server mode with the program's API key, or browser mode without one (the
+/// Server mode with the program's API key, or browser mode without one (the
 /// click id proves attribution; the origin must be allowed). Moves a `click` customer to
 /// `lead`; with only `customer_key` and no known customer, stores an unattributed lead.
 #[utoipa::path(
@@ -512,7 +512,7 @@ fn optional_str(f: &Fields, key: &str) -> Result<Option<String>> {
 
 /// Record a sale and its commission.
 ///
-/// §4.3, D8: resolves the customer by `customer_key`, then `click_id`; stores the sale,
+/// Resolves the customer by `customer_key`, then `click_id`; stores the sale,
 /// the commission of the program's rule, the customer's conversion and the figures in one
 /// transaction. A `transaction_id` is accepted once, across all programs.
 #[utoipa::path(
@@ -616,7 +616,7 @@ async fn sale(
 
 /// Refund a sale, fully or partly.
 ///
-/// §4.4, D9: reverses the commission of the program's sale in proportion; a repeated
+/// Reverses the commission of the program's sale in proportion; a repeated
 /// full refund is harmless (`skipped`).
 #[utoipa::path(
     post,
@@ -673,7 +673,7 @@ async fn refund(
     }))
 }
 
-/// CORS preflight of the browser routes (D11). A preflight names no program, so it is
+/// CORS preflight of the browser routes. A preflight names no program, so it is
 /// answered for origins that some program admits; the request itself is then checked
 /// against its own program and refused with 403 when that program does not list it.
 async fn preflight(State(state): State<AppState>, headers: HeaderMap) -> Result<Response> {

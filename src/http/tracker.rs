@@ -1,4 +1,4 @@
-//! The browser tracker, `GET /tracker.js` (product.md §7, docs/tracker.md).
+//! The browser tracker, `GET /tracker.js` (see docs/tracker.md).
 //!
 //! The script is compiled into the binary and served as-is. Its validators and its gzip
 //! encoding are computed once, on the first request, and reused for the life of the process.

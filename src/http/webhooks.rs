@@ -1,4 +1,4 @@
-//! Payment-processor webhooks (product.md §5): `POST /api/webhooks/stripe/:programId`.
+//! Payment-processor webhooks: `POST /api/webhooks/stripe/:programId`.
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};

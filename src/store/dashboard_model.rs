@@ -198,7 +198,7 @@ pub struct ConversionEvent {
     pub is_recurring: bool,
 }
 
-/// One entry of the merged listing; serializes with its `event_type` (§4.7).
+/// One entry of the merged listing; serializes with its `event_type`.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(tag = "event_type", rename_all = "lowercase")]
 pub enum ListedEvent {

@@ -59,13 +59,13 @@ pub struct Program {
 }
 
 impl Program {
-    /// D11: an empty list allows any origin; otherwise the origin must be listed.
+    /// An empty list allows any origin; otherwise the origin must be listed.
     pub fn origin_allowed(&self, origin: Option<&str>) -> bool {
         origin_allowed(&self.allowed_origins, origin)
     }
 }
 
-/// D11 for a list of allowed origins. A request without `Origin` is not a browser
+/// The origin rule for a list of allowed origins. A request without `Origin` is not a browser
 /// cross-origin fetch and passes.
 pub fn origin_allowed(list: &[String], origin: Option<&str>) -> bool {
     match origin {
