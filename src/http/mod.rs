@@ -59,16 +59,14 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { Error::not_found("Not found") })
         .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(state.clone(), outage::guard))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            rate_limit::limit,
-        ))
         .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
         .layer(CatchPanicLayer::custom(|_| {
             Error::Internal("Internal server error", anyhow::anyhow!("handler panicked"))
                 .into_response()
         }))
         .layer(TraceLayer::new_for_http())
+        // The route layers of the rate limits read the state from here.
+        .layer(axum::Extension(state.clone()))
         .with_state(state)
 }
 

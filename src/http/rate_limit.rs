@@ -15,10 +15,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use lru::LruCache;
@@ -36,23 +37,6 @@ pub enum Limited {
     Lead,
     /// `POST /api/auth/login`.
     Login,
-}
-
-impl Limited {
-    /// The limit a request falls under, if any.
-    pub fn of(method: &Method, path: &str, has_authorization: bool) -> Option<Limited> {
-        if method != Method::POST {
-            return None;
-        }
-        match path {
-            "/api/v1/track/click" | "/api/tracking/click" => Some(Limited::Click),
-            "/api/v1/track/lead" | "/api/tracking/lead" if !has_authorization => {
-                Some(Limited::Lead)
-            }
-            "/api/auth/login" => Some(Limited::Login),
-            _ => None,
-        }
-    }
 }
 
 /// The per-IP limiters, one per [`Limited`] class; `None` where the limit is off.
@@ -121,14 +105,37 @@ impl RateLimits {
     }
 }
 
-/// Middleware: answers 429 with `Retry-After` when the client is over its limit.
-pub async fn limit(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let has_authorization = req
+/// Route layer of the click routes: POST requests count against [`Limited::Click`].
+pub async fn clicks(Extension(state): Extension<AppState>, req: Request, next: Next) -> Response {
+    limit(&state, Limited::Click, req, next).await
+}
+
+/// Route layer of the lead routes: POST requests without an `Authorization` header
+/// (browser mode) count against [`Limited::Lead`]; server calls carry an API key.
+pub async fn browser_leads(
+    Extension(state): Extension<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if req
         .headers()
-        .contains_key(axum::http::header::AUTHORIZATION);
-    let Some(class) = Limited::of(req.method(), req.uri().path(), has_authorization) else {
+        .contains_key(axum::http::header::AUTHORIZATION)
+    {
         return next.run(req).await;
-    };
+    }
+    limit(&state, Limited::Lead, req, next).await
+}
+
+/// Route layer of the login route: POST requests count against [`Limited::Login`].
+pub async fn logins(Extension(state): Extension<AppState>, req: Request, next: Next) -> Response {
+    limit(&state, Limited::Login, req, next).await
+}
+
+/// Answers 429 with `Retry-After` when the client of a POST is over its `class` limit.
+async fn limit(state: &AppState, class: Limited, req: Request, next: Next) -> Response {
+    if req.method() != Method::POST {
+        return next.run(req).await;
+    }
     let peer = req
         .extensions()
         .get::<ConnectInfo<std::net::SocketAddr>>()
@@ -232,29 +239,6 @@ impl LoginThrottle {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn classes() {
-        let post = Method::POST;
-        assert_eq!(
-            Limited::of(&post, "/api/v1/track/click", false),
-            Some(Limited::Click)
-        );
-        assert_eq!(
-            Limited::of(&post, "/api/tracking/lead", false),
-            Some(Limited::Lead)
-        );
-        assert_eq!(Limited::of(&post, "/api/v1/track/lead", true), None);
-        assert_eq!(
-            Limited::of(&post, "/api/auth/login", true),
-            Some(Limited::Login)
-        );
-        assert_eq!(
-            Limited::of(&Method::OPTIONS, "/api/v1/track/click", false),
-            None
-        );
-        assert_eq!(Limited::of(&post, "/api/v1/track/sale", false), None);
-    }
 
     #[test]
     fn ipv6_is_limited_per_64() {

@@ -20,6 +20,7 @@ use crate::domain::time::iso;
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(login))
+        .route_layer(axum::middleware::from_fn(super::rate_limit::logins))
         .routes(routes!(logout))
 }
 

@@ -18,7 +18,7 @@ use utoipa_axum::routes;
 use super::bearer::{bearer, Bearer};
 use super::error::{Error, ErrorBody, Result};
 use super::extract::{truncate, AdditionalData, Fields, JsonObject, MAX_ID_LEN};
-use super::AppState;
+use super::{rate_limit, AppState};
 use crate::app::track::{ClickCommand, ClickOutcome, LeadCommand, RefundCommand, SaleCommand};
 use crate::domain::attribution::extract_aff;
 use crate::domain::money::{major_units, normalize_currency};
@@ -30,12 +30,15 @@ pub const MAX_AMOUNT_CENTS: i64 = 1_000_000_000_000;
 
 /// Routes of the tracking API, mounted under `/api/v1/track` and `/api/tracking`.
 pub fn router() -> OpenApiRouter<AppState> {
-    let browser = OpenApiRouter::new()
+    let clicks = OpenApiRouter::new()
         .routes(routes!(click))
-        .routes(routes!(lead))
         .route("/click", options(preflight))
+        .route_layer(middleware::from_fn(rate_limit::clicks));
+    let leads = OpenApiRouter::new()
+        .routes(routes!(lead))
         .route("/lead", options(preflight))
-        .layer(middleware::from_fn(browser_cors));
+        .route_layer(middleware::from_fn(rate_limit::browser_leads));
+    let browser = clicks.merge(leads).layer(middleware::from_fn(browser_cors));
     let server = OpenApiRouter::new()
         .routes(routes!(sale))
         .routes(routes!(refund));
