@@ -33,12 +33,15 @@ pub use state::AppState;
 /// middleware. The document and the router come from the same declarations, so they
 /// cannot drift apart.
 pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    // Legacy alias of the tracking writes, kept for older trackers.
+    let mut legacy = OpenApiRouter::new().nest("/api/tracking", track::router());
+    openapi::deprecate(legacy.get_openapi_mut());
     let (router, doc) = OpenApiRouter::with_openapi(openapi::base())
         .merge(service::router())
         .merge(tracker::router())
         .nest("/api/v1/track", track::router())
-        // Legacy alias of the tracking writes, kept for older trackers.
-        .nest("/api/tracking", track::router().merge(dashboard::router()))
+        .merge(legacy)
+        .nest("/api/tracking", dashboard::router())
         .nest("/api/admin", admin::router())
         .nest("/api/auth", session::router())
         .nest("/api/webhooks", webhooks::router())

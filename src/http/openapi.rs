@@ -67,9 +67,12 @@ pub fn base() -> OpenApi {
 }
 
 /// Errors that come from shared machinery rather than from one handler, added to every
-/// operation they apply to: the JSON body extractor (413, 415), the admin token
-/// extractor (401), the rate limits (429) and the database (503).
-fn add_common_errors(path: &str, op: &mut Operation) {
+/// operation they apply to, as its annotations tell: a JSON request body can be too
+/// large or not JSON (413, 415; the webhooks read raw bytes and declare their own), an
+/// admin-token operation can lack the token (401), and everything but the service
+/// endpoints can find the database unavailable (503). Rate limits (429) are declared by
+/// the handlers they apply to.
+fn add_common_errors(op: &mut Operation) {
     let mut add = |status: &str, description: &str| {
         if !op.responses.responses.contains_key(status) {
             let response = ResponseBuilder::new()
@@ -84,42 +87,36 @@ fn add_common_errors(path: &str, op: &mut Operation) {
                 .insert(status.to_string(), RefOr::T(response));
         }
     };
+    let tagged = |tag: &str| {
+        op.tags
+            .as_ref()
+            .is_some_and(|tags| tags.iter().any(|t| t == tag))
+    };
+    let (webhook, service) = (tagged("webhooks"), tagged("service"));
     let json_body = op
         .request_body
         .as_ref()
         .is_some_and(|b| matches!(b, RefOr::T(b) if b.content.contains_key("application/json")));
-    if json_body && !path.starts_with("/api/webhooks/") {
-        add("413", "Body over 64 KiB");
-        add("415", "Body is not JSON");
-    }
     let admin = op.security.as_ref().is_some_and(|s| {
         serde_json::to_string(s)
             .unwrap_or_default()
             .contains("admin_token")
     });
+    if json_body && !webhook {
+        add("413", "Body over 64 KiB");
+        add("415", "Body is not JSON");
+    }
     if admin {
         add("401", "Missing or invalid admin token");
     }
-    // The per-client-IP limits of `rate_limit`, and the login lockout.
-    let limited = ["/click", "/lead"]
-        .iter()
-        .any(|p| path.starts_with("/api/") && path.ends_with(p))
-        || path == "/api/auth/login";
-    if limited {
-        add(
-            "429",
-            "Too many requests from this client (or, for login, for this account); see Retry-After",
-        );
-    }
-    if !matches!(path, "/healthz" | "/tracker.js") {
+    if !service {
         add("503", "Database unavailable");
     }
 }
 
-/// Final touches once every path is in: the common errors, and the legacy alias's
-/// operations marked deprecated with their own operation ids and tag.
+/// Final touches once every path is in: the common errors of every operation.
 pub fn finish(mut doc: OpenApi) -> OpenApi {
-    for (path, item) in doc.paths.paths.iter_mut() {
+    for item in doc.paths.paths.values_mut() {
         for op in [
             &mut item.get,
             &mut item.post,
@@ -129,15 +126,17 @@ pub fn finish(mut doc: OpenApi) -> OpenApi {
         .into_iter()
         .flatten()
         {
-            add_common_errors(path, op);
+            add_common_errors(op);
         }
-        let legacy = ["click", "lead", "sale", "refund"]
-            .iter()
-            .any(|w| path == &format!("/api/tracking/{w}"));
-        if !legacy {
-            continue;
-        }
-        if let Some(op) = item.post.as_mut() {
+    }
+    doc
+}
+
+/// Marks every operation of `doc` as the deprecated legacy alias: its own tag and
+/// operation ids, "(deprecated alias)" in its summary.
+pub fn deprecate(doc: &mut OpenApi) {
+    for item in doc.paths.paths.values_mut() {
+        for op in [&mut item.get, &mut item.post].into_iter().flatten() {
             op.deprecated = Some(Deprecated::True);
             op.tags = Some(vec!["tracking (legacy)".into()]);
             op.operation_id = op.operation_id.as_ref().map(|id| format!("legacy_{id}"));
@@ -147,7 +146,6 @@ pub fn finish(mut doc: OpenApi) -> OpenApi {
                 .map(|s| format!("{s} (deprecated alias)"));
         }
     }
-    doc
 }
 
 /// `/openapi.json` and `/docs` for a finished document.

@@ -96,6 +96,7 @@ pub struct LoginBody {
         (status = 200, description = "A new session", body = LoginResponse),
         (status = 400, description = "Invalid body", body = ErrorBody),
         (status = 401, description = "Invalid email or password", body = ErrorBody),
+        (status = 429, description = "Too many attempts from this client or for this account; see Retry-After", body = ErrorBody),
     ),
 )]
 async fn login(

@@ -382,6 +382,7 @@ fn click_details(state: &AppState, caller: &Caller, f: &Fields) -> Result<ClickD
         (status = 200, description = "Tracked; `success: false` for an inactive link; the test-mode body in test mode", body = ClickResponse),
         (status = 400, description = "Invalid field or unknown referral link", body = ErrorBody),
         (status = 403, description = "Origin not allowed", body = ErrorBody),
+        (status = 429, description = "Too many requests from this client; see Retry-After", body = ErrorBody),
     ),
 )]
 async fn click(
@@ -448,6 +449,7 @@ async fn click(
         (status = 400, description = "Invalid field, unknown customer, customer of another program, or status cannot move to lead", body = ErrorBody),
         (status = 401, description = "Authorization header present but invalid", body = ErrorBody),
         (status = 403, description = "Origin not allowed (browser mode)", body = ErrorBody),
+        (status = 429, description = "Too many browser-mode requests from this client; see Retry-After", body = ErrorBody),
     ),
 )]
 async fn lead(
