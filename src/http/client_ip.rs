@@ -80,7 +80,7 @@ fn geo_header(headers: &HeaderMap, names: &[&str]) -> Option<String> {
             .next()
             .map(|(_, v)| v.into_owned())
             .unwrap_or_else(|| v.to_string());
-        super::extract::truncate(&decoded, 128)
+        super::fields::truncate(&decoded, 128)
     })
 }
 

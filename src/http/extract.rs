@@ -7,7 +7,6 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
 
 use super::error::Error;
 
@@ -49,22 +48,6 @@ fn parse_error(e: serde_json::Error) -> Error {
     }
 }
 
-/// A JSON object body, read field by field so that each wrong field gets the exact
-/// error text the specification gives it.
-pub struct JsonObject(pub Map<String, Value>);
-
-impl<S: Send + Sync> FromRequest<S> for JsonObject {
-    type Rejection = Error;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = json_bytes(req, state).await?;
-        match serde_json::from_slice::<Value>(&bytes).map_err(parse_error)? {
-            Value::Object(map) => Ok(JsonObject(map)),
-            _ => Err(Error::bad_request("Request body must be a JSON object")),
-        }
-    }
-}
-
 /// A JSON body deserialized into `T`; type errors name the field.
 pub struct JsonBody<T>(pub T);
 
@@ -95,178 +78,60 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for PathPar
     }
 }
 
-/// Longest identifier accepted (`transaction_id`, `customer_key`, `click_id`, ...).
-pub const MAX_ID_LEN: usize = 255;
-/// Longest free text stored (URLs, titles); longer values are cut, not refused.
-pub const MAX_TEXT_LEN: usize = 2048;
+/// A tracking request body read into `T`, one of the request types of the tracking
+/// interface. A field that does not fit fails with the text its field type gives, with
+/// the field's path (`additional_data.program_id`) put in; [`TrackRequest::error_text`]
+/// may word it otherwise for one request.
+pub struct TrackJson<T>(pub T);
 
-/// A field holds a value of another JSON type than the one asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WrongType;
-
-/// Typed access to the fields of a JSON object.
-pub struct Fields<'a>(pub &'a Map<String, Value>);
-
-impl<'a> Fields<'a> {
-    /// A string field: `Ok(None)` when absent or null, `Err` when of another type.
-    pub fn str(&self, key: &str) -> Result<Option<&'a str>, WrongType> {
-        match self.0.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.as_str())),
-            Some(_) => Err(WrongType),
-        }
-    }
-
-    /// An identifier: a non-empty string of at most [`MAX_ID_LEN`] bytes, trimmed.
-    /// Any other shape is an error with `msg`.
-    pub fn id(&self, key: &str, msg: &str) -> Result<Option<String>, Error> {
-        match self.str(key) {
-            Ok(None) => Ok(None),
-            Ok(Some(s)) if s.trim().is_empty() => Ok(None),
-            Ok(Some(s)) if s.trim().len() <= MAX_ID_LEN => Ok(Some(s.trim().to_string())),
-            Ok(Some(_)) => Err(Error::bad_request(format!(
-                "{key} must be at most {MAX_ID_LEN} characters"
-            ))),
-            Err(WrongType) => Err(Error::bad_request(msg)),
-        }
-    }
-
-    /// Free text, cut at [`MAX_TEXT_LEN`] bytes on a character boundary; a value of
-    /// another type is a 400 naming the field.
-    pub fn text(&self, key: &str) -> Result<Option<String>, Error> {
-        match self.str(key) {
-            Ok(s) => Ok(s
-                .filter(|s| !s.is_empty())
-                .map(|s| truncate(s, MAX_TEXT_LEN))),
-            Err(WrongType) => Err(Error::bad_request(format!("{key} must be a string"))),
-        }
-    }
-
-    /// A boolean field; absent or null is `None`.
-    pub fn bool(&self, key: &str) -> Result<Option<bool>, Error> {
-        match self.0.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(_) => Err(Error::bad_request(format!("{key} must be a boolean"))),
-        }
-    }
-
-    /// An integer field (a JSON number without fraction that fits in i64).
-    pub fn int(&self, key: &str) -> Result<Option<i64>, WrongType> {
-        match self.0.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => n.as_i64().map(Some).ok_or(WrongType),
-            Some(_) => Err(WrongType),
-        }
+/// A request type of the tracking interface.
+pub trait TrackRequest: DeserializeOwned {
+    /// The error text of a field that does not fit; `text` is the field type's.
+    fn error_text(_field: &str, text: String) -> String {
+        text
     }
 }
 
-/// Cuts `s` to at most `max` bytes without splitting a character.
-pub fn truncate(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
-}
+impl<S: Send + Sync, T: TrackRequest> FromRequest<S> for TrackJson<T> {
+    type Rejection = Error;
 
-/// The `additional_data` object of a tracking request.
-#[derive(Debug, Default)]
-pub struct AdditionalData {
-    pub test_mode: bool,
-    pub program_id: Option<i64>,
-    pub event_name: Option<String>,
-}
-
-impl AdditionalData {
-    /// Reads `additional_data` from a request body.
-    pub fn from_body(body: &Map<String, Value>) -> Result<Self, Error> {
-        let map = match body.get("additional_data") {
-            None | Some(Value::Null) => return Ok(Self::default()),
-            Some(Value::Object(map)) => map,
-            Some(_) => return Err(Error::bad_request("additional_data must be an object")),
-        };
-        let f = Fields(map);
-        let test_mode = f
-            .bool("test_mode")
-            .map_err(|_| Error::bad_request("additional_data.test_mode must be a boolean"))?
-            .unwrap_or(false);
-        let program_id = match f.int("program_id") {
-            Ok(None) => None,
-            Ok(Some(id)) if id > 0 => Some(id),
-            _ => {
-                return Err(Error::bad_request(
-                    "additional_data.program_id must be a positive integer",
-                ))
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = json_bytes(req, state).await?;
+        // A request type reads a JSON array as its fields in order: refuse any body that
+        // is not an object first.
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(
+                match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+                    Ok(_) => Error::bad_request("Request body must be a JSON object"),
+                    Err(e) => parse_error(e),
+                },
+            );
+        }
+        let mut json = serde_json::Deserializer::from_slice(&bytes);
+        let read = serde_path_to_error::deserialize(&mut json).map_err(|e| {
+            let field = e.path().to_string();
+            let inner = e.into_inner();
+            if !inner.is_data() {
+                return Error::bad_request(format!("Malformed JSON: {inner}"));
             }
-        };
-        let event_name = f
-            .text("event_name")
-            .map_err(|_| Error::bad_request("additional_data.event_name must be a string"))?
-            .map(|s| truncate(&s, MAX_ID_LEN));
-        Ok(AdditionalData {
-            test_mode,
-            program_id,
-            event_name,
-        })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn obj(v: Value) -> Map<String, Value> {
-        v.as_object().unwrap().clone()
-    }
-
-    #[test]
-    fn additional_data_shapes() {
-        let a = AdditionalData::from_body(&obj(
-            json!({"additional_data": {"test_mode": true, "program_id": 3}}),
-        ))
-        .unwrap();
-        assert!(a.test_mode);
-        assert_eq!(a.program_id, Some(3));
-        assert!(AdditionalData::from_body(&obj(json!({"additional_data": 5}))).is_err());
-        assert!(
-            AdditionalData::from_body(&obj(json!({"additional_data": {"test_mode": "yes"}})))
-                .is_err()
-        );
-        assert!(
-            AdditionalData::from_body(&obj(json!({"additional_data": {"program_id": "3"}})))
-                .is_err()
-        );
-        assert!(
-            AdditionalData::from_body(&obj(json!({"additional_data": {"program_id": -1}})))
-                .is_err()
-        );
-        assert!(
-            AdditionalData::from_body(&obj(json!({"additional_data": {"program_id": 1.5}})))
-                .is_err()
-        );
-        let none = AdditionalData::from_body(&obj(json!({"additional_data": null}))).unwrap();
-        assert!(!none.test_mode && none.program_id.is_none());
-    }
-
-    #[test]
-    fn truncation_keeps_characters_whole() {
-        assert_eq!(truncate("héllo", 2), "h");
-        assert_eq!(truncate("héllo", 3), "hé");
-        assert_eq!(truncate("abc", 10), "abc");
-    }
-
-    #[test]
-    fn ids_are_trimmed_and_bounded() {
-        let m = obj(json!({"a": "  x ", "b": 5, "c": "", "d": "y".repeat(300)}));
-        let f = Fields(&m);
-        assert_eq!(f.id("a", "bad").unwrap().as_deref(), Some("x"));
-        assert_eq!(f.id("b", "bad").unwrap_err().to_string(), "bad");
-        assert_eq!(f.id("c", "bad").unwrap(), None);
-        assert!(f.id("d", "bad").is_err());
+            let text = inner.to_string();
+            // serde_json appends the position; the texts of the interface have none.
+            let text = match text.rfind(" at line ") {
+                Some(at) => text[..at].to_string(),
+                None => text,
+            };
+            Error::bad_request(if text.contains("{field}") {
+                T::error_text(&field, text.replace("{field}", &field))
+            } else if field == "." {
+                "Request body must be a JSON object".to_string()
+            } else {
+                format!("Invalid request body: {field}: {text}")
+            })
+        });
+        let value: T = read?;
+        // Trailing characters make the whole body malformed.
+        json.end()
+            .map_err(|e| Error::bad_request(format!("Malformed JSON: {e}")))?;
+        Ok(TrackJson(value))
     }
 }

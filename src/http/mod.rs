@@ -6,6 +6,7 @@ pub mod client_ip;
 pub mod dashboard;
 pub mod error;
 pub mod extract;
+pub mod fields;
 pub mod openapi;
 pub mod outage;
 pub mod rate_limit;

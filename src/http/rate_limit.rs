@@ -193,7 +193,7 @@ impl Default for LoginThrottle {
 }
 
 fn account_key(email: &str) -> String {
-    super::extract::truncate(&email.trim().to_ascii_lowercase(), 320)
+    super::fields::truncate(&email.trim().to_ascii_lowercase(), 320)
 }
 
 /// The lockout after the `count`-th consecutive failure.

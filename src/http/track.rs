@@ -10,23 +10,23 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::options;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::bearer::{bearer, Bearer};
 use super::error::{Error, ErrorBody, Result};
-use super::extract::{truncate, AdditionalData, Fields, JsonObject, MAX_ID_LEN};
+use super::extract::{TrackJson, TrackRequest};
+use super::fields::{
+    nested, truncate, Amount, Currency, Flag, Id, Object, Positive, Required, SaleType, Text,
+    AMOUNT_REQUIRED, MAX_ID_LEN,
+};
 use super::{rate_limit, AppState};
 use crate::app::track::{ClickCommand, ClickOutcome, LeadCommand, RefundCommand, SaleCommand};
 use crate::domain::attribution::extract_aff;
-use crate::domain::money::{major_units, normalize_currency};
+use crate::domain::money::major_units;
 use crate::store::{ClickDetails, Program};
-
-/// Largest `amount_cents` accepted: ten billion in major units. Beyond it sums could
-/// overflow, and no real sale is that large.
-pub const MAX_AMOUNT_CENTS: i64 = 1_000_000_000_000;
 
 /// Routes of the tracking API, mounted under `/api/v1/track` and `/api/tracking`.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -156,104 +156,186 @@ pub struct RefundResponse {
 }
 
 /// `additional_data` of a tracking request.
-#[derive(Debug, Deserialize, ToSchema)]
-#[allow(dead_code)]
-pub struct AdditionalDataDoc {
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct AdditionalData {
     /// Store a test event (`is_test: true`) that touches no real attribution or figure.
-    test_mode: Option<bool>,
+    #[schema(value_type = Option<bool>)]
+    #[serde(default)]
+    pub test_mode: Flag,
     /// Program of a test event, or of a browser-mode lead sent with only `customer_key`.
-    #[schema(minimum = 1)]
-    program_id: Option<i64>,
+    #[schema(value_type = Option<i64>, minimum = 1)]
+    #[serde(default)]
+    pub program_id: Positive,
     /// Name of the lead event (lead only).
-    event_name: Option<String>,
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub event_name: Text,
+}
+
+impl AdditionalData {
+    fn test_mode(&self) -> bool {
+        self.test_mode.0.unwrap_or(false)
+    }
 }
 
 /// Body of `POST /track/click`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[allow(dead_code)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct ClickRequest {
     /// Full landing URL including the `aff` query parameter.
-    #[schema(example = "https://shop.example.com/?aff=alice", min_length = 1)]
-    affiliate_url: String,
-    page_url: Option<String>,
-    page_title: Option<String>,
-    referrer_url: Option<String>,
-    session_id: Option<String>,
+    #[schema(value_type = String, example = "https://shop.example.com/?aff=alice", min_length = 1)]
+    #[serde(default)]
+    pub affiliate_url: Required,
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub page_url: Text,
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub page_title: Text,
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub referrer_url: Text,
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub session_id: Text,
     /// Falls back to the `User-Agent` header.
-    user_agent: Option<String>,
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub user_agent: Text,
     /// `<width>x<height>`.
-    screen_resolution: Option<String>,
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub screen_resolution: Text,
     /// `<width>x<height>`.
-    viewport_size: Option<String>,
-    language: Option<String>,
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub viewport_size: Text,
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub language: Text,
     /// IANA time zone name.
-    timezone: Option<String>,
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub timezone: Text,
     /// A click id issued before: the same customer is reused (last touch).
-    #[schema(max_length = 255)]
-    existing_click_id: Option<String>,
-    additional_data: Option<AdditionalDataDoc>,
+    #[schema(value_type = Option<String>, max_length = 255)]
+    #[serde(default)]
+    pub existing_click_id: Id,
+    #[serde(default, deserialize_with = "nested")]
+    pub additional_data: Option<AdditionalData>,
 }
+
+impl TrackRequest for ClickRequest {}
 
 /// Body of `POST /track/lead`. Outside test mode, `click_id` or `customer_key` is required.
-#[derive(Debug, Deserialize, ToSchema)]
-#[allow(dead_code)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct LeadRequest {
     /// Value of the `tracker_click_id` cookie.
-    #[schema(max_length = 255)]
-    click_id: Option<String>,
+    #[schema(value_type = Option<String>, max_length = 255)]
+    #[serde(default)]
+    pub click_id: Id,
     /// Your own stable id of the customer; use the same one at sale time.
-    #[schema(max_length = 255)]
-    customer_key: Option<String>,
-    #[schema(max_length = 255)]
-    email: Option<String>,
-    session_id: Option<String>,
-    page_url: Option<String>,
-    additional_data: Option<AdditionalDataDoc>,
+    #[schema(value_type = Option<String>, max_length = 255)]
+    #[serde(default)]
+    pub customer_key: Id,
+    #[schema(value_type = Option<String>, max_length = 255)]
+    #[serde(default)]
+    pub email: Id,
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub session_id: Text,
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub page_url: Text,
+    #[serde(default, deserialize_with = "nested")]
+    pub additional_data: Option<AdditionalData>,
 }
 
+impl TrackRequest for LeadRequest {}
+
 /// Body of `POST /track/sale`. One of `customer_key` or `click_id` must resolve a customer.
-#[derive(Debug, Deserialize, ToSchema)]
-#[allow(dead_code)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct SaleRequest {
     /// Idempotency key, globally unique; optional in test mode.
-    #[schema(example = "pi_1001", min_length = 1, max_length = 255)]
-    transaction_id: Option<String>,
+    #[schema(value_type = Option<String>, example = "pi_1001", min_length = 1, max_length = 255)]
+    #[serde(default)]
+    pub transaction_id: Id,
     /// Positive integer in the smallest currency unit, at most 10^12.
-    #[schema(example = 4999, minimum = 1, maximum = 1_000_000_000_000_i64)]
-    amount_cents: i64,
-    #[schema(max_length = 255)]
-    customer_key: Option<String>,
-    #[schema(max_length = 255)]
-    click_id: Option<String>,
+    #[schema(value_type = i64, example = 4999, minimum = 1, maximum = 1_000_000_000_000_i64)]
+    #[serde(default)]
+    pub amount_cents: Amount,
+    #[schema(value_type = Option<String>, max_length = 255)]
+    #[serde(default)]
+    pub customer_key: Id,
+    #[schema(value_type = Option<String>, max_length = 255)]
+    #[serde(default)]
+    pub click_id: Id,
     /// 3-letter code; the program's currency when omitted.
-    #[schema(pattern = "^[A-Za-z]{3}$")]
-    currency: Option<String>,
+    #[schema(value_type = Option<String>, pattern = "^[A-Za-z]{3}$")]
+    #[serde(default)]
+    pub currency: Currency,
     /// `payment` (default) or `subscription`.
-    #[schema(pattern = "^(payment|subscription)$")]
-    sale_type: Option<String>,
-    is_recurring: Option<bool>,
-    #[schema(max_length = 255)]
-    subscription_id: Option<String>,
-    #[schema(max_length = 255)]
-    product_id: Option<String>,
+    #[schema(value_type = Option<String>, pattern = "^(payment|subscription)$")]
+    #[serde(default)]
+    pub sale_type: SaleType,
+    #[schema(value_type = Option<bool>)]
+    #[serde(default)]
+    pub is_recurring: Flag,
+    #[schema(value_type = Option<String>, max_length = 255)]
+    #[serde(default)]
+    pub subscription_id: Id,
+    #[schema(value_type = Option<String>, max_length = 255)]
+    #[serde(default)]
+    pub product_id: Id,
     /// Stored with the sale.
     #[schema(value_type = Option<Object>)]
-    metadata: Option<Map<String, Value>>,
-    additional_data: Option<AdditionalDataDoc>,
+    #[serde(default)]
+    pub metadata: Object,
+    #[serde(default, deserialize_with = "nested")]
+    pub additional_data: Option<AdditionalData>,
+}
+
+/// The text of a missing or malformed `transaction_id` of a sale.
+const SALE_TRANSACTION_ID: &str = "transaction_id is required and must be a string";
+
+impl TrackRequest for SaleRequest {
+    fn error_text(field: &str, text: String) -> String {
+        if field == "transaction_id" && text.ends_with("must be a string") {
+            SALE_TRANSACTION_ID.into()
+        } else {
+            text
+        }
+    }
 }
 
 /// Body of `POST /track/refund`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[allow(dead_code)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct RefundRequest {
     /// The `transaction_id` of the sale.
-    #[schema(min_length = 1, max_length = 255)]
-    transaction_id: String,
+    #[schema(value_type = String, min_length = 1, max_length = 255)]
+    #[serde(default)]
+    pub transaction_id: Id,
     /// Partial refund; omitted (or equal to the sale amount): everything left.
-    #[schema(minimum = 1)]
-    refund_amount_cents: Option<i64>,
-    refund_reason: Option<String>,
-    additional_data: Option<AdditionalDataDoc>,
+    #[schema(value_type = Option<i64>, minimum = 1)]
+    #[serde(default)]
+    pub refund_amount_cents: Positive,
+    #[schema(value_type = Option<String>)]
+    #[serde(default)]
+    pub refund_reason: Text,
+    #[serde(default, deserialize_with = "nested")]
+    pub additional_data: Option<AdditionalData>,
+}
+
+/// The text of a missing or malformed `transaction_id` of a refund.
+const REFUND_TRANSACTION_ID: &str = "transaction_id is required";
+
+impl TrackRequest for RefundRequest {
+    fn error_text(field: &str, text: String) -> String {
+        if field == "transaction_id" && text.ends_with("must be a string") {
+            REFUND_TRANSACTION_ID.into()
+        } else {
+            text
+        }
+    }
 }
 
 /// The client's peer address and headers, for enrichment and origin checks.
@@ -335,9 +417,12 @@ fn test_response(message: &str, event_id: i64, program_id: i64) -> TestModeRespo
     }
 }
 
-fn click_details(state: &AppState, caller: &Caller, f: &Fields) -> Result<ClickDetails> {
-    let user_agent = f
-        .text("user_agent")?
+/// What the click listing stores of a visit: the request's fields, cut to size, with
+/// device and geo data derived on the server.
+fn click_details(state: &AppState, caller: &Caller, b: ClickRequest) -> ClickDetails {
+    let user_agent = b
+        .user_agent
+        .0
         .or_else(|| {
             caller
                 .headers
@@ -348,24 +433,22 @@ fn click_details(state: &AppState, caller: &Caller, f: &Fields) -> Result<ClickD
         .unwrap_or_default();
     let device = state.app.device_info(&user_agent);
     let geo = state.clients.geo(caller.peer, &caller.headers);
-    let short =
-        |key: &str| -> Result<Option<String>> { Ok(f.text(key)?.map(|s| truncate(&s, 64))) };
-    Ok(ClickDetails {
-        session_id: f.text("session_id")?.map(|s| truncate(&s, MAX_ID_LEN)),
-        page_url: f.text("page_url")?,
-        page_title: f.text("page_title")?,
-        referrer_url: f.text("referrer_url")?,
-        screen_resolution: short("screen_resolution")?,
-        viewport_size: short("viewport_size")?,
-        language: short("language")?,
-        timezone: short("timezone")?,
+    ClickDetails {
+        session_id: b.session_id.cut(MAX_ID_LEN),
+        page_url: b.page_url.0,
+        page_title: b.page_title.0,
+        referrer_url: b.referrer_url.0,
+        screen_resolution: b.screen_resolution.cut(64),
+        viewport_size: b.viewport_size.cut(64),
+        language: b.language.cut(64),
+        timezone: b.timezone.cut(64),
         geo_country: geo.country,
         geo_region: geo.region,
         geo_city: geo.city,
         device_type: device.device_type,
         device_os: device.device_os,
         browser_name: device.browser_name,
-    })
+    }
 }
 
 /// Track a click on a referral link.
@@ -388,18 +471,16 @@ fn click_details(state: &AppState, caller: &Caller, f: &Fields) -> Result<ClickD
 async fn click(
     State(state): State<AppState>,
     caller: Caller,
-    JsonObject(body): JsonObject,
+    TrackJson(mut body): TrackJson<ClickRequest>,
 ) -> Result<Json<ClickResponse>> {
-    let f = Fields(&body);
-    let affiliate_url = match f.str("affiliate_url") {
-        Ok(Some(u)) if !u.trim().is_empty() => u,
-        _ => return Err(Error::bad_request("affiliate_url is required")),
+    let Some(affiliate_url) = body.affiliate_url.0.take() else {
+        return Err(Error::bad_request("affiliate_url is required"));
     };
-    let extra = AdditionalData::from_body(&body)?;
-    let aff = extract_aff(affiliate_url);
+    let extra = body.additional_data.take().unwrap_or_default();
+    let aff = extract_aff(&affiliate_url);
     let origin = caller.origin();
-    let details = click_details(&state, &caller, &f)?;
-    let existing_click_id = f.id("existing_click_id", "existing_click_id must be a string")?;
+    let existing_click_id = std::mem::take(&mut body.existing_click_id).0;
+    let details = click_details(&state, &caller, body);
     let outcome = state
         .app
         .track_click(ClickCommand {
@@ -407,8 +488,8 @@ async fn click(
             origin,
             details,
             existing_click_id,
-            test_mode: extra.test_mode,
-            program_id: extra.program_id,
+            test_mode: extra.test_mode(),
+            program_id: extra.program_id.0,
         })
         .await?;
     Ok(Json(match outcome {
@@ -455,33 +536,27 @@ async fn click(
 async fn lead(
     State(state): State<AppState>,
     caller: Caller,
-    JsonObject(body): JsonObject,
+    TrackJson(body): TrackJson<LeadRequest>,
 ) -> Result<Json<LeadResponse>> {
-    let f = Fields(&body);
-    let extra = AdditionalData::from_body(&body)?;
-    let click_id = f.id("click_id", "click_id must be a string")?;
-    let customer_key = f.id("customer_key", "customer_key must be a string")?;
-    let email = f.id("email", "email must be a string")?;
-    let session_id = f.text("session_id")?.map(|s| truncate(&s, MAX_ID_LEN));
-    let page_url = f.text("page_url")?;
+    let extra = body.additional_data.unwrap_or_default();
     let origin = caller.origin();
     let token = bearer(&caller.headers);
-
+    let test_mode = extra.test_mode();
     let mut command = LeadCommand {
         server_program: None,
-        program_id: extra.program_id,
+        program_id: extra.program_id.0,
         origin,
-        click_id,
-        customer_key,
-        email,
-        session_id,
-        page_url,
-        event_name: extra.event_name,
+        click_id: body.click_id.0,
+        customer_key: body.customer_key.0,
+        email: body.email.0,
+        session_id: body.session_id.cut(MAX_ID_LEN),
+        page_url: body.page_url.0,
+        event_name: extra.event_name.cut(MAX_ID_LEN),
     };
-    if extra.test_mode {
+    if test_mode {
         // No real token needed; a valid one names the program when additional_data
         // does not.
-        let by_key = match (extra.program_id, token) {
+        let by_key = match (command.program_id, token) {
             (None, Bearer::Token(t)) => {
                 command.server_program = Some(program_from_token(&state, t).await?);
                 true
@@ -511,10 +586,6 @@ async fn lead(
     })))
 }
 
-fn optional_str(f: &Fields, key: &str) -> Result<Option<String>> {
-    f.id(key, &format!("{key} must be a string"))
-}
-
 /// Record a sale and its commission.
 ///
 /// Resolves the customer by `customer_key`, then `click_id`; stores the sale,
@@ -536,69 +607,32 @@ fn optional_str(f: &Fields, key: &str) -> Result<Option<String>> {
 async fn sale(
     State(state): State<AppState>,
     ApiKey(program): ApiKey,
-    JsonObject(body): JsonObject,
+    TrackJson(body): TrackJson<SaleRequest>,
 ) -> Result<Json<SaleResponse>> {
-    let f = Fields(&body);
-    let extra = AdditionalData::from_body(&body)?;
-    const TXN: &str = "transaction_id is required and must be a string";
-    let transaction_id = match f.id("transaction_id", TXN)? {
-        Some(t) => Some(t),
-        None if extra.test_mode => None,
-        None => return Err(Error::bad_request(TXN)),
-    };
-    const AMOUNT: &str = "amount_cents is required and must be a positive integer";
-    let amount_cents = match f.int("amount_cents") {
-        Ok(Some(a)) if a > 0 => a,
-        _ => return Err(Error::bad_request(AMOUNT)),
-    };
-    if amount_cents > MAX_AMOUNT_CENTS {
-        return Err(Error::bad_request(format!(
-            "amount_cents must be at most {MAX_AMOUNT_CENTS}"
-        )));
+    let test_mode = body.additional_data.unwrap_or_default().test_mode();
+    if body.transaction_id.0.is_none() && !test_mode {
+        return Err(Error::bad_request(SALE_TRANSACTION_ID));
     }
-    let currency = match f.str("currency") {
-        Ok(None) => None,
-        Ok(Some(c)) => normalize_currency(c)
-            .map(Some)
-            .ok_or_else(|| Error::bad_request("currency must be a 3-letter currency code"))?,
-        Err(_) => {
-            return Err(Error::bad_request(
-                "currency must be a 3-letter currency code",
-            ))
-        }
-    };
-    let customer_key = optional_str(&f, "customer_key")?;
-    let click_id = optional_str(&f, "click_id")?;
-    let sale_type = match f.str("sale_type") {
-        Ok(None) => "payment".to_string(),
-        Ok(Some(t @ ("payment" | "subscription"))) => t.to_string(),
-        _ => {
-            return Err(Error::bad_request(
-                "sale_type must be \"payment\" or \"subscription\"",
-            ))
-        }
-    };
-    let is_recurring = f.bool("is_recurring")?.unwrap_or(false);
-    let metadata = match body.get("metadata") {
-        None | Some(Value::Null) => None,
-        Some(m @ Value::Object(_)) => Some(m.to_string()),
-        Some(_) => return Err(Error::bad_request("metadata must be an object")),
+    let Some(amount_cents) = body.amount_cents.0 else {
+        return Err(Error::bad_request(
+            AMOUNT_REQUIRED.replace("{field}", "amount_cents"),
+        ));
     };
     let command = SaleCommand {
-        transaction_id,
+        transaction_id: body.transaction_id.0,
         amount_cents,
-        currency,
-        customer_key,
-        click_id,
-        sale_type,
-        is_recurring,
-        subscription_id: optional_str(&f, "subscription_id")?,
-        product_id: optional_str(&f, "product_id")?,
-        metadata,
-        test_mode: extra.test_mode,
+        currency: body.currency.0,
+        customer_key: body.customer_key.0,
+        click_id: body.click_id.0,
+        sale_type: body.sale_type.as_str().into(),
+        is_recurring: body.is_recurring.0.unwrap_or(false),
+        subscription_id: body.subscription_id.0,
+        product_id: body.product_id.0,
+        metadata: body.metadata.0.map(|m| Value::Object(m).to_string()),
+        test_mode,
     };
     let outcome = state.app.track_sale(&program, command).await?;
-    if extra.test_mode {
+    if test_mode {
         return Ok(Json(SaleResponse::Test(test_response(
             "Test sale recorded",
             outcome.sale_id,
@@ -639,23 +673,14 @@ async fn sale(
 async fn refund(
     State(state): State<AppState>,
     ApiKey(program): ApiKey,
-    JsonObject(body): JsonObject,
+    TrackJson(body): TrackJson<RefundRequest>,
 ) -> Result<Json<RefundResponse>> {
-    let f = Fields(&body);
-    let extra = AdditionalData::from_body(&body)?;
-    let transaction_id = f
-        .id("transaction_id", "transaction_id is required")?
-        .ok_or_else(|| Error::bad_request("transaction_id is required"))?;
-    let amount_cents = match f.int("refund_amount_cents") {
-        Ok(None) => None,
-        Ok(Some(a)) if a > 0 => Some(a),
-        _ => {
-            return Err(Error::bad_request(
-                "refund_amount_cents must be a positive integer",
-            ))
-        }
+    let test_mode = body.additional_data.unwrap_or_default().test_mode();
+    let Some(transaction_id) = body.transaction_id.0 else {
+        return Err(Error::bad_request(REFUND_TRANSACTION_ID));
     };
-    let reason = f.text("refund_reason")?.map(|s| truncate(&s, 500));
+    let amount_cents = body.refund_amount_cents.0;
+    let reason = body.refund_reason.cut(500);
     let outcome = state
         .app
         .track_refund(
@@ -664,7 +689,7 @@ async fn refund(
                 transaction_id,
                 amount_cents,
                 reason,
-                test_mode: extra.test_mode,
+                test_mode,
             },
         )
         .await?;
@@ -674,7 +699,7 @@ async fn refund(
         sale_id: outcome.sale_id,
         commission_id: outcome.commission_id,
         deduction_amount: major_units(outcome.deduction_cents, &outcome.currency),
-        test_mode: extra.test_mode.then_some(true),
+        test_mode: test_mode.then_some(true),
     }))
 }
 
