@@ -1,18 +1,20 @@
 //! `reftrack admin …`: the management API's operations from the command line.
 //!
-//! Each subcommand becomes the same request the HTTP API takes and runs through the same
-//! router in-process (no server needed), so validation and output are identical. Fields
-//! are `key=value` (a string) or `key:=json` (a number, boolean, null, object or list).
+//! Each subcommand reads its fields into the same request body the management API takes
+//! and calls the same service-layer function (no server needed), so validation, texts and
+//! output are the API's. Fields are `key=value` (a string) or `key:=json` (a number,
+//! boolean, null, object or list).
+
+use std::sync::Arc;
 
 use clap::{Args, Subcommand};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{Map, Value};
-use tower::ServiceExt;
 
-use crate::app::{secrets, App};
+use crate::app::App;
 use crate::config::DatabaseArgs;
 use crate::domain::time::SystemClock;
-use crate::http::client_ip::ClientResolver;
-use crate::http::AppState;
 use crate::store;
 
 /// Options of `reftrack admin`.
@@ -91,96 +93,88 @@ pub fn parse_fields(fields: &[String]) -> anyhow::Result<Value> {
     Ok(Value::Object(map))
 }
 
+/// The body of a subcommand: its fields read as the API reads a request body.
+fn body<T: DeserializeOwned>(fields: &[String]) -> Result<T, String> {
+    let value = parse_fields(fields).map_err(|e| e.to_string())?;
+    serde_json::from_value(value).map_err(|e| format!("Invalid request body: {e}"))
+}
+
+/// An answer as JSON, or a service error as its client text.
+fn answer<T: Serialize>(done: crate::app::Result<T>) -> Result<Value, String> {
+    match done {
+        Ok(v) => serde_json::to_value(v).map_err(|e| e.to_string()),
+        Err(e) => {
+            if let crate::app::Error::Internal(_, cause) | crate::app::Error::Unavailable(cause) =
+                &e
+            {
+                tracing::error!(error = ?cause, "admin command failed");
+            }
+            Err(e.to_string())
+        }
+    }
+}
+
 impl AdminCommand {
-    /// The HTTP method, path under `/api/admin` and body of the operation.
-    fn request(&self) -> anyhow::Result<(&'static str, String, Option<Value>)> {
+    /// Runs the operation; its answer as JSON, or the error text.
+    async fn run(self, app: &App) -> Result<Value, String> {
         use AdminCommand::*;
-        let body = |f: &[String]| parse_fields(f).map(Some);
-        Ok(match self {
-            CreateWorkspace { fields } => ("POST", "/workspaces".into(), body(fields)?),
-            CreateProgram { fields } => ("POST", "/programs".into(), body(fields)?),
-            GetProgram { id } => ("GET", format!("/programs/{id}"), None),
-            UpdateProgram { id, fields } => ("PATCH", format!("/programs/{id}"), body(fields)?),
-            RotateToken { id } => ("POST", format!("/programs/{id}/rotate-token"), None),
-            SetPaymentAccount { id, fields } => (
-                "PUT",
-                format!("/programs/{id}/payment-account"),
-                body(fields)?,
-            ),
-            CreatePartner { fields } => ("POST", "/partners".into(), body(fields)?),
-            AddProgramPartner { program_id, fields } => (
-                "POST",
-                format!("/programs/{program_id}/partners"),
-                body(fields)?,
-            ),
-            CreateLink { fields } => ("POST", "/links".into(), body(fields)?),
-            GetLink { id } => ("GET", format!("/links/{id}"), None),
-            UpdateLink { id, fields } => ("PATCH", format!("/links/{id}"), body(fields)?),
-            CreateUser { fields } => ("POST", "/users".into(), body(fields)?),
+        match self {
+            CreateWorkspace { fields } => answer(app.create_workspace(body(&fields)?).await),
+            CreateProgram { fields } => answer(app.create_program(body(&fields)?).await),
+            GetProgram { id } => answer(app.program_view(id).await),
+            UpdateProgram { id, fields } => answer(app.update_program(id, body(&fields)?).await),
+            RotateToken { id } => answer(app.rotate_program_token(id).await),
+            SetPaymentAccount { id, fields } => {
+                answer(app.set_payment_account(id, body(&fields)?).await)
+            }
+            CreatePartner { fields } => answer(app.create_partner(body(&fields)?).await),
+            AddProgramPartner { program_id, fields } => {
+                answer(app.add_program_partner(program_id, body(&fields)?).await)
+            }
+            CreateLink { fields } => answer(app.create_link(body(&fields)?).await),
+            GetLink { id } => answer(app.link(id).await),
+            UpdateLink { id, fields } => answer(app.update_link(id, body(&fields)?).await),
+            CreateUser { fields } => answer(app.create_user(body(&fields)?).await),
             AddMember {
                 workspace_id,
                 fields,
-            } => (
-                "POST",
-                format!("/workspaces/{workspace_id}/members"),
-                body(fields)?,
-            ),
+            } => answer(app.add_member(workspace_id, body(&fields)?).await),
             UpdateMember {
                 workspace_id,
                 user_id,
                 fields,
-            } => (
-                "PATCH",
-                format!("/workspaces/{workspace_id}/members/{user_id}"),
-                body(fields)?,
+            } => answer(
+                app.update_member(workspace_id, user_id, body(&fields)?)
+                    .await,
             ),
-            RotateAdminToken => anyhow::bail!("not an HTTP operation"),
-        })
+            RotateAdminToken => crate::app::admin::rotate_admin_token(&**app.store())
+                .await
+                .map(|token| serde_json::json!({ "admin_token": token }))
+                .map_err(|e| e.to_string()),
+        }
     }
 }
 
-/// Runs one admin subcommand; prints the JSON answer and returns whether it succeeded.
+/// Runs one admin subcommand; prints the JSON answer (or `{"error": …}` on stderr) and
+/// returns whether it succeeded.
 pub async fn run_admin(args: AdminArgs) -> anyhow::Result<bool> {
     let store = store::open(&args.database.database_url).await?;
-    if let AdminCommand::RotateAdminToken = args.command {
-        let token = crate::app::admin::rotate_admin_token(&*store).await?;
-        println!("{}", serde_json::json!({ "admin_token": token }));
-        store.close().await;
-        return Ok(true);
-    }
-    let (method, path, body) = args.command.request()?;
-    // The CLI has the database itself, so it is trusted: it authenticates to the
-    // in-process router with a token that exists only for this run.
-    let token = secrets::generate_token(secrets::ADMIN_TOKEN_PREFIX);
-    let app = std::sync::Arc::new(App::new(store.clone(), std::sync::Arc::new(SystemClock)));
-    let state = AppState::new(
-        app,
-        &secrets::hash_token(&token),
-        ClientResolver::new(None, None)?,
-    );
-    let mut request = axum::http::Request::builder()
-        .method(method)
-        .uri(format!("/api/admin{path}"))
-        .header("authorization", format!("Bearer {token}"));
-    let body = match body {
-        Some(b) => {
-            request = request.header("content-type", "application/json");
-            axum::body::Body::from(b.to_string())
-        }
-        None => axum::body::Body::empty(),
-    };
-    let response = crate::router(state).oneshot(request.body(body)?).await?;
-    let ok = response.status().is_success();
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await?;
-    let value: Value = serde_json::from_slice(&bytes)?;
-    let text = serde_json::to_string_pretty(&value)?;
-    if ok {
-        println!("{text}");
-    } else {
-        eprintln!("{text}");
-    }
+    let app = App::new(store.clone(), Arc::new(SystemClock));
+    let done = args.command.run(&app).await;
     store.close().await;
-    Ok(ok)
+    match done {
+        Ok(value) => {
+            println!("{}", serde_json::to_string_pretty(&value)?);
+            Ok(true)
+        }
+        Err(error) => {
+            eprintln!(
+                "{}",
+                serde_json::to_string_pretty(&serde_json::json!({ "error": error }))?
+            );
+            Ok(false)
+        }
+    }
 }
 
 #[cfg(test)]

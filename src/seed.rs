@@ -18,11 +18,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::app::admin::ProgramDraft;
+use crate::app::admin::{LinkBody, MemberBody, PartnerBody, ProgramBody, UserBody, WorkspaceBody};
 use crate::app::App;
 use crate::domain::commission::CommissionRule;
 use crate::domain::figures::Deltas;
-use crate::domain::status::{LinkStatus, MembershipStatus, Role};
 use crate::domain::time::{day_of, now_ms};
 
 /// Milliseconds in a day.
@@ -372,16 +371,27 @@ pub async fn run(
     );
     let now = now_ms();
     let start = (now.div_euclid(DAY_MS) - (opts.days - 1)) * DAY_MS;
-    let ws = app.create_workspace("Benchmark").await?;
+    let ws = app
+        .create_workspace(WorkspaceBody {
+            name: "Benchmark".into(),
+        })
+        .await?;
     let user = app
-        .create_user(
-            "bench@reftrack.invalid",
-            opts.user_password.clone(),
-            Some("Bench"),
-        )
+        .create_user(UserBody {
+            email: "bench@reftrack.invalid".into(),
+            password: opts.user_password.clone(),
+            name: Some("Bench".into()),
+        })
         .await?;
-    app.add_member(ws.id, user.id, Role::Owner, MembershipStatus::Active)
-        .await?;
+    app.add_member(
+        ws.id,
+        MemberBody {
+            user_id: user.id,
+            role: "owner".into(),
+            status: None,
+        },
+    )
+    .await?;
     let session_token = app
         .login("bench@reftrack.invalid", opts.user_password.clone())
         .await?
@@ -390,28 +400,41 @@ pub async fn run(
     let mut made = Vec::new();
     let mut plans = Vec::new();
     for spec in &opts.programs {
-        let (program, api_token) = app
-            .create_program(ProgramDraft {
+        let program = app
+            .create_program(ProgramBody {
                 workspace_id: ws.id,
                 name: spec.name.clone(),
-                cookie_window_days: 60,
-                currency: "usd".into(),
-                commission: CommissionRule::Percentage {
-                    bps: COMMISSION_BPS,
-                },
+                cookie_window_days: Some(60),
+                currency: Some("usd".into()),
+                commission: Some(
+                    CommissionRule::Percentage {
+                        bps: COMMISSION_BPS,
+                    }
+                    .spec(),
+                ),
                 recurring_commission_months: None,
-                allowed_origins: vec![],
+                allowed_origins: None,
                 stripe_webhook_secret: None,
             })
             .await?;
+        let api_token = program.api_token.clone().unwrap_or_default();
         let mut partners = Vec::new();
         for n in 0..spec.partners.max(1) {
             let code = format!("{}{n}", spec.link_prefix);
             let partner = app
-                .create_partner(&format!("Partner {code}"), &code, None)
+                .create_partner(PartnerBody {
+                    name: format!("Partner {code}"),
+                    code: code.clone(),
+                    email: None,
+                })
                 .await?;
             let link = app
-                .create_link(program.id, Some(partner.id), &code, LinkStatus::Active)
+                .create_link(LinkBody {
+                    program_id: program.id,
+                    partner_id: Some(partner.id),
+                    short_link: code.clone(),
+                    status: None,
+                })
                 .await?;
             partners.push((partner.id, link.id));
         }

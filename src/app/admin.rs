@@ -1,14 +1,19 @@
 //! The management operations: workspaces, programs, partners, links, users and
-//! memberships, and the admin token. Inputs arrive validated by the HTTP layer or the
-//! CLI; these functions issue secrets, stamp times, keep the lookup caches true and word
-//! the store's refusals.
+//! memberships, and the admin token. The inputs are the management API's request bodies,
+//! whether they come over HTTP or from `reftrack admin`; these functions validate them
+//! (with the texts a client reads), issue secrets, stamp times and keep the lookup
+//! caches true.
 
 use futures::FutureExt;
+use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::ToSchema;
 
 use super::secrets::{self, ADMIN_TOKEN_PREFIX, API_TOKEN_PREFIX};
 use super::{App, Error, Result};
-use crate::domain::commission::CommissionRule;
-use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
+use crate::domain::commission::{CommissionRule, CommissionSpec};
+use crate::domain::money::normalize_currency;
+use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role, UnknownValue};
+use crate::domain::time::iso;
 use crate::store::{
     Link, Membership, NewProgram, Partner, PartnerProgram, PaymentAccount, Program, ProgramPatch,
     Store, StoreError, User, Workspace,
@@ -17,43 +22,294 @@ use crate::store::{
 /// Settings key of the admin token's hash.
 const ADMIN_TOKEN_SETTING: &str = "admin_token_hash";
 
-/// A new program's fields, validated; the service issues its API token.
-#[derive(Debug, Clone)]
-pub struct ProgramDraft {
+/// The body of the management call that creates a workspace.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceBody {
+    pub name: String,
+}
+
+/// The body of the management call that creates a program.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramBody {
+    pub workspace_id: i64,
+    pub name: String,
+    pub cookie_window_days: Option<i64>,
+    pub currency: Option<String>,
+    pub commission: Option<CommissionSpec>,
+    pub recurring_commission_months: Option<i64>,
+    pub allowed_origins: Option<Vec<String>>,
+    pub stripe_webhook_secret: Option<String>,
+}
+
+/// The body of the management call that changes a program; an absent field is left as it is.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramPatchBody {
+    pub name: Option<String>,
+    pub cookie_window_days: Option<i64>,
+    pub currency: Option<String>,
+    pub commission: Option<CommissionSpec>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub recurring_commission_months: Option<Option<i64>>,
+    pub allowed_origins: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub stripe_webhook_secret: Option<Option<String>>,
+}
+
+/// The body of the management call that creates a partner.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PartnerBody {
+    pub name: String,
+    pub code: String,
+    pub email: Option<String>,
+}
+
+/// The body of the management call that adds a partner to a program.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramPartnerBody {
+    pub partner_id: i64,
+    pub status: Option<String>,
+}
+
+/// The body of the management call that creates a referral link.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LinkBody {
+    pub program_id: i64,
+    pub partner_id: Option<i64>,
+    pub short_link: String,
+    pub status: Option<String>,
+}
+
+/// The body of the management call that changes a link.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LinkPatchBody {
+    pub status: String,
+}
+
+/// The body of the management call that creates a dashboard user.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserBody {
+    pub email: String,
+    pub password: String,
+    pub name: Option<String>,
+}
+
+/// The body of the management call that adds a user to a workspace.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemberBody {
+    pub user_id: i64,
+    pub role: String,
+    pub status: Option<String>,
+}
+
+/// The body of the management call that changes a membership; an absent field is left as it is.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemberPatchBody {
+    pub role: Option<String>,
+    pub status: Option<String>,
+}
+
+/// The body of the management call that sets a program's payment account.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PaymentAccountBody {
+    pub status: String,
+    pub account_id: Option<String>,
+    #[serde(default)]
+    pub charges_enabled: bool,
+    #[serde(default)]
+    pub payouts_enabled: bool,
+    #[serde(default)]
+    pub details_submitted: bool,
+    pub connection_date: Option<String>,
+}
+
+/// Distinguishes an explicit `null` (Some(None)) from an absent field (None).
+fn nullable<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+fn name(field: &str, value: &str, max: usize) -> Result<String> {
+    let v = value.trim();
+    if v.is_empty() || v.chars().count() > max {
+        return Err(Error::invalid(format!(
+            "{field} must be 1 to {max} characters"
+        )));
+    }
+    Ok(v.to_string())
+}
+
+fn one_of<T: std::str::FromStr<Err = UnknownValue>>(field: &str, value: &str) -> Result<T> {
+    value
+        .parse()
+        .map_err(|e: UnknownValue| Error::invalid(e.message(field)))
+}
+
+fn window_days(days: i64) -> Result<i64> {
+    if (1..=3650).contains(&days) {
+        Ok(days)
+    } else {
+        Err(Error::invalid(
+            "cookie_window_days must be an integer from 1 to 3650",
+        ))
+    }
+}
+
+fn currency(code: &str) -> Result<String> {
+    normalize_currency(code)
+        .ok_or_else(|| Error::invalid("currency must be a 3-letter currency code"))
+}
+
+fn commission(spec: &CommissionSpec) -> Result<CommissionRule> {
+    CommissionRule::from_spec(spec).map_err(Error::Invalid)
+}
+
+fn recurring_months(months: Option<i64>) -> Result<Option<i64>> {
+    match months {
+        Some(m) if !(0..=1200).contains(&m) => Err(Error::invalid(
+            "recurring_commission_months must be null or an integer from 0 to 1200",
+        )),
+        other => Ok(other),
+    }
+}
+
+/// Normalises allowed origins to `scheme://host[:port]`.
+fn origins(list: &[String]) -> Result<Vec<String>> {
+    list.iter()
+        .map(|o| {
+            let url = url::Url::parse(o.trim()).ok().filter(|u| {
+                matches!(u.scheme(), "http" | "https")
+                    && u.host().is_some()
+                    && u.path() == "/"
+                    && u.query().is_none()
+                    && u.username().is_empty()
+            });
+            url.map(|u| u.origin().ascii_serialization())
+                .ok_or_else(|| {
+                    Error::invalid(format!(
+                        "allowed_origins: {o:?} is not an origin like https://shop.example.com"
+                    ))
+                })
+        })
+        .collect()
+}
+
+fn webhook_secret(secret: Option<String>) -> Result<Option<String>> {
+    match secret {
+        Some(s) if s.trim().is_empty() || s.len() > 255 => Err(Error::invalid(
+            "stripe_webhook_secret must be 1 to 255 characters",
+        )),
+        other => Ok(other.map(|s| s.trim().to_string())),
+    }
+}
+
+/// The payment-processor account of a program (what the status endpoint reports).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PaymentAccountView {
+    /// Raw connection status, e.g. `not_connected`, `pending`, `connected`.
+    pub status: String,
+    pub account_id: Option<String>,
+    pub charges_enabled: bool,
+    pub payouts_enabled: bool,
+    pub details_submitted: bool,
+    #[schema(format = DateTime)]
+    pub connection_date: Option<String>,
+}
+
+/// A program as the management API shows it. The API token itself is shown only when
+/// it is created or rotated; the store keeps just its hash.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProgramView {
+    pub id: i64,
     pub workspace_id: i64,
     pub name: String,
     pub cookie_window_days: i64,
     pub currency: String,
-    pub commission: CommissionRule,
+    pub commission: CommissionSpec,
     pub recurring_commission_months: Option<i64>,
     pub allowed_origins: Vec<String>,
-    pub stripe_webhook_secret: Option<String>,
+    /// Whether a Stripe webhook signing secret is set (the secret is never shown).
+    pub stripe_webhook_secret_set: bool,
+    /// The first characters of the API key, to tell keys apart.
+    pub api_token_prefix: String,
+    pub payment_account: PaymentAccountView,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub updated_at: String,
+    /// The program's API key: only when the program is created or the key rotated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_token: Option<String>,
+}
+
+/// The management view of `p`, with its API token when it was just issued.
+pub fn program_view(p: &Program, api_token: Option<&str>) -> ProgramView {
+    ProgramView {
+        id: p.id,
+        workspace_id: p.workspace_id,
+        name: p.name.clone(),
+        cookie_window_days: p.cookie_window_days,
+        currency: p.currency.clone(),
+        commission: p.commission.spec(),
+        recurring_commission_months: p.recurring_commission_months,
+        allowed_origins: p.allowed_origins.clone(),
+        stripe_webhook_secret_set: p.stripe_webhook_secret.is_some(),
+        api_token_prefix: p.api_token_prefix.clone(),
+        payment_account: PaymentAccountView {
+            status: p.payment.status.clone(),
+            account_id: p.payment.account_id.clone(),
+            charges_enabled: p.payment.charges_enabled,
+            payouts_enabled: p.payment.payouts_enabled,
+            details_submitted: p.payment.details_submitted,
+            connection_date: p.payment.connection_date.map(iso),
+        },
+        created_at: iso(p.created_at),
+        updated_at: iso(p.updated_at),
+        api_token: api_token.map(str::to_string),
+    }
 }
 
 impl App {
     /// Creates a workspace.
-    pub async fn create_workspace(&self, name: &str) -> Result<Workspace> {
-        Ok(self.store.create_workspace(name, self.now_ms()).await?)
+    pub async fn create_workspace(&self, b: WorkspaceBody) -> Result<Workspace> {
+        let name = name("name", &b.name, 200)?;
+        Ok(self.store.create_workspace(&name, self.now_ms()).await?)
     }
 
-    /// Creates a program with a new API token; returns the program and the token (shown
-    /// once: only its hash is kept).
-    pub async fn create_program(&self, d: ProgramDraft) -> Result<(Program, String)> {
+    /// Creates a program with a new API token; the view carries the token (shown once:
+    /// only its hash is kept).
+    pub async fn create_program(&self, b: ProgramBody) -> Result<ProgramView> {
         let token = secrets::generate_token(API_TOKEN_PREFIX);
         let program = NewProgram {
-            workspace_id: d.workspace_id,
-            name: d.name,
-            cookie_window_days: d.cookie_window_days,
-            currency: d.currency,
-            commission: d.commission,
-            recurring_commission_months: d.recurring_commission_months,
-            allowed_origins: d.allowed_origins,
-            stripe_webhook_secret: d.stripe_webhook_secret,
+            workspace_id: b.workspace_id,
+            name: name("name", &b.name, 200)?,
+            cookie_window_days: window_days(b.cookie_window_days.unwrap_or(60))?,
+            currency: currency(b.currency.as_deref().unwrap_or("usd"))?,
+            commission: b
+                .commission
+                .as_ref()
+                .map(commission)
+                .transpose()?
+                .unwrap_or_default(),
+            recurring_commission_months: recurring_months(b.recurring_commission_months)?,
+            allowed_origins: origins(&b.allowed_origins.unwrap_or_default())?,
+            stripe_webhook_secret: webhook_secret(b.stripe_webhook_secret)?,
             api_token_hash: secrets::hash_token(&token),
             api_token_prefix: secrets::token_prefix(&token),
         };
         let program = self.store.create_program(&program, self.now_ms()).await?;
-        Ok((program, token))
+        Ok(program_view(&program, Some(&token)))
     }
 
     /// One program.
@@ -61,15 +317,32 @@ impl App {
         Ok(self.store.program(id).await?)
     }
 
-    /// Changes a program.
-    pub async fn update_program(&self, id: i64, patch: ProgramPatch) -> Result<Program> {
-        let done = self.store.update_program(id, &patch, self.now_ms()).await;
-        self.changed();
-        Ok(done?)
+    /// One program as the management API shows it.
+    pub async fn program_view(&self, id: i64) -> Result<ProgramView> {
+        Ok(program_view(&self.program(id).await?, None))
     }
 
-    /// Replaces a program's API token; returns the program and the new token.
-    pub async fn rotate_program_token(&self, id: i64) -> Result<(Program, String)> {
+    /// Changes a program.
+    pub async fn update_program(&self, id: i64, b: ProgramPatchBody) -> Result<ProgramView> {
+        let patch = ProgramPatch {
+            name: b.name.map(|n| name("name", &n, 200)).transpose()?,
+            cookie_window_days: b.cookie_window_days.map(window_days).transpose()?,
+            currency: b.currency.map(|c| currency(&c)).transpose()?,
+            commission: b.commission.as_ref().map(commission).transpose()?,
+            recurring_commission_months: b
+                .recurring_commission_months
+                .map(recurring_months)
+                .transpose()?,
+            allowed_origins: b.allowed_origins.map(|o| origins(&o)).transpose()?,
+            stripe_webhook_secret: b.stripe_webhook_secret.map(webhook_secret).transpose()?,
+        };
+        let done = self.store.update_program(id, &patch, self.now_ms()).await;
+        self.changed();
+        Ok(program_view(&done?, None))
+    }
+
+    /// Replaces a program's API token; the view carries the new token.
+    pub async fn rotate_program_token(&self, id: i64) -> Result<ProgramView> {
         let token = secrets::generate_token(API_TOKEN_PREFIX);
         let done = self
             .store
@@ -81,29 +354,61 @@ impl App {
             )
             .await;
         self.changed();
-        Ok((done?, token))
+        Ok(program_view(&done?, Some(&token)))
     }
 
     /// Sets a program's payment-account fields as an operator states them.
-    pub async fn set_payment_account(&self, id: i64, account: PaymentAccount) -> Result<Program> {
+    pub async fn set_payment_account(&self, id: i64, b: PaymentAccountBody) -> Result<ProgramView> {
+        let connection_date = match b.connection_date.as_deref() {
+            None => None,
+            Some(d) => Some(
+                chrono::DateTime::parse_from_rfc3339(d)
+                    .map_err(|_| Error::invalid("connection_date must be an ISO 8601 timestamp"))?
+                    .timestamp_millis(),
+            ),
+        };
+        let account = PaymentAccount {
+            status: name("status", &b.status, 64)?,
+            account_id: b
+                .account_id
+                .map(|a| name("account_id", &a, 255))
+                .transpose()?,
+            charges_enabled: b.charges_enabled,
+            payouts_enabled: b.payouts_enabled,
+            details_submitted: b.details_submitted,
+            connection_date,
+        };
         let done = self
             .store
             .set_payment_account(id, &account, self.now_ms())
             .await;
         self.changed();
-        Ok(done?)
+        Ok(program_view(&done?, None))
     }
 
     /// Creates a partner.
-    pub async fn create_partner(
-        &self,
-        name: &str,
-        code: &str,
-        email: Option<&str>,
-    ) -> Result<Partner> {
+    pub async fn create_partner(&self, b: PartnerBody) -> Result<Partner> {
+        let code = b.code.trim();
+        if code.is_empty()
+            || code.len() > 64
+            || !code
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+        {
+            return Err(Error::invalid(
+                "code must be 1 to 64 letters, digits, '-' or '_'",
+            ));
+        }
+        let email = match b.email.as_deref().map(str::trim) {
+            Some(e) if !e.contains('@') || e.len() > 255 => {
+                return Err(Error::invalid("email must be an email address"))
+            }
+            other => other,
+        };
+        let name = name("name", &b.name, 200)?;
         Ok(self
             .store
-            .create_partner(name, code, email, self.now_ms())
+            .create_partner(&name, code, email, self.now_ms())
             .await?)
     }
 
@@ -111,9 +416,10 @@ impl App {
     pub async fn add_program_partner(
         &self,
         program_id: i64,
-        partner_id: i64,
-        status: PartnerStatus,
+        b: ProgramPartnerBody,
     ) -> Result<PartnerProgram> {
+        let status: PartnerStatus = one_of("status", b.status.as_deref().unwrap_or("approved"))?;
+        let partner_id = b.partner_id;
         let at = self.now_ms();
         self.write(move |tx, deltas| {
             async move {
@@ -134,16 +440,26 @@ impl App {
     }
 
     /// Creates a referral link.
-    pub async fn create_link(
-        &self,
-        program_id: i64,
-        partner_id: Option<i64>,
-        short_link: &str,
-        status: LinkStatus,
-    ) -> Result<Link> {
+    pub async fn create_link(&self, b: LinkBody) -> Result<Link> {
+        let short_link = b.short_link.trim();
+        if short_link.is_empty()
+            || short_link.len() > 255
+            || short_link.contains(char::is_whitespace)
+        {
+            return Err(Error::invalid(
+                "short_link must be 1 to 255 characters without spaces",
+            ));
+        }
+        let status: LinkStatus = one_of("status", b.status.as_deref().unwrap_or("active"))?;
         let done = self
             .store
-            .create_link(program_id, partner_id, short_link, status, self.now_ms())
+            .create_link(
+                b.program_id,
+                b.partner_id,
+                short_link,
+                status,
+                self.now_ms(),
+            )
             .await;
         self.changed();
         Ok(done?)
@@ -155,19 +471,24 @@ impl App {
     }
 
     /// Changes a link's status.
-    pub async fn set_link_status(&self, id: i64, status: LinkStatus) -> Result<Link> {
+    pub async fn update_link(&self, id: i64, b: LinkPatchBody) -> Result<Link> {
+        let status: LinkStatus = one_of("status", &b.status)?;
         let done = self.store.set_link_status(id, status).await;
         self.changed();
         Ok(done?)
     }
 
-    /// Creates a dashboard user; `email` is normalised, the password hashed.
-    pub async fn create_user(
-        &self,
-        email: &str,
-        password: String,
-        name: Option<&str>,
-    ) -> Result<User> {
+    /// Creates a dashboard user; the email is normalised, the password hashed.
+    pub async fn create_user(&self, b: UserBody) -> Result<User> {
+        let email = b.email.trim().to_ascii_lowercase();
+        if !email.contains('@') || email.len() > 255 {
+            return Err(Error::invalid("email must be an email address"));
+        }
+        if b.password.chars().count() < 8 || b.password.len() > 1024 {
+            return Err(Error::invalid("password must be 8 to 1024 characters"));
+        }
+        let display = b.name.map(|n| name("name", &n, 200)).transpose()?;
+        let password = b.password;
         // Hashing is deliberately slow; keep it off the async workers.
         let hash = tokio::task::spawn_blocking(move || secrets::hash_password(&password))
             .await
@@ -175,21 +496,17 @@ impl App {
             .map_err(|e| Error::Internal("Internal server error", e))?;
         Ok(self
             .store
-            .create_user(email, &hash, name, self.now_ms())
+            .create_user(&email, &hash, display.as_deref(), self.now_ms())
             .await?)
     }
 
     /// Adds a user to a workspace.
-    pub async fn add_member(
-        &self,
-        workspace_id: i64,
-        user_id: i64,
-        role: Role,
-        status: MembershipStatus,
-    ) -> Result<Membership> {
+    pub async fn add_member(&self, workspace_id: i64, b: MemberBody) -> Result<Membership> {
+        let role: Role = one_of("role", &b.role)?;
+        let status: MembershipStatus = one_of("status", b.status.as_deref().unwrap_or("active"))?;
         Ok(self
             .store
-            .add_member(workspace_id, user_id, role, status, self.now_ms())
+            .add_member(workspace_id, b.user_id, role, status, self.now_ms())
             .await?)
     }
 
@@ -198,9 +515,11 @@ impl App {
         &self,
         workspace_id: i64,
         user_id: i64,
-        role: Option<Role>,
-        status: Option<MembershipStatus>,
+        b: MemberPatchBody,
     ) -> Result<Membership> {
+        let role: Option<Role> = b.role.map(|r| one_of("role", &r)).transpose()?;
+        let status: Option<MembershipStatus> =
+            b.status.map(|st| one_of("status", &st)).transpose()?;
         Ok(self
             .store
             .update_member(workspace_id, user_id, role, status)
