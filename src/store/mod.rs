@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
+use crate::domain::status::{LinkStatus, MembershipStatus, Role};
 pub use dashboard_model::*;
 pub use error::{StoreError, StoreResult};
 pub use model::*;
@@ -87,15 +87,6 @@ pub trait Store: Send + Sync + 'static {
         email: Option<&str>,
         at: i64,
     ) -> StoreResult<Partner>;
-    /// Creates a partner-program record; `NotFound("program" | "partner")`,
-    /// `Conflict("partner_program")`.
-    async fn add_program_partner(
-        &self,
-        program_id: i64,
-        partner_id: i64,
-        status: PartnerStatus,
-        at: i64,
-    ) -> StoreResult<PartnerProgram>;
     /// Creates a referral link; `NotFound("program" | "partner")`,
     /// `Conflict("short_link")`.
     async fn create_link(
