@@ -11,7 +11,9 @@ use crate::store::committer::MAX_SET_ROWS;
 /// One value of a batched row.
 #[derive(Debug, Clone, Copy)]
 pub enum Value<'a> {
+    /// An integer.
     Int(i64),
+    /// A text, or NULL.
     Text(Option<&'a str>),
 }
 
