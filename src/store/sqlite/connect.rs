@@ -1,0 +1,98 @@
+//! Connecting to the SQLite file: the connection settings (WAL, durability, foreign
+//! keys, busy timeout, statement cache), the one-connection write pool and the read-only
+//! pool, the WAL file the committer syncs, and the background checkpointer.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{
+    Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{ConnectOptions, Pool};
+
+/// How often the background checkpointer folds the WAL into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+
+/// Opens the file named by `url` as a pool of readers and a pool of one writer; returns
+/// `(read, write)`.
+pub(super) async fn pools(url: &str) -> anyhow::Result<(Pool<Sqlite>, Pool<Sqlite>)> {
+    let options = SqliteConnectOptions::from_str(url)?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        // With a WAL file the committer syncs it before answering (see `wal_file`).
+        .synchronous(if wal_file(url).is_some() {
+            SqliteSynchronous::Normal
+        } else {
+            SqliteSynchronous::Full
+        })
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(5))
+        .statement_cache_capacity(256)
+        // Statement journals (multi-row INSERTs) and savepoints in memory, not temp files.
+        .pragma("temp_store", "memory");
+    // The writer pool connects first: it creates the file the readers open.
+    let write = SqlitePoolOptions::new()
+        .max_connections(1)
+        // No liveness ping (a round trip to sqlx's connection thread) on each check-out by
+        // the committer: a file does not drop a connection, and a failed batch closes it.
+        .test_before_acquire(false)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options.clone())
+        .await?;
+    let read = SqlitePoolOptions::new()
+        .max_connections(4)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options.clone().read_only(true))
+        .await?;
+    spawn_checkpointer(options, write.clone());
+    Ok((read, write))
+}
+
+/// The WAL file of the database at `url`, which the committer syncs (`fdatasync`) after
+/// each commit and before answering its callers: the durability of `synchronous=FULL`,
+/// but off the writer's path, so that the next batch runs while the disk flushes the
+/// last one. `None` for an in-memory database (which then runs `synchronous=FULL`).
+pub(super) fn wal_file(url: &str) -> Option<PathBuf> {
+    let options = SqliteConnectOptions::from_str(url).ok()?;
+    let path = options.get_filename();
+    let name = path.to_str()?;
+    if name.is_empty() || name == ":memory:" || url.contains("mode=memory") {
+        return None;
+    }
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    Some(wal.into())
+}
+
+/// Checkpoints the WAL (`PASSIVE`: never blocking the writer or readers) from a
+/// connection of its own, so that the writer's automatic checkpoint (every 1,000 WAL
+/// pages, in the commit that crosses the mark) finds the pages already copied, completes
+/// quickly and lets the WAL restart from its beginning. Stops once the writer pool is
+/// closed.
+fn spawn_checkpointer(options: SqliteConnectOptions, write: Pool<Sqlite>) {
+    tokio::spawn(async move {
+        let mut conn = match options.connect().await {
+            Ok(conn) => conn,
+            Err(e) => {
+                tracing::warn!(error = %e, "no background checkpointer; the writer checkpoints");
+                return;
+            }
+        };
+        let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if write.is_closed() {
+                break;
+            }
+            if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                .execute(&mut conn)
+                .await
+            {
+                tracing::debug!(error = %e, "background checkpoint failed");
+            }
+        }
+        let _ = sqlx::Connection::close(conn).await;
+    });
+}
