@@ -6,12 +6,12 @@ use sqlx::Row;
 
 use super::parse_origins;
 use super::write::WriteConnection;
+use crate::domain::status::{CommissionStatus, PartnerStatus};
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{
-    ChargeSale, ClickEventRow, Customer, LeadEventRow, NewCommission, NewCustomer,
-    PartnerProgram, PaymentAccount, RefundableSale, SaleEventRow,
+    ChargeSale, ClickEventRow, Customer, LeadEventRow, NewCommission, NewCustomer, PartnerProgram,
+    PaymentAccount, RefundableSale, SaleEventRow,
 };
-use crate::domain::status::{CommissionStatus, PartnerStatus};
 use crate::store::tx::Tx;
 
 const CUSTOMER: &str = "SELECT id, program_id, click_id, customer_key, customer_status, \
@@ -405,12 +405,14 @@ impl Tx for WriteConnection {
         event_id: &str,
         outcome: &str,
     ) -> StoreResult<()> {
-        sqlx::query("UPDATE stripe_events SET outcome = $1 WHERE program_id = $2 AND event_id = $3")
-            .bind(outcome)
-            .bind(program_id)
-            .bind(event_id)
-            .execute(&mut *self.conn)
-            .await?;
+        sqlx::query(
+            "UPDATE stripe_events SET outcome = $1 WHERE program_id = $2 AND event_id = $3",
+        )
+        .bind(outcome)
+        .bind(program_id)
+        .bind(event_id)
+        .execute(&mut *self.conn)
+        .await?;
         Ok(())
     }
 
