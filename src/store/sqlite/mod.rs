@@ -17,6 +17,8 @@ mod reports;
 mod rows;
 #[cfg(feature = "bench")]
 pub mod seed;
+#[cfg(test)]
+mod tests;
 mod tx;
 mod verify;
 mod write;
