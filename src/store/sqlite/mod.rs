@@ -55,6 +55,7 @@ impl SqliteStore {
     /// pending migrations and starts the writer.
     pub async fn open(url: &str) -> anyhow::Result<Self> {
         let (read, write) = connect::pools(url).await?;
+        renumber_old_migrations(&write).await?;
         MIGRATOR.run(&write).await?;
         let committer = Committer::start(
             Arc::new(write::WritePool::new(write.clone())),
@@ -72,6 +73,46 @@ impl SqliteStore {
             committer,
         })
     }
+}
+
+/// Databases made before the SQLite migrations took PostgreSQL's numbering hold
+/// `converted at read time` as version 4 and `partial sale indexes` as version 5; now they
+/// are 5 and 6, after an empty version 4. Renumbers such a database's record of applied
+/// migrations (in one transaction) so that the migrator finds it up to date.
+async fn renumber_old_migrations(pool: &Pool<Sqlite>) -> anyhow::Result<()> {
+    let old: Option<i64> = sqlx::query_scalar(
+        "SELECT version FROM _sqlx_migrations WHERE version = 4 \
+         AND description = 'converted at read time'",
+    )
+    .fetch_optional(pool)
+    .await
+    // No migrations table yet: a new database.
+    .unwrap_or(None);
+    if old.is_none() {
+        return Ok(());
+    }
+    let empty = MIGRATOR
+        .iter()
+        .find(|m| m.version == 4)
+        .ok_or_else(|| anyhow::anyhow!("migration 4 is missing"))?;
+    let mut tx = pool.begin().await?;
+    for version in [5, 4] {
+        sqlx::query("UPDATE _sqlx_migrations SET version = version + 1 WHERE version = $1")
+            .bind(version)
+            .execute(&mut *tx)
+            .await?;
+    }
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, \
+         execution_time) VALUES (4, $1, TRUE, $2, 0)",
+    )
+    .bind(empty.description.as_ref())
+    .bind(empty.checksum.as_ref())
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    tracing::info!("renumbered the applied migrations to the shared numbering");
+    Ok(())
 }
 
 #[async_trait]

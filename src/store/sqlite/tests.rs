@@ -521,3 +521,39 @@ async fn batches_through_the_committer_count_as_recorded() {
     assert_eq!(f.consistent().await, (300, recorded));
     f.store.close().await;
 }
+
+#[tokio::test]
+async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let url = format!("sqlite://{}", dir.path().join("old.db").display());
+    let store = SqliteStore::open(&url).await.expect("the store opens");
+    // Make its record of applied migrations look as before the renumbering: no empty
+    // version 4, the later two one lower.
+    sqlx::query("DELETE FROM _sqlx_migrations WHERE version = 4")
+        .execute(&store.write)
+        .await
+        .unwrap();
+    for version in [5, 6] {
+        sqlx::query("UPDATE _sqlx_migrations SET version = version - 1 WHERE version = $1")
+            .bind(version)
+            .execute(&store.write)
+            .await
+            .unwrap();
+    }
+    store.close().await;
+    let reopened = SqliteStore::open(&url).await.expect("it opens again");
+    let versions: Vec<(i64, String)> =
+        sqlx::query_as("SELECT version, description FROM _sqlx_migrations ORDER BY version")
+            .fetch_all(&reopened.read)
+            .await
+            .unwrap();
+    assert_eq!(
+        versions[3..],
+        [
+            (4, "click path without foreign keys".to_string()),
+            (5, "converted at read time".to_string()),
+            (6, "partial sale indexes".to_string()),
+        ]
+    );
+    reopened.close().await;
+}

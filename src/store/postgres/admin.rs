@@ -1,0 +1,524 @@
+//! Management reads and writes outside the group committer: settings, workspaces,
+//! programs, partners, links, users and memberships; and the lookups of the tracking API
+//! (a link by its short link, the origins programs admit).
+
+use sqlx::postgres::{PgRow, Postgres};
+use sqlx::{Pool, Row};
+
+use super::rows::Query;
+use super::{named, parse_origins};
+use crate::domain::commission::CommissionRule;
+use crate::domain::status::{LinkStatus, MembershipStatus, Role};
+use crate::store::error::{StoreError, StoreResult};
+use crate::store::model::{
+    origin_allowed, Link, LinkTarget, Membership, NewProgram, Partner, PaymentAccount, Program,
+    ProgramPatch, User, Workspace,
+};
+
+/// Reads a setting.
+pub(super) async fn setting(pool: &Pool<Postgres>, key: &str) -> StoreResult<Option<String>> {
+    Ok(
+        sqlx::query_scalar("SELECT value FROM settings WHERE key = $1")
+            .bind(key)
+            .fetch_optional(pool)
+            .await?,
+    )
+}
+
+/// Writes a setting, replacing its value.
+pub(super) async fn set_setting(pool: &Pool<Postgres>, key: &str, value: &str) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO settings (key, value) VALUES ($1, $2) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    )
+    .bind(key)
+    .bind(value)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Whether the row with `id` exists in the table `sql` selects from.
+async fn exists(pool: &Pool<Postgres>, sql: &str, id: i64) -> StoreResult<bool> {
+    Ok(sqlx::query(sql)
+        .bind(id)
+        .fetch_optional(pool)
+        .await?
+        .is_some())
+}
+
+/// Creates a workspace.
+pub(super) async fn create_workspace(
+    pool: &Pool<Postgres>,
+    name: &str,
+    at: i64,
+) -> StoreResult<Workspace> {
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO workspaces (name, created_at) VALUES ($1, $2) RETURNING id",
+    )
+    .bind(name)
+    .bind(at)
+    .fetch_one(pool)
+    .await?;
+    Ok(Workspace {
+        id,
+        name: name.to_string(),
+        created_at: at,
+    })
+}
+
+/// The columns of a [`Program`], for [`program_from_row`].
+const PROGRAM_COLUMNS: &str = "id, workspace_id, name, api_token_prefix, cookie_window_days, \
+    currency, commission_type, commission_bps, commission_amount_cents, \
+    recurring_commission_months, allowed_origins, stripe_webhook_secret, payment_status, \
+    payment_account_id, charges_enabled, payouts_enabled, details_submitted, connection_date, \
+    created_at, updated_at";
+
+fn program_from_row(r: &PgRow) -> StoreResult<Program> {
+    let commission = match r.try_get::<String, _>("commission_type")?.as_str() {
+        "flat" => CommissionRule::Flat {
+            amount_cents: r
+                .try_get::<Option<i64>, _>("commission_amount_cents")?
+                .unwrap_or(0),
+        },
+        _ => CommissionRule::Percentage {
+            bps: r.try_get::<Option<i64>, _>("commission_bps")?.unwrap_or(0),
+        },
+    };
+    Ok(Program {
+        id: r.try_get("id")?,
+        workspace_id: r.try_get("workspace_id")?,
+        name: r.try_get("name")?,
+        api_token_prefix: r.try_get("api_token_prefix")?,
+        cookie_window_days: r.try_get("cookie_window_days")?,
+        currency: r.try_get("currency")?,
+        commission,
+        recurring_commission_months: r.try_get("recurring_commission_months")?,
+        allowed_origins: parse_origins(&r.try_get::<String, _>("allowed_origins")?),
+        stripe_webhook_secret: r.try_get("stripe_webhook_secret")?,
+        payment: PaymentAccount {
+            status: r.try_get("payment_status")?,
+            account_id: r.try_get("payment_account_id")?,
+            charges_enabled: r.try_get("charges_enabled")?,
+            payouts_enabled: r.try_get("payouts_enabled")?,
+            details_submitted: r.try_get("details_submitted")?,
+            connection_date: r.try_get("connection_date")?,
+        },
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+/// The stored form of a commission rule: `commission_type`, `commission_bps`,
+/// `commission_amount_cents`.
+fn commission_columns(rule: CommissionRule) -> (&'static str, Option<i64>, Option<i64>) {
+    match rule {
+        CommissionRule::Percentage { bps } => ("percentage", Some(bps), None),
+        CommissionRule::Flat { amount_cents } => ("flat", None, Some(amount_cents)),
+    }
+}
+
+/// The stored form of a list of allowed origins (read back by [`parse_origins`]).
+fn origins_json(origins: &[String]) -> String {
+    serde_json::to_string(origins).unwrap_or_else(|_| "[]".into())
+}
+
+/// The program a `… RETURNING` query leaves; `NotFound("program")` when it returns
+/// nothing.
+async fn returned_program<'q>(query: Query<'q>, pool: &Pool<Postgres>) -> StoreResult<Program> {
+    match query.fetch_optional(pool).await? {
+        Some(row) => program_from_row(&row),
+        None => Err(StoreError::NotFound("program")),
+    }
+}
+
+/// Creates a program; `NotFound("workspace")`.
+pub(super) async fn create_program(
+    pool: &Pool<Postgres>,
+    p: &NewProgram,
+    at: i64,
+) -> StoreResult<Program> {
+    if !exists(
+        pool,
+        "SELECT 1 FROM workspaces WHERE id = $1",
+        p.workspace_id,
+    )
+    .await?
+    {
+        return Err(StoreError::NotFound("workspace"));
+    }
+    let (kind, bps, flat) = commission_columns(p.commission);
+    let sql = format!(
+        "INSERT INTO programs (workspace_id, name, api_token_hash, api_token_prefix, \
+         cookie_window_days, currency, commission_type, commission_bps, \
+         commission_amount_cents, recurring_commission_months, allowed_origins, \
+         stripe_webhook_secret, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13) \
+         RETURNING {PROGRAM_COLUMNS}"
+    );
+    let row = sqlx::query(&sql)
+        .bind(p.workspace_id)
+        .bind(&p.name)
+        .bind(&p.api_token_hash)
+        .bind(&p.api_token_prefix)
+        .bind(p.cookie_window_days)
+        .bind(&p.currency)
+        .bind(kind)
+        .bind(bps)
+        .bind(flat)
+        .bind(p.recurring_commission_months)
+        .bind(origins_json(&p.allowed_origins))
+        .bind(&p.stripe_webhook_secret)
+        .bind(at)
+        .fetch_one(pool)
+        .await?;
+    program_from_row(&row)
+}
+
+/// One program; `NotFound("program")`.
+pub(super) async fn program(pool: &Pool<Postgres>, id: i64) -> StoreResult<Program> {
+    let sql = format!("SELECT {PROGRAM_COLUMNS} FROM programs WHERE id = $1");
+    match sqlx::query(&sql).bind(id).fetch_optional(pool).await? {
+        Some(row) => program_from_row(&row),
+        None => Err(StoreError::NotFound("program")),
+    }
+}
+
+/// The program whose API token hashes to `token_hash`.
+pub(super) async fn program_by_token(
+    pool: &Pool<Postgres>,
+    token_hash: &str,
+) -> StoreResult<Option<Program>> {
+    let sql = format!("SELECT {PROGRAM_COLUMNS} FROM programs WHERE api_token_hash = $1");
+    let row = sqlx::query(&sql)
+        .bind(token_hash)
+        .fetch_optional(pool)
+        .await?;
+    row.as_ref().map(program_from_row).transpose()
+}
+
+/// Changes the fields of a program that `patch` sets, in one statement;
+/// `NotFound("program")`.
+pub(super) async fn update_program(
+    pool: &Pool<Postgres>,
+    id: i64,
+    patch: &ProgramPatch,
+    at: i64,
+) -> StoreResult<Program> {
+    let commission = patch.commission.map(commission_columns);
+    // A flag per field the patch may set to NULL (or, for the commission, to three
+    // columns at once): `COALESCE` cannot tell "unchanged" from "cleared".
+    let sql = format!(
+        "UPDATE programs SET name = COALESCE($1, name), \
+         cookie_window_days = COALESCE($2, cookie_window_days), \
+         currency = COALESCE($3, currency), \
+         commission_type = CASE WHEN $4 THEN $5 ELSE commission_type END, \
+         commission_bps = CASE WHEN $4 THEN $6 ELSE commission_bps END, \
+         commission_amount_cents = CASE WHEN $4 THEN $7 ELSE commission_amount_cents END, \
+         recurring_commission_months = CASE WHEN $8 THEN $9 \
+         ELSE recurring_commission_months END, \
+         allowed_origins = COALESCE($10, allowed_origins), \
+         stripe_webhook_secret = CASE WHEN $11 THEN $12 ELSE stripe_webhook_secret END, \
+         updated_at = $13 WHERE id = $14 RETURNING {PROGRAM_COLUMNS}"
+    );
+    let query = sqlx::query(&sql)
+        .bind(&patch.name)
+        .bind(patch.cookie_window_days)
+        .bind(&patch.currency)
+        .bind(commission.is_some())
+        .bind(commission.map(|(kind, _, _)| kind))
+        .bind(commission.and_then(|(_, bps, _)| bps))
+        .bind(commission.and_then(|(_, _, flat)| flat))
+        .bind(patch.recurring_commission_months.is_some())
+        .bind(patch.recurring_commission_months.flatten())
+        .bind(patch.allowed_origins.as_deref().map(origins_json))
+        .bind(patch.stripe_webhook_secret.is_some())
+        .bind(patch.stripe_webhook_secret.clone().flatten())
+        .bind(at)
+        .bind(id);
+    returned_program(query, pool).await
+}
+
+/// Replaces a program's API token; `NotFound("program")`.
+pub(super) async fn set_program_token(
+    pool: &Pool<Postgres>,
+    id: i64,
+    hash: &str,
+    prefix: &str,
+    at: i64,
+) -> StoreResult<Program> {
+    let sql = format!(
+        "UPDATE programs SET api_token_hash = $1, api_token_prefix = $2, updated_at = $3 \
+         WHERE id = $4 RETURNING {PROGRAM_COLUMNS}"
+    );
+    let query = sqlx::query(&sql).bind(hash).bind(prefix).bind(at).bind(id);
+    returned_program(query, pool).await
+}
+
+/// Sets a program's payment-account fields as given; `NotFound("program")`.
+pub(super) async fn set_payment_account(
+    pool: &Pool<Postgres>,
+    id: i64,
+    a: &PaymentAccount,
+    at: i64,
+) -> StoreResult<Program> {
+    let sql = format!(
+        "UPDATE programs SET payment_status = $1, payment_account_id = $2, \
+         charges_enabled = $3, payouts_enabled = $4, details_submitted = $5, \
+         connection_date = $6, updated_at = $7 WHERE id = $8 RETURNING {PROGRAM_COLUMNS}"
+    );
+    let query = sqlx::query(&sql)
+        .bind(&a.status)
+        .bind(&a.account_id)
+        .bind(a.charges_enabled)
+        .bind(a.payouts_enabled)
+        .bind(a.details_submitted)
+        .bind(a.connection_date)
+        .bind(at)
+        .bind(id);
+    returned_program(query, pool).await
+}
+
+/// Creates a partner; `Conflict("partner code")`.
+pub(super) async fn create_partner(
+    pool: &Pool<Postgres>,
+    name: &str,
+    code: &str,
+    email: Option<&str>,
+    at: i64,
+) -> StoreResult<Partner> {
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO partners (name, code, email, created_at) VALUES ($1, $2, $3, $4) \
+         RETURNING id",
+    )
+    .bind(name)
+    .bind(code)
+    .bind(email)
+    .bind(at)
+    .fetch_one(pool)
+    .await
+    .map_err(|e| StoreError::from(e).conflict_on("partner code"))?;
+    Ok(Partner {
+        id,
+        name: name.to_string(),
+        code: code.to_string(),
+        email: email.map(str::to_string),
+        created_at: at,
+    })
+}
+
+/// The columns of a [`Link`], for [`link_from_row`].
+const LINK_COLUMNS: &str =
+    "id, program_id, partner_id, short_link, status, clicks, last_clicked, created_at";
+
+fn link_from_row(r: &PgRow) -> StoreResult<Link> {
+    Ok(Link {
+        id: r.try_get("id")?,
+        program_id: r.try_get("program_id")?,
+        partner_id: r.try_get("partner_id")?,
+        short_link: r.try_get("short_link")?,
+        status: named(r, "status")?,
+        clicks: r.try_get("clicks")?,
+        last_clicked: r.try_get("last_clicked")?,
+        created_at: r.try_get("created_at")?,
+    })
+}
+
+/// Creates a referral link; `NotFound("program" | "partner")`, `Conflict("short_link")`.
+pub(super) async fn create_link(
+    pool: &Pool<Postgres>,
+    program_id: i64,
+    partner_id: Option<i64>,
+    short_link: &str,
+    status: LinkStatus,
+    at: i64,
+) -> StoreResult<Link> {
+    if !exists(pool, "SELECT 1 FROM programs WHERE id = $1", program_id).await? {
+        return Err(StoreError::NotFound("program"));
+    }
+    if let Some(partner_id) = partner_id {
+        if !exists(pool, "SELECT 1 FROM partners WHERE id = $1", partner_id).await? {
+            return Err(StoreError::NotFound("partner"));
+        }
+    }
+    let sql = format!(
+        "INSERT INTO referral_links (program_id, partner_id, short_link, status, created_at) \
+         VALUES ($1, $2, $3, $4, $5) RETURNING {LINK_COLUMNS}"
+    );
+    let row = sqlx::query(&sql)
+        .bind(program_id)
+        .bind(partner_id)
+        .bind(short_link)
+        .bind(status.as_str())
+        .bind(at)
+        .fetch_one(pool)
+        .await
+        .map_err(|e| StoreError::from(e).conflict_on("short_link"))?;
+    link_from_row(&row)
+}
+
+/// One link; `NotFound("link")`.
+pub(super) async fn link(pool: &Pool<Postgres>, id: i64) -> StoreResult<Link> {
+    let sql = format!("SELECT {LINK_COLUMNS} FROM referral_links WHERE id = $1");
+    match sqlx::query(&sql).bind(id).fetch_optional(pool).await? {
+        Some(row) => link_from_row(&row),
+        None => Err(StoreError::NotFound("link")),
+    }
+}
+
+/// Changes a link's status; `NotFound("link")`.
+pub(super) async fn set_link_status(
+    pool: &Pool<Postgres>,
+    id: i64,
+    status: LinkStatus,
+) -> StoreResult<Link> {
+    let sql =
+        format!("UPDATE referral_links SET status = $1 WHERE id = $2 RETURNING {LINK_COLUMNS}");
+    match sqlx::query(&sql)
+        .bind(status.as_str())
+        .bind(id)
+        .fetch_optional(pool)
+        .await?
+    {
+        Some(row) => link_from_row(&row),
+        None => Err(StoreError::NotFound("link")),
+    }
+}
+
+/// Creates a dashboard user; `Conflict("email")`.
+pub(super) async fn create_user(
+    pool: &Pool<Postgres>,
+    email: &str,
+    password_hash: &str,
+    name: Option<&str>,
+    at: i64,
+) -> StoreResult<User> {
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO users (email, password_hash, name, created_at) VALUES ($1, $2, $3, $4) \
+         RETURNING id",
+    )
+    .bind(email)
+    .bind(password_hash)
+    .bind(name)
+    .bind(at)
+    .fetch_one(pool)
+    .await
+    .map_err(|e| StoreError::from(e).conflict_on("email"))?;
+    Ok(User {
+        id,
+        email: email.to_string(),
+        name: name.map(str::to_string),
+        created_at: at,
+    })
+}
+
+/// The columns of a [`Membership`], for [`membership_from_row`].
+const MEMBERSHIP_COLUMNS: &str = "workspace_id, user_id, role, status, created_at";
+
+fn membership_from_row(r: &PgRow) -> StoreResult<Membership> {
+    Ok(Membership {
+        workspace_id: r.try_get("workspace_id")?,
+        user_id: r.try_get("user_id")?,
+        role: named(r, "role")?,
+        status: named(r, "status")?,
+        created_at: r.try_get("created_at")?,
+    })
+}
+
+/// Adds a user to a workspace; `NotFound("workspace" | "user")`, `Conflict("membership")`.
+pub(super) async fn add_member(
+    pool: &Pool<Postgres>,
+    workspace_id: i64,
+    user_id: i64,
+    role: Role,
+    status: MembershipStatus,
+    at: i64,
+) -> StoreResult<Membership> {
+    if !exists(pool, "SELECT 1 FROM workspaces WHERE id = $1", workspace_id).await? {
+        return Err(StoreError::NotFound("workspace"));
+    }
+    if !exists(pool, "SELECT 1 FROM users WHERE id = $1", user_id).await? {
+        return Err(StoreError::NotFound("user"));
+    }
+    let sql = format!(
+        "INSERT INTO memberships (workspace_id, user_id, role, status, created_at) \
+         VALUES ($1, $2, $3, $4, $5) RETURNING {MEMBERSHIP_COLUMNS}"
+    );
+    let row = sqlx::query(&sql)
+        .bind(workspace_id)
+        .bind(user_id)
+        .bind(role.as_str())
+        .bind(status.as_str())
+        .bind(at)
+        .fetch_one(pool)
+        .await
+        .map_err(|e| StoreError::from(e).conflict_on("membership"))?;
+    membership_from_row(&row)
+}
+
+/// Changes a membership; `None` leaves a field as it is. `NotFound("membership")`.
+pub(super) async fn update_member(
+    pool: &Pool<Postgres>,
+    workspace_id: i64,
+    user_id: i64,
+    role: Option<Role>,
+    status: Option<MembershipStatus>,
+) -> StoreResult<Membership> {
+    let sql = format!(
+        "UPDATE memberships SET role = COALESCE($1, role), status = COALESCE($2, status) \
+         WHERE workspace_id = $3 AND user_id = $4 RETURNING {MEMBERSHIP_COLUMNS}"
+    );
+    let row = sqlx::query(&sql)
+        .bind(role.map(Role::as_str))
+        .bind(status.map(MembershipStatus::as_str))
+        .bind(workspace_id)
+        .bind(user_id)
+        .fetch_optional(pool)
+        .await?;
+    match row {
+        Some(row) => membership_from_row(&row),
+        None => Err(StoreError::NotFound("membership")),
+    }
+}
+
+/// A referral link by its `short_link`, with what a click needs of its program and
+/// partner.
+pub(super) async fn link_target(
+    pool: &Pool<Postgres>,
+    short_link: &str,
+) -> StoreResult<Option<LinkTarget>> {
+    let row = sqlx::query(
+        "SELECT l.id, l.status, l.program_id, l.partner_id, pa.code, p.cookie_window_days, \
+         p.allowed_origins \
+         FROM referral_links l \
+         JOIN programs p ON p.id = l.program_id \
+         LEFT JOIN partners pa ON pa.id = l.partner_id \
+         WHERE l.short_link = $1",
+    )
+    .bind(short_link)
+    .fetch_optional(pool)
+    .await?;
+    let Some(r) = row else { return Ok(None) };
+    Ok(Some(LinkTarget {
+        link_id: r.try_get("id")?,
+        link_status: named(&r, "status")?,
+        program_id: r.try_get("program_id")?,
+        partner_id: r.try_get("partner_id")?,
+        partner_code: r.try_get("code")?,
+        cookie_window_days: r.try_get("cookie_window_days")?,
+        allowed_origins: parse_origins(&r.try_get::<String, _>("allowed_origins")?),
+    }))
+}
+
+/// Whether any program admits `origin`.
+pub(super) async fn any_program_allows_origin(
+    pool: &Pool<Postgres>,
+    origin: &str,
+) -> StoreResult<bool> {
+    let lists: Vec<String> = sqlx::query_scalar("SELECT allowed_origins FROM programs")
+        .fetch_all(pool)
+        .await?;
+    Ok(lists
+        .iter()
+        .any(|l| origin_allowed(&parse_origins(l), Some(origin))))
+}

@@ -1,0 +1,368 @@
+//! The set-based statements of the group committer on PostgreSQL: a batch's new clicks
+//! (their customers and click events) and its plain sales (resolved, then recorded with
+//! their commissions and conversions), up to [`MAX_SET_ROWS`] rows per statement, each
+//! statement's text made once per row count, every write of it a CTE; and the
+//! one-statement transaction of a batch of nothing but new clicks.
+//!
+//! Each writes the same rows and counts the same figures as the flow of the service layer
+//! would for each click or sale one by one.
+
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+use sqlx::{PgConnection, Row};
+
+use super::counters;
+use super::rows::{self, Rows, Value};
+use crate::domain::figures::{Deltas, SaleFigures};
+use crate::store::committer::MAX_SET_ROWS;
+use crate::store::error::{StoreError, StoreResult};
+use crate::store::model::{NewClick, NewSale, SaleOutcome};
+
+/// The columns of a batch's new clicks.
+const CLICK_COLUMNS: &[&str] = &[
+    "program_id",
+    "click_id",
+    "partner_id",
+    "link_id",
+    "at",
+    "session_id",
+    "page_url",
+    "page_title",
+    "referrer_url",
+    "screen_resolution",
+    "viewport_size",
+    "language",
+    "timezone",
+    "geo_country",
+    "geo_region",
+    "geo_city",
+    "device_type",
+    "device_os",
+    "browser_name",
+];
+
+/// Inserts the customers of new clicks from `rows`.
+const NEW_CUSTOMERS: &str = "INSERT INTO customers (program_id, click_id, customer_status, \
+    partner_id, link_id, created_at, updated_at) \
+    SELECT program_id, click_id, 'click', partner_id, link_id, at, at FROM rows";
+
+/// The CTEs that insert `n` new clicks (1 to [`MAX_SET_ROWS`]) from their `rows`: the
+/// customers' INSERT, whose ids the click events' INSERT joins by click id.
+fn new_clicks_ctes(n: usize) -> &'static str {
+    static SQL: OnceLock<Vec<String>> = OnceLock::new();
+    rows::sized(&SQL, n, |n| {
+        format!(
+            "{}, made AS ({NEW_CUSTOMERS} RETURNING id, click_id), events AS (\
+             INSERT INTO affiliate_click_events (program_id, customer_id, link_id, partner_id, \
+             click_id, session_id, page_url, page_title, referrer_url, screen_resolution, \
+             viewport_size, language, timezone, geo_country, geo_region, geo_city, \
+             device_type, device_os, browser_name, is_test, click_timestamp, created_at) \
+             SELECT rows.program_id, made.id, rows.link_id, rows.partner_id, rows.click_id, \
+             session_id, page_url, page_title, referrer_url, screen_resolution, viewport_size, \
+             language, timezone, geo_country, geo_region, geo_city, device_type, device_os, \
+             browser_name, FALSE, at, at FROM rows JOIN made ON made.click_id = rows.click_id)",
+            Rows::cte(n, CLICK_COLUMNS)
+        )
+    })
+}
+
+/// The statement that inserts `n` new clicks.
+fn new_clicks_sql(n: usize) -> &'static str {
+    static SQL: OnceLock<Vec<String>> = OnceLock::new();
+    rows::sized(&SQL, n, |n| format!("{} SELECT 1", new_clicks_ctes(n)))
+}
+
+/// Inserts new clicks, their customers and click events, in the transaction open on
+/// `conn`: one statement per [`MAX_SET_ROWS`] clicks.
+pub(super) async fn insert_new_clicks(
+    conn: &mut PgConnection,
+    clicks: &[&NewClick],
+) -> StoreResult<()> {
+    let rows = new_click_rows(clicks);
+    for (n, chunk) in rows.chunks() {
+        let query = sqlx::query(new_clicks_sql(n));
+        rows.bind(query, chunk).execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// [`insert_new_clicks`] and the counters `deltas` as a transaction of its own: one
+/// statement (which commits on its own) whose inserts and counter updates are CTEs. At
+/// most [`MAX_SET_ROWS`] clicks and one part of counters. When it fails, nothing of it is
+/// left.
+pub(super) async fn commit_new_clicks(
+    conn: &mut PgConnection,
+    clicks: &[&NewClick],
+    deltas: &Deltas,
+) -> StoreResult<()> {
+    let rows = new_click_rows(clicks);
+    let mut chunks = rows.chunks();
+    let mut parts = counters::parts(deltas);
+    let (Some((n, chunk)), None, Some(counts), None) =
+        (chunks.next(), chunks.next(), parts.next(), parts.next())
+    else {
+        // Nothing written may be answered as recorded, and more than one chunk would
+        // take more than one statement.
+        return Err(StoreError::Other(anyhow::anyhow!(
+            "{} clicks to commit in one statement (1 to {MAX_SET_ROWS})",
+            clicks.len()
+        )));
+    };
+    let sql = format!(
+        "{}, {} SELECT 1",
+        new_clicks_ctes(n),
+        counts.sql(n * CLICK_COLUMNS.len() + 1)
+    );
+    let query = rows.bind(sqlx::query(&sql), chunk);
+    counts.bind(query).execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// The rows of [`CLICK_COLUMNS`] for `clicks`.
+fn new_click_rows<'c>(clicks: &[&'c NewClick]) -> Rows<'c> {
+    use Value::{Int, Text};
+    let mut rows = Rows::new(CLICK_COLUMNS);
+    for c in clicks {
+        let d = &c.details;
+        rows.push(&[
+            Int(c.program_id),
+            Text(Some(&c.click_id)),
+            Int(c.partner_id),
+            Int(c.link_id),
+            Int(c.at),
+            Text(d.session_id.as_deref()),
+            Text(d.page_url.as_deref()),
+            Text(d.page_title.as_deref()),
+            Text(d.referrer_url.as_deref()),
+            Text(d.screen_resolution.as_deref()),
+            Text(d.viewport_size.as_deref()),
+            Text(d.language.as_deref()),
+            Text(d.timezone.as_deref()),
+            Text(d.geo_country.as_deref()),
+            Text(d.geo_region.as_deref()),
+            Text(d.geo_city.as_deref()),
+            Text(d.device_type.as_deref()),
+            Text(d.device_os.as_deref()),
+            Text(d.browser_name.as_deref()),
+        ]);
+    }
+    rows
+}
+
+/// The customer of a sale in its program (by customer key, then by click id), as an SQL
+/// expression over the sale's row in `rows`.
+const SALE_CUSTOMER_ID: &str = "COALESCE(\
+    (SELECT k.id FROM customers k WHERE k.program_id = rows.program_id \
+    AND k.customer_key = rows.customer_key), \
+    (SELECT k.id FROM customers k WHERE k.click_id = rows.click_id \
+    AND k.program_id = rows.program_id))";
+
+/// The columns of the sales a batch resolves (see [`plain_sales`]); `idx` is the sale's
+/// place in the batch.
+const SALE_KEY_COLUMNS: &[&str] = &[
+    "idx",
+    "program_id",
+    "customer_key",
+    "click_id",
+    "transaction_id",
+];
+
+/// The query that resolves `n` plain sales (1 to [`MAX_SET_ROWS`]): per sale (by `idx`),
+/// its customer in the sale's program, that customer's partner-program record, and
+/// whether the transaction id is already recorded. Sales whose customer is not in the
+/// program have no row.
+fn resolve_sales_sql(n: usize) -> &'static str {
+    static SQL: OnceLock<Vec<String>> = OnceLock::new();
+    rows::sized(&SQL, n, |n| {
+        format!(
+            "{} SELECT rows.idx, c.id, c.click_id, c.customer_key, c.partner_id, \
+             c.first_purchase_date, pp.id, \
+             EXISTS (SELECT 1 FROM affiliate_sale_events s \
+             WHERE s.processor_event_id = rows.transaction_id) \
+             FROM rows JOIN customers c ON c.id = {SALE_CUSTOMER_ID} \
+             LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
+             AND pp.program_id = c.program_id",
+            Rows::cte(n, SALE_KEY_COLUMNS),
+        )
+    })
+}
+
+/// The columns of the resolved sales a batch records (see [`plain_sales`]).
+const SALE_COLUMNS: &[&str] = &[
+    "idx",
+    "program_id",
+    "customer_id",
+    "partner_id",
+    "click_id",
+    "customer_key",
+    "transaction_id",
+    "amount_cents",
+    "currency",
+    "sale_type",
+    "product_id",
+    "metadata",
+    "at",
+    "commission",
+    "partner_program_id",
+];
+
+/// The statement that records `n` resolved plain sales (1 to [`MAX_SET_ROWS`]) from
+/// their `rows`: the sale events, their commissions and the customers' conversion as
+/// CTEs, then per row its index, sale id and commission id.
+fn record_sales_sql(n: usize) -> &'static str {
+    static SQL: OnceLock<Vec<String>> = OnceLock::new();
+    rows::sized(&SQL, n, |n| {
+        format!(
+            "{}, sales AS (INSERT INTO affiliate_sale_events (program_id, customer_id, \
+             partner_id, click_id, customer_key, processor_event_id, amount_cents, currency, \
+             sale_type, payment_status, is_recurring, subscription_id, product_id, metadata, \
+             is_test, sale_date, created_at) \
+             SELECT program_id, customer_id, partner_id, click_id, customer_key, \
+             transaction_id, amount_cents, currency, sale_type, 'paid', FALSE, NULL, \
+             product_id, metadata, FALSE, at, at FROM rows ORDER BY idx \
+             RETURNING id, processor_event_id, program_id, partner_id, currency, sale_date), \
+             comm AS (INSERT INTO commissions (program_id, sale_id, partner_id, \
+             partner_program_id, amount_cents, currency, status, created_at, updated_at) \
+             SELECT s.program_id, s.id, s.partner_id, rows.partner_program_id, \
+             rows.commission, s.currency, 'pending', s.sale_date, s.sale_date \
+             FROM rows JOIN sales s ON s.processor_event_id = rows.transaction_id \
+             RETURNING id, sale_id), \
+             cust AS (UPDATE customers SET customer_status = 'conversion', \
+             first_purchase_date = COALESCE(customers.first_purchase_date, rows.at), \
+             updated_at = rows.at FROM rows WHERE customers.id = rows.customer_id \
+             RETURNING 1) \
+             SELECT rows.idx, s.id AS sale_id, c.id AS commission_id FROM rows \
+             JOIN sales s ON s.processor_event_id = rows.transaction_id \
+             LEFT JOIN comm c ON c.sale_id = s.id",
+            Rows::cte(n, SALE_COLUMNS)
+        )
+    })
+}
+
+/// The plain sales of a batch ([`NewSale::is_plain`]) at once, in the transaction open on
+/// `conn`: one query per [`MAX_SET_ROWS`] sales resolves their customers, one records
+/// every sale that resolves plainly (its customer found in the program, with a partner
+/// and its partner-program record, a transaction id not yet recorded nor used by an
+/// earlier sale of the batch, a customer no earlier sale of the batch names) and adds its
+/// counters to `deltas`. Returns an outcome per sale, `None` for those left to their own
+/// job, which gives them their exact answer. Should it fail, the caller undoes what it
+/// wrote.
+pub(super) async fn plain_sales(
+    conn: &mut PgConnection,
+    deltas: &mut Deltas,
+    sales: &[&NewSale],
+) -> StoreResult<Vec<Option<SaleOutcome>>> {
+    use Value::{Int, Text};
+    let mut keys = Rows::new(SALE_KEY_COLUMNS);
+    for (i, s) in sales.iter().enumerate() {
+        keys.push(&[
+            place(i),
+            Int(s.program.id),
+            Text(s.customer_key.as_deref()),
+            Text(s.click_id.as_deref()),
+            Text(Some(&s.transaction_id)),
+        ]);
+    }
+    let mut found = Vec::with_capacity(sales.len());
+    for (n, chunk) in keys.chunks() {
+        let query = sqlx::query(resolve_sales_sql(n));
+        found.extend(
+            keys.bind(query, chunk)
+                .fetch_all(&mut *conn)
+                .await?,
+        );
+    }
+    // Per sale: customer id, click id, customer key, first purchase, partner and
+    // partner-program record.
+    type Resolved = (i64, String, Option<String>, Option<i64>, i64, i64);
+    let mut resolved: Vec<Option<Resolved>> = vec![None; sales.len()];
+    for r in &found {
+        let i: i64 = r.try_get(0)?;
+        let (partner_id, partner_program_id, recorded): (Option<i64>, Option<i64>, bool) =
+            (r.try_get(4)?, r.try_get(6)?, r.try_get(7)?);
+        let (Some(partner_id), Some(partner_program_id), false) =
+            (partner_id, partner_program_id, recorded)
+        else {
+            continue;
+        };
+        if let Some(slot) = usize::try_from(i).ok().and_then(|i| resolved.get_mut(i)) {
+            *slot = Some((
+                r.try_get(1)?,
+                r.try_get(2)?,
+                r.try_get(3)?,
+                r.try_get(5)?,
+                partner_id,
+                partner_program_id,
+            ));
+        }
+    }
+    let mut customers = HashSet::new();
+    let mut transactions = HashSet::new();
+    let mut rows = Rows::new(SALE_COLUMNS);
+    let mut taken = Vec::new();
+    for (i, (s, found)) in sales.iter().zip(&resolved).enumerate() {
+        let Some((customer_id, click_id, customer_key, first_purchase, partner_id, pp_id)) = found
+        else {
+            continue;
+        };
+        if !customers.insert(*customer_id) || !transactions.insert(s.transaction_id.as_str()) {
+            continue;
+        }
+        rows.push(&[
+            place(i),
+            Int(s.program.id),
+            Int(*customer_id),
+            Int(*partner_id),
+            Text(Some(click_id)),
+            Text(s.customer_key.as_deref().or(customer_key.as_deref())),
+            Text(Some(&s.transaction_id)),
+            Int(s.amount_cents),
+            Text(Some(&s.currency)),
+            Text(Some(&s.sale_type)),
+            Text(s.product_id.as_deref()),
+            Text(s.metadata.as_deref()),
+            Int(s.at),
+            Int(s.commission_cents),
+            Int(*pp_id),
+        ]);
+        taken.push((i, *partner_id, first_purchase.is_none()));
+    }
+    let mut outcomes: Vec<Option<SaleOutcome>> = vec![None; sales.len()];
+    for (n, chunk) in rows.chunks() {
+        let query = sqlx::query(record_sales_sql(n));
+        let query = rows.bind(query, chunk);
+        for r in &query.fetch_all(&mut *conn).await? {
+            let i: i64 = r.try_get(0)?;
+            if let Some(slot) = usize::try_from(i).ok().and_then(|i| outcomes.get_mut(i)) {
+                *slot = Some(SaleOutcome {
+                    sale_id: r.try_get(1)?,
+                    commission_id: r.try_get(2)?,
+                });
+            }
+        }
+    }
+    for (i, partner_id, converts) in taken {
+        if outcomes[i].is_none() {
+            return Err(StoreError::Other(anyhow::anyhow!(
+                "batched sale {i} was not recorded"
+            )));
+        }
+        let s = sales[i];
+        deltas.count_sale(SaleFigures {
+            program_id: s.program.id,
+            partner_id,
+            at: s.at,
+            amount_cents: s.amount_cents,
+            commission_cents: s.commission_cents,
+            currency: &s.currency,
+            converts,
+        });
+    }
+    Ok(outcomes)
+}
+
+/// A batched sale's place in its batch, as the `idx` of its row.
+fn place(i: usize) -> Value<'static> {
+    Value::Int(i64::try_from(i).unwrap_or(i64::MAX))
+}
