@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::error::{Error, Result};
+use super::error::{Error, ErrorBody, Result};
 use super::AppState;
 
 /// `/healthz` and `/readyz`.
@@ -44,6 +44,7 @@ async fn healthz() -> Json<ServiceStatus> {
     tag = "service",
     responses(
         (status = 200, description = "Ready", body = ServiceStatus),
+        (status = 503, description = "Database unavailable", body = ErrorBody),
     ),
 )]
 async fn readyz(State(state): State<AppState>) -> Result<Json<ServiceStatus>> {

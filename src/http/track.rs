@@ -182,7 +182,7 @@ impl AdditionalData {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct ClickRequest {
     /// Full landing URL including the `aff` query parameter.
-    #[schema(value_type = String, example = "https://shop.example.com/?aff=alice", min_length = 1)]
+    #[schema(value_type = String, required = true, example = "https://shop.example.com/?aff=alice", min_length = 1)]
     #[serde(default)]
     pub affiliate_url: Required,
     #[schema(value_type = Option<String>)]
@@ -260,7 +260,7 @@ pub struct SaleRequest {
     #[serde(default)]
     pub transaction_id: Id,
     /// Positive integer in the smallest currency unit, at most 10^12.
-    #[schema(value_type = i64, example = 4999, minimum = 1, maximum = 1_000_000_000_000_i64)]
+    #[schema(value_type = i64, required = true, example = 4999, minimum = 1, maximum = 1_000_000_000_000_i64)]
     #[serde(default)]
     pub amount_cents: Amount,
     #[schema(value_type = Option<String>, max_length = 255)]
@@ -311,7 +311,7 @@ impl TrackRequest for SaleRequest {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct RefundRequest {
     /// The `transaction_id` of the sale.
-    #[schema(value_type = String, min_length = 1, max_length = 255)]
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 255)]
     #[serde(default)]
     pub transaction_id: Id,
     /// Partial refund; omitted (or equal to the sale amount): everything left.

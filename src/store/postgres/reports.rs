@@ -52,8 +52,9 @@ pub(super) async fn create_session(
     now: i64,
     expires_at: i64,
 ) -> StoreResult<()> {
+    // One statement: the purge is a CTE of the insert.
     sqlx::query(
-        "DELETE FROM sessions WHERE expires_at <= $3; \
+        "WITH purged AS (DELETE FROM sessions WHERE expires_at <= $3) \
          INSERT INTO sessions (user_id, token_hash, created_at, expires_at) \
          VALUES ($1, $2, $3, $4)",
     )

@@ -1,8 +1,7 @@
 //! `POST /api/webhooks/stripe/:programId` (issue 4, product.md §5) with Stripe-shaped
 //! fixtures from `tests/fixtures/stripe/`, signed as Stripe signs them.
 
-mod common;
-use common::*;
+use crate::common::*;
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;

@@ -1,8 +1,7 @@
 //! Dashboard sessions (product.md §3) and the access rules of the dashboard endpoints
 //! (§5, §7.2, D13: 401, then 404, then 403).
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 const PASSWORD: &str = "correct horse battery";
@@ -56,7 +55,7 @@ fn paths(program_id: i64) -> [String; 3] {
 }
 
 fn sha256_hex(s: &str) -> String {
-    reftrack::auth::hash_token(s)
+    reftrack::app::secrets::hash_token(s)
 }
 
 on_both_backends! {

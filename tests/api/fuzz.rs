@@ -3,16 +3,17 @@
 //! with 2xx or 4xx only. Bounded so that CI stays quick: `REFTRACK_FUZZ_CASES` sets the
 //! number of cases per target (default 256; the pure parsers run eight times as many).
 
-mod common;
 
 use axum::body::Body;
 use axum::http::Request;
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use reftrack::domain::attribution::extract_aff;
 use reftrack::domain::stripe::{parse_event, verify_signature};
-use reftrack::http::extract::{AdditionalData, Fields, MAX_ID_LEN, MAX_TEXT_LEN};
+use reftrack::http::fields::{Amount, Id, Positive, Text, MAX_AMOUNT_CENTS, MAX_ID_LEN, MAX_TEXT_LEN};
+use reftrack::http::track::{ClickRequest, LeadRequest, RefundRequest, SaleRequest};
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 fn cases() -> u32 {
@@ -90,25 +91,28 @@ fn any_object() -> impl Strategy<Value = Map<String, Value>> {
 }
 
 #[test]
-fn field_readers_take_any_json_object() {
+fn field_types_and_requests_take_any_json() {
     runner(cases() * 8)
-        .run(&(any_object(), "[a-z_]{1,14}"), |(map, key)| {
-            let f = Fields(&map);
-            let _ = f.str(&key);
-            let _ = f.bool(&key);
-            let _ = f.int(&key);
-            if let Ok(Some(id)) = f.id(&key, "bad") {
+        .run(&(any_object(), any_json()), |(map, value)| {
+            if let Ok(Id(Some(id))) = Id::deserialize(&value) {
                 prop_assert!(!id.is_empty() && id.len() <= MAX_ID_LEN);
             }
-            if let Ok(Some(text)) = f.text(&key) {
+            if let Ok(Text(Some(text))) = Text::deserialize(&value) {
                 prop_assert!(text.len() <= MAX_TEXT_LEN);
             }
-            for key in ["click_id", "customer_key", "affiliate_url"] {
-                let _ = f.id(key, "bad");
-                let _ = f.text(key);
+            if let Ok(Positive(Some(n))) = Positive::deserialize(&value) {
+                prop_assert!(n > 0);
             }
-            if let Ok(extra) = AdditionalData::from_body(&map) {
-                prop_assert!(extra.program_id.is_none_or(|id| id > 0));
+            if let Ok(Amount(Some(n))) = Amount::deserialize(&value) {
+                prop_assert!(n > 0 && n <= MAX_AMOUNT_CENTS);
+            }
+            let body = serde_json::Value::Object(map);
+            let _ = ClickRequest::deserialize(&body);
+            let _ = LeadRequest::deserialize(&body);
+            let _ = RefundRequest::deserialize(&body);
+            if let Ok(sale) = SaleRequest::deserialize(&body) {
+                let extra = sale.additional_data.unwrap_or_default();
+                prop_assert!(extra.program_id.0.is_none_or(|id| id > 0));
             }
             Ok(())
         })

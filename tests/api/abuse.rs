@@ -3,12 +3,11 @@
 //! that reach nothing outside their own program or memberships, and secrets that never
 //! reach the logs.
 
-mod common;
 
 use std::time::Duration;
 
-use common::server::{free_port, Server};
-use common::*;
+use crate::common::server::{free_port, Server};
+use crate::common::*;
 use reftrack::config::RateLimitArgs;
 use reftrack::http::client_ip::ClientResolver;
 use serde_json::{json, Value};
@@ -343,18 +342,12 @@ fn stripe_signature(payload: &str, secret: &str) -> String {
 #[tokio::test]
 async fn secrets_never_reach_the_logs() {
     let admin_token = "rta_s3cret_admin_token_never_logged";
-    let dir = tempfile::tempdir().unwrap();
-    let (url, db_password) = match fresh_postgres_url().await {
-        Some(u) => {
-            let mut u = url::Url::parse(&u).unwrap();
-            // The test server trusts local connections, so any password is accepted.
-            u.set_password(Some("pg_s3cret_password")).unwrap();
-            (u.to_string(), Some("pg_s3cret_password"))
-        }
-        None => (
-            format!("sqlite://{}", dir.path().join("s.db").display()),
-            None,
-        ),
+    let database = fresh_postgres_url().await;
+    let (url, db_password) = {
+        let mut u = url::Url::parse(&database).unwrap();
+        // The test server trusts local connections, so any password is accepted.
+        u.set_password(Some("pg_s3cret_password")).unwrap();
+        (u.to_string(), Some("pg_s3cret_password"))
     };
     let listen = format!("127.0.0.1:{}", free_port());
     let mut server = Server::start(&[
@@ -587,4 +580,5 @@ async fn secrets_never_reach_the_logs() {
         output.len(),
         secrets.len()
     );
+    drop_database(&database).await;
 }

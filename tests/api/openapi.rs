@@ -1,8 +1,7 @@
 //! The OpenAPI document: generated from the code, reviewed through a committed snapshot
 //! (`docs/openapi.json`), and served at `/openapi.json` and `/docs`.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 const SNAPSHOT: &str = "docs/openapi.json";
 
@@ -16,7 +15,7 @@ fn served_document_matches_the_committed_snapshot() {
     assert!(
         committed == doc,
         "the API changed: review the difference and refresh {SNAPSHOT} with \
-         `UPDATE_OPENAPI_SNAPSHOT=1 cargo test --test openapi`"
+         `UPDATE_OPENAPI_SNAPSHOT=1 cargo test --test api openapi`"
     );
 }
 

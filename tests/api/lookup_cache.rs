@@ -3,8 +3,7 @@
 //! the cache with a request first, changes the record through the management API, and
 //! expects the very next request to see the change.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 fn click_body(short_link: &str) -> serde_json::Value {

@@ -2,11 +2,10 @@
 //! answers the requests in flight, commits their writes and exits 0; a request that
 //! never finishes cannot hold it past `REFTRACK_SHUTDOWN_TIMEOUT`.
 
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::server::{free_port, Server};
+use crate::common::server::{free_port, Server};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -144,7 +143,7 @@ async fn in_flight_request_is_answered_and_committed(url: &str, signal: &str) {
         ("SELECT COUNT(*) FROM commissions", 1),
         ("SELECT CAST(SUM(sales) AS BIGINT) FROM daily_rollups", 1),
     ] {
-        assert_eq!(common::reftrack_count(url, sql).await, want, "{sql}");
+        assert_eq!(crate::common::reftrack_count(url, sql).await, want, "{sql}");
     }
 }
 
@@ -164,10 +163,12 @@ async fn sigint_finishes_the_request_in_flight_sqlite() {
 
 #[tokio::test]
 async fn sigterm_finishes_the_request_in_flight_postgres() {
-    let Some(url) = common::fresh_postgres_url().await else {
-        return;
-    };
-    in_flight_request_is_answered_and_committed(&url, "TERM").await;
+    let url = crate::common::fresh_postgres_url().await;
+    crate::common::dropping_database(
+        url.clone(),
+        in_flight_request_is_answered_and_committed(&url, "TERM"),
+    )
+    .await;
 }
 
 /// A client that never finishes its request cannot keep the process alive past the
@@ -208,7 +209,7 @@ async fn shutdown_is_bounded_by_the_grace_period() {
         server.output()
     );
     assert_eq!(
-        common::reftrack_count(
+        crate::common::reftrack_count(
             &url,
             "SELECT COUNT(*) FROM affiliate_sale_events WHERE processor_event_id = 'never'"
         )

@@ -2,8 +2,7 @@
 //! tracking API would have: every rollup, link and partner counter equals a count over
 //! the seeded events, and the seeded data takes further API writes.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use reftrack::domain::metrics::start_of_day_ms;
 use reftrack::seed::{ProgramSpec, SeedOptions};
@@ -183,7 +182,6 @@ async fn seed_is_consistent_on_sqlite() {
 
 #[tokio::test]
 async fn seed_is_consistent_on_postgres() {
-    if let Some(url) = fresh_postgres_url().await {
-        seeded_figures_match_their_events(url).await;
-    }
+    let url = fresh_postgres_url().await;
+    dropping_database(url.clone(), seeded_figures_match_their_events(url)).await;
 }

@@ -5,7 +5,6 @@
 //! written. SQLite: another connection holding the write lock past `busy_timeout` gives
 //! a 503 JSON error, never a 500.
 
-mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,8 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::server::{command, free_port, Server};
-use common::*;
+use crate::common::server::{command, free_port, Server};
+use crate::common::*;
 use serde_json::{json, Value};
 
 /// A PostgreSQL cluster of its own, removed when dropped.

@@ -1,11 +1,10 @@
 //! Server-side geo from a MaxMind-format database (`REFTRACK_GEOIP_DB`), used when no
 //! trusted CDN header gives it. The test writes a tiny database itself.
 
-mod common;
 use std::net::SocketAddr;
 
 use axum::extract::ConnectInfo;
-use common::*;
+use crate::common::*;
 use reftrack::http::client_ip::ClientResolver;
 use serde_json::json;
 

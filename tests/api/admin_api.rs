@@ -1,7 +1,6 @@
 //! The management API (product.md §4).
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 on_both_backends! {

@@ -1,5 +1,5 @@
 //! Test harness: the real router on a fresh SQLite file, or on a fresh PostgreSQL
-//! database when `REFTRACK_TEST_POSTGRES_URL` is set, driven through
+//! database on the server of `REFTRACK_TEST_POSTGRES_URL`, driven through
 //! `tower::ServiceExt::oneshot`.
 #![allow(dead_code)]
 
@@ -10,16 +10,20 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::Router;
+use futures::FutureExt;
+use reftrack::app::App;
+use reftrack::domain::time::SystemClock;
 use reftrack::http::client_ip::ClientResolver;
+use reftrack::http::AppState;
 use reftrack::store::{self, Store};
-use reftrack::AppState;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
 pub const ADMIN_TOKEN: &str = "rta_test_admin_token_0123456789";
 
-/// Runs an async test body once per backend: SQLite always, PostgreSQL when configured.
-#[macro_export]
+/// Runs an async test body once per backend, as two tests: on SQLite, and on PostgreSQL
+/// (which fails when no server is configured). The PostgreSQL database is dropped when the
+/// body ends, passed or failed.
 macro_rules! on_both_backends {
     ($(#[$meta:meta])* async fn $name:ident($app:ident: TestApp) $body:block) => {
         mod $name {
@@ -31,9 +35,9 @@ macro_rules! on_both_backends {
             }
             #[tokio::test]
             async fn postgres() {
-                if let Some(app) = TestApp::postgres().await {
-                    run(app).await
-                }
+                let app = TestApp::postgres().await;
+                let url = app.database_url.clone();
+                $crate::common::dropping_database(url, run(app)).await
             }
         }
     };
@@ -77,13 +81,27 @@ impl Reply {
     }
 }
 
-/// A fresh PostgreSQL database on the server of `REFTRACK_TEST_POSTGRES_URL`.
-pub async fn fresh_postgres_url() -> Option<String> {
-    let base = std::env::var("REFTRACK_TEST_POSTGRES_URL").ok()?;
+/// What a PostgreSQL test says when it has no server.
+const NO_POSTGRES: &str = "PostgreSQL tests need a server: run scripts/test (it starts a \
+    throw-away one), or set REFTRACK_TEST_POSTGRES_URL=postgres://USER@HOST:PORT/DB to a \
+    server you started";
+
+/// The server of `REFTRACK_TEST_POSTGRES_URL`; panics with [`NO_POSTGRES`] without one.
+fn postgres_server() -> String {
+    match std::env::var("REFTRACK_TEST_POSTGRES_URL") {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ => panic!("{NO_POSTGRES}"),
+    }
+}
+
+/// A fresh PostgreSQL database on the server of `REFTRACK_TEST_POSTGRES_URL`; panics,
+/// saying how to get a server, when there is none. Drop it with [`drop_database`].
+pub async fn fresh_postgres_url() -> String {
+    let base = postgres_server();
     use sqlx::Connection;
     let mut conn = sqlx::PgConnection::connect(&base)
         .await
-        .expect("REFTRACK_TEST_POSTGRES_URL is set but the server cannot be reached");
+        .unwrap_or_else(|e| panic!("{NO_POSTGRES} ({base} does not answer: {e})"));
     let name = format!("reftrack_t_{}", rand::random::<u64>() & 0xffff_ffff_ffff);
     sqlx::query(&format!("CREATE DATABASE {name}"))
         .execute(&mut conn)
@@ -91,7 +109,33 @@ pub async fn fresh_postgres_url() -> Option<String> {
         .expect("create test database");
     let mut url = url::Url::parse(&base).expect("postgres url");
     url.set_path(&format!("/{name}"));
-    Some(url.to_string())
+    url.to_string()
+}
+
+/// Drops a database [`fresh_postgres_url`] made, closing its connections first.
+pub async fn drop_database(url: &str) {
+    use sqlx::Connection;
+    let name = url::Url::parse(url)
+        .expect("postgres url")
+        .path()
+        .trim_start_matches('/')
+        .to_string();
+    let mut conn = sqlx::PgConnection::connect(&postgres_server())
+        .await
+        .expect("the test server answers");
+    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .execute(&mut conn)
+        .await
+        .expect("drop test database");
+}
+
+/// Runs `body`, then drops the database at `url`, whether `body` passed or panicked.
+pub async fn dropping_database(url: String, body: impl std::future::Future<Output = ()>) {
+    let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
+    drop_database(&url).await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
 }
 
 impl TestApp {
@@ -102,10 +146,10 @@ impl TestApp {
         Self::open(url, Some(dir)).await
     }
 
-    /// On a fresh PostgreSQL database, when one is configured.
-    pub async fn postgres() -> Option<TestApp> {
-        let url = fresh_postgres_url().await?;
-        Some(Self::open(url, None).await)
+    /// On a fresh PostgreSQL database; panics when no server is configured.
+    pub async fn postgres() -> TestApp {
+        let url = fresh_postgres_url().await;
+        Self::open(url, None).await
     }
 
     /// On an existing database (migrated if needed).
@@ -115,13 +159,14 @@ impl TestApp {
 
     async fn open(url: String, dir: Option<tempfile::TempDir>) -> TestApp {
         let store = store::open(&url).await.expect("open store");
+        let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)));
         let state = AppState::new(
-            store.clone(),
-            &reftrack::auth::hash_token(ADMIN_TOKEN),
+            app,
+            &reftrack::app::secrets::hash_token(ADMIN_TOKEN),
             ClientResolver::new(None, None).unwrap(),
         );
         TestApp {
-            router: reftrack::app(state.clone()),
+            router: reftrack::router(state.clone()),
             store,
             state,
             database_url: url,
@@ -133,12 +178,12 @@ impl TestApp {
     /// proxies, GeoIP).
     pub fn with_resolver(self, clients: ClientResolver) -> TestApp {
         let state = AppState::new(
-            self.store.clone(),
-            &reftrack::auth::hash_token(ADMIN_TOKEN),
+            self.state.app.clone(),
+            &reftrack::app::secrets::hash_token(ADMIN_TOKEN),
             clients,
         );
         TestApp {
-            router: reftrack::app(state.clone()),
+            router: reftrack::router(state.clone()),
             state,
             ..self
         }
@@ -148,7 +193,7 @@ impl TestApp {
     pub fn with_rate_limits(self, limits: reftrack::config::RateLimitArgs) -> TestApp {
         let state = self.state.clone().with_rate_limits(limits);
         TestApp {
-            router: reftrack::app(state.clone()),
+            router: reftrack::router(state.clone()),
             state,
             ..self
         }

@@ -1,7 +1,6 @@
 //! `POST /api/v1/track/lead` (§4.2, D7, D10, D11).
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 const LEAD: &str = "/api/v1/track/lead";

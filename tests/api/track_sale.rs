@@ -1,7 +1,6 @@
 //! `POST /api/v1/track/sale` (§4.3, D8, D10) and `POST /api/v1/track/refund` (§4.4, D9).
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 const SALE: &str = "/api/v1/track/sale";

@@ -1,7 +1,6 @@
 //! `POST /api/v1/track/click` (§4.1, D4–D6, D11) and its legacy alias.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 on_both_backends! {

@@ -1,8 +1,7 @@
 //! `reftrack verify`: figures recomputed from raw events match what the write path
 //! stored after every kind of traffic, and any corruption is reported (library and CLI).
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 const SALE: &str = "/api/v1/track/sale";

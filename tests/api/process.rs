@@ -1,7 +1,6 @@
 //! The real binary: zero-configuration start, restart, shutdown, the CLI, and two
 //! processes sharing one PostgreSQL database.
 
-mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -266,10 +265,7 @@ fn cli_admin_commands_print_json() {
 /// at once: exactly one sale is recorded each time.
 #[tokio::test]
 async fn two_processes_race_the_same_transaction_id() {
-    let Some(url) = common::fresh_postgres_url().await else {
-        eprintln!("REFTRACK_TEST_POSTGRES_URL not set: skipping the PostgreSQL process race");
-        return;
-    };
+    let url = crate::common::fresh_postgres_url().await;
     let dir = tempfile::tempdir().unwrap();
     let admin = "rta_race_test_admin_token";
     let env = [
@@ -347,15 +343,16 @@ async fn two_processes_race_the_same_transaction_id() {
         assert_eq!(statuses, [200, 409], "round {i}: {ra:?} {rb:?}");
     }
     assert_eq!(
-        common::reftrack_count(&url, "SELECT COUNT(*) FROM affiliate_sale_events").await,
+        crate::common::reftrack_count(&url, "SELECT COUNT(*) FROM affiliate_sale_events").await,
         rounds
     );
     assert_eq!(
-        common::reftrack_count(&url, "SELECT COUNT(*) FROM commissions").await,
+        crate::common::reftrack_count(&url, "SELECT COUNT(*) FROM commissions").await,
         rounds
     );
     assert_eq!(
-        common::reftrack_count(&url, "SELECT CAST(SUM(sales) AS BIGINT) FROM daily_rollups").await,
+        crate::common::reftrack_count(&url, "SELECT CAST(SUM(sales) AS BIGINT) FROM daily_rollups").await,
         rounds
     );
+    crate::common::drop_database(&url).await;
 }

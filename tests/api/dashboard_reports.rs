@@ -3,10 +3,9 @@
 //! written with SQL (into `daily_rollups` and, for the events list, the event tables),
 //! since every event the API records is "now".
 
-mod common;
 use chrono::{DateTime, Days, NaiveDate, Utc};
-use common::*;
-use reftrack::store::deltas::{Deltas, RollupDelta};
+use crate::common::*;
+use reftrack::domain::figures::{Deltas, RollupDelta};
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "correct horse battery";

@@ -1,0 +1,31 @@
+//! The API tests, one binary: the real router on SQLite and PostgreSQL (through
+//! `tower::ServiceExt::oneshot` or a port-0 listener), and the server binary itself where a
+//! process matters (crashes, outages, shutdown, several processes on one database).
+//!
+//! PostgreSQL: each test that runs on it makes a database of its own on the server of
+//! `REFTRACK_TEST_POSTGRES_URL` and drops it at the end. `scripts/test` starts a
+//! throw-away server when the variable is not set; a PostgreSQL test run without one
+//! fails and says how to get one.
+
+#[macro_use]
+mod common;
+
+mod abuse;
+mod admin_api;
+mod bad_input;
+mod crash;
+mod dashboard_auth;
+mod dashboard_reports;
+mod fuzz;
+mod geoip;
+mod lookup_cache;
+mod openapi;
+mod outage;
+mod process;
+mod seed_bench;
+mod shutdown;
+mod stripe_webhooks;
+mod track_click;
+mod track_lead;
+mod track_sale;
+mod verify;
