@@ -3,7 +3,6 @@
 //! that reach nothing outside their own program or memberships, and secrets that never
 //! reach the logs.
 
-
 use std::time::Duration;
 
 use crate::common::server::{free_port, Server};

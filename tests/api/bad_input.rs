@@ -1,8 +1,8 @@
 //! D12: bad input gets a JSON `{"error": …}` with a 4xx, never a 500 or a panic.
 
+use crate::common::*;
 use axum::body::Body;
 use axum::http::Request;
-use crate::common::*;
 use serde_json::json;
 
 fn post(

@@ -6,7 +6,6 @@
 //! and `reftrack verify` finds the rollups equal to their recomputation. On SQLite and,
 //! when `REFTRACK_TEST_POSTGRES_URL` is set, on PostgreSQL.
 
-
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -3,8 +3,8 @@
 //! written with SQL (into `daily_rollups` and, for the events list, the event tables),
 //! since every event the API records is "now".
 
-use chrono::{DateTime, Days, NaiveDate, Utc};
 use crate::common::*;
+use chrono::{DateTime, Days, NaiveDate, Utc};
 use reftrack::domain::figures::{Deltas, RollupDelta};
 use serde_json::{json, Value};
 

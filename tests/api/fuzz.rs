@@ -3,15 +3,16 @@
 //! with 2xx or 4xx only. Bounded so that CI stays quick: `REFTRACK_FUZZ_CASES` sets the
 //! number of cases per target (default 256; the pure parsers run eight times as many).
 
-
+use crate::common::*;
 use axum::body::Body;
 use axum::http::Request;
-use crate::common::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use reftrack::domain::attribution::extract_aff;
 use reftrack::domain::stripe::{parse_event, verify_signature};
-use reftrack::http::fields::{Amount, Id, Positive, Text, MAX_AMOUNT_CENTS, MAX_ID_LEN, MAX_TEXT_LEN};
+use reftrack::http::fields::{
+    Amount, Id, Positive, Text, MAX_AMOUNT_CENTS, MAX_ID_LEN, MAX_TEXT_LEN,
+};
 use reftrack::http::track::{ClickRequest, LeadRequest, RefundRequest, SaleRequest};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};

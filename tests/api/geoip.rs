@@ -3,8 +3,8 @@
 
 use std::net::SocketAddr;
 
-use axum::extract::ConnectInfo;
 use crate::common::*;
+use axum::extract::ConnectInfo;
 use reftrack::http::client_ip::ClientResolver;
 use serde_json::json;
 

@@ -1,7 +1,6 @@
 //! The real binary: zero-configuration start, restart, shutdown, the CLI, and two
 //! processes sharing one PostgreSQL database.
 
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -351,7 +350,8 @@ async fn two_processes_race_the_same_transaction_id() {
         rounds
     );
     assert_eq!(
-        crate::common::reftrack_count(&url, "SELECT CAST(SUM(sales) AS BIGINT) FROM daily_rollups").await,
+        crate::common::reftrack_count(&url, "SELECT CAST(SUM(sales) AS BIGINT) FROM daily_rollups")
+            .await,
         rounds
     );
     crate::common::drop_database(&url).await;

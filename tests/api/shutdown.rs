@@ -2,7 +2,6 @@
 //! answers the requests in flight, commits their writes and exits 0; a request that
 //! never finishes cannot hold it past `REFTRACK_SHUTDOWN_TIMEOUT`.
 
-
 use std::time::{Duration, Instant};
 
 use crate::common::server::{free_port, Server};

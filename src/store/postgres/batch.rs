@@ -267,11 +267,7 @@ pub(super) async fn plain_sales(
     let mut found = Vec::with_capacity(sales.len());
     for (n, chunk) in keys.chunks() {
         let query = sqlx::query(resolve_sales_sql(n));
-        found.extend(
-            keys.bind(query, chunk)
-                .fetch_all(&mut *conn)
-                .await?,
-        );
+        found.extend(keys.bind(query, chunk).fetch_all(&mut *conn).await?);
     }
     // Per sale: customer id, click id, customer key, first purchase, partner and
     // partner-program record.

@@ -191,7 +191,10 @@ async fn latest_test_event(
 }
 
 /// Test clicks and leads (at most 10 counted each) and approved partners of a program.
-pub(super) async fn setup_status(pool: &Pool<Postgres>, program_id: i64) -> StoreResult<SetupStatus> {
+pub(super) async fn setup_status(
+    pool: &Pool<Postgres>,
+    program_id: i64,
+) -> StoreResult<SetupStatus> {
     let row = sqlx::query(
         "SELECT \
          (SELECT COUNT(*) FROM (SELECT id FROM affiliate_click_events \

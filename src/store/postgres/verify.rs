@@ -3,7 +3,7 @@
 //! that break a cross-record invariant, all read in one read transaction (one snapshot).
 
 use sqlx::postgres::Postgres;
-use sqlx::{Pool, Row, PgConnection};
+use sqlx::{PgConnection, Pool, Row};
 
 use crate::domain::money;
 use crate::domain::time::day_of;
