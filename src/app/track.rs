@@ -12,7 +12,7 @@ use futures::FutureExt;
 use tokio::sync::oneshot;
 
 use super::{dropped, App, Error, Result};
-use crate::domain::attribution::{self, AffError, CustomerStatus};
+use crate::domain::attribution::{self, AffError};
 use crate::domain::click_id;
 use crate::domain::commission;
 use crate::domain::figures::{Deltas, RefundFigures, SaleFigures};
@@ -525,15 +525,13 @@ async fn lead_flow(tx: &mut dyn Tx, deltas: &mut Deltas, l: LeadCommand, at: i64
         }
         (None, None) => return Err(Error::invalid("click_id or customer_key is required")),
     };
-    let status =
-        CustomerStatus::parse(&customer.customer_status).unwrap_or(CustomerStatus::Conversion);
-    status.to_lead().map_err(Error::Invalid)?;
+    customer.customer_status.to_lead().map_err(Error::Invalid)?;
     let key = l.customer_key.clone().or(customer.customer_key.clone());
     if let Some(new_key) = l.customer_key.as_deref() {
         if customer.customer_key.as_deref() != Some(new_key) {
             if let Some(other) = tx.customer_by_key(customer.program_id, new_key).await? {
                 return Err(Error::Invalid(attribution::lead_refused(
-                    &other.customer_status,
+                    other.customer_status.as_str(),
                 )));
             }
         }
@@ -543,7 +541,7 @@ async fn lead_flow(tx: &mut dyn Tx, deltas: &mut Deltas, l: LeadCommand, at: i64
         .await?
     {
         return Err(Error::Invalid(attribution::lead_refused(
-            &customer.customer_status,
+            customer.customer_status.as_str(),
         )));
     }
     let row = LeadEventRow {

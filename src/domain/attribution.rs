@@ -1,6 +1,8 @@
 //! Attribution rules: the `aff` parameter, customer states, last touch and the
 //! lead transition.
 
+pub use crate::domain::status::CustomerStatus;
+
 /// Why an `affiliate_url` yields no referral code.
 #[derive(Debug, PartialEq, Eq)]
 pub enum AffError {
@@ -32,37 +34,7 @@ pub fn extract_aff(affiliate_url: &str) -> Result<String, AffError> {
         .ok_or(AffError::NoAff)
 }
 
-/// Where a customer stands in the click → lead → sale chain.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CustomerStatus {
-    /// Clicked a referral link.
-    Click,
-    /// Signed up.
-    Lead,
-    /// Bought.
-    Conversion,
-}
-
 impl CustomerStatus {
-    /// The stored and wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CustomerStatus::Click => "click",
-            CustomerStatus::Lead => "lead",
-            CustomerStatus::Conversion => "conversion",
-        }
-    }
-
-    /// Parses the stored value.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "click" => Some(CustomerStatus::Click),
-            "lead" => Some(CustomerStatus::Lead),
-            "conversion" => Some(CustomerStatus::Conversion),
-            _ => None,
-        }
-    }
-
     /// Only a customer at `click` may become a lead; anything else is refused with a 400.
     pub fn to_lead(self) -> Result<CustomerStatus, String> {
         match self {

@@ -120,6 +120,18 @@ named_enum! {
 }
 
 named_enum! {
+    /// Where a customer stands in the click → lead → sale chain.
+    CustomerStatus {
+        /// Clicked a referral link.
+        Click = "click",
+        /// Signed up.
+        Lead = "lead",
+        /// Bought.
+        Conversion = "conversion",
+    }
+}
+
+named_enum! {
     /// Where a commission stands.
     CommissionStatus {
         /// Earned, not yet paid.

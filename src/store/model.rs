@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::domain::commission::CommissionRule;
-use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
+use crate::domain::status::{CustomerStatus, LinkStatus, MembershipStatus, PartnerStatus, Role};
 use crate::domain::time::iso;
 
 /// Serializes epoch milliseconds as an ISO 8601 timestamp.
@@ -228,7 +228,8 @@ pub struct Customer {
     pub program_id: i64,
     pub click_id: String,
     pub customer_key: Option<String>,
-    pub customer_status: String,
+    #[sqlx(try_from = "String")]
+    pub customer_status: CustomerStatus,
     pub partner_id: Option<i64>,
     pub first_purchase_date: Option<i64>,
 }
