@@ -114,24 +114,12 @@ async fn payment(
     if tx.transaction_program(&p.transaction_id).await?.is_some() {
         // A subscription's first payment arrives as a checkout session and as its first
         // invoice; both name the invoice, so the second finds the sale recorded.
-        tx.attach_payment_ids(
-            program_id,
-            &p.transaction_id,
-            p.payment_intent.as_deref(),
-            p.charge.as_deref(),
-        )
-        .await?;
+        attach_payment_ids(tx, program_id, p).await?;
         return Ok("sale already recorded".into());
     }
     match sale_flow(tx, deltas, sale).await {
         Ok(outcome) => {
-            tx.attach_payment_ids(
-                program_id,
-                &p.transaction_id,
-                p.payment_intent.as_deref(),
-                p.charge.as_deref(),
-            )
-            .await?;
+            attach_payment_ids(tx, program_id, p).await?;
             Ok(match outcome.commission_id {
                 Some(_) => "sale recorded".into(),
                 None => "sale recorded without commission (recurring period ended)".into(),
@@ -142,6 +130,18 @@ async fn payment(
         Err(Error::Invalid(reason)) => Ok(format!("not attributed: {reason}")),
         Err(e) => Err(e),
     }
+}
+
+/// Remembers the payment ids of a payment's sale, which a later `charge.refunded` names.
+async fn attach_payment_ids(tx: &mut dyn Tx, program_id: i64, p: &Payment) -> Result<()> {
+    Ok(tx
+        .attach_payment_ids(
+            program_id,
+            &p.transaction_id,
+            p.payment_intent.as_deref(),
+            p.charge.as_deref(),
+        )
+        .await?)
 }
 
 /// `charge.refunded`: Stripe reports the cumulative amount refunded; the refund applied is
