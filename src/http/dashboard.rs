@@ -15,17 +15,18 @@ use std::collections::HashMap;
 
 use axum::extract::{RawQuery, State};
 use axum::Json;
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::error::{Error, ErrorBody, Result};
-use super::extract::PathParams;
+use super::extract::{read_query, PathParams};
+use super::fields::{QueryDate, QueryEventKind, QueryPositive};
 use super::session::DashboardUser;
 use super::AppState;
 use crate::app::dashboard::Need;
-use crate::domain::metrics::{self, average_dollars, day_text, percent, trend, IsoValue};
+use crate::domain::metrics::{self, average_dollars, day_text, percent, trend};
 use crate::domain::money::dollars;
 use crate::domain::status::Permission;
 use crate::domain::time::{date_of, iso};
@@ -218,15 +219,6 @@ pub struct EventsResponse {
     pub meta: EventsMeta,
 }
 
-/// The query string as a map; empty values count as absent, the last of repeated keys
-/// wins.
-fn query_map(raw: Option<String>) -> HashMap<String, String> {
-    url::form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
-        .filter(|(_, v)| !v.trim().is_empty())
-        .map(|(k, v)| (k.into_owned(), v.trim().to_string()))
-        .collect()
-}
-
 /// Sums of one window's rollups.
 #[derive(Debug, Default)]
 struct Totals {
@@ -259,6 +251,71 @@ fn trend_view(cur: i64, prev: i64) -> TrendView {
     }
 }
 
+/// The query of the performance endpoint.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PerformanceQuery {
+    /// `7d` (default), `30d`, `90d` or `all`; ignored when dateFrom and dateTo are given.
+    #[serde(default)]
+    pub period: Option<String>,
+    /// ISO 8601 date or timestamp; with dateTo.
+    #[serde(default, rename = "dateFrom")]
+    #[param(rename = "dateFrom")]
+    pub date_from: Option<String>,
+    /// ISO 8601 date or timestamp; with dateFrom.
+    #[serde(default, rename = "dateTo")]
+    #[param(rename = "dateTo")]
+    pub date_to: Option<String>,
+}
+
+/// The query of the events endpoint.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EventsQuery {
+    /// 1-indexed page, default 1.
+    #[serde(default)]
+    #[param(value_type = Option<i64>, minimum = 1)]
+    pub page: QueryPositive,
+    /// Events per page, default 10, at most 100.
+    #[serde(default, rename = "pageSize")]
+    #[param(rename = "pageSize", value_type = Option<i64>, minimum = 1, maximum = 100)]
+    pub page_size: QueryPositive,
+    /// `click`, `lead` or `conversion`.
+    #[serde(default, rename = "eventType")]
+    #[param(rename = "eventType", value_type = Option<String>)]
+    pub event_type: QueryEventKind,
+    /// Inclusive lower bound: ISO 8601 date or timestamp.
+    #[serde(default, rename = "dateFrom")]
+    #[param(rename = "dateFrom", value_type = Option<String>)]
+    pub date_from: QueryDate,
+    /// Inclusive upper bound: ISO 8601 date or timestamp.
+    #[serde(default, rename = "dateTo")]
+    #[param(rename = "dateTo", value_type = Option<String>)]
+    pub date_to: QueryDate,
+}
+
+impl EventsQuery {
+    /// The filter of the listing: the kinds asked for (all by default) and the bounds.
+    fn filter(&self) -> Result<EventFilter> {
+        let kinds = match self.event_type.0 {
+            None => EventKind::ALL.to_vec(),
+            Some(kind) => vec![kind],
+        };
+        let from_ms = self.date_from.0.map(|v| v.lower_ms());
+        let to_ms = self.date_to.0.map(|v| v.upper_ms());
+        if let (Some(f), Some(t)) = (from_ms, to_ms) {
+            if f > t {
+                return Err(Error::bad_request("dateFrom must not be after dateTo"));
+            }
+        }
+        Ok(EventFilter {
+            kinds,
+            from_ms,
+            to_ms,
+        })
+    }
+}
+
 /// Program performance: daily figures, totals and trends.
 ///
 /// Figures come from `daily_rollups` only, one entry per UTC day of the
@@ -270,9 +327,7 @@ fn trend_view(cur: i64, prev: i64) -> TrendView {
     tag = "dashboard",
     params(
         ("program_id" = i64, Path, description = "Program id"),
-        ("period" = Option<String>, Query, description = "`7d` (default), `30d`, `90d` or `all`; ignored when dateFrom and dateTo are given"),
-        ("dateFrom" = Option<String>, Query, description = "ISO 8601 date or timestamp; with dateTo"),
-        ("dateTo" = Option<String>, Query, description = "ISO 8601 date or timestamp; with dateFrom"),
+        PerformanceQuery,
     ),
     security(("session" = [])),
     responses(
@@ -293,11 +348,11 @@ async fn performance(
         .app
         .authorize(user.user_id, program_id, Need::ActiveMember)
         .await?;
-    let q = query_map(raw);
+    let q: PerformanceQuery = read_query(raw.as_deref())?;
     let range = metrics::resolve_range(
-        q.get("period").map(String::as_str),
-        q.get("dateFrom").map(String::as_str),
-        q.get("dateTo").map(String::as_str),
+        q.period.as_deref(),
+        q.date_from.as_deref(),
+        q.date_to.as_deref(),
         date_of(s.app.now_ms()),
         date_of(program.created_at),
     )
@@ -453,51 +508,6 @@ async fn status(
     }))
 }
 
-/// Reads a positive integer query parameter.
-fn positive(q: &HashMap<String, String>, key: &str, default: i64) -> Result<i64> {
-    match q.get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .parse::<i64>()
-            .ok()
-            .filter(|n| *n >= 1)
-            .ok_or_else(|| Error::bad_request(format!("{key} must be a positive integer"))),
-    }
-}
-
-/// The filters of an events request.
-fn event_filter(q: &HashMap<String, String>) -> Result<EventFilter> {
-    let kinds = match q.get("eventType") {
-        None => EventKind::ALL.to_vec(),
-        Some(t) => vec![EventKind::parse(t).ok_or_else(|| {
-            Error::bad_request("eventType must be one of: click, lead, conversion")
-        })?],
-    };
-    let bound = |key: &str| -> Result<Option<IsoValue>> {
-        q.get(key)
-            .map(|v| {
-                IsoValue::parse(v).ok_or_else(|| {
-                    Error::bad_request(format!(
-                        "{key} must be an ISO 8601 date (YYYY-MM-DD) or timestamp"
-                    ))
-                })
-            })
-            .transpose()
-    };
-    let from_ms = bound("dateFrom")?.map(|v| v.lower_ms());
-    let to_ms = bound("dateTo")?.map(|v| v.upper_ms());
-    if let (Some(f), Some(t)) = (from_ms, to_ms) {
-        if f > t {
-            return Err(Error::bad_request("dateFrom must not be after dateTo"));
-        }
-    }
-    Ok(EventFilter {
-        kinds,
-        from_ms,
-        to_ms,
-    })
-}
-
 /// The program's events, newest first.
 ///
 /// Real click, lead and sale (`conversion`) events merged, filtered and paginated
@@ -508,11 +518,7 @@ fn event_filter(q: &HashMap<String, String>) -> Result<EventFilter> {
     tag = "dashboard",
     params(
         ("program_id" = i64, Path, description = "Program id"),
-        ("page" = Option<i64>, Query, description = "1-indexed page, default 1"),
-        ("pageSize" = Option<i64>, Query, description = "Events per page, default 10, at most 100"),
-        ("eventType" = Option<String>, Query, description = "`click`, `lead` or `conversion`"),
-        ("dateFrom" = Option<String>, Query, description = "Inclusive lower bound: ISO 8601 date or timestamp"),
-        ("dateTo" = Option<String>, Query, description = "Inclusive upper bound: ISO 8601 date or timestamp"),
+        EventsQuery,
     ),
     security(("session" = [])),
     responses(
@@ -536,15 +542,15 @@ async fn events(
             Need::Permission(Permission::TrackingList),
         )
         .await?;
-    let q = query_map(raw);
-    let page = positive(&q, "page", 1)?;
-    let page_size = positive(&q, "pageSize", DEFAULT_PAGE_SIZE)?;
+    let q: EventsQuery = read_query(raw.as_deref())?;
+    let page = q.page.0.unwrap_or(1);
+    let page_size = q.page_size.0.unwrap_or(DEFAULT_PAGE_SIZE);
     if page_size > MAX_PAGE_SIZE {
         return Err(Error::bad_request(format!(
             "pageSize must be at most {MAX_PAGE_SIZE}"
         )));
     }
-    let filter = event_filter(&q)?;
+    let filter = q.filter()?;
     let total = s.app.count_events(program_id, &filter).await?;
     let page_count = (total + page_size - 1) / page_size;
     let offset = (page - 1).checked_mul(page_size);

@@ -48,6 +48,51 @@ fn parse_error(e: serde_json::Error) -> Error {
     }
 }
 
+/// The error of a field that does not fit its type: the type's text with the field's path
+/// put in (`error_text` may word it otherwise); malformed JSON and a body that is not an
+/// object keep their own texts.
+fn field_error(
+    e: serde_path_to_error::Error<serde_json::Error>,
+    error_text: impl Fn(&str, String) -> String,
+) -> Error {
+    let field = e.path().to_string();
+    let inner = e.into_inner();
+    if !inner.is_data() {
+        return Error::bad_request(format!("Malformed JSON: {inner}"));
+    }
+    let text = inner.to_string();
+    // serde_json appends the position; the texts of the interface have none.
+    let text = match text.rfind(" at line ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    };
+    Error::bad_request(if text.contains("{field}") {
+        error_text(&field, text.replace("{field}", &field))
+    } else if field == "." {
+        "Request body must be a JSON object".to_string()
+    } else {
+        format!("Invalid request body: {field}: {text}")
+    })
+}
+
+/// Reads a query string into `T`: values trimmed, empty ones absent, the last of repeated
+/// keys winning; a parameter that does not fit fails with its field type's text, named by
+/// its key. Unknown keys are ignored.
+pub fn read_query<T: DeserializeOwned>(raw: Option<&str>) -> Result<T, Error> {
+    let params: serde_json::Map<String, serde_json::Value> =
+        url::form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
+            .filter(|(_, v)| !v.trim().is_empty())
+            .map(|(k, v)| {
+                (
+                    k.into_owned(),
+                    serde_json::Value::String(v.trim().to_string()),
+                )
+            })
+            .collect();
+    serde_path_to_error::deserialize(serde_json::Value::Object(params))
+        .map_err(|e| field_error(e, |_, text| text))
+}
+
 /// A JSON body deserialized into `T`; type errors name the field.
 pub struct JsonBody<T>(pub T);
 
@@ -108,26 +153,8 @@ impl<S: Send + Sync, T: TrackRequest> FromRequest<S> for TrackJson<T> {
             );
         }
         let mut json = serde_json::Deserializer::from_slice(&bytes);
-        let read = serde_path_to_error::deserialize(&mut json).map_err(|e| {
-            let field = e.path().to_string();
-            let inner = e.into_inner();
-            if !inner.is_data() {
-                return Error::bad_request(format!("Malformed JSON: {inner}"));
-            }
-            let text = inner.to_string();
-            // serde_json appends the position; the texts of the interface have none.
-            let text = match text.rfind(" at line ") {
-                Some(at) => text[..at].to_string(),
-                None => text,
-            };
-            Error::bad_request(if text.contains("{field}") {
-                T::error_text(&field, text.replace("{field}", &field))
-            } else if field == "." {
-                "Request body must be a JSON object".to_string()
-            } else {
-                format!("Invalid request body: {field}: {text}")
-            })
-        });
+        let read =
+            serde_path_to_error::deserialize(&mut json).map_err(|e| field_error(e, T::error_text));
         let value: T = read?;
         // Trailing characters make the whole body malformed.
         json.end()

@@ -9,7 +9,9 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::domain::metrics::IsoValue;
 use crate::domain::money::normalize_currency;
+use crate::store::EventKind;
 
 /// Longest identifier accepted (`transaction_id`, `customer_key`, `click_id`, ...).
 pub const MAX_ID_LEN: usize = 255;
@@ -204,6 +206,57 @@ impl<'de> Deserialize<'de> for Object {
             Value::Object(m) => Some(Object(Some(m))),
             _ => None,
         })
+    }
+}
+
+/// A positive integer sent as query text (`page=2`); absent when not sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueryPositive(pub Option<i64>);
+
+impl<'de> Deserialize<'de> for QueryPositive {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        value_or(d, "{field} must be a positive integer", |v| match v {
+            Value::String(s) => s
+                .parse()
+                .ok()
+                .filter(|n| *n >= 1)
+                .map(|n| QueryPositive(Some(n))),
+            _ => None,
+        })
+    }
+}
+
+/// A date or instant sent as query text: `2026-03-01` or an RFC 3339 timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueryDate(pub Option<IsoValue>);
+
+impl<'de> Deserialize<'de> for QueryDate {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        value_or(
+            d,
+            "{field} must be an ISO 8601 date (YYYY-MM-DD) or timestamp",
+            |v| match v {
+                Value::String(s) => IsoValue::parse(&s).map(|v| QueryDate(Some(v))),
+                _ => None,
+            },
+        )
+    }
+}
+
+/// One kind of tracking event sent as query text (`click`, `lead`, `conversion`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueryEventKind(pub Option<EventKind>);
+
+impl<'de> Deserialize<'de> for QueryEventKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        value_or(
+            d,
+            "{field} must be one of: click, lead, conversion",
+            |v| match v {
+                Value::String(s) => EventKind::parse(&s).map(|k| QueryEventKind(Some(k))),
+                _ => None,
+            },
+        )
     }
 }
 
