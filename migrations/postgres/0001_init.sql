@@ -132,7 +132,7 @@ CREATE TABLE affiliate_lead_events (
 );
 CREATE INDEX lead_events_list ON affiliate_lead_events (program_id, is_test, lead_timestamp DESC, id DESC);
 CREATE INDEX lead_events_customer ON affiliate_lead_events (customer_id);
--- One real lead per customer key and program: the dedupe rule of D7, race-safe.
+-- One real lead per customer key and program: lead dedupe, race-safe.
 CREATE UNIQUE INDEX lead_events_key ON affiliate_lead_events (program_id, customer_key) WHERE NOT is_test;
 
 CREATE TABLE affiliate_sale_events (

@@ -1,4 +1,4 @@
--- Dashboard sessions (product.md §3). The token itself is never stored: only its
+-- Dashboard sessions. The token itself is never stored: only its
 -- SHA-256 hash. Sessions last 7 days from login (fixed, not sliding); logout deletes
 -- the row, expired rows are purged at the next login.
 

@@ -1,4 +1,4 @@
-//! The management API (product.md §4).
+//! The management API (`/api/admin`).
 
 use crate::common::*;
 use serde_json::json;
@@ -24,7 +24,7 @@ on_both_backends! {
             .admin("POST", "/programs", Some(json!({"workspace_id": ws.body["id"], "name": "Partners"})))
             .await
             .expect(201);
-        // Defaults of §4.
+        // The defaults of a new program.
         assert_eq!(p.body["cookie_window_days"], 60);
         assert_eq!(p.body["currency"], "usd");
         assert_eq!(p.body["commission"], json!({"type": "percentage", "percent": 20.0}));

@@ -1,4 +1,4 @@
-//! D12: bad input gets a JSON `{"error": …}` with a 4xx, never a 500 or a panic.
+//! Bad input gets a JSON `{"error": …}` with a 4xx, never a 500 or a panic.
 
 use crate::common::*;
 use axum::body::Body;
@@ -42,7 +42,7 @@ on_both_backends! {
                 ];
                 for (req, status) in cases {
                     let r = app.raw(req).await;
-                    // Sale and refund check the API key before reading the body (§5).
+                    // Sale and refund check the API key before reading the body.
                     let key_first = path.ends_with("sale") || path.ends_with("refund");
                     let expected = if key_first && token == "not-a-key" { 401 } else { status };
                     assert_eq!(r.status.as_u16(), expected, "{path}: {}", r.body);

@@ -1,5 +1,5 @@
-//! Dashboard sessions (product.md §3) and the access rules of the dashboard endpoints
-//! (§5, §7.2, D13: 401, then 404, then 403).
+//! Dashboard sessions and the access rules of the dashboard endpoints (401, then 404,
+//! then 403).
 
 use crate::common::*;
 use serde_json::json;

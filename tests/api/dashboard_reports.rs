@@ -1,5 +1,5 @@
-//! The dashboard read endpoints: performance (§4.5, D1–D3), status (§4.6) and the events
-//! list (§4.7). History of today goes through the real tracking API; past days are
+//! The dashboard read endpoints: performance (ranges, trends, rounding), status and the
+//! events list. History of today goes through the real tracking API; past days are
 //! written with SQL (into `daily_rollups` and, for the events list, the event tables),
 //! since every event the API records is "now".
 

@@ -1,4 +1,4 @@
-//! `POST /api/webhooks/stripe/:programId` (issue 4, product.md §5) with Stripe-shaped
+//! `POST /api/webhooks/stripe/:programId` with Stripe-shaped
 //! fixtures from `tests/fixtures/stripe/`, signed as Stripe signs them.
 
 use crate::common::*;

@@ -1,4 +1,5 @@
-//! `POST /api/v1/track/click` (§4.1, D4–D6, D11) and its legacy alias.
+//! `POST /api/v1/track/click` (click ids, last touch, test mode, origins) and its legacy
+//! alias.
 
 use crate::common::*;
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! `POST /api/v1/track/lead` (§4.2, D7, D10, D11).
+//! `POST /api/v1/track/lead`: server and browser mode, dedupe, test mode, origins.
 
 use crate::common::*;
 use serde_json::json;

@@ -1,4 +1,5 @@
-//! `POST /api/v1/track/sale` (§4.3, D8, D10) and `POST /api/v1/track/refund` (§4.4, D9).
+//! `POST /api/v1/track/sale` and `POST /api/v1/track/refund`: attribution, commissions,
+//! recurring limits, test mode and refund reversals.
 
 use crate::common::*;
 use serde_json::json;
@@ -103,7 +104,7 @@ on_both_backends! {
             let r = app.post_auth(SALE, &seed.api_token, body).await.expect(400);
             assert_eq!(r.error(), "No affiliate attribution found for this customer in this program");
         }
-        // A partner without a partner-program record (D5).
+        // A partner without a partner-program record.
         let p = app.admin("POST", "/partners", Some(json!({"name": "Norec", "code": "norec"}))).await.expect(201);
         app.admin("POST", "/links", Some(json!({"program_id": seed.program_id, "partner_id": p.body["id"], "short_link": "norec"})))
             .await

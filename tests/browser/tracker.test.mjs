@@ -322,7 +322,7 @@ test('last touch: same link adds no click, another partner re-points the same cu
   assert.equal(sent.length, 1);
   assert.equal(await clicksOf(s.links.ltb), 1);
   assert.equal(await clicksOf(s.links.lta), 1);
-  assert.equal((await clickCookie(t.context)).value, first, 'the customer keeps its click id (D5)');
+  assert.equal((await clickCookie(t.context)).value, first, 'the customer keeps its click id (last touch)');
   assert.equal(sql(`SELECT partner_id FROM customers WHERE click_id = '${first}'`), String(s.partners.ltb));
   assert.equal(sql(`SELECT link_id FROM customers WHERE click_id = '${first}'`), String(s.links.ltb));
   assert.equal(sql(`SELECT count(*) FROM customers WHERE program_id = ${s.program}`), '1');

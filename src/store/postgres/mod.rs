@@ -58,6 +58,7 @@ impl PostgresStore {
             .acquire_timeout(Duration::from_secs(5))
             .connect(url)
             .await?;
+        accept_reworded_migrations(&pool).await?;
         MIGRATOR.run(&pool).await?;
         let committer = Committer::start(
             Arc::new(write::WritePool::new(pool.clone())),
@@ -79,6 +80,43 @@ impl PostgresStore {
             committer,
         })
     }
+}
+
+/// Migrations whose comments were reworded after they shipped (their SQL is unchanged),
+/// with the checksum a database that applied the earlier text has on record.
+const REWORDED_MIGRATIONS: [(i64, &str); 2] = [
+    (
+        1,
+        "111197742e781e5e9ff1d00c64b29c1d28f6a155f0c79e3af70052a91b10eb574ac89befcf82ec4116cad5dacdbd3ec1",
+    ),
+    (
+        2,
+        "075b0ea63a58c16df6e2c427ea47b3cc37db0dc47e3ffc907d7f1f95d9aa575e7aaeeafb49c6029db939f38f37920bdc",
+    ),
+];
+
+/// Records the current checksum of every migration in [`REWORDED_MIGRATIONS`] that a
+/// database applied in its earlier wording, so that the migrator finds it up to date.
+async fn accept_reworded_migrations(pool: &Pool<Postgres>) -> anyhow::Result<()> {
+    for (version, earlier) in REWORDED_MIGRATIONS {
+        let Some(now) = MIGRATOR.iter().find(|m| m.version == version) else {
+            continue;
+        };
+        let earlier = hex::decode(earlier)?;
+        let updated = sqlx::query(
+            "UPDATE _sqlx_migrations SET checksum = $1 WHERE version = $2 AND checksum = $3",
+        )
+        .bind(now.checksum.as_ref())
+        .bind(version)
+        .bind(earlier)
+        .execute(pool)
+        .await;
+        // No migrations table yet: a new database.
+        if updated.is_err() {
+            return Ok(());
+        }
+    }
+    Ok(())
 }
 
 #[async_trait]

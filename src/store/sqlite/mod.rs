@@ -55,6 +55,7 @@ impl SqliteStore {
     /// pending migrations and starts the writer.
     pub async fn open(url: &str) -> anyhow::Result<Self> {
         let (read, write) = connect::pools(url).await?;
+        accept_reworded_migrations(&write).await?;
         renumber_old_migrations(&write).await?;
         MIGRATOR.run(&write).await?;
         let committer = Committer::start(
@@ -112,6 +113,43 @@ async fn renumber_old_migrations(pool: &Pool<Sqlite>) -> anyhow::Result<()> {
     .await?;
     tx.commit().await?;
     tracing::info!("renumbered the applied migrations to the shared numbering");
+    Ok(())
+}
+
+/// Migrations whose comments were reworded after they shipped (their SQL is unchanged),
+/// with the checksum a database that applied the earlier text has on record.
+const REWORDED_MIGRATIONS: [(i64, &str); 2] = [
+    (
+        1,
+        "558c173ae9c20da6bbbadab15ab60931cc3130d3046d0b72c02c3b1e5fb273cf2d087deffa443e8cfb36e58d9a9a07b9",
+    ),
+    (
+        2,
+        "c192aa05f176f969a21ddbe574f75cda7bc5a78f0d076b6cba4a1aeaed36b0cd32ca79e0dd0862e22c57b23ebd986771",
+    ),
+];
+
+/// Records the current checksum of every migration in [`REWORDED_MIGRATIONS`] that a
+/// database applied in its earlier wording, so that the migrator finds it up to date.
+async fn accept_reworded_migrations(pool: &Pool<Sqlite>) -> anyhow::Result<()> {
+    for (version, earlier) in REWORDED_MIGRATIONS {
+        let Some(now) = MIGRATOR.iter().find(|m| m.version == version) else {
+            continue;
+        };
+        let earlier = hex::decode(earlier)?;
+        let updated = sqlx::query(
+            "UPDATE _sqlx_migrations SET checksum = $1 WHERE version = $2 AND checksum = $3",
+        )
+        .bind(now.checksum.as_ref())
+        .bind(version)
+        .bind(earlier)
+        .execute(pool)
+        .await;
+        // No migrations table yet: a new database.
+        if updated.is_err() {
+            return Ok(());
+        }
+    }
     Ok(())
 }
 

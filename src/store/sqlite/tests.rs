@@ -557,3 +557,30 @@ async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
     );
     reopened.close().await;
 }
+
+#[tokio::test]
+async fn a_database_that_applied_reworded_migrations_opens_up_to_date() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let url = format!("sqlite://{}", dir.path().join("reworded.db").display());
+    let store = SqliteStore::open(&url).await.expect("the store opens");
+    for (version, earlier) in super::REWORDED_MIGRATIONS {
+        sqlx::query("UPDATE _sqlx_migrations SET checksum = $1 WHERE version = $2")
+            .bind(hex::decode(earlier).unwrap())
+            .bind(version)
+            .execute(&store.write)
+            .await
+            .unwrap();
+    }
+    store.close().await;
+    let reopened = SqliteStore::open(&url).await.expect("it opens again");
+    let stale: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM _sqlx_migrations WHERE version IN (1, 2) AND checksum IN ($1, $2)",
+    )
+    .bind(hex::decode(super::REWORDED_MIGRATIONS[0].1).unwrap())
+    .bind(hex::decode(super::REWORDED_MIGRATIONS[1].1).unwrap())
+    .fetch_one(&reopened.read)
+    .await
+    .unwrap();
+    assert_eq!(stale, 0, "the current checksums are on record");
+    reopened.close().await;
+}
