@@ -1,7 +1,10 @@
 //! Dashboard sessions and the access rules of the dashboard endpoints (401, then 404,
 //! then 403).
 
+use std::sync::Arc;
+
 use crate::common::*;
+use reftrack::domain::time::ManualClock;
 use serde_json::json;
 
 const PASSWORD: &str = "correct horse battery";
@@ -124,6 +127,23 @@ on_both_backends! {
             app.count(&format!("SELECT COUNT(*) FROM sessions WHERE token_hash = '{}'", sha256_hex(&other))).await,
             0
         );
+    }
+}
+
+on_both_backends! {
+    async fn a_session_ends_seven_days_after_login_by_the_services_clock(app: TestApp) {
+        let seed = app.seed().await;
+        user(&app, &seed, "dana@example.com", Some(("owner", "active"))).await;
+        let clock = Arc::new(ManualClock::at(1_772_445_600_000)); // 2026-03-02T10:00:00Z
+        let app = app.with_clock(clock.clone());
+        let r = app.login("dana@example.com", PASSWORD).await.expect(200);
+        assert_eq!(r.body["expires_at"], "2026-03-09T10:00:00.000Z");
+        let token = r.body["token"].as_str().unwrap().to_string();
+        let status = format!("/api/tracking/status/{}", seed.program_id);
+        clock.advance(7 * 86_400_000 - 1);
+        get(&app, &status, Some(&bearer(&token))).await.expect(200);
+        clock.advance(1);
+        get(&app, &status, Some(&bearer(&token))).await.expect(401);
     }
 }
 

@@ -12,7 +12,7 @@ use axum::http::{Request, StatusCode};
 use axum::Router;
 use futures::FutureExt;
 use reftrack::app::App;
-use reftrack::domain::time::SystemClock;
+use reftrack::domain::time::{ManualClock, SystemClock};
 use reftrack::http::client_ip::ClientResolver;
 use reftrack::http::AppState;
 use reftrack::store::{self, Store};
@@ -181,6 +181,22 @@ impl TestApp {
             self.state.app.clone(),
             &reftrack::app::secrets::hash_token(ADMIN_TOKEN),
             clients,
+        );
+        TestApp {
+            router: reftrack::router(state.clone()),
+            state,
+            ..self
+        }
+    }
+
+    /// The same database behind a service that reads the time from `clock`, for rules
+    /// that depend on it (session lifetime, hold periods).
+    pub fn with_clock(self, clock: Arc<ManualClock>) -> TestApp {
+        let app = Arc::new(App::new(self.store.clone(), clock));
+        let state = AppState::new(
+            app,
+            &reftrack::app::secrets::hash_token(ADMIN_TOKEN),
+            ClientResolver::new(None, None).unwrap(),
         );
         TestApp {
             router: reftrack::router(state.clone()),
