@@ -5,8 +5,8 @@
 //! ```
 //!
 //! Seeds a program of `BIG_CLICKS` click events (10,000,000 by default), one of
-//! `SMALL_CLICKS` (10,000), and a third program with no events, each with its customers,
-//! leads, sales and rollups over the last 365 days, then prints `KEY=value` lines for
+//! `SMALL_CLICKS` (10,000), each with its customers, leads, sales and rollups over the
+//! last 365 days, then prints `KEY=value` lines for
 //! the load generator.
 
 use std::io::Write;

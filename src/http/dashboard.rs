@@ -2,7 +2,7 @@
 //! and the events list. All need a dashboard session ([`DashboardUser`]); the order of
 //! refusals is 401, then 404 (no such program), then 403.
 //!
-//! Decisions beyond the specification:
+//! Choices the tracking interface leaves open (see also docs/decisions.md):
 //! - performance: `dateFrom`/`dateTo` must come together (400 otherwise) and span at
 //!   most [`metrics::MAX_RANGE_DAYS`] days; `meta.period` is `custom` for them; an unknown
 //!   `period` is a 400; empty query values count as absent.
