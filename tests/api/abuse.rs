@@ -340,8 +340,12 @@ fn stripe_signature(payload: &str, secret: &str) -> String {
 /// password, the webhook secret, nor the database password.
 #[tokio::test]
 async fn secrets_never_reach_the_logs() {
-    let admin_token = "rta_s3cret_admin_token_never_logged";
     let database = fresh_postgres_url().await;
+    dropping_database(database.clone(), secrets_never_reach_the_logs_on(database)).await;
+}
+
+async fn secrets_never_reach_the_logs_on(database: String) {
+    let admin_token = "rta_s3cret_admin_token_never_logged";
     let (url, db_password) = {
         let mut u = url::Url::parse(&database).unwrap();
         // The test server trusts local connections, so any password is accepted.
@@ -579,5 +583,4 @@ async fn secrets_never_reach_the_logs() {
         output.len(),
         secrets.len()
     );
-    drop_database(&database).await;
 }

@@ -3,8 +3,8 @@
 //! moments and restarted. Afterwards every acknowledged click, lead, sale and refund is
 //! in the database, no sale lacks its commission (except renewals past their program's
 //! limit), no `transaction_id` is recorded twice, nothing exists that was never sent,
-//! and `reftrack verify` finds the rollups equal to their recomputation. On SQLite and,
-//! when `REFTRACK_TEST_POSTGRES_URL` is set, on PostgreSQL.
+//! and `reftrack verify` finds the rollups equal to their recomputation. On SQLite and
+//! on PostgreSQL (a database of its own on the server of `REFTRACK_TEST_POSTGRES_URL`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

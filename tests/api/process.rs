@@ -265,6 +265,10 @@ fn cli_admin_commands_print_json() {
 #[tokio::test]
 async fn two_processes_race_the_same_transaction_id() {
     let url = crate::common::fresh_postgres_url().await;
+    crate::common::dropping_database(url.clone(), race_the_same_transaction_id(url)).await;
+}
+
+async fn race_the_same_transaction_id(url: String) {
     let dir = tempfile::tempdir().unwrap();
     let admin = "rta_race_test_admin_token";
     let env = [
@@ -354,5 +358,4 @@ async fn two_processes_race_the_same_transaction_id() {
             .await,
         rounds
     );
-    crate::common::drop_database(&url).await;
 }
