@@ -497,10 +497,17 @@ async fn lead_flow(tx: &mut dyn Tx, deltas: &mut Deltas, l: LeadCommand, at: i64
                     "additional_data.program_id is required for a lead without click_id or API key",
                 )
             })?;
-            if tx.program_origins(program_id).await?.is_none() {
-                return Err(Error::invalid("Program not found"));
+            // The API key's program exists and needs no origin; a program the browser
+            // names must exist and admit the origin.
+            if l.server_program.is_none() {
+                let origins = tx
+                    .program_origins(program_id)
+                    .await?
+                    .ok_or_else(|| Error::invalid("Program not found"))?;
+                if !origin_allowed(&origins, l.origin.as_deref()) {
+                    return Err(forbidden_origin());
+                }
             }
-            check_browser_origin(tx, &l, program_id).await?;
             match tx.customer_by_key(program_id, key).await? {
                 Some(c) => c,
                 None => {
