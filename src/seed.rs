@@ -23,6 +23,8 @@ use crate::app::App;
 use crate::domain::commission::CommissionRule;
 use crate::domain::figures::Deltas;
 use crate::domain::time::{day_of, now_ms};
+use crate::store::sql::seed::{SeedEngine, Seeder};
+use sqlx::{Postgres, Sqlite};
 
 /// Milliseconds in a day.
 const DAY_MS: i64 = 86_400_000;
@@ -362,6 +364,19 @@ const CHUNK: u64 = 20_000;
 pub async fn run(
     url: &str,
     opts: &SeedOptions,
+    progress: impl FnMut(usize, u64),
+) -> anyhow::Result<SeedReport> {
+    if url.starts_with("sqlite:") {
+        run_on::<Sqlite>(url, opts, progress).await
+    } else {
+        run_on::<Postgres>(url, opts, progress).await
+    }
+}
+
+/// [`run`] on a database of engine `DB`.
+async fn run_on<DB: SeedEngine>(
+    url: &str,
+    opts: &SeedOptions,
     mut progress: impl FnMut(usize, u64),
 ) -> anyhow::Result<SeedReport> {
     let store = crate::store::open(url).await?;
@@ -448,7 +463,7 @@ pub async fn run(
     }
     store.close().await;
 
-    let mut conn = SeedConn::connect(url).await?;
+    let mut conn = Seeder::<DB>::connect(url).await?;
     let mut report = SeedReport {
         programs: vec![],
         session_token,
@@ -508,52 +523,4 @@ pub async fn run(
     }
     conn.finish().await?;
     Ok(report)
-}
-
-/// The seeding connection of either backend.
-enum SeedConn {
-    Sqlite(crate::store::sqlite::seed::Seeder),
-    Postgres(crate::store::postgres::seed::Seeder),
-}
-
-macro_rules! each {
-    ($self:ident, $s:ident => $e:expr) => {
-        match $self {
-            SeedConn::Sqlite($s) => $e,
-            SeedConn::Postgres($s) => $e,
-        }
-    };
-}
-
-impl SeedConn {
-    async fn connect(url: &str) -> anyhow::Result<Self> {
-        Ok(if url.starts_with("sqlite:") {
-            SeedConn::Sqlite(crate::store::sqlite::seed::Seeder::connect(url).await?)
-        } else {
-            SeedConn::Postgres(crate::store::postgres::seed::Seeder::connect(url).await?)
-        })
-    }
-    async fn insert_partner_program(
-        &mut self,
-        partner_id: i64,
-        program_id: i64,
-        at: i64,
-    ) -> anyhow::Result<i64> {
-        each!(self, s => s.insert_partner_program(partner_id, program_id, at).await)
-    }
-    async fn backdate_program(&mut self, program_id: i64, at: i64) -> anyhow::Result<()> {
-        each!(self, s => s.backdate_program(program_id, at).await)
-    }
-    async fn next_ids(&mut self) -> anyhow::Result<(i64, i64)> {
-        each!(self, s => s.next_ids().await)
-    }
-    async fn insert_chunk(&mut self, c: &Chunk) -> anyhow::Result<()> {
-        each!(self, s => s.insert_chunk(c).await)
-    }
-    async fn apply_deltas(&mut self, d: &Deltas) -> anyhow::Result<()> {
-        each!(self, s => s.apply_deltas(d).await)
-    }
-    async fn finish(&mut self) -> anyhow::Result<()> {
-        each!(self, s => s.finish().await)
-    }
 }

@@ -12,6 +12,7 @@ pub mod error;
 pub mod integrity;
 pub mod model;
 pub mod postgres;
+pub mod sql;
 pub mod sqlite;
 pub mod tx;
 pub mod write;

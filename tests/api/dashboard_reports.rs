@@ -6,6 +6,7 @@
 use crate::common::*;
 use chrono::{DateTime, Days, NaiveDate, Utc};
 use reftrack::domain::figures::{Deltas, RollupDelta};
+use reftrack::store::sql::seed::{SeedEngine, Seeder};
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "correct horse battery";
@@ -50,16 +51,15 @@ async fn add_rollup(app: &TestApp, program_id: i64, day: &str, r: RollupDelta) {
     *deltas.rollup(program_id, day.to_string()) = r;
     let url = &app.database_url;
     if url.starts_with("sqlite:") {
-        let mut s = reftrack::store::sqlite::seed::Seeder::connect(url)
-            .await
-            .unwrap();
-        s.apply_deltas(&deltas).await.unwrap();
+        apply_deltas::<sqlx::Sqlite>(url, &deltas).await;
     } else {
-        let mut s = reftrack::store::postgres::seed::Seeder::connect(url)
-            .await
-            .unwrap();
-        s.apply_deltas(&deltas).await.unwrap();
+        apply_deltas::<sqlx::Postgres>(url, &deltas).await;
     }
+}
+
+async fn apply_deltas<DB: SeedEngine>(url: &str, deltas: &Deltas) {
+    let mut s = Seeder::<DB>::connect(url).await.unwrap();
+    s.apply_deltas(deltas).await.unwrap();
 }
 
 fn trend(v: &Value, name: &str) -> (f64, String) {

@@ -14,7 +14,12 @@ use sqlx::{Row, SqliteConnection};
 
 use super::counters;
 use super::rows::{self, Rows, Value};
-use super::write::BEGIN_WRITE;
+use sqlx::Sqlite;
+
+use super::super::sql::Engine;
+
+/// How the batches that are transactions of their own begin.
+const BEGIN_WRITE: &str = <Sqlite as Engine>::BEGIN_WRITE;
 use crate::domain::figures::{Deltas, SaleFigures};
 use crate::domain::money;
 use crate::domain::time::day_of;

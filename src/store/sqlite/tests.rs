@@ -7,7 +7,6 @@ use std::sync::Arc;
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
-use super::write::WritePool;
 use super::SqliteStore;
 use crate::domain::commission::CommissionRule;
 use crate::domain::figures::Deltas;
@@ -18,6 +17,7 @@ use crate::store::model::{
     ClickDetails, ClickEventRow, NewClick, NewCustomer, NewProgram, NewSale, SaleOutcome,
     SaleProgram,
 };
+use crate::store::sql::write::WritePool;
 use crate::store::write::{ClickWrite, Job, OnCommit, SaleWrite, Write};
 use crate::store::{EventFilter, EventKind, Store};
 

@@ -2,10 +2,7 @@
 //! programs, partners, links, users and memberships; and the lookups of the tracking API
 //! (a link by its short link, the origins programs admit).
 
-use sqlx::postgres::{PgRow, Postgres};
-use sqlx::{Pool, Row};
-
-use super::rows::Query;
+use super::engine::{stmt, Engine, Rec, Stmt};
 use super::{named, parse_origins};
 use crate::domain::commission::CommissionRule;
 use crate::domain::status::{LinkStatus, MembershipStatus, Role};
@@ -16,50 +13,54 @@ use crate::store::model::{
 };
 
 /// Reads a setting.
-pub(super) async fn setting(pool: &Pool<Postgres>, key: &str) -> StoreResult<Option<String>> {
-    Ok(
-        sqlx::query_scalar("SELECT value FROM settings WHERE key = $1")
-            .bind(key)
-            .fetch_optional(pool)
-            .await?,
-    )
+pub(super) async fn setting<DB: Engine>(
+    conn: &mut DB::Connection,
+    key: &str,
+) -> StoreResult<Option<String>> {
+    Ok(stmt::<DB>("SELECT value FROM settings WHERE key = $1")
+        .bind(key)
+        .scalar_optional(&mut *conn)
+        .await?)
 }
 
 /// Writes a setting, replacing its value.
-pub(super) async fn set_setting(pool: &Pool<Postgres>, key: &str, value: &str) -> StoreResult<()> {
-    sqlx::query(
+pub(super) async fn set_setting<DB: Engine>(
+    conn: &mut DB::Connection,
+    key: &str,
+    value: &str,
+) -> StoreResult<()> {
+    stmt::<DB>(
         "INSERT INTO settings (key, value) VALUES ($1, $2) \
          ON CONFLICT (key) DO UPDATE SET value = excluded.value",
     )
     .bind(key)
     .bind(value)
-    .execute(pool)
+    .execute(&mut *conn)
     .await?;
     Ok(())
 }
 
 /// Whether the row with `id` exists in the table `sql` selects from.
-async fn exists(pool: &Pool<Postgres>, sql: &str, id: i64) -> StoreResult<bool> {
-    Ok(sqlx::query(sql)
+async fn exists<DB: Engine>(conn: &mut DB::Connection, sql: &str, id: i64) -> StoreResult<bool> {
+    Ok(stmt::<DB>(sql)
         .bind(id)
-        .fetch_optional(pool)
+        .fetch_optional(&mut *conn)
         .await?
         .is_some())
 }
 
 /// Creates a workspace.
-pub(super) async fn create_workspace(
-    pool: &Pool<Postgres>,
+pub(super) async fn create_workspace<DB: Engine>(
+    conn: &mut DB::Connection,
     name: &str,
     at: i64,
 ) -> StoreResult<Workspace> {
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO workspaces (name, created_at) VALUES ($1, $2) RETURNING id",
-    )
-    .bind(name)
-    .bind(at)
-    .fetch_one(pool)
-    .await?;
+    let id: i64 =
+        stmt::<DB>("INSERT INTO workspaces (name, created_at) VALUES ($1, $2) RETURNING id")
+            .bind(name)
+            .bind(at)
+            .scalar(&mut *conn)
+            .await?;
     Ok(Workspace {
         id,
         name: name.to_string(),
@@ -74,15 +75,15 @@ const PROGRAM_COLUMNS: &str = "id, workspace_id, name, api_token_prefix, cookie_
     payment_account_id, charges_enabled, payouts_enabled, details_submitted, connection_date, \
     created_at, updated_at";
 
-fn program_from_row(r: &PgRow) -> StoreResult<Program> {
-    let commission = match r.try_get::<String, _>("commission_type")?.as_str() {
+fn program_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Program> {
+    let commission = match r.try_get::<String>("commission_type")?.as_str() {
         "flat" => CommissionRule::Flat {
             amount_cents: r
-                .try_get::<Option<i64>, _>("commission_amount_cents")?
+                .try_get::<Option<i64>>("commission_amount_cents")?
                 .unwrap_or(0),
         },
         _ => CommissionRule::Percentage {
-            bps: r.try_get::<Option<i64>, _>("commission_bps")?.unwrap_or(0),
+            bps: r.try_get::<Option<i64>>("commission_bps")?.unwrap_or(0),
         },
     };
     Ok(Program {
@@ -94,7 +95,7 @@ fn program_from_row(r: &PgRow) -> StoreResult<Program> {
         currency: r.try_get("currency")?,
         commission,
         recurring_commission_months: r.try_get("recurring_commission_months")?,
-        allowed_origins: parse_origins(&r.try_get::<String, _>("allowed_origins")?),
+        allowed_origins: parse_origins(&r.try_get::<String>("allowed_origins")?),
         stripe_webhook_secret: r.try_get("stripe_webhook_secret")?,
         payment: PaymentAccount {
             status: r.try_get("payment_status")?,
@@ -125,21 +126,24 @@ fn origins_json(origins: &[String]) -> String {
 
 /// The program a `… RETURNING` query leaves; `NotFound("program")` when it returns
 /// nothing.
-async fn returned_program<'q>(query: Query<'q>, pool: &Pool<Postgres>) -> StoreResult<Program> {
-    match query.fetch_optional(pool).await? {
+async fn returned_program<DB: Engine>(
+    query: Stmt<'_, DB>,
+    conn: &mut DB::Connection,
+) -> StoreResult<Program> {
+    match query.fetch_optional(&mut *conn).await? {
         Some(row) => program_from_row(&row),
         None => Err(StoreError::NotFound("program")),
     }
 }
 
 /// Creates a program; `NotFound("workspace")`.
-pub(super) async fn create_program(
-    pool: &Pool<Postgres>,
+pub(super) async fn create_program<DB: Engine>(
+    conn: &mut DB::Connection,
     p: &NewProgram,
     at: i64,
 ) -> StoreResult<Program> {
-    if !exists(
-        pool,
+    if !exists::<DB>(
+        &mut *conn,
         "SELECT 1 FROM workspaces WHERE id = $1",
         p.workspace_id,
     )
@@ -156,7 +160,7 @@ pub(super) async fn create_program(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13) \
          RETURNING {PROGRAM_COLUMNS}"
     );
-    let row = sqlx::query(&sql)
+    let row = stmt::<DB>(&sql)
         .bind(p.workspace_id)
         .bind(&p.name)
         .bind(&p.api_token_hash)
@@ -170,37 +174,40 @@ pub(super) async fn create_program(
         .bind(origins_json(&p.allowed_origins))
         .bind(&p.stripe_webhook_secret)
         .bind(at)
-        .fetch_one(pool)
+        .fetch_one(&mut *conn)
         .await?;
     program_from_row(&row)
 }
 
 /// One program; `NotFound("program")`.
-pub(super) async fn program(pool: &Pool<Postgres>, id: i64) -> StoreResult<Program> {
+pub(super) async fn program<DB: Engine>(
+    conn: &mut DB::Connection,
+    id: i64,
+) -> StoreResult<Program> {
     let sql = format!("SELECT {PROGRAM_COLUMNS} FROM programs WHERE id = $1");
-    match sqlx::query(&sql).bind(id).fetch_optional(pool).await? {
+    match stmt::<DB>(&sql).bind(id).fetch_optional(&mut *conn).await? {
         Some(row) => program_from_row(&row),
         None => Err(StoreError::NotFound("program")),
     }
 }
 
 /// The program whose API token hashes to `token_hash`.
-pub(super) async fn program_by_token(
-    pool: &Pool<Postgres>,
+pub(super) async fn program_by_token<DB: Engine>(
+    conn: &mut DB::Connection,
     token_hash: &str,
 ) -> StoreResult<Option<Program>> {
     let sql = format!("SELECT {PROGRAM_COLUMNS} FROM programs WHERE api_token_hash = $1");
-    let row = sqlx::query(&sql)
+    let row = stmt::<DB>(&sql)
         .bind(token_hash)
-        .fetch_optional(pool)
+        .fetch_optional(&mut *conn)
         .await?;
     row.as_ref().map(program_from_row).transpose()
 }
 
 /// Changes the fields of a program that `patch` sets, in one statement;
 /// `NotFound("program")`.
-pub(super) async fn update_program(
-    pool: &Pool<Postgres>,
+pub(super) async fn update_program<DB: Engine>(
+    conn: &mut DB::Connection,
     id: i64,
     patch: &ProgramPatch,
     at: i64,
@@ -221,7 +228,7 @@ pub(super) async fn update_program(
          stripe_webhook_secret = CASE WHEN $11 THEN $12 ELSE stripe_webhook_secret END, \
          updated_at = $13 WHERE id = $14 RETURNING {PROGRAM_COLUMNS}"
     );
-    let query = sqlx::query(&sql)
+    let query = stmt::<DB>(&sql)
         .bind(&patch.name)
         .bind(patch.cookie_window_days)
         .bind(&patch.currency)
@@ -236,12 +243,12 @@ pub(super) async fn update_program(
         .bind(patch.stripe_webhook_secret.clone().flatten())
         .bind(at)
         .bind(id);
-    returned_program(query, pool).await
+    returned_program(query, &mut *conn).await
 }
 
 /// Replaces a program's API token; `NotFound("program")`.
-pub(super) async fn set_program_token(
-    pool: &Pool<Postgres>,
+pub(super) async fn set_program_token<DB: Engine>(
+    conn: &mut DB::Connection,
     id: i64,
     hash: &str,
     prefix: &str,
@@ -251,13 +258,13 @@ pub(super) async fn set_program_token(
         "UPDATE programs SET api_token_hash = $1, api_token_prefix = $2, updated_at = $3 \
          WHERE id = $4 RETURNING {PROGRAM_COLUMNS}"
     );
-    let query = sqlx::query(&sql).bind(hash).bind(prefix).bind(at).bind(id);
-    returned_program(query, pool).await
+    let query = stmt::<DB>(&sql).bind(hash).bind(prefix).bind(at).bind(id);
+    returned_program(query, &mut *conn).await
 }
 
 /// Sets a program's payment-account fields as given; `NotFound("program")`.
-pub(super) async fn set_payment_account(
-    pool: &Pool<Postgres>,
+pub(super) async fn set_payment_account<DB: Engine>(
+    conn: &mut DB::Connection,
     id: i64,
     a: &PaymentAccount,
     at: i64,
@@ -267,7 +274,7 @@ pub(super) async fn set_payment_account(
          charges_enabled = $3, payouts_enabled = $4, details_submitted = $5, \
          connection_date = $6, updated_at = $7 WHERE id = $8 RETURNING {PROGRAM_COLUMNS}"
     );
-    let query = sqlx::query(&sql)
+    let query = stmt::<DB>(&sql)
         .bind(&a.status)
         .bind(&a.account_id)
         .bind(a.charges_enabled)
@@ -276,18 +283,18 @@ pub(super) async fn set_payment_account(
         .bind(a.connection_date)
         .bind(at)
         .bind(id);
-    returned_program(query, pool).await
+    returned_program(query, &mut *conn).await
 }
 
 /// Creates a partner; `Conflict("partner code")`.
-pub(super) async fn create_partner(
-    pool: &Pool<Postgres>,
+pub(super) async fn create_partner<DB: Engine>(
+    conn: &mut DB::Connection,
     name: &str,
     code: &str,
     email: Option<&str>,
     at: i64,
 ) -> StoreResult<Partner> {
-    let id: i64 = sqlx::query_scalar(
+    let id: i64 = stmt::<DB>(
         "INSERT INTO partners (name, code, email, created_at) VALUES ($1, $2, $3, $4) \
          RETURNING id",
     )
@@ -295,7 +302,7 @@ pub(super) async fn create_partner(
     .bind(code)
     .bind(email)
     .bind(at)
-    .fetch_one(pool)
+    .scalar(&mut *conn)
     .await
     .map_err(|e| StoreError::from(e).conflict_on("partner code"))?;
     Ok(Partner {
@@ -311,7 +318,7 @@ pub(super) async fn create_partner(
 const LINK_COLUMNS: &str =
     "id, program_id, partner_id, short_link, status, clicks, last_clicked, created_at";
 
-fn link_from_row(r: &PgRow) -> StoreResult<Link> {
+fn link_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Link> {
     Ok(Link {
         id: r.try_get("id")?,
         program_id: r.try_get("program_id")?,
@@ -325,19 +332,31 @@ fn link_from_row(r: &PgRow) -> StoreResult<Link> {
 }
 
 /// Creates a referral link; `NotFound("program" | "partner")`, `Conflict("short_link")`.
-pub(super) async fn create_link(
-    pool: &Pool<Postgres>,
+pub(super) async fn create_link<DB: Engine>(
+    conn: &mut DB::Connection,
     program_id: i64,
     partner_id: Option<i64>,
     short_link: &str,
     status: LinkStatus,
     at: i64,
 ) -> StoreResult<Link> {
-    if !exists(pool, "SELECT 1 FROM programs WHERE id = $1", program_id).await? {
+    if !exists::<DB>(
+        &mut *conn,
+        "SELECT 1 FROM programs WHERE id = $1",
+        program_id,
+    )
+    .await?
+    {
         return Err(StoreError::NotFound("program"));
     }
     if let Some(partner_id) = partner_id {
-        if !exists(pool, "SELECT 1 FROM partners WHERE id = $1", partner_id).await? {
+        if !exists::<DB>(
+            &mut *conn,
+            "SELECT 1 FROM partners WHERE id = $1",
+            partner_id,
+        )
+        .await?
+        {
             return Err(StoreError::NotFound("partner"));
         }
     }
@@ -345,39 +364,39 @@ pub(super) async fn create_link(
         "INSERT INTO referral_links (program_id, partner_id, short_link, status, created_at) \
          VALUES ($1, $2, $3, $4, $5) RETURNING {LINK_COLUMNS}"
     );
-    let row = sqlx::query(&sql)
+    let row = stmt::<DB>(&sql)
         .bind(program_id)
         .bind(partner_id)
         .bind(short_link)
         .bind(status.as_str())
         .bind(at)
-        .fetch_one(pool)
+        .fetch_one(&mut *conn)
         .await
         .map_err(|e| StoreError::from(e).conflict_on("short_link"))?;
     link_from_row(&row)
 }
 
 /// One link; `NotFound("link")`.
-pub(super) async fn link(pool: &Pool<Postgres>, id: i64) -> StoreResult<Link> {
+pub(super) async fn link<DB: Engine>(conn: &mut DB::Connection, id: i64) -> StoreResult<Link> {
     let sql = format!("SELECT {LINK_COLUMNS} FROM referral_links WHERE id = $1");
-    match sqlx::query(&sql).bind(id).fetch_optional(pool).await? {
+    match stmt::<DB>(&sql).bind(id).fetch_optional(&mut *conn).await? {
         Some(row) => link_from_row(&row),
         None => Err(StoreError::NotFound("link")),
     }
 }
 
 /// Changes a link's status; `NotFound("link")`.
-pub(super) async fn set_link_status(
-    pool: &Pool<Postgres>,
+pub(super) async fn set_link_status<DB: Engine>(
+    conn: &mut DB::Connection,
     id: i64,
     status: LinkStatus,
 ) -> StoreResult<Link> {
     let sql =
         format!("UPDATE referral_links SET status = $1 WHERE id = $2 RETURNING {LINK_COLUMNS}");
-    match sqlx::query(&sql)
+    match stmt::<DB>(&sql)
         .bind(status.as_str())
         .bind(id)
-        .fetch_optional(pool)
+        .fetch_optional(&mut *conn)
         .await?
     {
         Some(row) => link_from_row(&row),
@@ -386,14 +405,14 @@ pub(super) async fn set_link_status(
 }
 
 /// Creates a dashboard user; `Conflict("email")`.
-pub(super) async fn create_user(
-    pool: &Pool<Postgres>,
+pub(super) async fn create_user<DB: Engine>(
+    conn: &mut DB::Connection,
     email: &str,
     password_hash: &str,
     name: Option<&str>,
     at: i64,
 ) -> StoreResult<User> {
-    let id: i64 = sqlx::query_scalar(
+    let id: i64 = stmt::<DB>(
         "INSERT INTO users (email, password_hash, name, created_at) VALUES ($1, $2, $3, $4) \
          RETURNING id",
     )
@@ -401,7 +420,7 @@ pub(super) async fn create_user(
     .bind(password_hash)
     .bind(name)
     .bind(at)
-    .fetch_one(pool)
+    .scalar(&mut *conn)
     .await
     .map_err(|e| StoreError::from(e).conflict_on("email"))?;
     Ok(User {
@@ -415,7 +434,7 @@ pub(super) async fn create_user(
 /// The columns of a [`Membership`], for [`membership_from_row`].
 const MEMBERSHIP_COLUMNS: &str = "workspace_id, user_id, role, status, created_at";
 
-fn membership_from_row(r: &PgRow) -> StoreResult<Membership> {
+fn membership_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Membership> {
     Ok(Membership {
         workspace_id: r.try_get("workspace_id")?,
         user_id: r.try_get("user_id")?,
@@ -426,39 +445,45 @@ fn membership_from_row(r: &PgRow) -> StoreResult<Membership> {
 }
 
 /// Adds a user to a workspace; `NotFound("workspace" | "user")`, `Conflict("membership")`.
-pub(super) async fn add_member(
-    pool: &Pool<Postgres>,
+pub(super) async fn add_member<DB: Engine>(
+    conn: &mut DB::Connection,
     workspace_id: i64,
     user_id: i64,
     role: Role,
     status: MembershipStatus,
     at: i64,
 ) -> StoreResult<Membership> {
-    if !exists(pool, "SELECT 1 FROM workspaces WHERE id = $1", workspace_id).await? {
+    if !exists::<DB>(
+        &mut *conn,
+        "SELECT 1 FROM workspaces WHERE id = $1",
+        workspace_id,
+    )
+    .await?
+    {
         return Err(StoreError::NotFound("workspace"));
     }
-    if !exists(pool, "SELECT 1 FROM users WHERE id = $1", user_id).await? {
+    if !exists::<DB>(&mut *conn, "SELECT 1 FROM users WHERE id = $1", user_id).await? {
         return Err(StoreError::NotFound("user"));
     }
     let sql = format!(
         "INSERT INTO memberships (workspace_id, user_id, role, status, created_at) \
          VALUES ($1, $2, $3, $4, $5) RETURNING {MEMBERSHIP_COLUMNS}"
     );
-    let row = sqlx::query(&sql)
+    let row = stmt::<DB>(&sql)
         .bind(workspace_id)
         .bind(user_id)
         .bind(role.as_str())
         .bind(status.as_str())
         .bind(at)
-        .fetch_one(pool)
+        .fetch_one(&mut *conn)
         .await
         .map_err(|e| StoreError::from(e).conflict_on("membership"))?;
     membership_from_row(&row)
 }
 
 /// Changes a membership; `None` leaves a field as it is. `NotFound("membership")`.
-pub(super) async fn update_member(
-    pool: &Pool<Postgres>,
+pub(super) async fn update_member<DB: Engine>(
+    conn: &mut DB::Connection,
     workspace_id: i64,
     user_id: i64,
     role: Option<Role>,
@@ -468,12 +493,12 @@ pub(super) async fn update_member(
         "UPDATE memberships SET role = COALESCE($1, role), status = COALESCE($2, status) \
          WHERE workspace_id = $3 AND user_id = $4 RETURNING {MEMBERSHIP_COLUMNS}"
     );
-    let row = sqlx::query(&sql)
+    let row = stmt::<DB>(&sql)
         .bind(role.map(Role::as_str))
         .bind(status.map(MembershipStatus::as_str))
         .bind(workspace_id)
         .bind(user_id)
-        .fetch_optional(pool)
+        .fetch_optional(&mut *conn)
         .await?;
     match row {
         Some(row) => membership_from_row(&row),
@@ -483,11 +508,11 @@ pub(super) async fn update_member(
 
 /// A referral link by its `short_link`, with what a click needs of its program and
 /// partner.
-pub(super) async fn link_target(
-    pool: &Pool<Postgres>,
+pub(super) async fn link_target<DB: Engine>(
+    conn: &mut DB::Connection,
     short_link: &str,
 ) -> StoreResult<Option<LinkTarget>> {
-    let row = sqlx::query(
+    let row = stmt::<DB>(
         "SELECT l.id, l.status, l.program_id, l.partner_id, pa.code, p.cookie_window_days, \
          p.allowed_origins \
          FROM referral_links l \
@@ -496,7 +521,7 @@ pub(super) async fn link_target(
          WHERE l.short_link = $1",
     )
     .bind(short_link)
-    .fetch_optional(pool)
+    .fetch_optional(&mut *conn)
     .await?;
     let Some(r) = row else { return Ok(None) };
     Ok(Some(LinkTarget {
@@ -506,17 +531,17 @@ pub(super) async fn link_target(
         partner_id: r.try_get("partner_id")?,
         partner_code: r.try_get("code")?,
         cookie_window_days: r.try_get("cookie_window_days")?,
-        allowed_origins: parse_origins(&r.try_get::<String, _>("allowed_origins")?),
+        allowed_origins: parse_origins(&r.try_get::<String>("allowed_origins")?),
     }))
 }
 
 /// Whether any program admits `origin`.
-pub(super) async fn any_program_allows_origin(
-    pool: &Pool<Postgres>,
+pub(super) async fn any_program_allows_origin<DB: Engine>(
+    conn: &mut DB::Connection,
     origin: &str,
 ) -> StoreResult<bool> {
-    let lists: Vec<String> = sqlx::query_scalar("SELECT allowed_origins FROM programs")
-        .fetch_all(pool)
+    let lists: Vec<String> = stmt::<DB>("SELECT allowed_origins FROM programs")
+        .scalar_all(&mut *conn)
         .await?;
     Ok(lists
         .iter()

@@ -7,8 +7,7 @@
 //! `(program_id, is_test, <ts> DESC, id DESC)` cut at `offset + limit`), and its total
 //! comes from rollups for whole days and from indexed range counts for partial days.
 
-use sqlx::sqlite::{Sqlite, SqliteRow};
-use sqlx::{Pool, Row};
+use super::engine::{stmt, Engine, Rec};
 
 use super::named_opt;
 use crate::domain::metrics;
@@ -29,81 +28,80 @@ fn kind_sql(kind: EventKind) -> (&'static str, &'static str, &'static str) {
 }
 
 /// The id and password hash of the user with `email`.
-pub(super) async fn user_credentials(
-    pool: &Pool<Sqlite>,
+pub(super) async fn user_credentials<DB: Engine>(
+    conn: &mut DB::Connection,
     email: &str,
 ) -> StoreResult<Option<Credentials>> {
-    let row = sqlx::query("SELECT id, password_hash FROM users WHERE email = $1")
+    let row = stmt::<DB>("SELECT id, password_hash FROM users WHERE email = $1")
         .bind(email)
-        .fetch_optional(pool)
+        .fetch_optional(&mut *conn)
         .await?;
     let Some(r) = row else { return Ok(None) };
     Ok(Some(Credentials {
-        user_id: r.try_get(0)?,
-        password_hash: r.try_get(1)?,
+        user_id: r.try_get_at(0)?,
+        password_hash: r.try_get_at(1)?,
     }))
 }
 
 /// Stores a session and purges expired ones (indexed on `expires_at`), in one round trip.
-pub(super) async fn create_session(
-    pool: &Pool<Sqlite>,
+pub(super) async fn create_session<DB: Engine>(
+    conn: &mut DB::Connection,
     user_id: i64,
     token_hash: &str,
     now: i64,
     expires_at: i64,
 ) -> StoreResult<()> {
-    sqlx::query(
-        "DELETE FROM sessions WHERE expires_at <= $3; \
-         INSERT INTO sessions (user_id, token_hash, created_at, expires_at) \
-         VALUES ($1, $2, $3, $4)",
-    )
-    .bind(user_id)
-    .bind(token_hash)
-    .bind(now)
-    .bind(expires_at)
-    .execute(pool)
-    .await?;
+    stmt::<DB>(DB::CREATE_SESSION)
+        .bind(user_id)
+        .bind(token_hash)
+        .bind(now)
+        .bind(expires_at)
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 
 /// The user of the session whose token hashes to `token_hash`, if alive at `now`.
-pub(super) async fn session_user(
-    pool: &Pool<Sqlite>,
+pub(super) async fn session_user<DB: Engine>(
+    conn: &mut DB::Connection,
     token_hash: &str,
     now: i64,
 ) -> StoreResult<Option<SessionUser>> {
-    let row = sqlx::query(
+    let row = stmt::<DB>(
         "SELECT s.user_id, u.email, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id \
          WHERE s.token_hash = $1 AND s.expires_at > $2",
     )
     .bind(token_hash)
     .bind(now)
-    .fetch_optional(pool)
+    .fetch_optional(&mut *conn)
     .await?;
     let Some(r) = row else { return Ok(None) };
     Ok(Some(SessionUser {
-        user_id: r.try_get(0)?,
-        email: r.try_get(1)?,
-        expires_at: r.try_get(2)?,
+        user_id: r.try_get_at(0)?,
+        email: r.try_get_at(1)?,
+        expires_at: r.try_get_at(2)?,
     }))
 }
 
 /// Ends a session; false when there was none.
-pub(super) async fn delete_session(pool: &Pool<Sqlite>, token_hash: &str) -> StoreResult<bool> {
-    let done = sqlx::query("DELETE FROM sessions WHERE token_hash = $1")
+pub(super) async fn delete_session<DB: Engine>(
+    conn: &mut DB::Connection,
+    token_hash: &str,
+) -> StoreResult<bool> {
+    let done = stmt::<DB>("DELETE FROM sessions WHERE token_hash = $1")
         .bind(token_hash)
-        .execute(pool)
+        .execute(&mut *conn)
         .await?;
-    Ok(done.rows_affected() > 0)
+    Ok(done > 0)
 }
 
 /// A program with `user_id`'s membership in its workspace; `None` without the program.
-pub(super) async fn program_access(
-    pool: &Pool<Sqlite>,
+pub(super) async fn program_access<DB: Engine>(
+    conn: &mut DB::Connection,
     program_id: i64,
     user_id: i64,
 ) -> StoreResult<Option<DashboardProgram>> {
-    let row = sqlx::query(
+    let row = stmt::<DB>(
         "SELECT p.id, p.workspace_id, p.created_at, p.payment_status, p.payment_account_id, \
          p.charges_enabled, p.payouts_enabled, p.details_submitted, p.connection_date, \
          m.role AS member_role, m.status AS member_status \
@@ -113,20 +111,20 @@ pub(super) async fn program_access(
     )
     .bind(program_id)
     .bind(user_id)
-    .fetch_optional(pool)
+    .fetch_optional(&mut *conn)
     .await?;
     let Some(r) = row else { return Ok(None) };
     Ok(Some(DashboardProgram {
-        id: r.try_get(0)?,
-        workspace_id: r.try_get(1)?,
-        created_at: r.try_get(2)?,
+        id: r.try_get_at(0)?,
+        workspace_id: r.try_get_at(1)?,
+        created_at: r.try_get_at(2)?,
         payment: PaymentAccount {
-            status: r.try_get(3)?,
-            account_id: r.try_get(4)?,
-            charges_enabled: r.try_get(5)?,
-            payouts_enabled: r.try_get(6)?,
-            details_submitted: r.try_get(7)?,
-            connection_date: r.try_get(8)?,
+            status: r.try_get_at(3)?,
+            account_id: r.try_get_at(4)?,
+            charges_enabled: r.try_get_at(5)?,
+            payouts_enabled: r.try_get_at(6)?,
+            details_submitted: r.try_get_at(7)?,
+            connection_date: r.try_get_at(8)?,
         },
         member_role: named_opt(&r, "member_role")?,
         member_status: named_opt(&r, "member_status")?,
@@ -134,40 +132,40 @@ pub(super) async fn program_access(
 }
 
 /// Rollup rows of `program_id` from `from_day` to `to_day` inclusive, by day.
-pub(super) async fn daily_rollups(
-    pool: &Pool<Sqlite>,
+pub(super) async fn daily_rollups<DB: Engine>(
+    conn: &mut DB::Connection,
     program_id: i64,
     from_day: &str,
     to_day: &str,
 ) -> StoreResult<Vec<DailyRollup>> {
-    let rows = sqlx::query(
+    let rows = stmt::<DB>(
         "SELECT day, clicks, leads, conversions, revenue_cents, sales, commission_cents, partners \
          FROM daily_rollups WHERE program_id = $1 AND day >= $2 AND day <= $3 ORDER BY day",
     )
     .bind(program_id)
     .bind(from_day)
     .bind(to_day)
-    .fetch_all(pool)
+    .fetch_all(&mut *conn)
     .await?;
     rows.iter()
         .map(|r| {
             Ok(DailyRollup {
-                day: r.try_get(0)?,
-                clicks: r.try_get(1)?,
-                leads: r.try_get(2)?,
-                conversions: r.try_get(3)?,
-                revenue_cents: r.try_get(4)?,
-                sales: r.try_get(5)?,
-                commission_cents: r.try_get(6)?,
-                partners: r.try_get(7)?,
+                day: r.try_get_at(0)?,
+                clicks: r.try_get_at(1)?,
+                leads: r.try_get_at(2)?,
+                conversions: r.try_get_at(3)?,
+                revenue_cents: r.try_get_at(4)?,
+                sales: r.try_get_at(5)?,
+                commission_cents: r.try_get_at(6)?,
+                partners: r.try_get_at(7)?,
             })
         })
         .collect()
 }
 
 /// The newest test event of a kind in a program.
-async fn latest_test_event(
-    pool: &Pool<Sqlite>,
+async fn latest_test_event<DB: Engine>(
+    conn: &mut DB::Connection,
     kind: EventKind,
     program_id: i64,
 ) -> StoreResult<Option<TestEventRef>> {
@@ -176,22 +174,25 @@ async fn latest_test_event(
         "SELECT id, {ts}, created_at FROM {table} WHERE program_id = $1 AND is_test = $2 \
          ORDER BY {ts} DESC, id DESC LIMIT 1"
     );
-    let row = sqlx::query(&sql)
+    let row = stmt::<DB>(&sql)
         .bind(program_id)
         .bind(true)
-        .fetch_optional(pool)
+        .fetch_optional(&mut *conn)
         .await?;
     let Some(r) = row else { return Ok(None) };
     Ok(Some(TestEventRef {
-        id: r.try_get(0)?,
-        timestamp: r.try_get(1)?,
-        created_at: r.try_get(2)?,
+        id: r.try_get_at(0)?,
+        timestamp: r.try_get_at(1)?,
+        created_at: r.try_get_at(2)?,
     }))
 }
 
 /// Test clicks and leads (at most 10 counted each) and approved partners of a program.
-pub(super) async fn setup_status(pool: &Pool<Sqlite>, program_id: i64) -> StoreResult<SetupStatus> {
-    let row = sqlx::query(
+pub(super) async fn setup_status<DB: Engine>(
+    conn: &mut DB::Connection,
+    program_id: i64,
+) -> StoreResult<SetupStatus> {
+    let row = stmt::<DB>(
         "SELECT \
          (SELECT COUNT(*) FROM (SELECT id FROM affiliate_click_events \
            WHERE program_id = $1 AND is_test = $2 LIMIT 10) c), \
@@ -202,15 +203,15 @@ pub(super) async fn setup_status(pool: &Pool<Sqlite>, program_id: i64) -> StoreR
     )
     .bind(program_id)
     .bind(true)
-    .fetch_one(pool)
+    .fetch_one(&mut *conn)
     .await?;
-    let clicks: i64 = row.try_get(0)?;
-    let leads: i64 = row.try_get(1)?;
-    let partners: i64 = row.try_get(2)?;
+    let clicks: i64 = row.try_get_at(0)?;
+    let leads: i64 = row.try_get_at(1)?;
+    let partners: i64 = row.try_get_at(2)?;
     let pageview = TestEventSummary {
         count: clicks,
         latest: if clicks > 0 {
-            latest_test_event(pool, EventKind::Click, program_id).await?
+            latest_test_event::<DB>(&mut *conn, EventKind::Click, program_id).await?
         } else {
             None
         },
@@ -218,7 +219,7 @@ pub(super) async fn setup_status(pool: &Pool<Sqlite>, program_id: i64) -> StoreR
     let referrals = TestEventSummary {
         count: leads,
         latest: if leads > 0 {
-            latest_test_event(pool, EventKind::Lead, program_id).await?
+            latest_test_event::<DB>(&mut *conn, EventKind::Lead, program_id).await?
         } else {
             None
         },
@@ -232,8 +233,8 @@ pub(super) async fn setup_status(pool: &Pool<Sqlite>, program_id: i64) -> StoreR
 
 /// The number of real events matching `f`: whole days from `daily_rollups`, partial
 /// edge days from the event tables.
-pub(super) async fn count_events(
-    pool: &Pool<Sqlite>,
+pub(super) async fn count_events<DB: Engine>(
+    conn: &mut DB::Connection,
     program_id: i64,
     f: &EventFilter,
 ) -> StoreResult<i64> {
@@ -248,11 +249,11 @@ pub(super) async fn count_events(
         );
         let from = first.map_or_else(|| "0000-01-01".to_string(), metrics::day_text);
         let to = last.map_or_else(|| "9999-12-31".to_string(), metrics::day_text);
-        let n: i64 = sqlx::query_scalar(&sql)
+        let n: i64 = stmt::<DB>(&sql)
             .bind(program_id)
             .bind(from)
             .bind(to)
-            .fetch_one(pool)
+            .scalar(&mut *conn)
             .await?;
         total += n;
     }
@@ -272,12 +273,12 @@ pub(super) async fn count_events(
         .collect();
     let sql = format!("SELECT {}", counts.join(" + "));
     for (lo, hi) in plan.edges {
-        let n: i64 = sqlx::query_scalar(&sql)
+        let n: i64 = stmt::<DB>(&sql)
             .bind(program_id)
             .bind(false)
             .bind(lo)
             .bind(hi)
-            .fetch_one(pool)
+            .scalar(&mut *conn)
             .await?;
         total += n;
     }
@@ -299,8 +300,8 @@ const LEAD_CONVERTED: &str =
 
 /// One page of real events matching `f`, newest first (`timestamp DESC, id DESC`, then
 /// the kind so that equal keys of different tables keep a stable order).
-pub(super) async fn list_events(
-    pool: &Pool<Sqlite>,
+pub(super) async fn list_events<DB: Engine>(
+    conn: &mut DB::Connection,
     program_id: i64,
     f: &EventFilter,
     limit: i64,
@@ -335,7 +336,7 @@ pub(super) async fn list_events(
          ORDER BY p.ts DESC, p.id DESC, p.kind",
         branches.join(" UNION ALL ")
     );
-    let rows = sqlx::query(&sql)
+    let rows = stmt::<DB>(&sql)
         .bind(program_id)
         .bind(false)
         .bind(f.from_ms.unwrap_or(i64::MIN))
@@ -343,56 +344,56 @@ pub(super) async fn list_events(
         .bind(offset.saturating_add(limit))
         .bind(limit)
         .bind(offset)
-        .fetch_all(pool)
+        .fetch_all(&mut *conn)
         .await?;
     rows.iter().map(listed_event).collect()
 }
 
 /// One row of [`list_events`] as the event of its kind.
-fn listed_event(r: &SqliteRow) -> StoreResult<ListedEvent> {
-    let kind: String = r.try_get(0)?;
-    let id: i64 = r.try_get(1)?;
-    let timestamp: i64 = r.try_get(2)?;
+fn listed_event<DB: Engine>(r: &Rec<DB>) -> StoreResult<ListedEvent> {
+    let kind: String = r.try_get_at(0)?;
+    let id: i64 = r.try_get_at(1)?;
+    let timestamp: i64 = r.try_get_at(2)?;
     // The page was read in one statement: an event it names is in its own table.
     let missing = || StoreError::Other(anyhow::anyhow!("listed {kind} event {id} vanished"));
     Ok(match EventKind::parse(&kind) {
         Some(EventKind::Click) => ListedEvent::Click(ClickEvent {
             id,
             timestamp,
-            created_at: r.try_get::<Option<i64>, _>(3)?.ok_or_else(missing)?,
-            click_id: r.try_get(4)?,
-            session_id: r.try_get(5)?,
-            page_url: r.try_get(6)?,
-            referrer_url: r.try_get(7)?,
-            geo_country: r.try_get(8)?,
-            geo_region: r.try_get(9)?,
-            geo_city: r.try_get(10)?,
-            device_type: r.try_get(11)?,
-            device_os: r.try_get(12)?,
-            browser_name: r.try_get(13)?,
-            converted: r.try_get::<Option<bool>, _>(14)?.unwrap_or(false),
+            created_at: r.try_get_at::<Option<i64>>(3)?.ok_or_else(missing)?,
+            click_id: r.try_get_at(4)?,
+            session_id: r.try_get_at(5)?,
+            page_url: r.try_get_at(6)?,
+            referrer_url: r.try_get_at(7)?,
+            geo_country: r.try_get_at(8)?,
+            geo_region: r.try_get_at(9)?,
+            geo_city: r.try_get_at(10)?,
+            device_type: r.try_get_at(11)?,
+            device_os: r.try_get_at(12)?,
+            browser_name: r.try_get_at(13)?,
+            converted: r.try_get_at::<Option<bool>>(14)?.unwrap_or(false),
         }),
         Some(EventKind::Lead) => ListedEvent::Lead(LeadEvent {
             id,
             timestamp,
-            created_at: r.try_get::<Option<i64>, _>(15)?.ok_or_else(missing)?,
-            click_id: r.try_get(16)?,
-            customer_key: r.try_get(17)?,
-            session_id: r.try_get(18)?,
-            page_url: r.try_get(19)?,
-            converted: r.try_get::<Option<bool>, _>(20)?.unwrap_or(false),
+            created_at: r.try_get_at::<Option<i64>>(15)?.ok_or_else(missing)?,
+            click_id: r.try_get_at(16)?,
+            customer_key: r.try_get_at(17)?,
+            session_id: r.try_get_at(18)?,
+            page_url: r.try_get_at(19)?,
+            converted: r.try_get_at::<Option<bool>>(20)?.unwrap_or(false),
         }),
         Some(EventKind::Conversion) => ListedEvent::Conversion(ConversionEvent {
             id,
             timestamp,
-            created_at: r.try_get::<Option<i64>, _>(21)?.ok_or_else(missing)?,
-            click_id: r.try_get(22)?,
-            amount_cents: r.try_get::<Option<i64>, _>(23)?.unwrap_or(0),
-            currency: r.try_get::<Option<String>, _>(24)?.unwrap_or_default(),
-            sale_type: r.try_get::<Option<String>, _>(25)?.unwrap_or_default(),
-            payment_status: r.try_get::<Option<String>, _>(26)?.unwrap_or_default(),
-            processor_event_id: r.try_get::<Option<String>, _>(27)?.unwrap_or_default(),
-            is_recurring: r.try_get::<Option<bool>, _>(28)?.unwrap_or(false),
+            created_at: r.try_get_at::<Option<i64>>(21)?.ok_or_else(missing)?,
+            click_id: r.try_get_at(22)?,
+            amount_cents: r.try_get_at::<Option<i64>>(23)?.unwrap_or(0),
+            currency: r.try_get_at::<Option<String>>(24)?.unwrap_or_default(),
+            sale_type: r.try_get_at::<Option<String>>(25)?.unwrap_or_default(),
+            payment_status: r.try_get_at::<Option<String>>(26)?.unwrap_or_default(),
+            processor_event_id: r.try_get_at::<Option<String>>(27)?.unwrap_or_default(),
+            is_recurring: r.try_get_at::<Option<bool>>(28)?.unwrap_or(false),
         }),
         None => return Err(missing()),
     })

@@ -2,8 +2,10 @@
 //! recomputed from the raw events the way the write paths maintain them, and the records
 //! that break a cross-record invariant, all read in one read transaction (one snapshot).
 
-use sqlx::sqlite::Sqlite;
-use sqlx::{Pool, Row, SqliteConnection};
+use sqlx::pool::Pool;
+use sqlx::Connection;
+
+use super::engine::{stmt, Engine};
 
 use crate::domain::money;
 use crate::domain::time::day_of;
@@ -19,13 +21,13 @@ fn day(number: i64) -> String {
 }
 
 /// Reads everything `reftrack verify` compares, in one snapshot.
-pub(super) async fn integrity(pool: &Pool<Sqlite>) -> StoreResult<Integrity> {
-    // A read transaction of SQLite is one snapshot, from its first read to its end.
-    let mut tx = pool.begin().await?;
-    let stored = stored(&mut tx).await?;
-    let recomputed = recompute(&mut tx, &stored).await?;
-    let violations = violations(&mut tx).await?;
-    let counts = counts(&mut tx).await?;
+pub(super) async fn integrity<DB: Engine>(pool: &Pool<DB>) -> StoreResult<Integrity> {
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin_with(DB::BEGIN_SNAPSHOT).await?;
+    let stored = stored::<DB>(&mut tx).await?;
+    let recomputed = recompute::<DB>(&mut tx, &stored).await?;
+    let violations = violations::<DB>(&mut tx).await?;
+    let counts = counts::<DB>(&mut tx).await?;
     tx.rollback().await?;
     Ok(Integrity {
         stored,
@@ -36,47 +38,47 @@ pub(super) async fn integrity(pool: &Pool<Sqlite>) -> StoreResult<Integrity> {
 }
 
 /// The figures as the counter and rollup tables hold them.
-async fn stored(conn: &mut SqliteConnection) -> StoreResult<Figures> {
+async fn stored<DB: Engine>(conn: &mut DB::Connection) -> StoreResult<Figures> {
     let mut f = Figures::default();
-    let rows = sqlx::query(
+    let rows = stmt::<DB>(
         "SELECT program_id, day, clicks, leads, conversions, revenue_cents, sales, \
          commission_cents, partners, lead_events, sale_events FROM daily_rollups",
     )
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        let d = f.rollup(r.try_get(0)?, r.try_get(1)?);
-        d.clicks = r.try_get(2)?;
-        d.leads = r.try_get(3)?;
-        d.conversions = r.try_get(4)?;
-        d.revenue_cents = r.try_get(5)?;
-        d.sales = r.try_get(6)?;
-        d.commission_cents = r.try_get(7)?;
-        d.partners = r.try_get(8)?;
-        d.lead_events = r.try_get(9)?;
-        d.sale_events = r.try_get(10)?;
+        let d = f.rollup(r.try_get_at(0)?, r.try_get_at(1)?);
+        d.clicks = r.try_get_at(2)?;
+        d.leads = r.try_get_at(3)?;
+        d.conversions = r.try_get_at(4)?;
+        d.revenue_cents = r.try_get_at(5)?;
+        d.sales = r.try_get_at(6)?;
+        d.commission_cents = r.try_get_at(7)?;
+        d.partners = r.try_get_at(8)?;
+        d.lead_events = r.try_get_at(9)?;
+        d.sale_events = r.try_get_at(10)?;
     }
-    let rows = sqlx::query(
+    let rows = stmt::<DB>(
         "SELECT partner_id, program_id, total_clicks, total_leads, total_sales, \
          total_revenue_cents, total_commission_cents FROM partner_programs",
     )
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        let p = f.partner(r.try_get(0)?, r.try_get(1)?);
-        p.clicks = r.try_get(2)?;
-        p.leads = r.try_get(3)?;
-        p.sales = r.try_get(4)?;
-        p.revenue_cents = r.try_get(5)?;
-        p.commission_cents = r.try_get(6)?;
+        let p = f.partner(r.try_get_at(0)?, r.try_get_at(1)?);
+        p.clicks = r.try_get_at(2)?;
+        p.leads = r.try_get_at(3)?;
+        p.sales = r.try_get_at(4)?;
+        p.revenue_cents = r.try_get_at(5)?;
+        p.commission_cents = r.try_get_at(6)?;
     }
-    let rows = sqlx::query("SELECT id, clicks, last_clicked FROM referral_links")
+    let rows = stmt::<DB>("SELECT id, clicks, last_clicked FROM referral_links")
         .fetch_all(&mut *conn)
         .await?;
     for r in rows {
-        let l = f.links.entry(r.try_get(0)?).or_default();
-        l.clicks = r.try_get(1)?;
-        l.last_clicked = r.try_get::<Option<i64>, _>(2)?.unwrap_or(0);
+        let l = f.links.entry(r.try_get_at(0)?).or_default();
+        l.clicks = r.try_get_at(1)?;
+        l.last_clicked = r.try_get_at::<Option<i64>>(2)?.unwrap_or(0);
     }
     Ok(f)
 }
@@ -84,21 +86,24 @@ async fn stored(conn: &mut SqliteConnection) -> StoreResult<Figures> {
 /// The figures from the raw tables. Money is summed per currency and then scaled with
 /// `money::hundredths`, as the write path does; refunds and reversals count on the
 /// sale's own day.
-async fn recompute(conn: &mut SqliteConnection, stored: &Figures) -> StoreResult<Figures> {
+async fn recompute<DB: Engine>(
+    conn: &mut DB::Connection,
+    stored: &Figures,
+) -> StoreResult<Figures> {
     let mut f = Figures::default();
 
-    let rows = sqlx::query(
+    let rows = stmt::<DB>(
         "SELECT program_id, click_timestamp / 86400000, COUNT(*) FROM affiliate_click_events \
          WHERE NOT is_test GROUP BY 1, 2",
     )
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        f.rollup(r.try_get(0)?, day(r.try_get(1)?)).clicks += r.try_get::<i64, _>(2)?;
+        f.rollup(r.try_get_at(0)?, day(r.try_get_at(1)?)).clicks += r.try_get_at::<i64>(2)?;
     }
 
     // A lead counts as attributed (`leads`) when it found its customer.
-    let rows = sqlx::query(
+    let rows = stmt::<DB>(
         "SELECT program_id, lead_timestamp / 86400000, \
          CAST(SUM(CASE WHEN customer_id IS NULL THEN 0 ELSE 1 END) AS BIGINT), COUNT(*) \
          FROM affiliate_lead_events WHERE NOT is_test GROUP BY 1, 2",
@@ -106,13 +111,13 @@ async fn recompute(conn: &mut SqliteConnection, stored: &Figures) -> StoreResult
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        let d = f.rollup(r.try_get(0)?, day(r.try_get(1)?));
-        d.leads += r.try_get::<i64, _>(2)?;
-        d.lead_events += r.try_get::<i64, _>(3)?;
+        let d = f.rollup(r.try_get_at(0)?, day(r.try_get_at(1)?));
+        d.leads += r.try_get_at::<i64>(2)?;
+        d.lead_events += r.try_get_at::<i64>(3)?;
     }
 
     // A fully refunded sale no longer counts in `sales`; its event still does.
-    let rows = sqlx::query(
+    let rows = stmt::<DB>(
         "SELECT program_id, sale_date / 86400000, currency, COUNT(*), \
          CAST(SUM(CASE WHEN payment_status = 'refunded' THEN 0 ELSE 1 END) AS BIGINT), \
          CAST(SUM(amount_cents - refunded_cents) AS BIGINT) \
@@ -121,14 +126,14 @@ async fn recompute(conn: &mut SqliteConnection, stored: &Figures) -> StoreResult
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        let currency: String = r.try_get(2)?;
-        let d = f.rollup(r.try_get(0)?, day(r.try_get(1)?));
-        d.sale_events += r.try_get::<i64, _>(3)?;
-        d.sales += r.try_get::<i64, _>(4)?;
-        d.revenue_cents += money::hundredths(r.try_get(5)?, &currency);
+        let currency: String = r.try_get_at(2)?;
+        let d = f.rollup(r.try_get_at(0)?, day(r.try_get_at(1)?));
+        d.sale_events += r.try_get_at::<i64>(3)?;
+        d.sales += r.try_get_at::<i64>(4)?;
+        d.revenue_cents += money::hundredths(r.try_get_at(5)?, &currency);
     }
 
-    let rows = sqlx::query(
+    let rows = stmt::<DB>(
         "SELECT s.program_id, s.sale_date / 86400000, s.currency, \
          CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) \
          FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id \
@@ -137,29 +142,30 @@ async fn recompute(conn: &mut SqliteConnection, stored: &Figures) -> StoreResult
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        let currency: String = r.try_get(2)?;
-        f.rollup(r.try_get(0)?, day(r.try_get(1)?)).commission_cents +=
-            money::hundredths(r.try_get(3)?, &currency);
+        let currency: String = r.try_get_at(2)?;
+        f.rollup(r.try_get_at(0)?, day(r.try_get_at(1)?))
+            .commission_cents += money::hundredths(r.try_get_at(3)?, &currency);
     }
 
     // A conversion is a customer's first purchase.
-    let rows = sqlx::query(
+    let rows = stmt::<DB>(
         "SELECT program_id, first_purchase_date / 86400000, COUNT(*) FROM customers \
          WHERE first_purchase_date IS NOT NULL GROUP BY 1, 2",
     )
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        f.rollup(r.try_get(0)?, day(r.try_get(1)?)).conversions += r.try_get::<i64, _>(2)?;
+        f.rollup(r.try_get_at(0)?, day(r.try_get_at(1)?))
+            .conversions += r.try_get_at::<i64>(2)?;
     }
 
-    let rows = sqlx::query(
+    let rows = stmt::<DB>(
         "SELECT program_id, created_at / 86400000, COUNT(*) FROM partner_programs GROUP BY 1, 2",
     )
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        f.rollup(r.try_get(0)?, day(r.try_get(1)?)).partners += r.try_get::<i64, _>(2)?;
+        f.rollup(r.try_get_at(0)?, day(r.try_get_at(1)?)).partners += r.try_get_at::<i64>(2)?;
     }
 
     // Partner-program totals exist only for records; clicks and leads count from the
@@ -167,7 +173,7 @@ async fn recompute(conn: &mut SqliteConnection, stored: &Figures) -> StoreResult
     for key in stored.partners.keys() {
         f.partners.insert(*key, Default::default());
     }
-    let rows = sqlx::query(
+    let rows = stmt::<DB>(
         "SELECT pp.partner_id, pp.program_id, COUNT(*) FROM partner_programs pp \
          JOIN affiliate_click_events e ON e.partner_id = pp.partner_id \
          AND e.program_id = pp.program_id AND NOT e.is_test AND e.click_timestamp >= pp.created_at \
@@ -176,12 +182,12 @@ async fn recompute(conn: &mut SqliteConnection, stored: &Figures) -> StoreResult
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        f.partner(r.try_get(0)?, r.try_get(1)?).clicks += r.try_get::<i64, _>(2)?;
+        f.partner(r.try_get_at(0)?, r.try_get_at(1)?).clicks += r.try_get_at::<i64>(2)?;
     }
     // A lead belongs to the partner its customer had then: the one of the customer's
     // latest click before it (a later click may have moved the customer since), or,
     // when none is earlier by the clock, of the click that created the customer.
-    let rows = sqlx::query(
+    let rows = stmt::<DB>(
         "SELECT pp.partner_id, pp.program_id, COUNT(*) FROM ( \
            SELECT e.program_id, e.lead_timestamp AS at, COALESCE( \
              (SELECT ce.partner_id FROM affiliate_click_events ce \
@@ -200,9 +206,9 @@ async fn recompute(conn: &mut SqliteConnection, stored: &Figures) -> StoreResult
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        f.partner(r.try_get(0)?, r.try_get(1)?).leads += r.try_get::<i64, _>(2)?;
+        f.partner(r.try_get_at(0)?, r.try_get_at(1)?).leads += r.try_get_at::<i64>(2)?;
     }
-    let rows = sqlx::query(
+    let rows = stmt::<DB>(
         "SELECT partner_id, program_id, currency, \
          CAST(SUM(CASE WHEN payment_status = 'refunded' THEN 0 ELSE 1 END) AS BIGINT), \
          CAST(SUM(amount_cents - refunded_cents) AS BIGINT) \
@@ -212,14 +218,14 @@ async fn recompute(conn: &mut SqliteConnection, stored: &Figures) -> StoreResult
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        let key: (i64, i64) = (r.try_get(0)?, r.try_get(1)?);
-        let currency: String = r.try_get(2)?;
+        let key: (i64, i64) = (r.try_get_at(0)?, r.try_get_at(1)?);
+        let currency: String = r.try_get_at(2)?;
         if let Some(p) = f.partners.get_mut(&key) {
-            p.sales += r.try_get::<i64, _>(3)?;
-            p.revenue_cents += money::hundredths(r.try_get(4)?, &currency);
+            p.sales += r.try_get_at::<i64>(3)?;
+            p.revenue_cents += money::hundredths(r.try_get_at(4)?, &currency);
         }
     }
-    let rows = sqlx::query(
+    let rows = stmt::<DB>(
         "SELECT c.partner_id, c.program_id, s.currency, \
          CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) \
          FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id \
@@ -228,14 +234,14 @@ async fn recompute(conn: &mut SqliteConnection, stored: &Figures) -> StoreResult
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        let key: (i64, i64) = (r.try_get(0)?, r.try_get(1)?);
-        let currency: String = r.try_get(2)?;
+        let key: (i64, i64) = (r.try_get_at(0)?, r.try_get_at(1)?);
+        let currency: String = r.try_get_at(2)?;
         if let Some(p) = f.partners.get_mut(&key) {
-            p.commission_cents += money::hundredths(r.try_get(3)?, &currency);
+            p.commission_cents += money::hundredths(r.try_get_at(3)?, &currency);
         }
     }
 
-    let rows = sqlx::query(
+    let rows = stmt::<DB>(
         "SELECT l.id, COUNT(e.id), MAX(e.click_timestamp) FROM referral_links l \
          LEFT JOIN affiliate_click_events e ON e.link_id = l.id AND NOT e.is_test \
          GROUP BY l.id",
@@ -243,9 +249,9 @@ async fn recompute(conn: &mut SqliteConnection, stored: &Figures) -> StoreResult
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        let l = f.links.entry(r.try_get(0)?).or_default();
-        l.clicks = r.try_get(1)?;
-        l.last_clicked = r.try_get::<Option<i64>, _>(2)?.unwrap_or(0);
+        let l = f.links.entry(r.try_get_at(0)?).or_default();
+        l.clicks = r.try_get_at(1)?;
+        l.last_clicked = r.try_get_at::<Option<i64>>(2)?.unwrap_or(0);
     }
     Ok(f)
 }
@@ -350,16 +356,16 @@ const INVARIANTS: [(&str, &str, &str, &str); 10] = [
 ];
 
 /// The records breaking each of [`INVARIANTS`], at most 100 per invariant.
-async fn violations(conn: &mut SqliteConnection) -> StoreResult<Vec<Violation>> {
+async fn violations<DB: Engine>(conn: &mut DB::Connection) -> StoreResult<Vec<Violation>> {
     let mut found = Vec::new();
     for (check, id_label, key_label, sql) in INVARIANTS {
-        for r in sqlx::query(sql).fetch_all(&mut *conn).await? {
+        for r in stmt::<DB>(sql).fetch_all(&mut *conn).await? {
             found.push(Violation {
                 check,
                 id_label,
-                id: r.try_get(0)?,
+                id: r.try_get_at(0)?,
                 key_label,
-                key: r.try_get(1)?,
+                key: r.try_get_at(1)?,
             });
         }
     }
@@ -367,8 +373,8 @@ async fn violations(conn: &mut SqliteConnection) -> StoreResult<Vec<Violation>> 
 }
 
 /// How many raw records the check read.
-async fn counts(conn: &mut SqliteConnection) -> StoreResult<RawCounts> {
-    let row = sqlx::query(
+async fn counts<DB: Engine>(conn: &mut DB::Connection) -> StoreResult<RawCounts> {
+    let row = stmt::<DB>(
         "SELECT \
          (SELECT COUNT(*) FROM affiliate_click_events WHERE NOT is_test), \
          (SELECT COUNT(*) FROM affiliate_lead_events WHERE NOT is_test), \
@@ -379,10 +385,10 @@ async fn counts(conn: &mut SqliteConnection) -> StoreResult<RawCounts> {
     .fetch_one(&mut *conn)
     .await?;
     Ok(RawCounts {
-        clicks: row.try_get(0)?,
-        leads: row.try_get(1)?,
-        sales: row.try_get(2)?,
-        commissions: row.try_get(3)?,
-        refunded_sales: row.try_get(4)?,
+        clicks: row.try_get_at(0)?,
+        leads: row.try_get_at(1)?,
+        sales: row.try_get_at(2)?,
+        commissions: row.try_get_at(3)?,
+        refunded_sales: row.try_get_at(4)?,
     })
 }

@@ -1,9 +1,9 @@
-//! [`Tx`] on PostgreSQL: the statements of the tracking flows, on the write connection's open
+//! [`Tx`]: the statements of the tracking flows, on the write connection's open
 //! transaction.
 
 use async_trait::async_trait;
-use sqlx::Row;
 
+use super::engine::{stmt, Engine};
 use super::parse_origins;
 use super::write::WriteConnection;
 use crate::domain::status::{CommissionStatus, PartnerStatus};
@@ -18,12 +18,12 @@ const CUSTOMER: &str = "SELECT id, program_id, click_id, customer_key, customer_
     partner_id, first_purchase_date FROM customers";
 
 #[async_trait]
-impl Tx for WriteConnection {
+impl<DB: Engine> Tx for WriteConnection<DB> {
     async fn customer_by_click_id(&mut self, click_id: &str) -> StoreResult<Option<Customer>> {
         let sql = format!("{CUSTOMER} WHERE click_id = $1");
-        Ok(sqlx::query_as(&sql)
+        Ok(stmt::<DB>(&sql)
             .bind(click_id)
-            .fetch_optional(&mut *self.conn)
+            .record_optional(&mut *self.conn)
             .await?)
     }
 
@@ -33,16 +33,16 @@ impl Tx for WriteConnection {
         customer_key: &str,
     ) -> StoreResult<Option<Customer>> {
         let sql = format!("{CUSTOMER} WHERE program_id = $1 AND customer_key = $2");
-        Ok(sqlx::query_as(&sql)
+        Ok(stmt::<DB>(&sql)
             .bind(program_id)
             .bind(customer_key)
-            .fetch_optional(&mut *self.conn)
+            .record_optional(&mut *self.conn)
             .await?)
     }
 
     async fn customer_key_exists(&mut self, customer_key: &str) -> StoreResult<bool> {
         Ok(
-            sqlx::query("SELECT 1 FROM customers WHERE customer_key = $1 LIMIT 1")
+            stmt::<DB>("SELECT 1 FROM customers WHERE customer_key = $1 LIMIT 1")
                 .bind(customer_key)
                 .fetch_optional(&mut *self.conn)
                 .await?
@@ -51,7 +51,7 @@ impl Tx for WriteConnection {
     }
 
     async fn insert_customer(&mut self, c: &NewCustomer<'_>) -> StoreResult<i64> {
-        Ok(sqlx::query_scalar(
+        Ok(stmt::<DB>(
             "INSERT INTO customers (program_id, click_id, customer_status, partner_id, link_id, \
              created_at, updated_at) VALUES ($1, $2, 'click', $3, $4, $5, $5) RETURNING id",
         )
@@ -60,7 +60,7 @@ impl Tx for WriteConnection {
         .bind(c.partner_id)
         .bind(c.link_id)
         .bind(c.at)
-        .fetch_one(&mut *self.conn)
+        .scalar(&mut *self.conn)
         .await?)
     }
 
@@ -71,7 +71,7 @@ impl Tx for WriteConnection {
         link_id: i64,
         at: i64,
     ) -> StoreResult<()> {
-        sqlx::query(
+        stmt::<DB>(
             "UPDATE customers SET partner_id = $1, link_id = $2, updated_at = $3 WHERE id = $4",
         )
         .bind(partner_id)
@@ -90,7 +90,7 @@ impl Tx for WriteConnection {
         email: Option<&str>,
         at: i64,
     ) -> StoreResult<bool> {
-        let updated = sqlx::query(
+        let updated = stmt::<DB>(
             "UPDATE customers SET customer_status = 'lead', signup_date = $1, \
              customer_key = $2, email = COALESCE($3, email), updated_at = $1 \
              WHERE id = $4 AND customer_status = 'click'",
@@ -101,11 +101,11 @@ impl Tx for WriteConnection {
         .bind(customer_id)
         .execute(&mut *self.conn)
         .await?;
-        Ok(updated.rows_affected() == 1)
+        Ok(updated == 1)
     }
 
     async fn mark_converted(&mut self, customer_id: i64, at: i64) -> StoreResult<()> {
-        sqlx::query(
+        stmt::<DB>(
             "UPDATE customers SET customer_status = 'conversion', \
              first_purchase_date = COALESCE(first_purchase_date, $1), updated_at = $1 \
              WHERE id = $2",
@@ -119,7 +119,7 @@ impl Tx for WriteConnection {
 
     async fn insert_click_event(&mut self, e: &ClickEventRow<'_>) -> StoreResult<i64> {
         let d = e.details;
-        Ok(sqlx::query_scalar(
+        Ok(stmt::<DB>(
             "INSERT INTO affiliate_click_events (program_id, customer_id, link_id, partner_id, \
              click_id, session_id, page_url, page_title, referrer_url, screen_resolution, \
              viewport_size, language, timezone, geo_country, geo_region, geo_city, device_type, \
@@ -148,12 +148,12 @@ impl Tx for WriteConnection {
         .bind(&d.browser_name)
         .bind(e.is_test)
         .bind(e.at)
-        .fetch_one(&mut *self.conn)
+        .scalar(&mut *self.conn)
         .await?)
     }
 
     async fn insert_lead_event(&mut self, e: &LeadEventRow<'_>) -> StoreResult<i64> {
-        sqlx::query_scalar(
+        stmt::<DB>(
             "INSERT INTO affiliate_lead_events (program_id, customer_id, click_id, customer_key, \
              email, session_id, page_url, event_name, is_test, lead_timestamp, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) RETURNING id",
@@ -168,14 +168,14 @@ impl Tx for WriteConnection {
         .bind(e.event_name)
         .bind(e.is_test)
         .bind(e.at)
-        .fetch_one(&mut *self.conn)
+        .scalar(&mut *self.conn)
         .await
         .map_err(|e| StoreError::from(e).conflict_on("customer_key"))
     }
 
     async fn insert_sale_event(&mut self, e: &SaleEventRow<'_>) -> StoreResult<i64> {
         let s = e.sale;
-        sqlx::query_scalar(
+        stmt::<DB>(
             "INSERT INTO affiliate_sale_events (program_id, customer_id, partner_id, click_id, \
              customer_key, processor_event_id, amount_cents, currency, sale_type, \
              payment_status, is_recurring, subscription_id, product_id, metadata, is_test, \
@@ -198,13 +198,13 @@ impl Tx for WriteConnection {
         .bind(&s.metadata)
         .bind(s.is_test)
         .bind(s.at)
-        .fetch_one(&mut *self.conn)
+        .scalar(&mut *self.conn)
         .await
         .map_err(|e| StoreError::from(e).conflict_on("transaction_id"))
     }
 
     async fn insert_commission(&mut self, c: &NewCommission<'_>) -> StoreResult<i64> {
-        Ok(sqlx::query_scalar(
+        Ok(stmt::<DB>(
             "INSERT INTO commissions (program_id, sale_id, partner_id, partner_program_id, \
              amount_cents, currency, status, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7) RETURNING id",
@@ -216,15 +216,15 @@ impl Tx for WriteConnection {
         .bind(c.amount_cents)
         .bind(c.currency)
         .bind(c.at)
-        .fetch_one(&mut *self.conn)
+        .scalar(&mut *self.conn)
         .await?)
     }
 
     async fn program_origins(&mut self, program_id: i64) -> StoreResult<Option<Vec<String>>> {
         let stored: Option<String> =
-            sqlx::query_scalar("SELECT allowed_origins FROM programs WHERE id = $1")
+            stmt::<DB>("SELECT allowed_origins FROM programs WHERE id = $1")
                 .bind(program_id)
-                .fetch_optional(&mut *self.conn)
+                .scalar_optional(&mut *self.conn)
                 .await?;
         Ok(stored.map(|s| parse_origins(&s)))
     }
@@ -234,14 +234,14 @@ impl Tx for WriteConnection {
         program_id: i64,
         subscription_id: &str,
     ) -> StoreResult<Option<(Option<i64>, i64)>> {
-        Ok(sqlx::query_as(
+        Ok(stmt::<DB>(
             "SELECT partner_id, sale_date FROM affiliate_sale_events \
              WHERE program_id = $1 AND subscription_id = $2 AND NOT is_test \
              ORDER BY sale_date, id LIMIT 1",
         )
         .bind(program_id)
         .bind(subscription_id)
-        .fetch_optional(&mut *self.conn)
+        .record_optional(&mut *self.conn)
         .await?)
     }
 
@@ -250,13 +250,13 @@ impl Tx for WriteConnection {
         partner_id: i64,
         program_id: i64,
     ) -> StoreResult<Option<i64>> {
-        Ok(sqlx::query_scalar(
-            "SELECT id FROM partner_programs WHERE partner_id = $1 AND program_id = $2",
+        Ok(
+            stmt::<DB>("SELECT id FROM partner_programs WHERE partner_id = $1 AND program_id = $2")
+                .bind(partner_id)
+                .bind(program_id)
+                .scalar_optional(&mut *self.conn)
+                .await?,
         )
-        .bind(partner_id)
-        .bind(program_id)
-        .fetch_optional(&mut *self.conn)
-        .await?)
     }
 
     async fn program_and_partner_exist(
@@ -264,13 +264,13 @@ impl Tx for WriteConnection {
         program_id: i64,
         partner_id: i64,
     ) -> StoreResult<(bool, bool)> {
-        Ok(sqlx::query_as(
+        Ok(stmt::<DB>(
             "SELECT EXISTS (SELECT 1 FROM programs WHERE id = $1), \
              EXISTS (SELECT 1 FROM partners WHERE id = $2)",
         )
         .bind(program_id)
         .bind(partner_id)
-        .fetch_one(&mut *self.conn)
+        .record(&mut *self.conn)
         .await?)
     }
 
@@ -281,7 +281,7 @@ impl Tx for WriteConnection {
         status: PartnerStatus,
         at: i64,
     ) -> StoreResult<PartnerProgram> {
-        sqlx::query_as(
+        stmt::<DB>(
             "INSERT INTO partner_programs (partner_id, program_id, status, created_at) \
              VALUES ($1, $2, $3, $4) RETURNING id, partner_id, program_id, status, \
              total_clicks, total_leads, total_sales, total_revenue_cents, \
@@ -291,7 +291,7 @@ impl Tx for WriteConnection {
         .bind(program_id)
         .bind(status.as_str())
         .bind(at)
-        .fetch_one(&mut *self.conn)
+        .record(&mut *self.conn)
         .await
         .map_err(|e| StoreError::from(e).conflict_on("partner_program"))
     }
@@ -302,7 +302,7 @@ impl Tx for WriteConnection {
         transaction_id: &str,
         is_test: bool,
     ) -> StoreResult<Option<RefundableSale>> {
-        let row = sqlx::query(
+        let row = stmt::<DB>(
             "SELECT s.id, s.amount_cents, s.refunded_cents, s.partner_id, s.sale_date, \
              s.currency, c.id, c.amount_cents, c.reversed_cents \
              FROM affiliate_sale_events s LEFT JOIN commissions c ON c.sale_id = s.id \
@@ -314,16 +314,16 @@ impl Tx for WriteConnection {
         .fetch_optional(&mut *self.conn)
         .await?;
         let Some(r) = row else { return Ok(None) };
-        let commission_id: Option<i64> = r.try_get(6)?;
+        let commission_id: Option<i64> = r.try_get_at(6)?;
         Ok(Some(RefundableSale {
-            sale_id: r.try_get(0)?,
-            amount_cents: r.try_get(1)?,
-            refunded_cents: r.try_get(2)?,
-            partner_id: r.try_get(3)?,
-            sale_date: r.try_get(4)?,
-            currency: r.try_get(5)?,
+            sale_id: r.try_get_at(0)?,
+            amount_cents: r.try_get_at(1)?,
+            refunded_cents: r.try_get_at(2)?,
+            partner_id: r.try_get_at(3)?,
+            sale_date: r.try_get_at(4)?,
+            currency: r.try_get_at(5)?,
             commission: match commission_id {
-                Some(id) => Some((id, r.try_get(7)?, r.try_get(8)?)),
+                Some(id) => Some((id, r.try_get_at(7)?, r.try_get_at(8)?)),
                 None => None,
             },
         }))
@@ -336,7 +336,7 @@ impl Tx for WriteConnection {
         fully: bool,
         reason: Option<&str>,
     ) -> StoreResult<()> {
-        sqlx::query(
+        stmt::<DB>(
             "UPDATE affiliate_sale_events SET refunded_cents = refunded_cents + $1, \
              payment_status = CASE WHEN $2 THEN 'refunded' ELSE payment_status END, \
              refund_reason = COALESCE($3, refund_reason) WHERE id = $4",
@@ -357,7 +357,7 @@ impl Tx for WriteConnection {
         status: CommissionStatus,
         at: i64,
     ) -> StoreResult<()> {
-        sqlx::query(
+        stmt::<DB>(
             "UPDATE commissions SET reversed_cents = reversed_cents + $1, status = $2, \
              updated_at = $3 WHERE id = $4",
         )
@@ -371,12 +371,14 @@ impl Tx for WriteConnection {
     }
 
     async fn transaction_program(&mut self, transaction_id: &str) -> StoreResult<Option<i64>> {
-        Ok(sqlx::query_scalar(
-            "SELECT program_id FROM affiliate_sale_events WHERE processor_event_id = $1",
+        Ok(
+            stmt::<DB>(
+                "SELECT program_id FROM affiliate_sale_events WHERE processor_event_id = $1",
+            )
+            .bind(transaction_id)
+            .scalar_optional(&mut *self.conn)
+            .await?,
         )
-        .bind(transaction_id)
-        .fetch_optional(&mut *self.conn)
-        .await?)
     }
 
     async fn claim_processor_event(
@@ -386,7 +388,7 @@ impl Tx for WriteConnection {
         kind: &str,
         at: i64,
     ) -> StoreResult<bool> {
-        let claimed = sqlx::query(
+        let claimed = stmt::<DB>(
             "INSERT INTO stripe_events (program_id, event_id, event_type, outcome, received_at) \
              VALUES ($1, $2, $3, '', $4) ON CONFLICT (program_id, event_id) DO NOTHING",
         )
@@ -396,7 +398,7 @@ impl Tx for WriteConnection {
         .bind(at)
         .execute(&mut *self.conn)
         .await?;
-        Ok(claimed.rows_affected() == 1)
+        Ok(claimed == 1)
     }
 
     async fn set_processor_event_outcome(
@@ -405,14 +407,12 @@ impl Tx for WriteConnection {
         event_id: &str,
         outcome: &str,
     ) -> StoreResult<()> {
-        sqlx::query(
-            "UPDATE stripe_events SET outcome = $1 WHERE program_id = $2 AND event_id = $3",
-        )
-        .bind(outcome)
-        .bind(program_id)
-        .bind(event_id)
-        .execute(&mut *self.conn)
-        .await?;
+        stmt::<DB>("UPDATE stripe_events SET outcome = $1 WHERE program_id = $2 AND event_id = $3")
+            .bind(outcome)
+            .bind(program_id)
+            .bind(event_id)
+            .execute(&mut *self.conn)
+            .await?;
         Ok(())
     }
 
@@ -423,7 +423,7 @@ impl Tx for WriteConnection {
         payment_intent: Option<&str>,
         charge: Option<&str>,
     ) -> StoreResult<()> {
-        sqlx::query(
+        stmt::<DB>(
             "UPDATE affiliate_sale_events SET payment_intent_id = COALESCE(payment_intent_id, $1), \
              charge_id = COALESCE(charge_id, $2) WHERE program_id = $3 AND processor_event_id = $4",
         )
@@ -445,7 +445,7 @@ impl Tx for WriteConnection {
     ) -> StoreResult<Option<ChargeSale>> {
         // One index lookup per way of naming the sale (an OR of them scans the program's
         // sales), the earliest sale found.
-        let row: Option<(String, i64)> = sqlx::query_as(
+        let row: Option<(String, i64)> = stmt::<DB>(
             "SELECT processor_event_id, refunded_cents FROM affiliate_sale_events WHERE id = \
              (SELECT MIN(id) FROM ( \
              SELECT id FROM affiliate_sale_events WHERE program_id = $1 AND charge_id = $2 \
@@ -459,7 +459,7 @@ impl Tx for WriteConnection {
         .bind(charge)
         .bind(payment_intent)
         .bind(invoice)
-        .fetch_optional(&mut *self.conn)
+        .record_optional(&mut *self.conn)
         .await?;
         Ok(row.map(|(transaction_id, refunded_cents)| ChargeSale {
             transaction_id,
@@ -473,7 +473,7 @@ impl Tx for WriteConnection {
         a: &PaymentAccount,
         at: i64,
     ) -> StoreResult<()> {
-        sqlx::query(
+        stmt::<DB>(
             "UPDATE programs SET payment_status = $1, payment_account_id = $2, \
              charges_enabled = $3, payouts_enabled = $4, details_submitted = $5, \
              connection_date = CASE WHEN $1 = 'connected' THEN COALESCE(connection_date, $6) \

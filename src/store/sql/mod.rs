@@ -1,0 +1,323 @@
+//! The statements both databases run as written, generic over the [`Engine`] they run on:
+//! `admin` (settings, workspaces, programs, partners, links, users, memberships and the
+//! lookups of the tracking API), `reports` (dashboard sessions and reads), `verify` (the
+//! integrity snapshot), `tx` (the statements of the tracking flows) and `write` (the group
+//! committer's connection), and, for benchmarks, `seed`. What differs between the databases (connections, the
+//! set-based statements of the committer, a few statement forms) is the engine's, in
+//! `store::sqlite` and `store::postgres`.
+
+mod admin;
+pub mod engine;
+pub mod migrations;
+mod reports;
+#[cfg(feature = "bench")]
+pub mod seed;
+mod tx;
+mod verify;
+pub mod write;
+
+use async_trait::async_trait;
+use sqlx::Pool;
+
+pub use engine::Engine;
+use engine::{stmt, Rec};
+
+use super::committer::Committer;
+use super::error::{StoreError, StoreResult};
+use super::write::Write;
+use super::{
+    integrity, Backend, Credentials, DailyRollup, DashboardProgram, EventFilter, Link, LinkTarget,
+    ListedEvent, Membership, NewProgram, Partner, PaymentAccount, Program, ProgramPatch,
+    SessionUser, SetupStatus, Store, User, Workspace,
+};
+use crate::domain::status::{LinkStatus, MembershipStatus, Role, UnknownValue};
+
+/// A store on a database of engine `DB`: the read pool, the write pool (the same pool on
+/// PostgreSQL) and the group committer writing through it.
+pub struct SqlStore<DB: Engine> {
+    pub(super) read: Pool<DB>,
+    pub(super) write: Pool<DB>,
+    pub(super) committer: Committer,
+}
+
+#[async_trait]
+impl<DB: Engine> Store for SqlStore<DB> {
+    fn backend(&self) -> Backend {
+        DB::BACKEND
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        stmt::<DB>("SELECT 1")
+            .execute(&mut *self.read.acquire().await?)
+            .await?;
+        Ok(())
+    }
+
+    async fn close(&self) {
+        self.committer.close().await;
+        self.write.close().await;
+        self.read.close().await;
+    }
+
+    async fn submit(&self, write: Write) {
+        self.committer.submit(write).await;
+    }
+
+    async fn setting(&self, key: &str) -> StoreResult<Option<String>> {
+        admin::setting::<DB>(&mut *self.read.acquire().await?, key).await
+    }
+
+    async fn set_setting(&self, key: &str, value: &str) -> StoreResult<()> {
+        admin::set_setting::<DB>(&mut *self.write.acquire().await?, key, value).await
+    }
+
+    async fn create_workspace(&self, name: &str, at: i64) -> StoreResult<Workspace> {
+        admin::create_workspace::<DB>(&mut *self.write.acquire().await?, name, at).await
+    }
+
+    async fn create_program(&self, p: &NewProgram, at: i64) -> StoreResult<Program> {
+        admin::create_program::<DB>(&mut *self.write.acquire().await?, p, at).await
+    }
+
+    async fn program(&self, id: i64) -> StoreResult<Program> {
+        admin::program::<DB>(&mut *self.read.acquire().await?, id).await
+    }
+
+    async fn program_by_token(&self, token_hash: &str) -> StoreResult<Option<Program>> {
+        admin::program_by_token::<DB>(&mut *self.read.acquire().await?, token_hash).await
+    }
+
+    async fn update_program(&self, id: i64, patch: &ProgramPatch, at: i64) -> StoreResult<Program> {
+        admin::update_program::<DB>(&mut *self.write.acquire().await?, id, patch, at).await
+    }
+
+    async fn set_program_token(
+        &self,
+        id: i64,
+        hash: &str,
+        prefix: &str,
+        at: i64,
+    ) -> StoreResult<Program> {
+        admin::set_program_token::<DB>(&mut *self.write.acquire().await?, id, hash, prefix, at)
+            .await
+    }
+
+    async fn set_payment_account(
+        &self,
+        id: i64,
+        account: &PaymentAccount,
+        at: i64,
+    ) -> StoreResult<Program> {
+        admin::set_payment_account::<DB>(&mut *self.write.acquire().await?, id, account, at).await
+    }
+
+    async fn create_partner(
+        &self,
+        name: &str,
+        code: &str,
+        email: Option<&str>,
+        at: i64,
+    ) -> StoreResult<Partner> {
+        admin::create_partner::<DB>(&mut *self.write.acquire().await?, name, code, email, at).await
+    }
+
+    async fn create_link(
+        &self,
+        program_id: i64,
+        partner_id: Option<i64>,
+        short_link: &str,
+        status: LinkStatus,
+        at: i64,
+    ) -> StoreResult<Link> {
+        admin::create_link::<DB>(
+            &mut *self.write.acquire().await?,
+            program_id,
+            partner_id,
+            short_link,
+            status,
+            at,
+        )
+        .await
+    }
+
+    async fn link(&self, id: i64) -> StoreResult<Link> {
+        admin::link::<DB>(&mut *self.read.acquire().await?, id).await
+    }
+
+    async fn set_link_status(&self, id: i64, status: LinkStatus) -> StoreResult<Link> {
+        admin::set_link_status::<DB>(&mut *self.write.acquire().await?, id, status).await
+    }
+
+    async fn create_user(
+        &self,
+        email: &str,
+        password_hash: &str,
+        name: Option<&str>,
+        at: i64,
+    ) -> StoreResult<User> {
+        admin::create_user::<DB>(
+            &mut *self.write.acquire().await?,
+            email,
+            password_hash,
+            name,
+            at,
+        )
+        .await
+    }
+
+    async fn add_member(
+        &self,
+        workspace_id: i64,
+        user_id: i64,
+        role: Role,
+        status: MembershipStatus,
+        at: i64,
+    ) -> StoreResult<Membership> {
+        admin::add_member::<DB>(
+            &mut *self.write.acquire().await?,
+            workspace_id,
+            user_id,
+            role,
+            status,
+            at,
+        )
+        .await
+    }
+
+    async fn update_member(
+        &self,
+        workspace_id: i64,
+        user_id: i64,
+        role: Option<Role>,
+        status: Option<MembershipStatus>,
+    ) -> StoreResult<Membership> {
+        admin::update_member::<DB>(
+            &mut *self.write.acquire().await?,
+            workspace_id,
+            user_id,
+            role,
+            status,
+        )
+        .await
+    }
+
+    async fn link_target(&self, short_link: &str) -> StoreResult<Option<LinkTarget>> {
+        admin::link_target::<DB>(&mut *self.read.acquire().await?, short_link).await
+    }
+
+    async fn any_program_allows_origin(&self, origin: &str) -> StoreResult<bool> {
+        admin::any_program_allows_origin::<DB>(&mut *self.read.acquire().await?, origin).await
+    }
+
+    async fn user_credentials(&self, email: &str) -> StoreResult<Option<Credentials>> {
+        reports::user_credentials::<DB>(&mut *self.read.acquire().await?, email).await
+    }
+
+    async fn create_session(
+        &self,
+        user_id: i64,
+        token_hash: &str,
+        now: i64,
+        expires_at: i64,
+    ) -> StoreResult<()> {
+        reports::create_session::<DB>(
+            &mut *self.write.acquire().await?,
+            user_id,
+            token_hash,
+            now,
+            expires_at,
+        )
+        .await
+    }
+
+    async fn session_user(&self, token_hash: &str, now: i64) -> StoreResult<Option<SessionUser>> {
+        reports::session_user::<DB>(&mut *self.read.acquire().await?, token_hash, now).await
+    }
+
+    async fn delete_session(&self, token_hash: &str) -> StoreResult<bool> {
+        reports::delete_session::<DB>(&mut *self.write.acquire().await?, token_hash).await
+    }
+
+    async fn program_access(
+        &self,
+        program_id: i64,
+        user_id: i64,
+    ) -> StoreResult<Option<DashboardProgram>> {
+        reports::program_access::<DB>(&mut *self.read.acquire().await?, program_id, user_id).await
+    }
+
+    async fn daily_rollups(
+        &self,
+        program_id: i64,
+        from_day: &str,
+        to_day: &str,
+    ) -> StoreResult<Vec<DailyRollup>> {
+        reports::daily_rollups::<DB>(
+            &mut *self.read.acquire().await?,
+            program_id,
+            from_day,
+            to_day,
+        )
+        .await
+    }
+
+    async fn setup_status(&self, program_id: i64) -> StoreResult<SetupStatus> {
+        reports::setup_status::<DB>(&mut *self.read.acquire().await?, program_id).await
+    }
+
+    async fn count_events(&self, program_id: i64, filter: &EventFilter) -> StoreResult<i64> {
+        reports::count_events::<DB>(&mut *self.read.acquire().await?, program_id, filter).await
+    }
+
+    async fn list_events(
+        &self,
+        program_id: i64,
+        filter: &EventFilter,
+        limit: i64,
+        offset: i64,
+    ) -> StoreResult<Vec<ListedEvent>> {
+        reports::list_events::<DB>(
+            &mut *self.read.acquire().await?,
+            program_id,
+            filter,
+            limit,
+            offset,
+        )
+        .await
+    }
+
+    async fn integrity(&self) -> StoreResult<integrity::Integrity> {
+        verify::integrity::<DB>(&self.read).await
+    }
+}
+
+/// Decodes the stored JSON list of a program's allowed origins.
+fn parse_origins(stored: &str) -> Vec<String> {
+    serde_json::from_str(stored).unwrap_or_default()
+}
+
+/// Reads a text column holding one name of a closed set (a status, a role).
+fn named<DB: Engine, T>(row: &Rec<DB>, column: &str) -> StoreResult<T>
+where
+    T: TryFrom<String, Error = UnknownValue>,
+{
+    let stored: String = row.try_get(column)?;
+    T::try_from(stored).map_err(|e| unreadable(column, e))
+}
+
+/// Reads a nullable text column holding one name of a closed set.
+fn named_opt<DB: Engine, T>(row: &Rec<DB>, column: &str) -> StoreResult<Option<T>>
+where
+    T: TryFrom<String, Error = UnknownValue>,
+{
+    let stored: Option<String> = row.try_get(column)?;
+    stored
+        .map(T::try_from)
+        .transpose()
+        .map_err(|e| unreadable(column, e))
+}
+
+/// A stored name outside its set: the data, not the request, is wrong.
+fn unreadable(column: &str, e: UnknownValue) -> StoreError {
+    StoreError::Other(anyhow::anyhow!("column {column} holds a value not {e}"))
+}
