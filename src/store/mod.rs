@@ -1,5 +1,6 @@
-//! Storage: one interface ([`Store`]) with one implementation per database, each owning
-//! all of its SQL: [`sqlite`] (the embedded default) and [`postgres`].
+//! Storage: one interface ([`Store`]), implemented once in [`sql`] over an
+//! [`sql::Engine`]: [`sqlite`] (the embedded default) and [`postgres`] are the engines,
+//! holding their connections and the statements each runs its own way.
 //!
 //! The tracking writes do not have methods here: the service layer hands them to
 //! [`Store::submit`] as [`write::Write`]s, flows written once against [`tx::Tx`], and the

@@ -10,14 +10,15 @@
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use sqlx::{PgConnection, Row};
+use sqlx::{PgConnection, Postgres, Row};
 
-use super::counters;
+use super::counter_ctes;
 use super::rows::{self, Rows, Value};
 use crate::domain::figures::{Deltas, SaleFigures};
 use crate::store::committer::MAX_SET_ROWS;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{NewClick, NewSale, SaleOutcome};
+use crate::store::sql::counters;
 
 /// The columns of a batch's new clicks.
 const CLICK_COLUMNS: &[&str] = &[
@@ -112,10 +113,10 @@ pub(super) async fn commit_new_clicks(
     let sql = format!(
         "{}, {} SELECT 1",
         new_clicks_ctes(n),
-        counts.sql(n * CLICK_COLUMNS.len() + 1)
+        counter_ctes(&counts.updates::<Postgres>(n * CLICK_COLUMNS.len() + 1))
     );
     let query = rows.bind(sqlx::query(&sql), chunk);
-    counts.bind(query).execute(&mut *conn).await?;
+    counts.bind::<Postgres>(query).execute(&mut *conn).await?;
     Ok(())
 }
 

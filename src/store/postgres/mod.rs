@@ -2,11 +2,9 @@
 //! so that many processes may share the database.
 //!
 //! Its modules hold what PostgreSQL does its own way: `batch` (the set-based click and
-//! sale statements of the committer), `counters` and `rows` (the `VALUES` lists those
-//! read). The statements it runs as SQLite does are in `store::sql`.
+//! sale statements of the committer) and `rows` (the `VALUES` lists those read). The statements it runs as SQLite does are in `store::sql`.
 
 mod batch;
-mod counters;
 mod rows;
 
 use std::sync::Arc;
@@ -18,6 +16,7 @@ use sqlx::postgres::{PgConnection, PgPoolOptions, PgQueryResult, Postgres};
 use super::committer::{Committer, CommitterConfig};
 use super::error::StoreResult;
 use super::model::{NewClick, NewSale, SaleOutcome};
+use super::sql::counters::Update;
 use super::sql::migrations::{self, Reworded};
 use super::sql::write::WritePool;
 use super::sql::{Engine, SqlStore};
@@ -93,8 +92,13 @@ impl Engine for Postgres {
         INSERT INTO sessions (user_id, token_hash, created_at, expires_at) \
         VALUES ($1, $2, $3, $4)";
 
-    fn values(rows: usize, width: usize) -> String {
-        rows::values(rows, width, &mut 1)
+    fn values(rows: usize, width: usize, first: usize) -> String {
+        rows::values(rows, width, &mut { first })
+    }
+
+    // One statement: every update a CTE.
+    fn counter_query(updates: &[Update]) -> String {
+        format!("WITH {} SELECT 1", counter_ctes(updates))
     }
 
     fn rows_affected(result: &PgQueryResult) -> u64 {
@@ -134,10 +138,6 @@ impl Engine for Postgres {
         // No one-statement form here: PostgreSQL records them in the batch's transaction.
         None
     }
-
-    async fn apply_counters(conn: &mut PgConnection, deltas: &Deltas) -> sqlx::Result<()> {
-        counters::apply(conn, deltas).await
-    }
 }
 
 #[cfg(feature = "bench")]
@@ -152,4 +152,14 @@ impl super::sql::seed::SeedEngine for Postgres {
          (SELECT COALESCE(MAX(id), 0) + 1 FROM affiliate_sale_events), false)",
         "VACUUM ANALYZE",
     ];
+}
+
+/// A part's counter updates as CTEs separated by `,` (for a `WITH`).
+fn counter_ctes(updates: &[Update]) -> String {
+    let ctes: Vec<String> = updates
+        .iter()
+        .enumerate()
+        .map(|(i, u)| format!("{}, counter_update_{i} AS ({})", u.rows, u.statement))
+        .collect();
+    ctes.join(", ")
 }

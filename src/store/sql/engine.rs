@@ -16,6 +16,7 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, FromRow, IntoArgumen
 use super::super::error::StoreResult;
 use super::super::model::{Customer, NewClick, NewSale, SaleOutcome};
 use super::super::Backend;
+use super::counters::Update;
 use crate::domain::figures::Deltas;
 use crate::store::model::PartnerProgram;
 
@@ -60,8 +61,10 @@ pub trait Engine:
     const CREATE_SESSION: &'static str;
 
     /// `(…), (…)`: the parameters of `rows` rows of `width` columns, for a multi-row
-    /// `VALUES` list that is a statement's only parameters.
-    fn values(rows: usize, width: usize) -> String;
+    /// `VALUES` list; numbered from `first` on an engine that numbers them.
+    fn values(rows: usize, width: usize, first: usize) -> String;
+    /// One query of a part's counter updates (see [`super::counters`]).
+    fn counter_query(updates: &[Update]) -> String;
     /// How many rows a statement changed.
     fn rows_affected(result: &Self::QueryResult) -> u64;
     /// Whether an error of the database means the statement cannot run as written (a
@@ -92,8 +95,6 @@ pub trait Engine:
         conn: &mut Self::Connection,
         sales: &[&NewSale],
     ) -> Option<StoreResult<Vec<Option<SaleOutcome>>>>;
-    /// Adds a batch's increments to the counters and rollups.
-    async fn apply_counters(conn: &mut Self::Connection, deltas: &Deltas) -> sqlx::Result<()>;
 }
 
 /// A type the database takes as a bound parameter of a query living for `'q`.

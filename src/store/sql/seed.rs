@@ -227,7 +227,7 @@ impl<DB: SeedEngine> Seeder<DB> {
     /// Adds the seed's counters with the group committer's own code.
     pub async fn apply_deltas(&mut self, d: &Deltas) -> anyhow::Result<()> {
         let mut tx = self.conn.begin().await?;
-        DB::apply_counters(&mut tx, d).await?;
+        super::counters::apply::<DB>(&mut tx, d).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -243,5 +243,5 @@ impl<DB: SeedEngine> Seeder<DB> {
 
 /// `INSERT INTO {into} VALUES …` of `rows` rows of `width` parameters.
 fn insert<DB: SeedEngine>(into: &str, rows: usize, width: usize) -> String {
-    format!("INSERT INTO {into} VALUES {}", DB::values(rows, width))
+    format!("INSERT INTO {into} VALUES {}", DB::values(rows, width, 1))
 }

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use sqlx::pool::PoolConnection;
 use sqlx::Pool;
 
+use super::counters;
 use super::engine::{stmt, Engine};
 use crate::domain::figures::Deltas;
 use crate::store::committer::{self, WriteConn};
@@ -124,7 +125,7 @@ impl<DB: Engine> WriteConn for WriteConnection<DB> {
     }
 
     async fn apply(&mut self, deltas: &Deltas) -> StoreResult<()> {
-        Ok(DB::apply_counters(&mut self.conn, deltas).await?)
+        Ok(counters::apply::<DB>(&mut self.conn, deltas).await?)
     }
 
     fn is_statement_bug(&self, e: &StoreError) -> bool {

@@ -10,22 +10,19 @@
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use sqlx::{Row, SqliteConnection};
+use sqlx::{Row, Sqlite, SqliteConnection};
 
-use super::counters;
 use super::rows::{self, Rows, Value};
-use sqlx::Sqlite;
-
-use super::super::sql::Engine;
-
-/// How the batches that are transactions of their own begin.
-const BEGIN_WRITE: &str = <Sqlite as Engine>::BEGIN_WRITE;
 use crate::domain::figures::{Deltas, SaleFigures};
 use crate::domain::money;
 use crate::domain::time::day_of;
 use crate::store::committer::MAX_SET_ROWS;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{NewClick, NewSale, SaleOutcome};
+use crate::store::sql::{counters, Engine};
+
+/// How the batches that are transactions of their own begin.
+const BEGIN_WRITE: &str = <Sqlite as Engine>::BEGIN_WRITE;
 
 /// The columns of a batch's new clicks.
 const CLICK_COLUMNS: &[&str] = &[
@@ -123,12 +120,12 @@ pub(super) async fn commit_new_clicks(
     let mut sql = format!("{BEGIN_WRITE}; {}", new_clicks_sql(n));
     for part in &parts {
         sql.push_str("; ");
-        sql.push_str(&part.sql());
+        sql.push_str(&Sqlite::counter_query(&part.updates::<Sqlite>(1)));
     }
     sql.push_str("; COMMIT");
     let mut query = rows.bind(sqlx::query(&sql), chunk, NEW_CLICK_STATEMENTS);
     for part in &parts {
-        query = part.bind(query);
+        query = part.bind::<Sqlite>(query);
     }
     if let Err(e) = query.execute(&mut *conn).await {
         rollback(conn).await;

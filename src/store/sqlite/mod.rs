@@ -3,13 +3,12 @@
 //! small pool of read-only connections for everything else.
 //!
 //! Its modules hold what SQLite does its own way: `connect` (pools, durability,
-//! checkpoints), `batch` (the set-based click and sale statements of the committer),
-//! `counters` and `rows` (the `VALUES` lists those read). The statements it runs as
+//! checkpoints), `batch` (the set-based click and sale statements of the committer) and `rows`
+//! (the `VALUES` lists those read). The statements it runs as
 //! PostgreSQL does are in `store::sql`.
 
 mod batch;
 mod connect;
-mod counters;
 mod rows;
 #[cfg(test)]
 mod tests;
@@ -23,6 +22,7 @@ use sqlx::Pool;
 use super::committer::{Committer, CommitterConfig};
 use super::error::StoreResult;
 use super::model::{NewClick, NewSale, SaleOutcome};
+use super::sql::counters::Update;
 use super::sql::migrations::{self, Reworded};
 use super::sql::write::WritePool;
 use super::sql::{Engine, SqlStore};
@@ -130,8 +130,17 @@ impl Engine for Sqlite {
         INSERT INTO sessions (user_id, token_hash, created_at, expires_at) \
         VALUES ($1, $2, $3, $4)";
 
-    fn values(rows: usize, width: usize) -> String {
+    fn values(rows: usize, width: usize, _first: usize) -> String {
         rows::values(rows, width)
+    }
+
+    // One statement per update, separated by `;`.
+    fn counter_query(updates: &[Update]) -> String {
+        let statements: Vec<String> = updates
+            .iter()
+            .map(|u| format!("WITH {} {}", u.rows, u.statement))
+            .collect();
+        statements.join("; ")
     }
 
     fn rows_affected(result: &SqliteQueryResult) -> u64 {
@@ -170,10 +179,6 @@ impl Engine for Sqlite {
         sales: &[&NewSale],
     ) -> Option<StoreResult<Vec<Option<SaleOutcome>>>> {
         Some(batch::commit_plain_sales(conn, sales).await)
-    }
-
-    async fn apply_counters(conn: &mut SqliteConnection, deltas: &Deltas) -> sqlx::Result<()> {
-        counters::apply(conn, deltas).await
     }
 }
 
