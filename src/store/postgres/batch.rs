@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use sqlx::{PgConnection, Postgres, Row};
 
 use super::counter_ctes;
-use super::rows::{self, Rows, Value};
+use super::rows::{self, BindRows, Rows, Value};
 use crate::domain::figures::{Deltas, SaleFigures};
 use crate::store::committer::MAX_SET_ROWS;
 use crate::store::error::{StoreError, StoreResult};
@@ -63,7 +63,7 @@ fn new_clicks_ctes(n: usize) -> &'static str {
              session_id, page_url, page_title, referrer_url, screen_resolution, viewport_size, \
              language, timezone, geo_country, geo_region, geo_city, device_type, device_os, \
              browser_name, FALSE, at, at FROM rows JOIN made ON made.click_id = rows.click_id)",
-            Rows::cte(n, CLICK_COLUMNS)
+            rows::cte(n, CLICK_COLUMNS)
         )
     })
 }
@@ -184,7 +184,7 @@ fn resolve_sales_sql(n: usize) -> &'static str {
              FROM rows JOIN customers c ON c.id = {SALE_CUSTOMER_ID} \
              LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
              AND pp.program_id = c.program_id",
-            Rows::cte(n, SALE_KEY_COLUMNS),
+            rows::cte(n, SALE_KEY_COLUMNS),
         )
     })
 }
@@ -236,7 +236,7 @@ fn record_sales_sql(n: usize) -> &'static str {
              SELECT rows.idx, s.id AS sale_id, c.id AS commission_id FROM rows \
              JOIN sales s ON s.processor_event_id = rows.transaction_id \
              LEFT JOIN comm c ON c.sale_id = s.id",
-            Rows::cte(n, SALE_COLUMNS)
+            rows::cte(n, SALE_COLUMNS)
         )
     })
 }

@@ -1,16 +1,19 @@
 //! The statements both databases run as written, generic over the [`Engine`] they run on:
 //! `admin` (settings, workspaces, programs, partners, links, users, memberships and the
 //! lookups of the tracking API), `reports` (dashboard sessions and reads), `verify` (the
-//! integrity snapshot), `tx` (the statements of the tracking flows) and `write` (the group
-//! committer's connection), `counters` (the counter and rollup updates of a batch), and, for benchmarks, `seed`. What differs between the databases (connections, the
-//! set-based statements of the committer, a few statement forms) is the engine's, in
-//! `store::sqlite` and `store::postgres`.
+//! integrity snapshot), `tx` (the statements of the tracking flows), `write` (the group
+//! committer's connection), `counters` (the counter and rollup updates of a batch), `rows`
+//! (the rows of the engines' set-based statements), `migrations`, and, for benchmarks,
+//! `seed`. What differs between the databases (connections, the set-based statements of
+//! the committer, a few statement forms) is the engine's, in `store::sqlite` and
+//! `store::postgres`.
 
 mod admin;
 pub mod counters;
 pub mod engine;
 pub mod migrations;
 mod reports;
+pub mod rows;
 #[cfg(feature = "bench")]
 pub mod seed;
 mod tx;

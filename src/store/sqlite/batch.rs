@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use sqlx::{Row, Sqlite, SqliteConnection};
 
-use super::rows::{self, Rows, Value};
+use super::rows::{self, BindRows, Rows, Value};
 use crate::domain::figures::{Deltas, SaleFigures};
 use crate::domain::money;
 use crate::domain::time::day_of;
@@ -50,7 +50,7 @@ const CLICK_COLUMNS: &[&str] = &[
 /// Of [`CLICK_COLUMNS`], those the customer's row needs.
 const CUSTOMER_CLICK_COLUMNS: &[&str] = CLICK_COLUMNS.split_at(5).0;
 
-/// The columns each statement of [`new_clicks_sql`] reads, in order (for [`Rows::bind`]).
+/// The columns each statement of [`new_clicks_sql`] reads, in order (for [`BindRows::bind`]).
 const NEW_CLICK_STATEMENTS: &[&[&str]] = &[CUSTOMER_CLICK_COLUMNS, CLICK_COLUMNS];
 
 /// Inserts the customers of new clicks from `rows`.
@@ -76,8 +76,8 @@ fn new_clicks_sql(n: usize) -> &'static str {
     rows::sized(&SQL, n, |n| {
         format!(
             "{} {NEW_CUSTOMERS}; {} {NEW_CLICK_EVENTS}",
-            Rows::cte(n, CUSTOMER_CLICK_COLUMNS),
-            Rows::cte(n, CLICK_COLUMNS)
+            rows::cte(n, CUSTOMER_CLICK_COLUMNS),
+            rows::cte(n, CLICK_COLUMNS)
         )
     })
 }
@@ -204,7 +204,7 @@ fn resolve_sales_sql(n: usize) -> &'static str {
              FROM rows JOIN customers c ON c.id = {SALE_CUSTOMER_ID} \
              LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
              AND pp.program_id = c.program_id",
-            Rows::cte(n, SALE_KEY_COLUMNS),
+            rows::cte(n, SALE_KEY_COLUMNS),
         )
     })
 }
@@ -283,7 +283,7 @@ fn record_sales_sql(n: usize) -> &'static str {
         record_sales("rows")
             .iter()
             .zip(RECORD_SALES_COLUMNS)
-            .map(|(sql, columns)| format!("{} {sql}", Rows::cte(n, columns)))
+            .map(|(sql, columns)| format!("{} {sql}", rows::cte(n, columns)))
             .collect::<Vec<_>>()
             .join("; ")
     })
@@ -502,7 +502,7 @@ fn commit_sale_batch_sql(n: usize) -> &'static str {
              FROM (SELECT rows.*, {SALE_CUSTOMER_ID} AS customer_id FROM rows)) \
              {RESOLVE_SALE_BATCH}; {sales}; {commissions}; {customers}; \
              {SALE_BATCH_COUNTERS}; {}; COMMIT",
-            Rows::cte(n, BATCH_SALE_COLUMNS),
+            rows::cte(n, BATCH_SALE_COLUMNS),
             sale_batch_ids(&ids)
         )
     })
