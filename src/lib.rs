@@ -60,6 +60,7 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
         ),
     }
     let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)));
+    let approvals = tokio::spawn(record_approvals(app.clone()));
     let state = AppState::new(app, &hash, clients).with_rate_limits(args.rate_limits);
     let grace = Duration::from_secs(args.shutdown_timeout);
     let signalled = Arc::new(tokio::sync::Notify::new());
@@ -90,6 +91,7 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
             at
         }
     };
+    approvals.abort();
     if tokio::time::timeout_at(deadline, store.close())
         .await
         .is_err()
@@ -101,6 +103,24 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
     }
     tracing::info!("shut down cleanly");
     Ok(())
+}
+
+/// Every minute, records as approved the commissions whose hold period has passed (reads
+/// show them approved from that instant already). Each process runs it; the update is
+/// the same whichever runs it first.
+async fn record_approvals(app: Arc<App>) {
+    let mut every = tokio::time::interval(Duration::from_secs(60));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        match app.approve_due_commissions().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(commissions = n, "recorded approvals after the hold"),
+            Err(e) => {
+                tracing::warn!(error = %e, "recording approvals failed; retrying in a minute")
+            }
+        }
+    }
 }
 
 /// Serves `state` on `listener` until `shutdown` completes, then finishes in-flight

@@ -417,6 +417,8 @@ async fn run_on<DB: SeedEngine>(
     for spec in &opts.programs {
         let program = app
             .create_program(ProgramBody {
+                commission_hold_days: None,
+                min_payout_cents: None,
                 workspace_id: ws.id,
                 name: spec.name.clone(),
                 cookie_window_days: Some(60),

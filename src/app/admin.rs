@@ -12,11 +12,13 @@ use super::secrets::{self, ADMIN_TOKEN_PREFIX, API_TOKEN_PREFIX};
 use super::{App, Error, Result};
 use crate::domain::commission::{CommissionRule, CommissionSpec};
 use crate::domain::money::normalize_currency;
-use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role, UnknownValue};
+use crate::domain::status::{
+    LinkStatus, MembershipStatus, PartnerStatus, PayoutMethod, Role, UnknownValue,
+};
 use crate::domain::time::iso;
 use crate::store::{
-    Link, Membership, NewProgram, Partner, PartnerProgram, PaymentAccount, Program, ProgramPatch,
-    Store, StoreError, User, Workspace,
+    Link, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram, PaymentAccount, Program,
+    ProgramPatch, Store, StoreError, User, Workspace,
 };
 
 /// Settings key of the admin token's hash.
@@ -41,6 +43,10 @@ pub struct ProgramBody {
     pub recurring_commission_months: Option<i64>,
     pub allowed_origins: Option<Vec<String>>,
     pub stripe_webhook_secret: Option<String>,
+    /// Days a commission stays pending before it is due (default 30, 0 allowed).
+    pub commission_hold_days: Option<i64>,
+    /// The smallest balance a payout pays, in cents (default 5000).
+    pub min_payout_cents: Option<i64>,
 }
 
 /// The body of the management call that changes a program; an absent field is left as it is.
@@ -56,6 +62,8 @@ pub struct ProgramPatchBody {
     pub allowed_origins: Option<Vec<String>>,
     #[serde(default, deserialize_with = "nullable")]
     pub stripe_webhook_secret: Option<Option<String>>,
+    pub commission_hold_days: Option<i64>,
+    pub min_payout_cents: Option<i64>,
 }
 
 /// The body of the management call that creates a partner.
@@ -65,6 +73,21 @@ pub struct PartnerBody {
     pub name: String,
     pub code: String,
     pub email: Option<String>,
+}
+
+/// The body of the management call that changes a partner; an absent field is left as it
+/// is, `null` clears a nullable one.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PartnerPatchBody {
+    pub name: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub email: Option<Option<String>>,
+    /// `paypal`, `wise` or `manual`.
+    #[serde(default, deserialize_with = "nullable")]
+    pub payout_method: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub payout_email: Option<Option<String>>,
 }
 
 /// The body of the management call that adds a partner to a program.
@@ -166,6 +189,35 @@ fn window_days(days: i64) -> Result<i64> {
     }
 }
 
+fn hold_days(days: i64) -> Result<i64> {
+    if (0..=3650).contains(&days) {
+        Ok(days)
+    } else {
+        Err(Error::invalid(
+            "commission_hold_days must be an integer from 0 to 3650",
+        ))
+    }
+}
+
+fn min_payout(cents: i64) -> Result<i64> {
+    if (0..=100_000_000_000).contains(&cents) {
+        Ok(cents)
+    } else {
+        Err(Error::invalid(
+            "min_payout_cents must be an integer from 0 to 100000000000",
+        ))
+    }
+}
+
+/// A trimmed email address, or the field's error.
+fn email(field: &str, value: &str) -> Result<String> {
+    let v = value.trim();
+    if !v.contains('@') || v.len() > 255 || v.contains(char::is_whitespace) {
+        return Err(Error::invalid(format!("{field} must be an email address")));
+    }
+    Ok(v.to_string())
+}
+
 fn currency(code: &str) -> Result<String> {
     normalize_currency(code)
         .ok_or_else(|| Error::invalid("currency must be a 3-letter currency code"))
@@ -239,6 +291,10 @@ pub struct ProgramView {
     pub commission: CommissionSpec,
     pub recurring_commission_months: Option<i64>,
     pub allowed_origins: Vec<String>,
+    /// Days a commission stays pending before it is due.
+    pub commission_hold_days: i64,
+    /// The smallest balance a payout pays, in cents.
+    pub min_payout_cents: i64,
     /// Whether a Stripe webhook signing secret is set (the secret is never shown).
     pub stripe_webhook_secret_set: bool,
     /// The first characters of the API key, to tell keys apart.
@@ -264,6 +320,8 @@ pub fn program_view(p: &Program, api_token: Option<&str>) -> ProgramView {
         commission: p.commission.spec(),
         recurring_commission_months: p.recurring_commission_months,
         allowed_origins: p.allowed_origins.clone(),
+        commission_hold_days: p.commission_hold_days,
+        min_payout_cents: p.min_payout_cents,
         stripe_webhook_secret_set: p.stripe_webhook_secret.is_some(),
         api_token_prefix: p.api_token_prefix.clone(),
         payment_account: PaymentAccountView {
@@ -305,6 +363,8 @@ impl App {
             recurring_commission_months: recurring_months(b.recurring_commission_months)?,
             allowed_origins: origins(&b.allowed_origins.unwrap_or_default())?,
             stripe_webhook_secret: webhook_secret(b.stripe_webhook_secret)?,
+            commission_hold_days: hold_days(b.commission_hold_days.unwrap_or(30))?,
+            min_payout_cents: min_payout(b.min_payout_cents.unwrap_or(5000))?,
             api_token_hash: secrets::hash_token(&token),
             api_token_prefix: secrets::token_prefix(&token),
         };
@@ -335,6 +395,8 @@ impl App {
                 .transpose()?,
             allowed_origins: b.allowed_origins.map(|o| origins(&o)).transpose()?,
             stripe_webhook_secret: b.stripe_webhook_secret.map(webhook_secret).transpose()?,
+            commission_hold_days: b.commission_hold_days.map(hold_days).transpose()?,
+            min_payout_cents: b.min_payout_cents.map(min_payout).transpose()?,
         };
         let done = self.store.update_program(id, &patch, self.now_ms()).await;
         self.changed();
@@ -399,17 +461,35 @@ impl App {
                 "code must be 1 to 64 letters, digits, '-' or '_'",
             ));
         }
-        let email = match b.email.as_deref().map(str::trim) {
-            Some(e) if !e.contains('@') || e.len() > 255 => {
-                return Err(Error::invalid("email must be an email address"))
-            }
-            other => other,
-        };
+        let email = b.email.map(|e| email("email", &e)).transpose()?;
         let name = name("name", &b.name, 200)?;
         Ok(self
             .store
-            .create_partner(&name, code, email, self.now_ms())
+            .create_partner(&name, code, email.as_deref(), self.now_ms())
             .await?)
+    }
+
+    /// Changes a partner's name, email or payout details.
+    pub async fn update_partner(&self, id: i64, b: PartnerPatchBody) -> Result<Partner> {
+        let patch = PartnerPatch {
+            name: b.name.map(|n| name("name", &n, 200)).transpose()?,
+            email: b
+                .email
+                .map(|e| e.map(|e| email("email", &e)).transpose())
+                .transpose()?,
+            payout_method: b
+                .payout_method
+                .map(|m| {
+                    m.map(|m| one_of::<PayoutMethod>("payout_method", &m))
+                        .transpose()
+                })
+                .transpose()?,
+            payout_email: b
+                .payout_email
+                .map(|e| e.map(|e| email("payout_email", &e)).transpose())
+                .transpose()?,
+        };
+        Ok(self.store.update_partner(id, &patch).await?)
     }
 
     /// Adds a partner to a program; the day's partner count rises with it.

@@ -15,6 +15,8 @@ pub mod admin;
 pub mod cache;
 pub mod dashboard;
 mod error;
+pub mod exports;
+pub mod payouts;
 pub mod secrets;
 pub mod stripe;
 pub mod track;

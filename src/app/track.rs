@@ -16,8 +16,9 @@ use crate::domain::attribution::{self, AffError};
 use crate::domain::click_id;
 use crate::domain::commission;
 use crate::domain::figures::{Deltas, RefundFigures, SaleFigures};
+use crate::domain::lifecycle::{self, RefundEffect};
 use crate::domain::refund::{self, RefundStatus};
-use crate::domain::status::{CommissionStatus, LinkStatus};
+use crate::domain::status::LinkStatus;
 use crate::store::tx::Tx;
 use crate::store::write::{self, ClickWrite, Job, OnCommit, SaleWrite, Write};
 use crate::store::{
@@ -717,7 +718,7 @@ pub(super) async fn refund_flow(
     at: i64,
 ) -> Result<RefundOutcome> {
     let sale = tx
-        .refundable_sale(program_id, &r.transaction_id, r.test_mode)
+        .refundable_sale(program_id, &r.transaction_id, r.test_mode, at)
         .await?
         .ok_or_else(|| Error::NotFound("Sale not found for transaction_id".into()))?;
     let state = refund::SaleState {
@@ -725,14 +726,14 @@ pub(super) async fn refund_flow(
         refunded_cents: sale.refunded_cents,
         commission: sale
             .commission
-            .map(|(_, amount, reversed)| (amount, reversed)),
+            .as_ref()
+            .map(|c| (c.amount_cents, c.taken_back_cents)),
     };
     let plan = refund::plan(state, r.amount_cents).map_err(Error::Invalid)?;
-    let commission_id = sale.commission.map(|(id, _, _)| id);
     let outcome = RefundOutcome {
         status: plan.status,
         sale_id: sale.sale_id,
-        commission_id,
+        commission_id: sale.commission.as_ref().map(|c| c.id),
         deduction_cents: plan.deduction_cents,
         refunded_cents: plan.refund_cents,
         currency: sale.currency.clone(),
@@ -747,14 +748,21 @@ pub(super) async fn refund_flow(
         r.reason.as_deref(),
     )
     .await?;
-    if let Some(commission_id) = commission_id {
-        let status = if plan.fully_refunded {
-            CommissionStatus::Reversed
-        } else {
-            CommissionStatus::Refunded
-        };
-        tx.reverse_commission(commission_id, plan.deduction_cents, status, at)
-            .await?;
+    let mut deducted_cents = plan.deduction_cents;
+    if let Some(c) = &sale.commission {
+        match lifecycle::on_refund(c.state, plan.fully_refunded) {
+            RefundEffect::Reduce { reverses, counts } => {
+                tx.reverse_commission(c.id, plan.deduction_cents, reverses, at)
+                    .await?;
+                if !counts {
+                    deducted_cents = 0;
+                }
+            }
+            RefundEffect::Clawback if plan.deduction_cents > 0 => {
+                tx.insert_clawback(c.id, plan.deduction_cents, at).await?;
+            }
+            RefundEffect::Clawback => {}
+        }
     }
     if !r.test_mode {
         deltas.count_refund(RefundFigures {
@@ -762,7 +770,7 @@ pub(super) async fn refund_flow(
             partner_id: sale.partner_id,
             sale_date: sale.sale_date,
             refunded_cents: plan.refund_cents,
-            deducted_cents: plan.deduction_cents,
+            deducted_cents,
             currency: &sale.currency,
             full: plan.fully_refunded,
         });

@@ -168,6 +168,21 @@ impl Deltas {
         }
     }
 
+    /// A commission withdrawn from the figures (rejected): what it still paid leaves the
+    /// figures of its sale's day and the partner's totals.
+    pub fn count_commission_withdrawn(
+        &mut self,
+        program_id: i64,
+        partner_id: i64,
+        sale_date: i64,
+        cents: i64,
+        currency: &str,
+    ) {
+        let cents = money::hundredths(cents, currency);
+        self.rollup(program_id, day_of(sale_date)).commission_cents -= cents;
+        self.partner(partner_id, program_id).commission_cents -= cents;
+    }
+
     /// A partner joining a program.
     pub fn count_partner_joined(&mut self, program_id: i64, at: i64) {
         self.rollup(program_id, day_of(at)).partners += 1;

@@ -4,6 +4,7 @@ pub mod attribution;
 pub mod click_id;
 pub mod commission;
 pub mod figures;
+pub mod lifecycle;
 pub mod metrics;
 pub mod money;
 pub mod refund;

@@ -52,9 +52,31 @@ pub fn major_units(amount: i64, currency: &str) -> f64 {
     dollars(hundredths(amount, currency))
 }
 
+/// An amount in a currency's smallest unit as a decimal string of major units, exactly
+/// (`12345` usd → `"123.45"`, `-5` usd → `"-0.05"`, `1000` jpy → `"1000"`): the amount
+/// columns of payout files.
+pub fn major_units_text(amount: i64, currency: &str) -> String {
+    if is_zero_decimal(currency) {
+        return amount.to_string();
+    }
+    let sign = if amount < 0 { "-" } else { "" };
+    let abs = amount.unsigned_abs();
+    format!("{sign}{}.{:02}", abs / 100, abs % 100)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn major_units_text_is_exact() {
+        assert_eq!(major_units_text(12_345, "usd"), "123.45");
+        assert_eq!(major_units_text(5, "eur"), "0.05");
+        assert_eq!(major_units_text(-5, "eur"), "-0.05");
+        assert_eq!(major_units_text(100, "usd"), "1.00");
+        assert_eq!(major_units_text(1_000, "JPY"), "1000");
+        assert_eq!(major_units_text(i64::MIN, "usd"), "-92233720368547758.08");
+    }
 
     #[test]
     fn dollars_have_two_decimals() {

@@ -106,6 +106,8 @@ named_enum! {
         Pending = "pending",
         /// Refused.
         Rejected = "rejected",
+        /// Removed for abuse: earns nothing more.
+        Banned = "banned",
     }
 }
 
@@ -134,12 +136,50 @@ named_enum! {
 named_enum! {
     /// Where a commission stands.
     CommissionStatus {
-        /// Earned, not yet paid.
+        /// Inside the program's hold period: a refund may still reverse it.
         Pending = "pending",
-        /// Partly taken back by a partial refund of its sale.
-        Refunded = "refunded",
-        /// Wholly taken back by a full refund of its sale.
+        /// Due: the hold has passed or an owner approved it; a payout may take it.
+        Approved = "approved",
+        /// Part of a payout that was marked paid.
+        Paid = "paid",
+        /// Its sale was fully refunded before it was paid.
         Reversed = "reversed",
+        /// An owner refused it; it never pays.
+        Rejected = "rejected",
+    }
+}
+
+named_enum! {
+    /// Why a commission exists.
+    CommissionKind {
+        /// Earned by a sale.
+        Sale = "sale",
+        /// Takes back, from the next payout, what a refund after payment undid.
+        Clawback = "clawback",
+    }
+}
+
+named_enum! {
+    /// Where a payout stands.
+    PayoutStatus {
+        /// Created; its commissions are held by it until it is paid or cancelled.
+        Pending = "pending",
+        /// The money was sent; its commissions are paid.
+        Paid = "paid",
+        /// Called off; its commissions went back to approved.
+        Cancelled = "cancelled",
+    }
+}
+
+named_enum! {
+    /// How a partner wants to be paid.
+    PayoutMethod {
+        /// PayPal, to the payout email.
+        Paypal = "paypal",
+        /// Wise, to the payout email.
+        Wise = "wise",
+        /// Any other way, arranged by the program owner.
+        Manual = "manual",
     }
 }
 

@@ -13,8 +13,9 @@ use super::error::{Error, ErrorBody, Result};
 use super::extract::{JsonBody, PathParams};
 use super::AppState;
 use crate::app::admin::{
-    LinkBody, LinkPatchBody, MemberBody, MemberPatchBody, PartnerBody, PaymentAccountBody,
-    ProgramBody, ProgramPartnerBody, ProgramPatchBody, ProgramView, UserBody, WorkspaceBody,
+    LinkBody, LinkPatchBody, MemberBody, MemberPatchBody, PartnerBody, PartnerPatchBody,
+    PaymentAccountBody, ProgramBody, ProgramPartnerBody, ProgramPatchBody, ProgramView, UserBody,
+    WorkspaceBody,
 };
 use crate::app::secrets::{hash_token, hashes_match};
 use crate::store::{Link, Membership, Partner, PartnerProgram, User, Workspace};
@@ -31,6 +32,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(add_program_partner))
         .routes(routes!(set_payment_account))
         .routes(routes!(create_partner))
+        .routes(routes!(update_partner))
         .routes(routes!(create_link))
         .routes(routes!(get_link, update_link))
         .routes(routes!(create_user))
@@ -179,6 +181,29 @@ async fn create_partner(
     JsonBody(b): JsonBody<PartnerBody>,
 ) -> Result<(StatusCode, Json<Partner>)> {
     Ok(created(s.app.create_partner(b).await?))
+}
+
+/// Change a partner's name, email or payout details; absent fields stay, `null` clears.
+#[utoipa::path(
+    patch,
+    path = "/partners/{id}",
+    tag = "management",
+    request_body = PartnerPatchBody,
+    params(("id" = i64, Path, description = "id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The changed partner", body = Partner),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 404, description = "Unknown partner", body = ErrorBody),
+    ),
+)]
+async fn update_partner(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    JsonBody(b): JsonBody<PartnerPatchBody>,
+) -> Result<Json<Partner>> {
+    Ok(Json(s.app.update_partner(id, b).await?))
 }
 
 /// Add a partner to a program (the partner-program record).

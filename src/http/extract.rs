@@ -107,6 +107,27 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
+/// A JSON body that may be left out: a request without a body reads as `T::default()`.
+pub struct OptionalJsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJsonBody<T> {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let headers = req.headers();
+        let empty = headers.get(axum::http::header::CONTENT_TYPE).is_none()
+            && headers
+                .get(axum::http::header::CONTENT_LENGTH)
+                .is_none_or(|v| v.as_bytes() == b"0");
+        if empty {
+            return Ok(OptionalJsonBody(T::default()));
+        }
+        JsonBody::from_request(req, state)
+            .await
+            .map(|JsonBody(v)| OptionalJsonBody(v))
+    }
+}
+
 /// Path parameters; a malformed id is a 400 JSON error, not axum's plain text.
 pub struct PathParams<T>(pub T);
 

@@ -9,6 +9,7 @@ pub mod extract;
 pub mod fields;
 pub mod openapi;
 pub mod outage;
+pub mod payouts;
 pub mod rate_limit;
 pub mod service;
 pub mod session;
@@ -43,7 +44,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .nest("/api/v1/track", track::router())
         .merge(legacy)
         .nest("/api/tracking", dashboard::router())
-        .nest("/api/admin", admin::router())
+        .nest("/api/admin", admin::router().merge(payouts::router()))
         .nest("/api/auth", session::router())
         .nest("/api/webhooks", webhooks::router())
         .split_for_parts();

@@ -28,6 +28,7 @@ use utoipa::Modify;
         (name = "dashboard", description = "Program reports for dashboard users (session token)"),
         (name = "auth", description = "Dashboard sessions"),
         (name = "management", description = "Set programs up (admin token)"),
+        (name = "payouts", description = "Commissions, balances and payouts: paying partners (admin token)"),
         (name = "webhooks", description = "Payment-processor webhooks"),
         (name = "service", description = "Health, readiness and the tracker script"),
     ),

@@ -12,6 +12,8 @@ pub mod dashboard_model;
 pub mod error;
 pub mod integrity;
 pub mod model;
+pub mod payout_model;
+pub mod payouts;
 pub mod postgres;
 pub mod sql;
 pub mod sqlite;
@@ -26,6 +28,8 @@ use crate::domain::status::{LinkStatus, MembershipStatus, Role};
 pub use dashboard_model::*;
 pub use error::{StoreError, StoreResult};
 pub use model::*;
+pub use payout_model::*;
+pub use payouts::{PayoutReads, PayoutTx};
 
 /// Which database a store runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +44,7 @@ pub enum Backend {
 /// duplicated answer [`StoreError::NotFound`] or [`StoreError::Conflict`] naming what
 /// (`"program"`, `"partner code"`, …); the service layer words the message.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: PayoutReads + Send + Sync + 'static {
     /// The database behind this store.
     fn backend(&self) -> Backend;
     /// Succeeds when the database answers a trivial query.
@@ -89,6 +93,8 @@ pub trait Store: Send + Sync + 'static {
         email: Option<&str>,
         at: i64,
     ) -> StoreResult<Partner>;
+    /// Changes a partner; `NotFound("partner")`.
+    async fn update_partner(&self, id: i64, patch: &PartnerPatch) -> StoreResult<Partner>;
     /// Creates a referral link; `NotFound("program" | "partner")`,
     /// `Conflict("short_link")`.
     async fn create_link(

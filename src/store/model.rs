@@ -3,7 +3,9 @@
 use serde::Serialize;
 
 use crate::domain::commission::CommissionRule;
-use crate::domain::status::{CustomerStatus, LinkStatus, MembershipStatus, PartnerStatus, Role};
+use crate::domain::status::{
+    CustomerStatus, LinkStatus, MembershipStatus, PartnerStatus, PayoutMethod, Role,
+};
 use crate::domain::time::iso;
 
 /// Serializes epoch milliseconds as an ISO 8601 timestamp.
@@ -54,6 +56,10 @@ pub struct Program {
     pub allowed_origins: Vec<String>,
     pub stripe_webhook_secret: Option<String>,
     pub payment: PaymentAccount,
+    /// Days a commission stays `pending` before it is due.
+    pub commission_hold_days: i64,
+    /// The smallest balance a payout pays, in cents.
+    pub min_payout_cents: i64,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -91,6 +97,8 @@ pub struct NewProgram {
     pub recurring_commission_months: Option<i64>,
     pub allowed_origins: Vec<String>,
     pub stripe_webhook_secret: Option<String>,
+    pub commission_hold_days: i64,
+    pub min_payout_cents: i64,
     pub api_token_hash: String,
     pub api_token_prefix: String,
 }
@@ -105,6 +113,8 @@ pub struct ProgramPatch {
     pub recurring_commission_months: Option<Option<i64>>,
     pub allowed_origins: Option<Vec<String>>,
     pub stripe_webhook_secret: Option<Option<String>>,
+    pub commission_hold_days: Option<i64>,
+    pub min_payout_cents: Option<i64>,
 }
 
 /// A partner (affiliate).
@@ -114,9 +124,22 @@ pub struct Partner {
     pub name: String,
     pub code: String,
     pub email: Option<String>,
+    /// How the partner is paid; null until chosen.
+    pub payout_method: Option<PayoutMethod>,
+    /// Where payouts are sent; a partner without one is left out of payouts.
+    pub payout_email: Option<String>,
     #[serde(serialize_with = "iso_ms")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: i64,
+}
+
+/// A change to a partner: `None` leaves a field as it is, `Some(None)` clears it.
+#[derive(Debug, Clone, Default)]
+pub struct PartnerPatch {
+    pub name: Option<String>,
+    pub email: Option<Option<String>>,
+    pub payout_method: Option<Option<PayoutMethod>>,
+    pub payout_email: Option<Option<String>>,
 }
 
 /// A partner's membership in a program, with its running totals.
@@ -348,8 +371,18 @@ pub struct RefundableSale {
     pub partner_id: Option<i64>,
     pub sale_date: i64,
     pub currency: String,
-    /// The commission's id, amount and reversed amount.
-    pub commission: Option<(i64, i64, i64)>,
+    /// Its sale commission, if it earned one.
+    pub commission: Option<SaleCommission>,
+}
+
+/// The commission of a sale as a refund reads it.
+#[derive(Debug, Clone)]
+pub struct SaleCommission {
+    pub id: i64,
+    pub amount_cents: i64,
+    /// What refunds took back so far: from the commission itself, or by clawbacks.
+    pub taken_back_cents: i64,
+    pub state: crate::domain::lifecycle::CommissionState,
 }
 
 /// A sale a payment processor's refund event names.

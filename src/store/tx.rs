@@ -12,12 +12,13 @@ use super::model::{
     ChargeSale, ClickEventRow, Customer, LeadEventRow, NewCommission, NewCustomer, PartnerProgram,
     PaymentAccount, RefundableSale, SaleEventRow,
 };
-use crate::domain::status::{CommissionStatus, PartnerStatus};
+use super::payouts::PayoutTx;
+use crate::domain::status::PartnerStatus;
 
 /// One open write transaction. Counters are not written here: a flow adds them to the
 /// batch's [`crate::domain::figures::Deltas`], which the committer applies once per batch.
 #[async_trait]
-pub trait Tx: Send {
+pub trait Tx: PayoutTx + Send {
     /// The customer holding `click_id`, in any program.
     async fn customer_by_click_id(&mut self, click_id: &str) -> StoreResult<Option<Customer>>;
     /// The customer with `customer_key` in `program_id`.
@@ -91,12 +92,13 @@ pub trait Tx: Send {
     ) -> StoreResult<PartnerProgram>;
 
     /// The sale of a program recorded under `transaction_id` (test or real as asked),
-    /// with its commission.
+    /// with its sale commission as it stands at `now`.
     async fn refundable_sale(
         &mut self,
         program_id: i64,
         transaction_id: &str,
         is_test: bool,
+        now: i64,
     ) -> StoreResult<Option<RefundableSale>>;
     /// Adds a refund to a sale; `fully` marks it `refunded`.
     async fn refund_sale(
@@ -106,12 +108,12 @@ pub trait Tx: Send {
         fully: bool,
         reason: Option<&str>,
     ) -> StoreResult<()>;
-    /// Takes `deduction_cents` back from a commission and sets its status.
+    /// Takes `deduction_cents` back from a commission; `reverses` marks it `reversed`.
     async fn reverse_commission(
         &mut self,
         commission_id: i64,
         deduction_cents: i64,
-        status: CommissionStatus,
+        reverses: bool,
         at: i64,
     ) -> StoreResult<()>;
 

@@ -21,6 +21,7 @@ mod geoip;
 mod lookup_cache;
 mod openapi;
 mod outage;
+mod payouts;
 mod process;
 mod seed_bench;
 mod shutdown;

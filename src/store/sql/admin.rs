@@ -3,13 +3,13 @@
 //! (a link by its short link, the origins programs admit).
 
 use super::engine::{stmt, Engine, Rec, Stmt};
-use super::{named, parse_origins};
+use super::{named, named_opt, parse_origins};
 use crate::domain::commission::CommissionRule;
 use crate::domain::status::{LinkStatus, MembershipStatus, Role};
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{
-    origin_allowed, Link, LinkTarget, Membership, NewProgram, Partner, PaymentAccount, Program,
-    ProgramPatch, User, Workspace,
+    origin_allowed, Link, LinkTarget, Membership, NewProgram, Partner, PartnerPatch,
+    PaymentAccount, Program, ProgramPatch, User, Workspace,
 };
 
 /// Reads a setting.
@@ -73,7 +73,7 @@ const PROGRAM_COLUMNS: &str = "id, workspace_id, name, api_token_prefix, cookie_
     currency, commission_type, commission_bps, commission_amount_cents, \
     recurring_commission_months, allowed_origins, stripe_webhook_secret, payment_status, \
     payment_account_id, charges_enabled, payouts_enabled, details_submitted, connection_date, \
-    created_at, updated_at";
+    commission_hold_days, min_payout_cents, created_at, updated_at";
 
 fn program_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Program> {
     let commission = match r.try_get::<String>("commission_type")?.as_str() {
@@ -105,6 +105,8 @@ fn program_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Program> {
             details_submitted: r.try_get("details_submitted")?,
             connection_date: r.try_get("connection_date")?,
         },
+        commission_hold_days: r.try_get("commission_hold_days")?,
+        min_payout_cents: r.try_get("min_payout_cents")?,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
@@ -156,8 +158,9 @@ pub(super) async fn create_program<DB: Engine>(
         "INSERT INTO programs (workspace_id, name, api_token_hash, api_token_prefix, \
          cookie_window_days, currency, commission_type, commission_bps, \
          commission_amount_cents, recurring_commission_months, allowed_origins, \
-         stripe_webhook_secret, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13) \
+         stripe_webhook_secret, commission_hold_days, min_payout_cents, created_at, \
+         updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15, $13, $13) \
          RETURNING {PROGRAM_COLUMNS}"
     );
     let row = stmt::<DB>(&sql)
@@ -174,6 +177,8 @@ pub(super) async fn create_program<DB: Engine>(
         .bind(origins_json(&p.allowed_origins))
         .bind(&p.stripe_webhook_secret)
         .bind(at)
+        .bind(p.commission_hold_days)
+        .bind(p.min_payout_cents)
         .fetch_one(&mut *conn)
         .await?;
     program_from_row(&row)
@@ -226,6 +231,8 @@ pub(super) async fn update_program<DB: Engine>(
          ELSE recurring_commission_months END, \
          allowed_origins = COALESCE($10, allowed_origins), \
          stripe_webhook_secret = CASE WHEN $11 THEN $12 ELSE stripe_webhook_secret END, \
+         commission_hold_days = COALESCE($15, commission_hold_days), \
+         min_payout_cents = COALESCE($16, min_payout_cents), \
          updated_at = $13 WHERE id = $14 RETURNING {PROGRAM_COLUMNS}"
     );
     let query = stmt::<DB>(&sql)
@@ -242,7 +249,9 @@ pub(super) async fn update_program<DB: Engine>(
         .bind(patch.stripe_webhook_secret.is_some())
         .bind(patch.stripe_webhook_secret.clone().flatten())
         .bind(at)
-        .bind(id);
+        .bind(id)
+        .bind(patch.commission_hold_days)
+        .bind(patch.min_payout_cents);
     returned_program(query, &mut *conn).await
 }
 
@@ -286,6 +295,21 @@ pub(super) async fn set_payment_account<DB: Engine>(
     returned_program(query, &mut *conn).await
 }
 
+/// The columns of a [`Partner`], for [`partner_from_row`].
+const PARTNER_COLUMNS: &str = "id, name, code, email, payout_method, payout_email, created_at";
+
+fn partner_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Partner> {
+    Ok(Partner {
+        id: r.try_get("id")?,
+        name: r.try_get("name")?,
+        code: r.try_get("code")?,
+        email: r.try_get("email")?,
+        payout_method: named_opt(r, "payout_method")?,
+        payout_email: r.try_get("payout_email")?,
+        created_at: r.try_get("created_at")?,
+    })
+}
+
 /// Creates a partner; `Conflict("partner code")`.
 pub(super) async fn create_partner<DB: Engine>(
     conn: &mut DB::Connection,
@@ -294,24 +318,49 @@ pub(super) async fn create_partner<DB: Engine>(
     email: Option<&str>,
     at: i64,
 ) -> StoreResult<Partner> {
-    let id: i64 = stmt::<DB>(
+    let sql = format!(
         "INSERT INTO partners (name, code, email, created_at) VALUES ($1, $2, $3, $4) \
-         RETURNING id",
-    )
-    .bind(name)
-    .bind(code)
-    .bind(email)
-    .bind(at)
-    .scalar(&mut *conn)
-    .await
-    .map_err(|e| StoreError::from(e).conflict_on("partner code"))?;
-    Ok(Partner {
-        id,
-        name: name.to_string(),
-        code: code.to_string(),
-        email: email.map(str::to_string),
-        created_at: at,
-    })
+         RETURNING {PARTNER_COLUMNS}"
+    );
+    let row = stmt::<DB>(&sql)
+        .bind(name)
+        .bind(code)
+        .bind(email)
+        .bind(at)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(|e| StoreError::from(e).conflict_on("partner code"))?;
+    partner_from_row(&row)
+}
+
+/// Changes the fields of a partner that `patch` sets; `NotFound("partner")`.
+pub(super) async fn update_partner<DB: Engine>(
+    conn: &mut DB::Connection,
+    id: i64,
+    patch: &PartnerPatch,
+) -> StoreResult<Partner> {
+    let sql = format!(
+        "UPDATE partners SET name = COALESCE($1, name), \
+         email = CASE WHEN $2 THEN $3 ELSE email END, \
+         payout_method = CASE WHEN $4 THEN $5 ELSE payout_method END, \
+         payout_email = CASE WHEN $6 THEN $7 ELSE payout_email END \
+         WHERE id = $8 RETURNING {PARTNER_COLUMNS}"
+    );
+    let row = stmt::<DB>(&sql)
+        .bind(&patch.name)
+        .bind(patch.email.is_some())
+        .bind(patch.email.clone().flatten())
+        .bind(patch.payout_method.is_some())
+        .bind(patch.payout_method.flatten().map(|m| m.as_str()))
+        .bind(patch.payout_email.is_some())
+        .bind(patch.payout_email.clone().flatten())
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    match row {
+        Some(row) => partner_from_row(&row),
+        None => Err(StoreError::NotFound("partner")),
+    }
 }
 
 /// The columns of a [`Link`], for [`link_from_row`].

@@ -12,6 +12,7 @@ mod admin;
 pub mod counters;
 pub mod engine;
 pub mod migrations;
+mod payouts;
 mod reports;
 pub mod rows;
 #[cfg(feature = "bench")]
@@ -31,8 +32,8 @@ use super::error::{StoreError, StoreResult};
 use super::write::Write;
 use super::{
     integrity, Backend, Credentials, DailyRollup, DashboardProgram, EventFilter, Link, LinkTarget,
-    ListedEvent, Membership, NewProgram, Partner, PaymentAccount, Program, ProgramPatch,
-    SessionUser, SetupStatus, Store, User, Workspace,
+    ListedEvent, Membership, NewProgram, Partner, PartnerPatch, PaymentAccount, Program,
+    ProgramPatch, SessionUser, SetupStatus, Store, User, Workspace,
 };
 use crate::domain::status::{LinkStatus, MembershipStatus, Role, UnknownValue};
 
@@ -123,6 +124,10 @@ impl<DB: Engine> Store for SqlStore<DB> {
         at: i64,
     ) -> StoreResult<Partner> {
         admin::create_partner::<DB>(&mut *self.write.acquire().await?, name, code, email, at).await
+    }
+
+    async fn update_partner(&self, id: i64, patch: &PartnerPatch) -> StoreResult<Partner> {
+        admin::update_partner::<DB>(&mut *self.write.acquire().await?, id, patch).await
     }
 
     async fn create_link(
@@ -307,6 +312,15 @@ where
 {
     let stored: String = row.try_get(column)?;
     T::try_from(stored).map_err(|e| unreadable(column, e))
+}
+
+/// Reads the text column at `index` holding one name of a closed set.
+fn named_at<DB: Engine, T>(row: &Rec<DB>, index: usize) -> StoreResult<T>
+where
+    T: TryFrom<String, Error = UnknownValue>,
+{
+    let stored: String = row.try_get_at(index)?;
+    T::try_from(stored).map_err(|e| unreadable("status", e))
 }
 
 /// Reads a nullable text column holding one name of a closed set.

@@ -4,13 +4,15 @@
 use async_trait::async_trait;
 
 use super::engine::{stmt, Engine};
-use super::parse_origins;
+use super::payouts::STATUS;
 use super::write::WriteConnection;
-use crate::domain::status::{CommissionStatus, PartnerStatus};
+use super::{named_at, parse_origins};
+use crate::domain::lifecycle::CommissionState;
+use crate::domain::status::PartnerStatus;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{
     ChargeSale, ClickEventRow, Customer, LeadEventRow, NewCommission, NewCustomer, PartnerProgram,
-    PaymentAccount, RefundableSale, SaleEventRow,
+    PaymentAccount, RefundableSale, SaleCommission, SaleEventRow,
 };
 use crate::store::tx::Tx;
 
@@ -301,20 +303,40 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         program_id: i64,
         transaction_id: &str,
         is_test: bool,
+        now: i64,
     ) -> StoreResult<Option<RefundableSale>> {
-        let row = stmt::<DB>(
+        let sql = format!(
             "SELECT s.id, s.amount_cents, s.refunded_cents, s.partner_id, s.sale_date, \
-             s.currency, c.id, c.amount_cents, c.reversed_cents \
-             FROM affiliate_sale_events s LEFT JOIN commissions c ON c.sale_id = s.id \
-             WHERE s.processor_event_id = $1 AND s.program_id = $2 AND s.is_test = $3",
-        )
-        .bind(transaction_id)
-        .bind(program_id)
-        .bind(is_test)
-        .fetch_optional(&mut *self.conn)
-        .await?;
+             s.currency, c.id, c.amount_cents, CAST(c.reversed_cents + COALESCE(( \
+               SELECT -SUM(k.amount_cents) FROM commissions k \
+               WHERE k.original_commission_id = c.id), 0) AS BIGINT), \
+             {STATUS}, c.payout_id IS NOT NULL \
+             FROM affiliate_sale_events s \
+             LEFT JOIN commissions c ON c.sale_id = s.id AND c.kind = 'sale' \
+             LEFT JOIN programs p ON p.id = c.program_id \
+             WHERE s.processor_event_id = $2 AND s.program_id = $3 AND s.is_test = $4"
+        );
+        let row = stmt::<DB>(&sql)
+            .bind(now)
+            .bind(transaction_id)
+            .bind(program_id)
+            .bind(is_test)
+            .fetch_optional(&mut *self.conn)
+            .await?;
         let Some(r) = row else { return Ok(None) };
         let commission_id: Option<i64> = r.try_get_at(6)?;
+        let commission = match commission_id {
+            Some(id) => Some(SaleCommission {
+                id,
+                amount_cents: r.try_get_at(7)?,
+                taken_back_cents: r.try_get_at(8)?,
+                state: CommissionState {
+                    status: named_at(&r, 9)?,
+                    held: r.try_get_at(10)?,
+                },
+            }),
+            None => None,
+        };
         Ok(Some(RefundableSale {
             sale_id: r.try_get_at(0)?,
             amount_cents: r.try_get_at(1)?,
@@ -322,10 +344,7 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
             partner_id: r.try_get_at(3)?,
             sale_date: r.try_get_at(4)?,
             currency: r.try_get_at(5)?,
-            commission: match commission_id {
-                Some(id) => Some((id, r.try_get_at(7)?, r.try_get_at(8)?)),
-                None => None,
-            },
+            commission,
         }))
     }
 
@@ -354,15 +373,16 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         &mut self,
         commission_id: i64,
         deduction_cents: i64,
-        status: CommissionStatus,
+        reverses: bool,
         at: i64,
     ) -> StoreResult<()> {
         stmt::<DB>(
-            "UPDATE commissions SET reversed_cents = reversed_cents + $1, status = $2, \
+            "UPDATE commissions SET reversed_cents = reversed_cents + $1, \
+             status = CASE WHEN $2 THEN 'reversed' ELSE status END, \
              updated_at = $3 WHERE id = $4",
         )
         .bind(deduction_cents)
-        .bind(status.as_str())
+        .bind(reverses)
         .bind(at)
         .bind(commission_id)
         .execute(&mut *self.conn)

@@ -137,7 +137,7 @@ async fn recompute<DB: Engine>(
         "SELECT s.program_id, s.sale_date / 86400000, s.currency, \
          CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) \
          FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id \
-         WHERE NOT s.is_test GROUP BY 1, 2, 3",
+         WHERE NOT s.is_test AND c.status <> 'rejected' GROUP BY 1, 2, 3",
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -229,7 +229,7 @@ async fn recompute<DB: Engine>(
         "SELECT c.partner_id, c.program_id, s.currency, \
          CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) \
          FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id \
-         WHERE NOT s.is_test GROUP BY 1, 2, 3",
+         WHERE NOT s.is_test AND c.status <> 'rejected' GROUP BY 1, 2, 3",
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -282,7 +282,8 @@ const INVARIANTS: [(&str, &str, &str, &str); 10] = [
         "transaction_id",
         "SELECT c.id, s.processor_event_id FROM commissions c \
          JOIN affiliate_sale_events s ON s.id = c.sale_id \
-         WHERE c.reversed_cents > c.amount_cents OR c.reversed_cents < 0 ORDER BY c.id LIMIT 100",
+         WHERE c.kind = 'sale' AND (c.reversed_cents > c.amount_cents OR c.reversed_cents < 0) \
+         ORDER BY c.id LIMIT 100",
     ),
     (
         "sale_refunded_beyond_amount",
@@ -306,7 +307,9 @@ const INVARIANTS: [(&str, &str, &str, &str); 10] = [
         "transaction_id",
         "SELECT c.id, s.processor_event_id FROM commissions c \
          JOIN affiliate_sale_events s ON s.id = c.sale_id \
-         WHERE s.payment_status = 'refunded' AND c.reversed_cents <> c.amount_cents \
+         WHERE c.kind = 'sale' AND s.payment_status = 'refunded' \
+         AND c.reversed_cents + COALESCE((SELECT -SUM(k.amount_cents) FROM commissions k \
+           WHERE k.original_commission_id = c.id), 0) <> c.amount_cents \
          ORDER BY c.id LIMIT 100",
     ),
     (

@@ -49,6 +49,8 @@ async fn fixture() -> Fixture {
                 recurring_commission_months: None,
                 allowed_origins: vec!["https://shop.example".into()],
                 stripe_webhook_secret: None,
+                commission_hold_days: 30,
+                min_payout_cents: 5_000,
                 api_token_hash: "hash".into(),
                 api_token_prefix: "rt_".into(),
             },
@@ -553,6 +555,7 @@ async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
             (4, "click path without foreign keys".to_string()),
             (5, "converted at read time".to_string()),
             (6, "partial sale indexes".to_string()),
+            (7, "payouts".to_string()),
         ]
     );
     reopened.close().await;

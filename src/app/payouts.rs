@@ -1,0 +1,438 @@
+//! Paying partners: commission lists, approvals and rejections, balances, and payouts
+//! from creation to paid or cancelled. Each change is decided by
+//! [`crate::domain::lifecycle`] on the state read in the write transaction, and written
+//! with a guard on that state.
+
+use futures::stream::{self, BoxStream, StreamExt};
+use futures::FutureExt;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{App, Error, Result};
+use crate::domain::lifecycle::{self, Conflict};
+use crate::domain::status::{CommissionStatus, PayoutStatus, UnknownValue};
+use crate::store::{Balance, CommissionFilter, CommissionRow, Page, Payout};
+
+/// The rows a streamed export reads per query.
+const EXPORT_CHUNK: i64 = 1000;
+
+/// The paging of a list call: `limit` 1–100 (default 50) and the `cursor` of the
+/// previous page's `next_cursor`.
+#[derive(Debug, Default, Clone)]
+pub struct PageParams {
+    pub limit: Option<String>,
+    pub cursor: Option<String>,
+}
+
+/// The filters of the commission list: `status`, `partner_id`, and `from` / `to` dates
+/// (`YYYY-MM-DD`, inclusive, UTC).
+#[derive(Debug, Default, Clone)]
+pub struct CommissionParams {
+    pub status: Option<String>,
+    pub partner_id: Option<String>,
+    pub from: Option<String>,
+    pub to: Option<String>,
+}
+
+/// One page of a list.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Listed<T> {
+    pub data: Vec<T>,
+    /// The `cursor` of the next page; null on the last.
+    pub next_cursor: Option<String>,
+}
+
+/// The body of the call that rejects a commission.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RejectBody {
+    /// Why it never pays (fraud, test order, …), 1 to 500 characters.
+    pub reason: String,
+}
+
+/// The body of the call that marks a payout paid.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MarkPaidBody {
+    /// The transfer's reference in the tool that sent the money, up to 255 characters.
+    pub reference: Option<String>,
+}
+
+impl PageParams {
+    /// The page these parameters ask for; one row more than the limit is read, to know
+    /// whether another page follows.
+    fn page(&self) -> Result<Page> {
+        let limit = match self.limit.as_deref().map(str::trim) {
+            None | Some("") => 50,
+            Some(l) => l
+                .parse()
+                .ok()
+                .filter(|n| (1..=100).contains(n))
+                .ok_or_else(|| Error::invalid("limit must be an integer from 1 to 100"))?,
+        };
+        let before = match self.cursor.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(c) => Some(
+                c.parse::<i64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| Error::invalid("cursor is not a next_cursor of this list"))?,
+            ),
+        };
+        Ok(Page { limit, before })
+    }
+}
+
+/// Cuts a page read with one extra row to its limit, with the cursor of what follows.
+fn listed<T>(mut rows: Vec<T>, page: Page, key: impl Fn(&T) -> i64) -> Listed<T> {
+    let more = rows.len() as i64 > page.limit;
+    rows.truncate(page.limit as usize);
+    let next_cursor = match rows.last() {
+        Some(last) if more => Some(key(last).to_string()),
+        _ => None,
+    };
+    Listed {
+        data: rows,
+        next_cursor,
+    }
+}
+
+/// Reads one page with one extra row.
+fn probe(page: Page) -> Page {
+    Page {
+        limit: page.limit + 1,
+        ..page
+    }
+}
+
+fn date_bound(field: &str, value: Option<&str>, end: bool) -> Result<Option<i64>> {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let day = chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d")
+        .ok()
+        .filter(|d| d.format("%Y-%m-%d").to_string() == v)
+        .ok_or_else(|| Error::invalid(format!("{field} must be a date (YYYY-MM-DD)")))?;
+    let day = if end { day.succ_opt() } else { Some(day) };
+    Ok(day.map(|d| {
+        d.and_hms_opt(0, 0, 0)
+            .expect("midnight")
+            .and_utc()
+            .timestamp_millis()
+    }))
+}
+
+impl CommissionParams {
+    fn filter(&self) -> Result<CommissionFilter> {
+        let status = match self.status.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(s) => Some(
+                s.parse::<CommissionStatus>()
+                    .map_err(|e: UnknownValue| Error::invalid(e.message("status")))?,
+            ),
+        };
+        let partner_id = match self.partner_id.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(p) => Some(
+                p.parse::<i64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| Error::invalid("partner_id must be a positive integer"))?,
+            ),
+        };
+        let from_ms = date_bound("from", self.from.as_deref(), false)?;
+        let to_ms = date_bound("to", self.to.as_deref(), true)?;
+        if let (Some(f), Some(t)) = (from_ms, to_ms) {
+            if f >= t {
+                return Err(Error::invalid("from must not be after to"));
+            }
+        }
+        Ok(CommissionFilter {
+            status,
+            partner_id,
+            from_ms,
+            to_ms,
+        })
+    }
+}
+
+fn conflict(c: Conflict) -> Error {
+    Error::Conflict(c.0)
+}
+
+fn commission_missing() -> Error {
+    Error::NotFound("Commission not found".into())
+}
+
+fn payout_missing() -> Error {
+    Error::NotFound("Payout not found".into())
+}
+
+impl App {
+    /// One page of a program's commissions.
+    pub async fn list_commissions(
+        &self,
+        program_id: i64,
+        params: &CommissionParams,
+        page: &PageParams,
+    ) -> Result<Listed<CommissionRow>> {
+        let filter = params.filter()?;
+        let page = page.page()?;
+        self.program(program_id).await?;
+        let rows = self
+            .store
+            .commissions(program_id, &filter, probe(page), self.now_ms())
+            .await?;
+        Ok(listed(rows, page, |c| c.id))
+    }
+
+    /// Every commission of a program matching `params`, newest first, read in chunks as
+    /// the stream is polled (an export holds one chunk in memory, whatever its size).
+    pub async fn export_commissions(
+        &self,
+        program_id: i64,
+        params: &CommissionParams,
+    ) -> Result<BoxStream<'static, Result<Vec<CommissionRow>>>> {
+        let filter = params.filter()?;
+        self.program(program_id).await?;
+        let store = self.store.clone();
+        let now = self.now_ms();
+        Ok(chunks(
+            move |before| {
+                let store = store.clone();
+                let filter = filter.clone();
+                async move {
+                    let page = Page {
+                        limit: EXPORT_CHUNK,
+                        before,
+                    };
+                    let rows = store.commissions(program_id, &filter, page, now).await?;
+                    Ok(rows)
+                }
+                .boxed()
+            },
+            |c: &CommissionRow| c.id,
+        ))
+    }
+
+    /// One commission.
+    pub async fn commission(&self, id: i64) -> Result<CommissionRow> {
+        self.store
+            .commission(id, self.now_ms())
+            .await?
+            .ok_or_else(commission_missing)
+    }
+
+    /// Approves a pending commission ahead of its hold.
+    pub async fn approve_commission(&self, id: i64) -> Result<CommissionRow> {
+        let at = self.now_ms();
+        self.write(move |tx, _| {
+            async move {
+                let c = tx
+                    .commission_lock(id, at)
+                    .await?
+                    .ok_or_else(commission_missing)?;
+                lifecycle::approve(c.state).map_err(conflict)?;
+                if !tx.approve_commission(id, at).await? {
+                    return Err(Error::Conflict(
+                        "The commission changed while it was being approved; try again".into(),
+                    ));
+                }
+                Ok(())
+            }
+            .boxed()
+        })
+        .await?;
+        self.commission(id).await
+    }
+
+    /// Rejects a pending or unpaid approved commission: it never pays, and the program's
+    /// figures no longer count it.
+    pub async fn reject_commission(&self, id: i64, b: RejectBody) -> Result<CommissionRow> {
+        let reason = b.reason.trim().to_string();
+        if reason.is_empty() || reason.chars().count() > 500 {
+            return Err(Error::invalid("reason must be 1 to 500 characters"));
+        }
+        let at = self.now_ms();
+        self.write(move |tx, deltas| {
+            async move {
+                let c = tx
+                    .commission_lock(id, at)
+                    .await?
+                    .ok_or_else(commission_missing)?;
+                lifecycle::reject(c.state).map_err(conflict)?;
+                if !tx.reject_commission(id, Some(&reason), at).await? {
+                    return Err(Error::Conflict(
+                        "The commission changed while it was being rejected; try again".into(),
+                    ));
+                }
+                deltas.count_commission_withdrawn(
+                    c.program_id,
+                    c.partner_id,
+                    c.sale_date,
+                    c.net_cents,
+                    &c.currency,
+                );
+                Ok(())
+            }
+            .boxed()
+        })
+        .await?;
+        self.commission(id).await
+    }
+
+    /// One page of a program's balances, one row per partner with commissions.
+    pub async fn balances(&self, program_id: i64, page: &PageParams) -> Result<Listed<Balance>> {
+        let page = page.page()?;
+        self.program(program_id).await?;
+        let rows = self
+            .store
+            .balances(program_id, probe(page), self.now_ms())
+            .await?;
+        Ok(listed(rows, page, |b| b.partner_id))
+    }
+
+    /// Records as approved every pending commission whose hold has passed (the reads show
+    /// them approved already; this makes it a fact of the record). Returns how many.
+    pub async fn approve_due_commissions(&self) -> Result<u64> {
+        let mut approved = 0;
+        for (program_id, hold_days) in self.store.program_holds().await? {
+            let at = self.now_ms();
+            let hold_ms = hold_days * lifecycle::DAY_MS;
+            approved += self
+                .write(move |tx, _| {
+                    async move { Ok(tx.approve_due(program_id, hold_ms, at).await?) }.boxed()
+                })
+                .await?;
+        }
+        Ok(approved)
+    }
+
+    /// Creates a payout of every approved partner's due balance that reaches the
+    /// program's minimum and has a payout email. The payout holds those commissions: no
+    /// other payout can take them, whichever process creates it.
+    pub async fn create_payout(&self, program_id: i64) -> Result<Payout> {
+        let at = self.now_ms();
+        self.write(move |tx, _| {
+            async move {
+                let rules = tx
+                    .lock_payout_rules(program_id)
+                    .await?
+                    .ok_or_else(|| Error::NotFound("Program not found".into()))?;
+                let id = tx.insert_payout(program_id, &rules.currency, at).await?;
+                if tx.claim_commissions(program_id, id, &rules, at).await? == 0 {
+                    return Err(Error::Conflict(format!(
+                        "No partner qualifies for a payout: none has an approved, unpaid \
+                         balance of at least {} cents with a payout email",
+                        rules.min_payout_cents
+                    )));
+                }
+                tx.write_payout_items(id).await?;
+                tx.payout_in_tx(id).await?.ok_or_else(payout_missing)
+            }
+            .boxed()
+        })
+        .await
+    }
+
+    /// One page of a program's payouts, without their items.
+    pub async fn list_payouts(&self, program_id: i64, page: &PageParams) -> Result<Listed<Payout>> {
+        let page = page.page()?;
+        self.program(program_id).await?;
+        let rows = self.store.payouts(program_id, probe(page)).await?;
+        Ok(listed(rows, page, |p| p.id))
+    }
+
+    /// Every payout of a program, newest first, in chunks (see [`Self::export_commissions`]).
+    pub async fn export_payouts(
+        &self,
+        program_id: i64,
+    ) -> Result<BoxStream<'static, Result<Vec<Payout>>>> {
+        self.program(program_id).await?;
+        let store = self.store.clone();
+        Ok(chunks(
+            move |before| {
+                let store = store.clone();
+                async move {
+                    let page = Page {
+                        limit: EXPORT_CHUNK,
+                        before,
+                    };
+                    Ok(store.payouts(program_id, page).await?)
+                }
+                .boxed()
+            },
+            |p: &Payout| p.id,
+        ))
+    }
+
+    /// One payout with its items.
+    pub async fn payout(&self, id: i64) -> Result<Payout> {
+        self.store.payout(id).await?.ok_or_else(payout_missing)
+    }
+
+    /// Marks a pending payout paid: its commissions become paid.
+    pub async fn mark_payout_paid(&self, id: i64, b: MarkPaidBody) -> Result<Payout> {
+        let reference = b.reference.map(|r| r.trim().to_string());
+        if reference.as_ref().is_some_and(|r| r.chars().count() > 255) {
+            return Err(Error::invalid("reference must be at most 255 characters"));
+        }
+        self.settle_payout(id, reference, lifecycle::mark_paid)
+            .await
+    }
+
+    /// Cancels a pending payout: its commissions return to approved, for a later payout.
+    pub async fn cancel_payout(&self, id: i64) -> Result<Payout> {
+        self.settle_payout(id, None, lifecycle::cancel).await
+    }
+
+    async fn settle_payout(
+        &self,
+        id: i64,
+        reference: Option<String>,
+        rule: fn(PayoutStatus) -> std::result::Result<PayoutStatus, Conflict>,
+    ) -> Result<Payout> {
+        let at = self.now_ms();
+        self.write(move |tx, _| {
+            async move {
+                let payout = tx.payout_in_tx(id).await?.ok_or_else(payout_missing)?;
+                let to = rule(payout.status).map_err(conflict)?;
+                if !tx.settle_payout(id, to, reference.as_deref(), at).await? {
+                    return Err(Error::Conflict(
+                        "The payout changed while this call ran; read it again".into(),
+                    ));
+                }
+                tx.payout_in_tx(id).await?.ok_or_else(payout_missing)
+            }
+            .boxed()
+        })
+        .await
+    }
+}
+
+/// A stream of the chunks `fetch` reads, each after the last `key` of the one before,
+/// until one comes back short.
+fn chunks<T, F>(fetch: F, key: fn(&T) -> i64) -> BoxStream<'static, Result<Vec<T>>>
+where
+    T: Send + 'static,
+    F: Fn(Option<i64>) -> futures::future::BoxFuture<'static, Result<Vec<T>>> + Send + 'static,
+{
+    stream::unfold(Some(None), move |next: Option<Option<i64>>| {
+        let read = next.map(&fetch);
+        async move {
+            let rows = match read?.await {
+                Ok(rows) => rows,
+                Err(e) => return Some((Err(e), None)),
+            };
+            let after = match rows.last() {
+                Some(last) if rows.len() as i64 == EXPORT_CHUNK => Some(Some(key(last))),
+                _ => None,
+            };
+            if rows.is_empty() {
+                return None;
+            }
+            Some((Ok(rows), after))
+        }
+    })
+    .boxed()
+}

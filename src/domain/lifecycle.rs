@@ -1,0 +1,167 @@
+//! How commissions and payouts change state. Each change an owner or a refund asks for is
+//! decided here, from the state as it stands (with the hold period already applied: see
+//! the store's commission reads), and the store then writes it with a guard on that same
+//! state, so that a change decided on a state another process has just left writes nothing.
+//!
+//! ```text
+//!            hold passes / approve          payout marked paid
+//!  pending ─────────────────────► approved ───────────────────► paid
+//!     │  \                          │   ▲                          │
+//!     │   \ reject                  │   │ payout cancelled         │ refund
+//!     │    ▼                reject  │   │                          ▼
+//!     │   rejected ◄────────────────┘   └── held by a pending   clawback (a new,
+//!     │ full refund                          payout               negative, approved
+//!     ▼                                                           commission)
+//!  reversed
+//! ```
+
+use super::status::{CommissionStatus, PayoutStatus};
+
+/// Milliseconds in a day of hold.
+pub const DAY_MS: i64 = 86_400_000;
+
+/// A commission as a change is decided on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommissionState {
+    /// Its status, with the hold period applied.
+    pub status: CommissionStatus,
+    /// Whether a payout (pending or paid) holds it.
+    pub held: bool,
+}
+
+/// A requested change that the commission's or payout's state does not allow; the text
+/// says which state it is in (the client reads it with a 409).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict(pub String);
+
+/// `pending` → `approved`, ahead of the hold.
+pub fn approve(c: CommissionState) -> Result<CommissionStatus, Conflict> {
+    match c.status {
+        CommissionStatus::Pending => Ok(CommissionStatus::Approved),
+        other => Err(Conflict(format!(
+            "The commission is {other}; only a pending commission can be approved"
+        ))),
+    }
+}
+
+/// `pending`, or `approved` and not held by a payout → `rejected`.
+pub fn reject(c: CommissionState) -> Result<CommissionStatus, Conflict> {
+    match c.status {
+        CommissionStatus::Approved if c.held => Err(Conflict(
+            "The commission is held by a pending payout; cancel the payout first".into(),
+        )),
+        CommissionStatus::Pending | CommissionStatus::Approved => Ok(CommissionStatus::Rejected),
+        other => Err(Conflict(format!(
+            "The commission is {other}; only a pending or approved commission can be rejected"
+        ))),
+    }
+}
+
+/// What a refund of a commission's sale does to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefundEffect {
+    /// Take the deduction off the commission itself.
+    Reduce {
+        /// Whether it becomes `reversed` (its sale is now fully refunded); otherwise its
+        /// status stays as it is.
+        reverses: bool,
+        /// Whether the program's figures lose the deduction (not when the commission was
+        /// rejected: rejecting it took its whole amount out of them already).
+        counts: bool,
+    },
+    /// It was paid, or a payout holds it: a new negative commission takes the deduction
+    /// back from the partner's next payout.
+    Clawback,
+}
+
+/// The effect of a refund (of the whole sale when `fully`) on its commission.
+pub fn on_refund(c: CommissionState, fully: bool) -> RefundEffect {
+    match c.status {
+        _ if c.held || c.status == CommissionStatus::Paid => RefundEffect::Clawback,
+        CommissionStatus::Rejected => RefundEffect::Reduce {
+            reverses: false,
+            counts: false,
+        },
+        CommissionStatus::Pending | CommissionStatus::Approved => RefundEffect::Reduce {
+            reverses: fully,
+            counts: true,
+        },
+        _ => RefundEffect::Reduce {
+            reverses: false,
+            counts: true,
+        },
+    }
+}
+
+/// A payout that is marked paid must be pending.
+pub fn mark_paid(p: PayoutStatus) -> Result<PayoutStatus, Conflict> {
+    match p {
+        PayoutStatus::Pending => Ok(PayoutStatus::Paid),
+        other => Err(Conflict(format!(
+            "The payout is {other}; only a pending payout can be marked paid"
+        ))),
+    }
+}
+
+/// A payout that is cancelled must be pending.
+pub fn cancel(p: PayoutStatus) -> Result<PayoutStatus, Conflict> {
+    match p {
+        PayoutStatus::Pending => Ok(PayoutStatus::Cancelled),
+        PayoutStatus::Paid => Err(Conflict(
+            "The payout is paid; a paid payout cannot be cancelled".into(),
+        )),
+        PayoutStatus::Cancelled => Err(Conflict("The payout is cancelled already".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use CommissionStatus::*;
+
+    fn c(status: CommissionStatus, held: bool) -> CommissionState {
+        CommissionState { status, held }
+    }
+
+    #[test]
+    fn only_pending_approves() {
+        assert_eq!(approve(c(Pending, false)), Ok(Approved));
+        for s in [Approved, Paid, Reversed, Rejected] {
+            let e = approve(c(s, false)).unwrap_err();
+            assert!(e.0.contains(s.as_str()), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn reject_refuses_held_and_settled() {
+        assert_eq!(reject(c(Pending, false)), Ok(Rejected));
+        assert_eq!(reject(c(Approved, false)), Ok(Rejected));
+        assert!(reject(c(Approved, true)).unwrap_err().0.contains("payout"));
+        for s in [Paid, Reversed, Rejected] {
+            assert!(reject(c(s, false)).is_err());
+        }
+    }
+
+    #[test]
+    fn refunds_reduce_before_payment_and_claw_back_after() {
+        let reduce = |reverses, counts| RefundEffect::Reduce { reverses, counts };
+        assert_eq!(on_refund(c(Pending, false), false), reduce(false, true));
+        assert_eq!(on_refund(c(Approved, false), false), reduce(false, true));
+        assert_eq!(on_refund(c(Pending, false), true), reduce(true, true));
+        assert_eq!(on_refund(c(Approved, false), true), reduce(true, true));
+        assert_eq!(on_refund(c(Rejected, false), true), reduce(false, false));
+        assert_eq!(on_refund(c(Approved, true), false), RefundEffect::Clawback);
+        assert_eq!(on_refund(c(Approved, true), true), RefundEffect::Clawback);
+        assert_eq!(on_refund(c(Paid, true), true), RefundEffect::Clawback);
+    }
+
+    #[test]
+    fn payouts_pay_or_cancel_once() {
+        assert_eq!(mark_paid(PayoutStatus::Pending), Ok(PayoutStatus::Paid));
+        assert!(mark_paid(PayoutStatus::Paid).is_err());
+        assert!(mark_paid(PayoutStatus::Cancelled).is_err());
+        assert_eq!(cancel(PayoutStatus::Pending), Ok(PayoutStatus::Cancelled));
+        assert!(cancel(PayoutStatus::Paid).unwrap_err().0.contains("paid"));
+        assert!(cancel(PayoutStatus::Cancelled).is_err());
+    }
+}

@@ -1,0 +1,374 @@
+//! Paying partners, under `/api/admin`: commissions, balances and payouts, with their CSV
+//! exports. Handlers read the request and call [`crate::app::payouts`].
+
+use axum::body::{Body, Bytes};
+use axum::extract::{RawQuery, State};
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::admin::Admin;
+use super::error::{ErrorBody, Result};
+use super::extract::{read_query, JsonBody, OptionalJsonBody, PathParams};
+use super::AppState;
+use crate::app::exports::{self, PayoutFormat};
+use crate::app::payouts::{CommissionParams, Listed, MarkPaidBody, PageParams, RejectBody};
+use crate::store::{Balance, CommissionRow, Payout};
+
+/// Routes of paying partners.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_commissions))
+        .routes(routes!(approve_commission))
+        .routes(routes!(reject_commission))
+        .routes(routes!(list_balances))
+        .routes(routes!(create_payout, list_payouts))
+        .routes(routes!(get_payout))
+        .routes(routes!(mark_payout_paid))
+        .routes(routes!(cancel_payout))
+        .routes(routes!(export_payout))
+}
+
+/// Paging and, on lists that export, `format`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Rows per page, 1 to 100 (default 50).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
+    pub limit: Option<String>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// `csv`: every matching row as `text/csv` with a header row, instead of a page.
+    pub format: Option<String>,
+}
+
+/// The filters of the commission list.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CommissionQuery {
+    /// `pending`, `approved`, `paid`, `reversed` or `rejected` (the hold applied).
+    pub status: Option<String>,
+    /// Only this partner's commissions.
+    #[param(value_type = Option<i64>)]
+    pub partner_id: Option<String>,
+    /// First day, `YYYY-MM-DD` (UTC), inclusive.
+    pub from: Option<String>,
+    /// Last day, `YYYY-MM-DD` (UTC), inclusive.
+    pub to: Option<String>,
+}
+
+/// The format of a payout export.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ExportQuery {
+    /// `csv` (default), `paypal` or `wise`.
+    pub format: Option<String>,
+}
+
+impl ListQuery {
+    fn page(&self) -> PageParams {
+        PageParams {
+            limit: self.limit.clone(),
+            cursor: self.cursor.clone(),
+        }
+    }
+
+    /// Whether the list is asked for as CSV; another format is a 400.
+    fn csv(&self) -> Result<bool> {
+        match self.format.as_deref().map(str::trim) {
+            None | Some("") | Some("json") => Ok(false),
+            Some("csv") => Ok(true),
+            Some(_) => Err(super::Error::bad_request("format must be csv or json")),
+        }
+    }
+}
+
+impl CommissionQuery {
+    fn params(self) -> CommissionParams {
+        CommissionParams {
+            status: self.status,
+            partner_id: self.partner_id,
+            from: self.from,
+            to: self.to,
+        }
+    }
+}
+
+/// A `text/csv` answer of `file_name`.
+fn csv_response(file_name: &str, body: Body) -> Response {
+    (
+        [
+            (CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (
+                CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{file_name}\""),
+            ),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// A CSV answer streamed from `chunks`, each written by `write` (the first with the
+/// header row). An error after the first byte ends the answer early: it is logged, and
+/// the client sees a cut-off download rather than a wrong file.
+fn csv_stream<T: Send + 'static>(
+    file_name: &str,
+    chunks: BoxStream<'static, crate::app::Result<Vec<T>>>,
+    write: fn(&[T], bool) -> Vec<u8>,
+) -> Response {
+    let header = Bytes::from(write(&[], true));
+    let rows = chunks.map(move |chunk| match chunk {
+        Ok(rows) => Ok(Bytes::from(write(&rows, false))),
+        Err(e) => {
+            tracing::error!(error = %e, "CSV export stopped");
+            Err(std::io::Error::other("export stopped"))
+        }
+    });
+    let body = futures::stream::once(async move { Ok(header) }).chain(rows);
+    csv_response(file_name, Body::from_stream(body))
+}
+
+/// List a program's commissions, or export them with `?format=csv`.
+#[utoipa::path(
+    get,
+    path = "/programs/{id}/commissions",
+    tag = "payouts",
+    params(("id" = i64, Path, description = "Program id"), CommissionQuery, ListQuery),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "One page, or every row as text/csv", body = Listed<CommissionRow>),
+        (status = 400, description = "Invalid filter, limit or cursor", body = ErrorBody),
+        (status = 404, description = "Unknown program", body = ErrorBody),
+    ),
+)]
+async fn list_commissions(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response> {
+    let list: ListQuery = read_query(raw.as_deref())?;
+    let params = read_query::<CommissionQuery>(raw.as_deref())?.params();
+    if list.csv()? {
+        let chunks = s.app.export_commissions(id, &params).await?;
+        let name = format!("program-{id}-commissions.csv");
+        return Ok(csv_stream(&name, chunks, exports::commissions_csv));
+    }
+    Ok(Json(s.app.list_commissions(id, &params, &list.page()).await?).into_response())
+}
+
+/// Approve a pending commission ahead of its hold period.
+#[utoipa::path(
+    post,
+    path = "/commissions/{id}/approve",
+    tag = "payouts",
+    params(("id" = i64, Path, description = "Commission id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The approved commission", body = CommissionRow),
+        (status = 404, description = "Unknown commission", body = ErrorBody),
+        (status = 409, description = "Not pending", body = ErrorBody),
+    ),
+)]
+async fn approve_commission(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+) -> Result<Json<CommissionRow>> {
+    Ok(Json(s.app.approve_commission(id).await?))
+}
+
+/// Reject a pending or unpaid approved commission: it never pays.
+#[utoipa::path(
+    post,
+    path = "/commissions/{id}/reject",
+    tag = "payouts",
+    request_body = RejectBody,
+    params(("id" = i64, Path, description = "Commission id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The rejected commission", body = CommissionRow),
+        (status = 400, description = "Invalid reason", body = ErrorBody),
+        (status = 404, description = "Unknown commission", body = ErrorBody),
+        (status = 409, description = "Paid, reversed, rejected, or held by a pending payout", body = ErrorBody),
+    ),
+)]
+async fn reject_commission(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    JsonBody(b): JsonBody<RejectBody>,
+) -> Result<Json<CommissionRow>> {
+    Ok(Json(s.app.reject_commission(id, b).await?))
+}
+
+/// The partners' pending, approved (unpaid) and paid amounts in a program.
+#[utoipa::path(
+    get,
+    path = "/programs/{id}/balances",
+    tag = "payouts",
+    params(("id" = i64, Path, description = "Program id"), ListQuery),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "One page of balances", body = Listed<Balance>),
+        (status = 400, description = "Invalid limit or cursor", body = ErrorBody),
+        (status = 404, description = "Unknown program", body = ErrorBody),
+    ),
+)]
+async fn list_balances(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    RawQuery(raw): RawQuery,
+) -> Result<Json<Listed<Balance>>> {
+    let list: ListQuery = read_query(raw.as_deref())?;
+    Ok(Json(s.app.balances(id, &list.page()).await?))
+}
+
+/// Create a payout of every qualifying partner's approved balance.
+#[utoipa::path(
+    post,
+    path = "/programs/{id}/payouts",
+    tag = "payouts",
+    params(("id" = i64, Path, description = "Program id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 201, description = "The payout with its items", body = Payout),
+        (status = 404, description = "Unknown program", body = ErrorBody),
+        (status = 409, description = "No partner qualifies", body = ErrorBody),
+    ),
+)]
+async fn create_payout(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+) -> Result<(StatusCode, Json<Payout>)> {
+    Ok((StatusCode::CREATED, Json(s.app.create_payout(id).await?)))
+}
+
+/// List a program's payouts, or export them with `?format=csv`.
+#[utoipa::path(
+    get,
+    path = "/programs/{id}/payouts",
+    tag = "payouts",
+    params(("id" = i64, Path, description = "Program id"), ListQuery),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "One page (without items), or every row as text/csv", body = Listed<Payout>),
+        (status = 400, description = "Invalid limit or cursor", body = ErrorBody),
+        (status = 404, description = "Unknown program", body = ErrorBody),
+    ),
+)]
+async fn list_payouts(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response> {
+    let list: ListQuery = read_query(raw.as_deref())?;
+    if list.csv()? {
+        let chunks = s.app.export_payouts(id).await?;
+        let name = format!("program-{id}-payouts.csv");
+        return Ok(csv_stream(&name, chunks, exports::payouts_csv));
+    }
+    Ok(Json(s.app.list_payouts(id, &list.page()).await?).into_response())
+}
+
+/// Show a payout with its items.
+#[utoipa::path(
+    get,
+    path = "/payouts/{id}",
+    tag = "payouts",
+    params(("id" = i64, Path, description = "Payout id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The payout", body = Payout),
+        (status = 404, description = "Unknown payout", body = ErrorBody),
+    ),
+)]
+async fn get_payout(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+) -> Result<Json<Payout>> {
+    Ok(Json(s.app.payout(id).await?))
+}
+
+/// Mark a pending payout paid; its commissions become paid.
+#[utoipa::path(
+    post,
+    path = "/payouts/{id}/mark-paid",
+    tag = "payouts",
+    request_body = MarkPaidBody,
+    params(("id" = i64, Path, description = "Payout id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The paid payout", body = Payout),
+        (status = 400, description = "Invalid reference", body = ErrorBody),
+        (status = 404, description = "Unknown payout", body = ErrorBody),
+        (status = 409, description = "Paid or cancelled already", body = ErrorBody),
+    ),
+)]
+async fn mark_payout_paid(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    OptionalJsonBody(b): OptionalJsonBody<MarkPaidBody>,
+) -> Result<Json<Payout>> {
+    Ok(Json(s.app.mark_payout_paid(id, b).await?))
+}
+
+/// Cancel a pending payout; its commissions may be paid by a later one.
+#[utoipa::path(
+    post,
+    path = "/payouts/{id}/cancel",
+    tag = "payouts",
+    params(("id" = i64, Path, description = "Payout id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The cancelled payout", body = Payout),
+        (status = 404, description = "Unknown payout", body = ErrorBody),
+        (status = 409, description = "Paid or cancelled already", body = ErrorBody),
+    ),
+)]
+async fn cancel_payout(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+) -> Result<Json<Payout>> {
+    Ok(Json(s.app.cancel_payout(id).await?))
+}
+
+/// Download a payout's items as CSV, or as PayPal's or Wise's bulk payment file.
+#[utoipa::path(
+    get,
+    path = "/payouts/{id}/export",
+    tag = "payouts",
+    params(("id" = i64, Path, description = "Payout id"), ExportQuery),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "text/csv in the format asked for", content_type = "text/csv", body = String),
+        (status = 400, description = "Unknown format", body = ErrorBody),
+        (status = 404, description = "Unknown payout", body = ErrorBody),
+    ),
+)]
+async fn export_payout(
+    _: Admin,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response> {
+    let q: ExportQuery = read_query(raw.as_deref())?;
+    let format = PayoutFormat::parse(q.format.as_deref())?;
+    let payout = s.app.payout(id).await?;
+    let body = Body::from(exports::payout_file(&payout, format));
+    Ok(csv_response(&format.file_name(id), body))
+}
