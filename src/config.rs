@@ -28,6 +28,10 @@ pub enum Command {
     Migrate(DatabaseArgs),
     /// Management operations, the same as the `/api/admin` API; prints JSON.
     Admin(crate::cli::AdminArgs),
+    /// Commissions: list (JSON or CSV), approve, reject, balances; prints JSON.
+    Commissions(crate::cli::payouts::CommissionsArgs),
+    /// Payouts: create, list, show, mark-paid, cancel, export (CSV, PayPal, Wise).
+    Payouts(crate::cli::payouts::PayoutsArgs),
     /// Recompute every rollup and counter from the raw events and check cross-record
     /// invariants; prints a JSON report and exits non-zero when anything drifted.
     Verify(DatabaseArgs),

@@ -25,11 +25,11 @@ async fn main() -> ExitCode {
         Some(Command::Migrate(db)) => reftrack::store::migrate(&db.database_url)
             .await
             .map(|()| println!("migrations applied")),
-        Some(Command::Admin(args)) => match reftrack::cli::run_admin(args).await {
-            Ok(true) => Ok(()),
-            Ok(false) => return ExitCode::FAILURE,
-            Err(e) => Err(e),
-        },
+        Some(Command::Admin(args)) => answered(reftrack::cli::run_admin(args).await),
+        Some(Command::Commissions(args)) => {
+            answered(reftrack::cli::payouts::run_commissions(args).await)
+        }
+        Some(Command::Payouts(args)) => answered(reftrack::cli::payouts::run_payouts(args).await),
         Some(Command::Verify(db)) => match reftrack::verify::run(&db.database_url).await {
             Ok(report) => {
                 println!(
@@ -52,6 +52,16 @@ async fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The result of a command that printed its own answer or error: `Ok(false)` (it
+/// printed an error) exits with failure, without a second message.
+fn answered(result: anyhow::Result<bool>) -> anyhow::Result<()> {
+    match result {
+        Ok(true) => Ok(()),
+        Ok(false) => std::process::exit(1),
+        Err(e) => Err(e),
     }
 }
 

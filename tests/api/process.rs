@@ -359,3 +359,241 @@ async fn race_the_same_transaction_id(url: String) {
         rounds
     );
 }
+
+/// Two server processes on one PostgreSQL database create payouts of one program at
+/// once: one creates it, the other finds nothing left (409); no commission is held twice.
+#[tokio::test]
+async fn two_processes_race_payout_creation() {
+    let url = crate::common::fresh_postgres_url().await;
+    crate::common::dropping_database(url.clone(), race_payouts(url)).await;
+}
+
+async fn race_payouts(url: String) {
+    let dir = tempfile::tempdir().unwrap();
+    let admin = "rta_race_test_admin_token";
+    let env = [
+        ("REFTRACK_DATABASE_URL", url.as_str()),
+        ("REFTRACK_LISTEN", "127.0.0.1:0"),
+        ("REFTRACK_ADMIN_TOKEN", admin),
+    ];
+    let a = start(dir.path(), &env);
+    let b = start(dir.path(), &env);
+    let post = |base: &str, path: &str, token: &str, body: Value| {
+        let url = format!("{base}{path}");
+        let token = token.to_string();
+        async move { call(reqwest::Method::POST, &url, Some(&token), Some(body)).await }
+    };
+    let (_, ws) = post(
+        &a.base,
+        "/api/admin/workspaces",
+        admin,
+        json!({"name": "W"}),
+    )
+    .await;
+    let (_, program) = post(
+        &a.base,
+        "/api/admin/programs",
+        admin,
+        json!({"workspace_id": ws["id"], "name": "P", "commission_hold_days": 0, "min_payout_cents": 0}),
+    )
+    .await;
+    let key = program["api_token"].as_str().unwrap().to_string();
+    let p = program["id"].as_i64().unwrap();
+    for code in ["a", "b", "c"] {
+        let (_, partner) = post(
+            &a.base,
+            "/api/admin/partners",
+            admin,
+            json!({"name": code, "code": code}),
+        )
+        .await;
+        let id = partner["id"].as_i64().unwrap();
+        let (status, _) = call(
+            reqwest::Method::PATCH,
+            &format!("{}/api/admin/partners/{id}", a.base),
+            Some(admin),
+            Some(json!({"payout_email": format!("{code}@example.com")})),
+        )
+        .await;
+        assert_eq!(status, 200);
+        post(
+            &a.base,
+            &format!("/api/admin/programs/{p}/partners"),
+            admin,
+            json!({"partner_id": id}),
+        )
+        .await;
+        post(
+            &a.base,
+            "/api/admin/links",
+            admin,
+            json!({"program_id": p, "partner_id": id, "short_link": code}),
+        )
+        .await;
+    }
+    let rounds = 10;
+    for round in 0..rounds {
+        for code in ["a", "b", "c"] {
+            let (_, click) = post(
+                &b.base,
+                "/api/v1/track/click",
+                "",
+                json!({"affiliate_url": format!("https://x.io/?aff={code}")}),
+            )
+            .await;
+            let (status, _) = post(
+                &a.base,
+                "/api/v1/track/sale",
+                &key,
+                json!({"transaction_id": format!("t{round}{code}"), "amount_cents": 1000, "click_id": click["click_id"]}),
+            )
+            .await;
+            assert_eq!(status, 200);
+        }
+        let path = format!("/api/admin/programs/{p}/payouts");
+        let (ra, rb) = tokio::join!(
+            post(&a.base, &path, admin, json!({})),
+            post(&b.base, &path, admin, json!({}))
+        );
+        let mut statuses = [ra.0, rb.0];
+        statuses.sort();
+        assert_eq!(statuses, [201, 409], "round {round}: {ra:?} {rb:?}");
+        let made = if ra.0 == 201 { &ra.1 } else { &rb.1 };
+        assert_eq!(made["items"].as_array().unwrap().len(), 3);
+        assert_eq!(made["total_cents"], 600);
+    }
+    let count = |sql: &'static str| {
+        let url = url.clone();
+        async move { crate::common::reftrack_count(&url, sql).await }
+    };
+    assert_eq!(count("SELECT COUNT(*) FROM payouts").await, rounds);
+    assert_eq!(
+        count("SELECT COUNT(*) FROM commissions WHERE payout_id IS NULL").await,
+        0
+    );
+    assert_eq!(
+        count("SELECT CAST(SUM(commission_count) AS BIGINT) FROM payout_items").await,
+        3 * rounds
+    );
+}
+
+/// `reftrack commissions …` and `reftrack payouts …` call the same operations as the API.
+#[tokio::test]
+async fn cli_pays_partners() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("pay.db").display());
+    let admin = "rta_cli_test_admin_token";
+    {
+        let server = start(
+            dir.path(),
+            &[
+                ("REFTRACK_DATABASE_URL", &db),
+                ("REFTRACK_LISTEN", "127.0.0.1:0"),
+                ("REFTRACK_ADMIN_TOKEN", admin),
+            ],
+        );
+        let post = |path: &str, token: &str, body: Value| {
+            let url = format!("{}{path}", server.base);
+            let token = token.to_string();
+            async move { call(reqwest::Method::POST, &url, Some(&token), Some(body)).await }
+        };
+        post("/api/admin/workspaces", admin, json!({"name": "W"})).await;
+        let (_, program) = post(
+            "/api/admin/programs",
+            admin,
+            json!({"workspace_id": 1, "name": "P", "commission_hold_days": 0, "min_payout_cents": 1000}),
+        )
+        .await;
+        let key = program["api_token"].as_str().unwrap().to_string();
+        post(
+            "/api/admin/partners",
+            admin,
+            json!({"name": "Ann", "code": "ann"}),
+        )
+        .await;
+        post(
+            "/api/admin/programs/1/partners",
+            admin,
+            json!({"partner_id": 1}),
+        )
+        .await;
+        post(
+            "/api/admin/links",
+            admin,
+            json!({"program_id": 1, "partner_id": 1, "short_link": "ann"}),
+        )
+        .await;
+        for t in ["t1", "t2"] {
+            let (_, click) = post(
+                "/api/v1/track/click",
+                "",
+                json!({"affiliate_url": "https://x.io/?aff=ann"}),
+            )
+            .await;
+            let (status, _) = post(
+                "/api/v1/track/sale",
+                &key,
+                json!({"transaction_id": t, "amount_cents": 20000, "click_id": click["click_id"]}),
+            )
+            .await;
+            assert_eq!(status, 200);
+        }
+    }
+    let run = |args: &[&str]| {
+        let out = command(dir.path(), &[("REFTRACK_DATABASE_URL", &db)])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = if out.status.success() {
+            out.stdout
+        } else {
+            out.stderr
+        };
+        (out.status.success(), String::from_utf8(text).unwrap())
+    };
+    let json = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+    let (ok, out) = run(&["commissions", "list", "1", "--status", "approved"]);
+    assert!(ok, "{out}");
+    assert_eq!(json(&out)["data"].as_array().unwrap().len(), 2);
+    let (ok, out) = run(&["commissions", "reject", "1", "--reason", "test order"]);
+    assert!(ok, "{out}");
+    assert_eq!(json(&out)["status"], "rejected");
+    let (ok, out) = run(&["payouts", "create", "1"]);
+    assert!(!ok, "Ann has no payout email yet");
+    assert!(json(&out)["error"]
+        .as_str()
+        .unwrap()
+        .contains("payout email"));
+    let (ok, _) = run(&[
+        "admin",
+        "update-partner",
+        "1",
+        "payout_email=ann@example.com",
+        "payout_method=paypal",
+    ]);
+    assert!(ok);
+    let (ok, out) = run(&["payouts", "create", "1"]);
+    assert!(ok, "{out}");
+    assert_eq!(json(&out)["total_cents"], 4000);
+    let (ok, out) = run(&["payouts", "export", "1", "--format", "paypal"]);
+    assert!(ok, "{out}");
+    assert_eq!(
+        out,
+        "ann@example.com,40.00,USD,payout-1-partner-1,Commissions (1) of payout 1,PAYPAL\n"
+    );
+    let (ok, out) = run(&["payouts", "mark-paid", "1", "--reference", "PP-1"]);
+    assert!(ok, "{out}");
+    assert_eq!(json(&out)["status"], "paid");
+    let (ok, out) = run(&["payouts", "mark-paid", "1"]);
+    assert!(!ok);
+    assert!(json(&out)["error"].as_str().unwrap().contains("paid"));
+    let (ok, out) = run(&["commissions", "list", "1", "--csv"]);
+    assert!(ok, "{out}");
+    assert_eq!(out.lines().count(), 3, "{out}");
+    let (ok, out) = run(&["commissions", "balances", "1"]);
+    assert!(ok, "{out}");
+    assert_eq!(json(&out)["data"][0]["paid_cents"], 4000);
+    let (ok, out) = run(&["payouts", "show", "1"]);
+    assert!(ok);
+    assert_eq!(json(&out)["reference"], "PP-1");
+}

@@ -5,9 +5,13 @@
 //! output are the API's. Fields are `key=value` (a string) or `key:=json` (a number,
 //! boolean, null, object or list).
 
+pub mod payouts;
+
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
+use futures::future::BoxFuture;
+use futures::FutureExt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -47,6 +51,9 @@ pub enum AdminCommand {
     SetPaymentAccount { id: i64, fields: Vec<String> },
     /// Create a partner: name=… code=… [email=…]
     CreatePartner { fields: Vec<String> },
+    /// Change a partner: [name=…] [email=…] [payout_method=paypal|wise|manual]
+    /// [payout_email=…] (`key:=null` clears)
+    UpdatePartner { id: i64, fields: Vec<String> },
     /// Add a partner to a program: partner_id:=1 [status=approved|pending|rejected]
     AddProgramPartner {
         program_id: i64,
@@ -128,6 +135,7 @@ impl AdminCommand {
                 answer(app.set_payment_account(id, body(&fields)?).await)
             }
             CreatePartner { fields } => answer(app.create_partner(body(&fields)?).await),
+            UpdatePartner { id, fields } => answer(app.update_partner(id, body(&fields)?).await),
             AddProgramPartner { program_id, fields } => {
                 answer(app.add_program_partner(program_id, body(&fields)?).await)
             }
@@ -158,15 +166,30 @@ impl AdminCommand {
 /// Runs one admin subcommand; prints the JSON answer (or `{"error": …}` on stderr) and
 /// returns whether it succeeded.
 pub async fn run_admin(args: AdminArgs) -> anyhow::Result<bool> {
-    let store = store::open(&args.database.database_url).await?;
+    let command = args.command;
+    run_on(&args.database, |app| {
+        async move { command.run(app).await.map(Some) }.boxed()
+    })
+    .await
+}
+
+/// Opens the database, runs `work` on the service over it, closes the database, and
+/// prints what `work` answered: JSON (`Some`), nothing (`None`: it printed its own
+/// output), or `{"error": …}` on stderr. Returns whether it succeeded.
+pub async fn run_on<W>(database: &DatabaseArgs, work: W) -> anyhow::Result<bool>
+where
+    W: for<'a> FnOnce(&'a App) -> BoxFuture<'a, Result<Option<Value>, String>>,
+{
+    let store = store::open(&database.database_url).await?;
     let app = App::new(store.clone(), Arc::new(SystemClock));
-    let done = args.command.run(&app).await;
+    let done = work(&app).await;
     store.close().await;
     match done {
-        Ok(value) => {
+        Ok(Some(value)) => {
             println!("{}", serde_json::to_string_pretty(&value)?);
             Ok(true)
         }
+        Ok(None) => Ok(true),
         Err(error) => {
             eprintln!(
                 "{}",
