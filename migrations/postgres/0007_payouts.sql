@@ -47,6 +47,9 @@ UPDATE commissions SET status = 'pending' WHERE status = 'refunded';
 CREATE UNIQUE INDEX commissions_sale ON commissions (sale_id) WHERE kind = 'sale';
 CREATE INDEX commissions_list ON commissions (program_id, id);
 CREATE INDEX commissions_partner ON commissions (program_id, partner_id, id);
+-- The minute job that records approvals after the hold reads only pending commissions.
+CREATE INDEX commissions_pending ON commissions (program_id, created_at)
+    WHERE status = 'pending';
 CREATE INDEX commissions_payout ON commissions (payout_id) WHERE payout_id IS NOT NULL;
 CREATE INDEX commissions_original ON commissions (original_commission_id)
     WHERE original_commission_id IS NOT NULL;

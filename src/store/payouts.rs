@@ -41,7 +41,8 @@ pub trait PayoutReads: Send + Sync {
 /// it was decided on and answers whether it applied.
 #[async_trait]
 pub trait PayoutTx: Send {
-    /// A commission's state at `now`, locked for a change where the database locks rows.
+    /// A commission's state at `now`, to decide a change on (the change's statement is
+    /// guarded by that state).
     async fn commission_lock(&mut self, id: i64, now: i64) -> StoreResult<Option<CommissionLock>>;
     /// `pending` → `approved` at `at`.
     async fn approve_commission(&mut self, id: i64, at: i64) -> StoreResult<bool>;
@@ -55,9 +56,9 @@ pub trait PayoutTx: Send {
     /// A clawback of `amount_cents` (positive: what is taken back) on commission `id`;
     /// returns the clawback's id.
     async fn insert_clawback(&mut self, id: i64, amount_cents: i64, at: i64) -> StoreResult<i64>;
-    /// Records as `approved` the pending commissions of `program_id` created at or before
-    /// `due_before` (whose hold has passed), with `approved_at` at the end of their hold;
-    /// returns how many.
+    /// Records as `approved` the pending commissions of `program_id` whose hold of
+    /// `hold_ms` has passed at `now`, with `approved_at` at the end of their hold; returns
+    /// how many.
     async fn approve_due(&mut self, program_id: i64, hold_ms: i64, now: i64) -> StoreResult<u64>;
 
     /// Locks a program against other payouts being created for it until this transaction

@@ -260,6 +260,30 @@ fn cli_admin_commands_print_json() {
     assert!(token["admin_token"].as_str().unwrap().starts_with("rta_"));
 }
 
+/// The admin token of the servers of [`two_servers`].
+const RACE_ADMIN: &str = "rta_race_test_admin_token";
+
+/// Two servers on the database at `url`, with [`RACE_ADMIN`] as their admin token.
+fn two_servers(dir: &std::path::Path, url: &str) -> (Server, Server) {
+    let env = [
+        ("REFTRACK_DATABASE_URL", url),
+        ("REFTRACK_LISTEN", "127.0.0.1:0"),
+        ("REFTRACK_ADMIN_TOKEN", RACE_ADMIN),
+    ];
+    (start(dir, &env), start(dir, &env))
+}
+
+/// A JSON POST to `path` of the server at `base` with a bearer token.
+async fn post(base: &str, path: &str, token: &str, body: Value) -> (u16, Value) {
+    call(
+        reqwest::Method::POST,
+        &format!("{base}{path}"),
+        Some(token),
+        Some(body),
+    )
+    .await
+}
+
 /// Two server processes on one PostgreSQL database, hit with the same `transaction_id`
 /// at once: exactly one sale is recorded each time.
 #[tokio::test]
@@ -270,19 +294,8 @@ async fn two_processes_race_the_same_transaction_id() {
 
 async fn race_the_same_transaction_id(url: String) {
     let dir = tempfile::tempdir().unwrap();
-    let admin = "rta_race_test_admin_token";
-    let env = [
-        ("REFTRACK_DATABASE_URL", url.as_str()),
-        ("REFTRACK_LISTEN", "127.0.0.1:0"),
-        ("REFTRACK_ADMIN_TOKEN", admin),
-    ];
-    let a = start(dir.path(), &env);
-    let b = start(dir.path(), &env);
-    let post = |base: &str, path: &str, token: &str, body: Value| {
-        let url = format!("{base}{path}");
-        let token = token.to_string();
-        async move { call(reqwest::Method::POST, &url, Some(&token), Some(body)).await }
-    };
+    let admin = RACE_ADMIN;
+    let (a, b) = two_servers(dir.path(), &url);
     let (_, ws) = post(
         &a.base,
         "/api/admin/workspaces",
@@ -370,19 +383,8 @@ async fn two_processes_race_payout_creation() {
 
 async fn race_payouts(url: String) {
     let dir = tempfile::tempdir().unwrap();
-    let admin = "rta_race_test_admin_token";
-    let env = [
-        ("REFTRACK_DATABASE_URL", url.as_str()),
-        ("REFTRACK_LISTEN", "127.0.0.1:0"),
-        ("REFTRACK_ADMIN_TOKEN", admin),
-    ];
-    let a = start(dir.path(), &env);
-    let b = start(dir.path(), &env);
-    let post = |base: &str, path: &str, token: &str, body: Value| {
-        let url = format!("{base}{path}");
-        let token = token.to_string();
-        async move { call(reqwest::Method::POST, &url, Some(&token), Some(body)).await }
-    };
+    let admin = RACE_ADMIN;
+    let (a, b) = two_servers(dir.path(), &url);
     let (_, ws) = post(
         &a.base,
         "/api/admin/workspaces",
@@ -492,32 +494,30 @@ async fn cli_pays_partners() {
                 ("REFTRACK_ADMIN_TOKEN", admin),
             ],
         );
-        let post = |path: &str, token: &str, body: Value| {
-            let url = format!("{}{path}", server.base);
-            let token = token.to_string();
-            async move { call(reqwest::Method::POST, &url, Some(&token), Some(body)).await }
-        };
-        post("/api/admin/workspaces", admin, json!({"name": "W"})).await;
-        let (_, program) = post(
-            "/api/admin/programs",
+        let base = server.base.as_str();
+        post(base, "/api/admin/workspaces", admin, json!({"name": "W"})).await;
+        let (_, program) = post(base, "/api/admin/programs",
             admin,
             json!({"workspace_id": 1, "name": "P", "commission_hold_days": 0, "min_payout_cents": 1000}),
         )
         .await;
         let key = program["api_token"].as_str().unwrap().to_string();
         post(
+            base,
             "/api/admin/partners",
             admin,
             json!({"name": "Ann", "code": "ann"}),
         )
         .await;
         post(
+            base,
             "/api/admin/programs/1/partners",
             admin,
             json!({"partner_id": 1}),
         )
         .await;
         post(
+            base,
             "/api/admin/links",
             admin,
             json!({"program_id": 1, "partner_id": 1, "short_link": "ann"}),
@@ -525,12 +525,14 @@ async fn cli_pays_partners() {
         .await;
         for t in ["t1", "t2"] {
             let (_, click) = post(
+                base,
                 "/api/v1/track/click",
                 "",
                 json!({"affiliate_url": "https://x.io/?aff=ann"}),
             )
             .await;
             let (status, _) = post(
+                base,
                 "/api/v1/track/sale",
                 &key,
                 json!({"transaction_id": t, "amount_cents": 20000, "click_id": click["click_id"]}),

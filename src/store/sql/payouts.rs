@@ -208,6 +208,17 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
     }
 }
 
+/// Whether a commission (its columns prefixed by `prefix`) is due and no payout holds it,
+/// in the program's currency `$4`: recorded as approved, or pending past its hold (`$5`
+/// milliseconds before now, `$1`).
+fn due_unheld(prefix: &str) -> String {
+    format!(
+        "{prefix}payout_id IS NULL AND {prefix}currency = $4 \
+         AND ({prefix}status = 'approved' \
+         OR ({prefix}status = 'pending' AND {prefix}created_at <= $1 - $5))"
+    )
+}
+
 #[async_trait]
 impl<DB: Engine> PayoutTx for WriteConnection<DB> {
     async fn commission_lock(&mut self, id: i64, now: i64) -> StoreResult<Option<CommissionLock>> {
@@ -341,9 +352,7 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
         rules: &PayoutRules,
         now: i64,
     ) -> StoreResult<u64> {
-        // Due: recorded as approved, or pending past the hold (recorded as approved now).
-        let due = "payout_id IS NULL AND currency = $4 \
-            AND (status = 'approved' OR (status = 'pending' AND created_at <= $1 - $5))";
+        let (due, due_c) = (due_unheld(""), due_unheld("c."));
         let sql = format!(
             "UPDATE commissions SET payout_id = $2, status = 'approved', \
              approved_at = COALESCE(approved_at, created_at + $5), updated_at = $1 \
@@ -351,8 +360,7 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
                SELECT c.partner_id FROM commissions c \
                JOIN partner_programs pp ON pp.id = c.partner_program_id \
                JOIN partners pa ON pa.id = c.partner_id \
-               WHERE c.program_id = $3 AND c.payout_id IS NULL AND c.currency = $4 \
-               AND (c.status = 'approved' OR (c.status = 'pending' AND c.created_at <= $1 - $5)) \
+               WHERE c.program_id = $3 AND {due_c} \
                AND pp.status = 'approved' AND pa.payout_email IS NOT NULL \
                GROUP BY c.partner_id \
                HAVING SUM(c.amount_cents - c.reversed_cents) >= $6 \
