@@ -15,13 +15,22 @@
 //! `customer_key` `<key_prefix><n>` for the n-th lead (0-based) so that load generators
 //! can address them; one lead in five buys 2 hours later (one sale each, a percentage
 //! commission). Timestamps increase with ids, as they do when the API records them.
+//! A commission whose hold period (the program's `commission_hold_days`) has passed is
+//! seeded `approved`, with `approved_at` at the end of its hold, as the server's minute job
+//! would have recorded it; the others are `pending`.
+//!
+//! [`run_payouts`] adds a program for the payouts benchmark ([`PayoutsSpec`]) to a
+//! database, seeded or not: one partner per 100 commissions, each approved in the program
+//! with a link and PayPal payout details; customers that each click once, sign up 30
+//! minutes later and buy ten times; every sale earns a commission that is past its hold
+//! (all `approved`).
 
 use std::collections::BTreeMap;
 
 use crate::app::admin::{LinkBody, MemberBody, PartnerBody, ProgramBody, UserBody, WorkspaceBody};
-use crate::app::App;
+use crate::app::{App, Caller};
 use crate::domain::commission::CommissionRule;
-use crate::domain::figures::Deltas;
+use crate::domain::figures::{Deltas, RollupDelta};
 use crate::domain::time::{day_of, now_ms};
 use crate::store::sql::seed::{SeedEngine, Seeder};
 use sqlx::{Postgres, Sqlite};
@@ -74,6 +83,40 @@ pub struct SeededProgram {
     pub leads: u64,
     /// Sales created.
     pub sales: u64,
+}
+
+/// The program of the payouts benchmark: every partner has a payout email and due
+/// commissions, so that a payout takes them all.
+#[derive(Debug, Clone)]
+pub struct PayoutsSpec {
+    /// Program name.
+    pub name: String,
+    /// Commissions to create, one sale each; the program gets one partner per
+    /// [`COMMISSIONS_PER_PARTNER`] of them (at least one).
+    pub commissions: u64,
+    /// Prefix of the partner codes and short links (`<prefix>-p<n>`) and of the
+    /// customers' keys (`<prefix>-c<n>`).
+    pub prefix: String,
+    /// Days the events span, ending now (more than the program's hold of 30 days).
+    pub days: i64,
+}
+
+/// Commissions per partner of the payouts program.
+pub const COMMISSIONS_PER_PARTNER: u64 = 100;
+/// Sales (and commissions) per customer of the payouts program.
+pub const SALES_PER_CUSTOMER: u64 = 10;
+
+/// What was created for the payouts benchmark.
+#[derive(Debug, Clone)]
+pub struct SeededPayouts {
+    /// Program id.
+    pub id: i64,
+    /// Partners, each with a link, an approved membership and a payout email.
+    pub partners: u64,
+    /// Customers (one click and one lead each).
+    pub customers: u64,
+    /// Sales, each with its commission (all approved).
+    pub commissions: u64,
 }
 
 /// The outcome of a seed.
@@ -134,19 +177,27 @@ pub struct SeedLead {
     pub at: i64,
 }
 
-/// A sale event row (and its commission) of a customer of the same chunk.
+/// A sale event row and its commission, with what it copies from its customer (who may
+/// have been inserted by an earlier chunk).
 #[derive(Debug, Clone)]
 pub struct SeedSale {
     pub id: i64,
-    pub customer: usize,
+    pub program_id: i64,
+    pub customer_id: i64,
+    pub partner_id: i64,
     pub partner_program_id: i64,
+    pub click_id: String,
+    pub customer_key: Option<String>,
     pub transaction_id: String,
     pub amount_cents: i64,
     pub commission_cents: i64,
     pub at: i64,
+    /// When the commission's hold ended, if it has: it is then recorded `approved`;
+    /// otherwise `pending`.
+    pub approved_at: Option<i64>,
 }
 
-/// Rows inserted together; leads and sales refer to the chunk's customers by index.
+/// Rows inserted together; clicks and leads refer to the chunk's customers by index.
 #[derive(Debug, Default)]
 pub struct Chunk {
     pub customers: Vec<SeedCustomer>,
@@ -157,10 +208,18 @@ pub struct Chunk {
 
 /// A partner of a seeded program.
 #[derive(Debug, Clone)]
-struct SeedPartner {
-    partner_id: i64,
-    link_id: i64,
-    partner_program_id: i64,
+pub struct SeedPartner {
+    pub partner_id: i64,
+    pub link_id: i64,
+    pub partner_program_id: i64,
+}
+
+/// A partner of the payouts program, for a bulk insert.
+#[derive(Debug, Clone)]
+pub struct NewSeedPartner {
+    pub name: String,
+    pub code: String,
+    pub payout_email: String,
 }
 
 /// SplitMix64: a fast, fixed pseudo-random mix, so that a seed is reproducible.
@@ -211,15 +270,19 @@ struct Generator<'a> {
     end: i64,
     next_customer_id: i64,
     next_sale_id: i64,
+    /// The program's hold period, in milliseconds.
+    hold_ms: i64,
+    /// The seed's now: commissions whose hold ended before it are approved.
+    now: i64,
     leads: u64,
     sales: u64,
     /// Per UTC day number: the rollup increments.
-    days: BTreeMap<i64, crate::domain::figures::RollupDelta>,
+    days: BTreeMap<i64, RollupDelta>,
     deltas: Deltas,
 }
 
 impl Generator<'_> {
-    fn day(&mut self, at: i64) -> &mut crate::domain::figures::RollupDelta {
+    fn day(&mut self, at: i64) -> &mut RollupDelta {
         self.days.entry(at.div_euclid(DAY_MS)).or_default()
     }
 
@@ -291,14 +354,20 @@ impl Generator<'_> {
                 customer.status = "conversion";
                 customer.first_purchase_date = Some(sale_at);
                 customer.updated_at = sale_at;
+                let due = sale_at + self.hold_ms;
                 c.sales.push(SeedSale {
                     id: self.next_sale_id,
-                    customer: idx,
+                    program_id: self.program_id,
+                    customer_id,
+                    partner_id,
                     partner_program_id: pp_id,
+                    click_id: customer.click_id.clone(),
+                    customer_key: customer.customer_key.clone(),
                     transaction_id: format!("seed_{}_{}", self.program_id, self.sales),
                     amount_cents: amount,
                     commission_cents: commission,
                     at: sale_at,
+                    approved_at: (due <= self.now).then_some(due),
                 });
                 self.next_sale_id += 1;
                 self.sales += 1;
@@ -341,18 +410,27 @@ impl Generator<'_> {
 
     /// The counters of everything generated, as the committer folds them.
     fn into_deltas(mut self) -> Deltas {
-        for (day, d) in std::mem::take(&mut self.days) {
-            let r = self.deltas.rollup(self.program_id, day_of(day * DAY_MS));
-            r.clicks += d.clicks;
-            r.leads += d.leads;
-            r.lead_events += d.lead_events;
-            r.revenue_cents += d.revenue_cents;
-            r.sales += d.sales;
-            r.sale_events += d.sale_events;
-            r.commission_cents += d.commission_cents;
-            r.conversions += d.conversions;
-        }
+        fold_days(
+            self.program_id,
+            std::mem::take(&mut self.days),
+            &mut self.deltas,
+        );
         self.deltas
+    }
+}
+
+/// Adds rollup increments kept per UTC day number to `deltas`' rollups of `program_id`.
+fn fold_days(program_id: i64, days: BTreeMap<i64, RollupDelta>, deltas: &mut Deltas) {
+    for (day, d) in days {
+        let r = deltas.rollup(program_id, day_of(day * DAY_MS));
+        r.clicks += d.clicks;
+        r.leads += d.leads;
+        r.lead_events += d.lead_events;
+        r.revenue_cents += d.revenue_cents;
+        r.sales += d.sales;
+        r.sale_events += d.sale_events;
+        r.commission_cents += d.commission_cents;
+        r.conversions += d.conversions;
     }
 }
 
@@ -373,6 +451,81 @@ pub async fn run(
     }
 }
 
+/// Adds the program of the payouts benchmark, in a workspace of its own, to the database
+/// named by `url` (created and migrated if needed; it may hold a seed of [`run`] or
+/// anything else). `progress` is called after each chunk with the sales done so far.
+pub async fn run_payouts(
+    url: &str,
+    spec: &PayoutsSpec,
+    progress: impl FnMut(u64),
+) -> anyhow::Result<SeededPayouts> {
+    if url.starts_with("sqlite:") {
+        run_payouts_on::<Sqlite>(url, spec, progress).await
+    } else {
+        run_payouts_on::<Postgres>(url, spec, progress).await
+    }
+}
+
+/// [`run_payouts`] on a database of engine `DB`.
+async fn run_payouts_on<DB: SeedEngine>(
+    url: &str,
+    spec: &PayoutsSpec,
+    progress: impl FnMut(u64),
+) -> anyhow::Result<SeededPayouts> {
+    let store = crate::store::open(url).await?;
+    let app = App::new(
+        store.clone(),
+        std::sync::Arc::new(crate::domain::time::SystemClock),
+    );
+    let now = now_ms();
+    let start = (now.div_euclid(DAY_MS) - (spec.days - 1)) * DAY_MS;
+    let ws = app
+        .create_workspace(
+            &Caller::Operator,
+            WorkspaceBody {
+                name: format!("{} workspace", spec.name),
+            },
+        )
+        .await?;
+    let program = create_program(&app, ws.id, &spec.name).await?;
+    store.close().await;
+    let plan = PayoutsPlan::new(spec, &program, start, now)?;
+    let mut conn = Seeder::<DB>::connect(url).await?;
+    let seeded = seed_payouts::<DB>(&mut conn, &plan, progress).await?;
+    conn.finish().await?;
+    Ok(seeded)
+}
+
+/// A program created through the service, as the management API would.
+async fn create_program(
+    app: &App,
+    workspace_id: i64,
+    name: &str,
+) -> anyhow::Result<crate::app::admin::ProgramView> {
+    Ok(app
+        .create_program(
+            &Caller::Operator,
+            ProgramBody {
+                commission_hold_days: None,
+                min_payout_cents: None,
+                workspace_id,
+                name: name.to_string(),
+                cookie_window_days: Some(60),
+                currency: Some("usd".into()),
+                commission: Some(
+                    CommissionRule::Percentage {
+                        bps: COMMISSION_BPS,
+                    }
+                    .spec(),
+                ),
+                recurring_commission_months: None,
+                allowed_origins: None,
+                stripe_webhook_secret: None,
+            },
+        )
+        .await?)
+}
+
 /// [`run`] on a database of engine `DB`.
 async fn run_on<DB: SeedEngine>(
     url: &str,
@@ -387,18 +540,25 @@ async fn run_on<DB: SeedEngine>(
     let now = now_ms();
     let start = (now.div_euclid(DAY_MS) - (opts.days - 1)) * DAY_MS;
     let ws = app
-        .create_workspace(WorkspaceBody {
-            name: "Benchmark".into(),
-        })
+        .create_workspace(
+            &Caller::Operator,
+            WorkspaceBody {
+                name: "Benchmark".into(),
+            },
+        )
         .await?;
     let user = app
-        .create_user(UserBody {
-            email: "bench@reftrack.invalid".into(),
-            password: opts.user_password.clone(),
-            name: Some("Bench".into()),
-        })
+        .create_user(
+            &Caller::Operator,
+            UserBody {
+                email: "bench@reftrack.invalid".into(),
+                password: opts.user_password.clone(),
+                name: Some("Bench".into()),
+            },
+        )
         .await?;
     app.add_member(
+        &Caller::Operator,
         ws.id,
         MemberBody {
             user_id: user.id,
@@ -415,43 +575,32 @@ async fn run_on<DB: SeedEngine>(
     let mut made = Vec::new();
     let mut plans = Vec::new();
     for spec in &opts.programs {
-        let program = app
-            .create_program(ProgramBody {
-                commission_hold_days: None,
-                min_payout_cents: None,
-                workspace_id: ws.id,
-                name: spec.name.clone(),
-                cookie_window_days: Some(60),
-                currency: Some("usd".into()),
-                commission: Some(
-                    CommissionRule::Percentage {
-                        bps: COMMISSION_BPS,
-                    }
-                    .spec(),
-                ),
-                recurring_commission_months: None,
-                allowed_origins: None,
-                stripe_webhook_secret: None,
-            })
-            .await?;
+        let program = create_program(&app, ws.id, &spec.name).await?;
         let api_token = program.api_token.clone().unwrap_or_default();
         let mut partners = Vec::new();
         for n in 0..spec.partners.max(1) {
             let code = format!("{}{n}", spec.link_prefix);
             let partner = app
-                .create_partner(PartnerBody {
-                    name: format!("Partner {code}"),
-                    code: code.clone(),
-                    email: None,
-                })
+                .create_partner(
+                    &Caller::Operator,
+                    PartnerBody {
+                        name: format!("Partner {code}"),
+                        code: code.clone(),
+                        email: None,
+                        workspace_id: None,
+                    },
+                )
                 .await?;
             let link = app
-                .create_link(LinkBody {
-                    program_id: program.id,
-                    partner_id: Some(partner.id),
-                    short_link: code.clone(),
-                    status: None,
-                })
+                .create_link(
+                    &Caller::Operator,
+                    LinkBody {
+                        program_id: program.id,
+                        partner_id: Some(partner.id),
+                        short_link: code.clone(),
+                        status: None,
+                    },
+                )
                 .await?;
             partners.push((partner.id, link.id));
         }
@@ -460,6 +609,7 @@ async fn run_on<DB: SeedEngine>(
             api_token,
             format!("{}0", spec.link_prefix),
             partners[0].1,
+            program.commission_hold_days * DAY_MS,
         ));
         plans.push(partners);
     }
@@ -471,7 +621,7 @@ async fn run_on<DB: SeedEngine>(
         session_token,
     };
     for (k, spec) in opts.programs.iter().enumerate() {
-        let (program_id, api_token, short_link, link_id) = made[k].clone();
+        let (program_id, api_token, short_link, link_id, hold_ms) = made[k].clone();
         let mut deltas = Deltas::default();
         let mut partners = Vec::new();
         for (partner_id, link_id) in &plans[k] {
@@ -497,6 +647,8 @@ async fn run_on<DB: SeedEngine>(
             end: now - 60_000,
             next_customer_id,
             next_sale_id,
+            hold_ms,
+            now,
             leads: 0,
             sales: 0,
             days: BTreeMap::new(),
@@ -525,4 +677,235 @@ async fn run_on<DB: SeedEngine>(
     }
     conn.finish().await?;
     Ok(report)
+}
+
+/// Where everything of the payouts program goes in time and to whom: sale `i` (0-based,
+/// in time order) is the `i / customers`-th purchase of customer `i % customers`, whose
+/// partner is `customer % partners`. A customer clicks 2 h 30 min before its first
+/// purchase and signs up 30 minutes after its click; every sale is older than the hold.
+struct PayoutsPlan<'a> {
+    spec: &'a PayoutsSpec,
+    program_id: i64,
+    hold_ms: i64,
+    partners: u64,
+    customers: u64,
+    /// The program's creation (and its partners' joining).
+    start: i64,
+    /// Time of the first sale.
+    first: i64,
+    /// Milliseconds between sales.
+    step: f64,
+}
+
+impl<'a> PayoutsPlan<'a> {
+    fn new(
+        spec: &'a PayoutsSpec,
+        program: &crate::app::admin::ProgramView,
+        start: i64,
+        now: i64,
+    ) -> anyhow::Result<Self> {
+        let n = spec.commissions;
+        anyhow::ensure!(n > 0, "the payouts program needs at least one commission");
+        let hold_ms = program.commission_hold_days * DAY_MS;
+        let first = start + 3 * 3_600_000;
+        // A day of margin: every commission is due, whenever the benchmark reads it.
+        let last = now - hold_ms - DAY_MS;
+        anyhow::ensure!(
+            last > first,
+            "the seeded days do not reach back past the payouts program's hold"
+        );
+        Ok(PayoutsPlan {
+            spec,
+            program_id: program.id,
+            hold_ms,
+            partners: (n / COMMISSIONS_PER_PARTNER).max(1),
+            customers: n.div_ceil(SALES_PER_CUSTOMER),
+            start,
+            first,
+            step: (last - first) as f64 / n as f64,
+        })
+    }
+
+    fn sale_at(&self, i: u64) -> i64 {
+        self.first + (i as f64 * self.step) as i64
+    }
+
+    fn click_at(&self, customer: u64) -> i64 {
+        self.sale_at(customer) - 150 * 60_000
+    }
+
+    /// The time of a customer's last purchase.
+    fn last_sale_at(&self, customer: u64) -> i64 {
+        let n = self.spec.commissions;
+        self.sale_at(customer + (n - 1 - customer) / self.customers * self.customers)
+    }
+
+    fn click_id(&self, customer_id: i64, customer: u64) -> String {
+        format!(
+            "cust_{}_{}",
+            1_000_000_000_000u64 + customer_id as u64,
+            self.click_at(customer)
+        )
+    }
+
+    fn customer_key(&self, customer: u64) -> String {
+        format!("{}-c{customer}", self.spec.prefix)
+    }
+}
+
+/// Inserts the payouts program's partners, customers, clicks, leads, sales and
+/// commissions, then its counters; `progress` gets the sales done so far.
+async fn seed_payouts<DB: SeedEngine>(
+    conn: &mut Seeder<DB>,
+    plan: &PayoutsPlan<'_>,
+    mut progress: impl FnMut(u64),
+) -> anyhow::Result<SeededPayouts> {
+    let program_id = plan.program_id;
+    let new_partners: Vec<NewSeedPartner> = (0..plan.partners)
+        .map(|n| {
+            let code = format!("{}-p{n}", plan.spec.prefix);
+            NewSeedPartner {
+                name: format!("Partner {code}"),
+                payout_email: format!("{code}@payouts.example"),
+                code,
+            }
+        })
+        .collect();
+    let partners = conn
+        .insert_partners(program_id, &new_partners, "paypal", plan.start)
+        .await?;
+    conn.backdate_program(program_id, plan.start).await?;
+    let mut deltas = Deltas::default();
+    deltas.rollup(program_id, day_of(plan.start)).partners += partners.len() as i64;
+    let mut days: BTreeMap<i64, RollupDelta> = BTreeMap::new();
+    let (first_customer_id, first_sale_id) = conn.next_ids().await?;
+    let rule = CommissionRule::Percentage {
+        bps: COMMISSION_BPS,
+    };
+    let partner_of = |customer: u64| &partners[(customer % plan.partners) as usize];
+
+    // Customers in the state their sales leave them, each with its click and lead.
+    let mut from = 0;
+    while from < plan.customers {
+        let to = (from + CHUNK).min(plan.customers);
+        let mut c = Chunk::default();
+        for j in from..to {
+            let p = partner_of(j);
+            let id = first_customer_id + j as i64;
+            let h = mix(j ^ (program_id as u64) << 40);
+            let at = plan.click_at(j);
+            let lead_at = at + 30 * 60_000;
+            let key = plan.customer_key(j);
+            let (g, d, l) = (
+                GEO[(h >> 8) as usize % GEO.len()],
+                DEVICES[(h >> 16) as usize % DEVICES.len()],
+                LANGS[(h >> 24) as usize % LANGS.len()],
+            );
+            let page = (h >> 32) as usize % PAGES.len();
+            c.customers.push(SeedCustomer {
+                id,
+                program_id,
+                click_id: plan.click_id(id, j),
+                email: Some(format!("{key}@example.com")),
+                customer_key: Some(key),
+                status: "conversion",
+                partner_id: p.partner_id,
+                link_id: p.link_id,
+                signup_date: Some(lead_at),
+                first_purchase_date: Some(plan.sale_at(j)),
+                created_at: at,
+                updated_at: plan.last_sale_at(j),
+            });
+            let idx = c.customers.len() - 1;
+            c.clicks.push(SeedClick {
+                program_id,
+                customer: idx,
+                link_id: p.link_id,
+                partner_id: p.partner_id,
+                session_id: format!("sess_{:x}", h >> 20),
+                page_url: PAGES[page],
+                page_title: TITLES[page],
+                referrer_url: REFERRERS[(h >> 36) as usize % REFERRERS.len()],
+                screen_resolution: d.3,
+                viewport_size: d.4,
+                language: l.0,
+                timezone: l.1,
+                geo_country: g.0,
+                geo_region: g.1,
+                geo_city: g.2,
+                device_type: d.0,
+                device_os: d.1,
+                browser_name: d.2,
+                at,
+            });
+            c.leads.push(SeedLead {
+                customer: idx,
+                page_url: PAGES[(page + 1) % PAGES.len()],
+                at: lead_at,
+            });
+            days.entry(at.div_euclid(DAY_MS)).or_default().clicks += 1;
+            let r = days.entry(lead_at.div_euclid(DAY_MS)).or_default();
+            r.leads += 1;
+            r.lead_events += 1;
+            deltas.link_click(p.link_id, at);
+            let pd = deltas.partner(p.partner_id, program_id);
+            pd.clicks += 1;
+            pd.leads += 1;
+        }
+        conn.insert_chunk(&c).await?;
+        from = to;
+    }
+
+    // The sales, in time order, each with its approved commission.
+    let n = plan.spec.commissions;
+    let mut from = 0;
+    while from < n {
+        let to = (from + CHUNK).min(n);
+        let mut c = Chunk::default();
+        for i in from..to {
+            let j = i % plan.customers;
+            let p = partner_of(j);
+            let customer_id = first_customer_id + j as i64;
+            let h = mix(i ^ (program_id as u64) << 40 ^ 1 << 63);
+            let at = plan.sale_at(i);
+            let amount = 1_000 + (h >> 40) as i64 % 20_000;
+            let commission = rule.amount_for(amount);
+            c.sales.push(SeedSale {
+                id: first_sale_id + i as i64,
+                program_id,
+                customer_id,
+                partner_id: p.partner_id,
+                partner_program_id: p.partner_program_id,
+                click_id: plan.click_id(customer_id, j),
+                customer_key: Some(plan.customer_key(j)),
+                transaction_id: format!("seed_{program_id}_{i}"),
+                amount_cents: amount,
+                commission_cents: commission,
+                at,
+                approved_at: Some(at + plan.hold_ms),
+            });
+            let r = days.entry(at.div_euclid(DAY_MS)).or_default();
+            r.revenue_cents += amount;
+            r.sales += 1;
+            r.sale_events += 1;
+            r.commission_cents += commission;
+            // A customer's first purchase converts it.
+            r.conversions += i64::from(i < plan.customers);
+            let pd = deltas.partner(p.partner_id, program_id);
+            pd.sales += 1;
+            pd.revenue_cents += amount;
+            pd.commission_cents += commission;
+        }
+        conn.insert_chunk(&c).await?;
+        from = to;
+        progress(from);
+    }
+    fold_days(program_id, days, &mut deltas);
+    conn.apply_deltas(&deltas).await?;
+    Ok(SeededPayouts {
+        id: program_id,
+        partners: plan.partners,
+        customers: plan.customers,
+        commissions: n,
+    })
 }

@@ -8,8 +8,10 @@ use futures::FutureExt;
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 
+use super::access::Caller;
 use super::secrets::{self, ADMIN_TOKEN_PREFIX, API_TOKEN_PREFIX};
 use super::{App, Error, Result};
+use crate::domain::access::Access;
 use crate::domain::commission::{CommissionRule, CommissionSpec};
 use crate::domain::money::normalize_currency;
 use crate::domain::status::{
@@ -18,7 +20,7 @@ use crate::domain::status::{
 use crate::domain::time::iso;
 use crate::store::{
     Link, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram, PaymentAccount, Program,
-    ProgramPatch, Store, StoreError, User, Workspace,
+    ProgramPatch, Record, Store, StoreError, User, Workspace,
 };
 
 /// Settings key of the admin token's hash.
@@ -73,6 +75,9 @@ pub struct PartnerBody {
     pub name: String,
     pub code: String,
     pub email: Option<String>,
+    /// The workspace whose owners see the partner before it joins one of their programs.
+    /// A dashboard session that may change more than one workspace must name it.
+    pub workspace_id: Option<i64>,
 }
 
 /// The body of the management call that changes a partner; an absent field is left as it
@@ -340,14 +345,17 @@ pub fn program_view(p: &Program, api_token: Option<&str>) -> ProgramView {
 
 impl App {
     /// Creates a workspace.
-    pub async fn create_workspace(&self, b: WorkspaceBody) -> Result<Workspace> {
+    pub async fn create_workspace(&self, caller: &Caller, b: WorkspaceBody) -> Result<Workspace> {
+        caller.operator_only("create workspaces")?;
         let name = name("name", &b.name, 200)?;
         Ok(self.store.create_workspace(&name, self.now_ms()).await?)
     }
 
     /// Creates a program with a new API token; the view carries the token (shown once:
     /// only its hash is kept).
-    pub async fn create_program(&self, b: ProgramBody) -> Result<ProgramView> {
+    pub async fn create_program(&self, caller: &Caller, b: ProgramBody) -> Result<ProgramView> {
+        self.allow(caller, Record::Workspace(b.workspace_id), Access::Change)
+            .await?;
         let token = secrets::generate_token(API_TOKEN_PREFIX);
         let program = NewProgram {
             workspace_id: b.workspace_id,
@@ -378,12 +386,21 @@ impl App {
     }
 
     /// One program as the management API shows it.
-    pub async fn program_view(&self, id: i64) -> Result<ProgramView> {
+    pub async fn program_view(&self, caller: &Caller, id: i64) -> Result<ProgramView> {
+        self.allow(caller, Record::Program(id), Access::Read)
+            .await?;
         Ok(program_view(&self.program(id).await?, None))
     }
 
     /// Changes a program.
-    pub async fn update_program(&self, id: i64, b: ProgramPatchBody) -> Result<ProgramView> {
+    pub async fn update_program(
+        &self,
+        caller: &Caller,
+        id: i64,
+        b: ProgramPatchBody,
+    ) -> Result<ProgramView> {
+        self.allow(caller, Record::Program(id), Access::Change)
+            .await?;
         let patch = ProgramPatch {
             name: b.name.map(|n| name("name", &n, 200)).transpose()?,
             cookie_window_days: b.cookie_window_days.map(window_days).transpose()?,
@@ -404,7 +421,9 @@ impl App {
     }
 
     /// Replaces a program's API token; the view carries the new token.
-    pub async fn rotate_program_token(&self, id: i64) -> Result<ProgramView> {
+    pub async fn rotate_program_token(&self, caller: &Caller, id: i64) -> Result<ProgramView> {
+        self.allow(caller, Record::Program(id), Access::Change)
+            .await?;
         let token = secrets::generate_token(API_TOKEN_PREFIX);
         let done = self
             .store
@@ -420,7 +439,13 @@ impl App {
     }
 
     /// Sets a program's payment-account fields as an operator states them.
-    pub async fn set_payment_account(&self, id: i64, b: PaymentAccountBody) -> Result<ProgramView> {
+    pub async fn set_payment_account(
+        &self,
+        caller: &Caller,
+        id: i64,
+        b: PaymentAccountBody,
+    ) -> Result<ProgramView> {
+        caller.operator_only("set a program's payment account")?;
         let connection_date = match b.connection_date.as_deref() {
             None => None,
             Some(d) => Some(
@@ -449,7 +474,29 @@ impl App {
     }
 
     /// Creates a partner.
-    pub async fn create_partner(&self, b: PartnerBody) -> Result<Partner> {
+    pub async fn create_partner(&self, caller: &Caller, b: PartnerBody) -> Result<Partner> {
+        let workspace_id = match (b.workspace_id, caller.changeable_workspaces()) {
+            (Some(id), _) => Some(id),
+            (None, None) => None,
+            (None, Some(mine)) if mine.len() == 1 => Some(mine[0]),
+            (None, Some(mine)) if mine.is_empty() => {
+                return Err(Error::Forbidden(
+                    "Your role may not do this: it needs an owner or admin of a workspace".into(),
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(Error::invalid(
+                    "workspace_id is required: you may change more than one workspace",
+                ))
+            }
+        };
+        if let Some(id) = workspace_id {
+            let record = Record::Workspace(id);
+            self.allow(caller, record, Access::Change).await?;
+            if self.store.workspaces_of(record).await?.is_empty() {
+                return Err(Error::NotFound(record.not_found()));
+            }
+        }
         let code = b.code.trim();
         if code.is_empty()
             || code.len() > 64
@@ -465,12 +512,19 @@ impl App {
         let name = name("name", &b.name, 200)?;
         Ok(self
             .store
-            .create_partner(&name, code, email.as_deref(), self.now_ms())
+            .create_partner(&name, code, email.as_deref(), workspace_id, self.now_ms())
             .await?)
     }
 
     /// Changes a partner's name, email or payout details.
-    pub async fn update_partner(&self, id: i64, b: PartnerPatchBody) -> Result<Partner> {
+    pub async fn update_partner(
+        &self,
+        caller: &Caller,
+        id: i64,
+        b: PartnerPatchBody,
+    ) -> Result<Partner> {
+        self.allow(caller, Record::Partner(id), Access::Change)
+            .await?;
         let patch = PartnerPatch {
             name: b.name.map(|n| name("name", &n, 200)).transpose()?,
             email: b
@@ -495,9 +549,14 @@ impl App {
     /// Adds a partner to a program; the day's partner count rises with it.
     pub async fn add_program_partner(
         &self,
+        caller: &Caller,
         program_id: i64,
         b: ProgramPartnerBody,
     ) -> Result<PartnerProgram> {
+        self.allow(caller, Record::Program(program_id), Access::Change)
+            .await?;
+        self.allow(caller, Record::Partner(b.partner_id), Access::Read)
+            .await?;
         let status: PartnerStatus = one_of("status", b.status.as_deref().unwrap_or("approved"))?;
         let partner_id = b.partner_id;
         let at = self.now_ms();
@@ -520,7 +579,13 @@ impl App {
     }
 
     /// Creates a referral link.
-    pub async fn create_link(&self, b: LinkBody) -> Result<Link> {
+    pub async fn create_link(&self, caller: &Caller, b: LinkBody) -> Result<Link> {
+        self.allow(caller, Record::Program(b.program_id), Access::Change)
+            .await?;
+        if let Some(partner_id) = b.partner_id {
+            self.allow(caller, Record::Partner(partner_id), Access::Read)
+                .await?;
+        }
         let short_link = b.short_link.trim();
         if short_link.is_empty()
             || short_link.len() > 255
@@ -546,12 +611,14 @@ impl App {
     }
 
     /// One link.
-    pub async fn link(&self, id: i64) -> Result<Link> {
+    pub async fn link(&self, caller: &Caller, id: i64) -> Result<Link> {
+        self.allow(caller, Record::Link(id), Access::Read).await?;
         Ok(self.store.link(id).await?)
     }
 
     /// Changes a link's status.
-    pub async fn update_link(&self, id: i64, b: LinkPatchBody) -> Result<Link> {
+    pub async fn update_link(&self, caller: &Caller, id: i64, b: LinkPatchBody) -> Result<Link> {
+        self.allow(caller, Record::Link(id), Access::Change).await?;
         let status: LinkStatus = one_of("status", &b.status)?;
         let done = self.store.set_link_status(id, status).await;
         self.changed();
@@ -559,7 +626,8 @@ impl App {
     }
 
     /// Creates a dashboard user; the email is normalised, the password hashed.
-    pub async fn create_user(&self, b: UserBody) -> Result<User> {
+    pub async fn create_user(&self, caller: &Caller, b: UserBody) -> Result<User> {
+        caller.operator_only("create users")?;
         let email = b.email.trim().to_ascii_lowercase();
         if !email.contains('@') || email.len() > 255 {
             return Err(Error::invalid("email must be an email address"));
@@ -581,7 +649,18 @@ impl App {
     }
 
     /// Adds a user to a workspace.
-    pub async fn add_member(&self, workspace_id: i64, b: MemberBody) -> Result<Membership> {
+    pub async fn add_member(
+        &self,
+        caller: &Caller,
+        workspace_id: i64,
+        b: MemberBody,
+    ) -> Result<Membership> {
+        self.allow(
+            caller,
+            Record::Workspace(workspace_id),
+            Access::ManageMembers,
+        )
+        .await?;
         let role: Role = one_of("role", &b.role)?;
         let status: MembershipStatus = one_of("status", b.status.as_deref().unwrap_or("active"))?;
         Ok(self
@@ -593,6 +672,7 @@ impl App {
     /// Changes a membership's role or status.
     pub async fn update_member(
         &self,
+        caller: &Caller,
         workspace_id: i64,
         user_id: i64,
         b: MemberPatchBody,
@@ -600,6 +680,24 @@ impl App {
         let role: Option<Role> = b.role.map(|r| one_of("role", &r)).transpose()?;
         let status: Option<MembershipStatus> =
             b.status.map(|st| one_of("status", &st)).transpose()?;
+        self.allow(
+            caller,
+            Record::Workspace(workspace_id),
+            Access::ManageMembers,
+        )
+        .await?;
+        // An owner may not leave its workspace without one; the operator, who can always
+        // add an owner back, may.
+        let stays_owner = role.is_none_or(|r| r == Role::Owner)
+            && status.is_none_or(|s| s == MembershipStatus::Active);
+        if !stays_owner
+            && caller.member().is_some()
+            && self.store.active_owners(workspace_id).await? == [user_id]
+        {
+            return Err(Error::Conflict(
+                "This is the workspace's only active owner; make another member owner first".into(),
+            ));
+        }
         Ok(self
             .store
             .update_member(workspace_id, user_id, role, status)

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use super::{Error, Result};
 use crate::domain::money::major_units_text;
 use crate::domain::time::iso;
-use crate::store::{CommissionRow, Payout, PayoutItem};
+use crate::store::{CommissionRow, Payout, PayoutItem, ProgramPartnerRow};
 
 /// The layouts a payout exports to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
@@ -113,6 +113,45 @@ pub fn commissions_csv(rows: &[CommissionRow], header: bool) -> Vec<u8> {
             opt(c.payout_id),
             opt(c.original_commission_id),
             opt(c.reject_reason.as_deref()),
+        ]);
+    }
+    sheet.bytes()
+}
+
+/// The header row of a program-partner export.
+pub const PROGRAM_PARTNER_HEADER: [&str; 11] = [
+    "partner_id",
+    "name",
+    "email",
+    "code",
+    "status",
+    "created_at",
+    "clicks",
+    "leads",
+    "sales",
+    "revenue_cents",
+    "commission_cents",
+];
+
+/// A program's partner rows as CSV, with the header row when `header`.
+pub fn program_partners_csv(rows: &[ProgramPartnerRow], header: bool) -> Vec<u8> {
+    let mut sheet = Sheet::new();
+    if header {
+        sheet.row(PROGRAM_PARTNER_HEADER);
+    }
+    for r in rows {
+        sheet.row([
+            r.partner_id.to_string(),
+            r.name.clone(),
+            opt(r.email.as_deref()),
+            r.code.clone(),
+            r.status.to_string(),
+            iso(r.created_at),
+            r.clicks.to_string(),
+            r.leads.to_string(),
+            r.sales.to_string(),
+            r.revenue_cents.to_string(),
+            r.commission_cents.to_string(),
         ]);
     }
     sheet.bytes()

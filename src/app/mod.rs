@@ -8,14 +8,18 @@
 //!
 //! - [`track`]: clicks, leads, sales and refunds, as flows over one write transaction.
 //! - [`stripe`]: a verified payment-processor event, with its sale or refund.
-//! - [`admin`]: the management operations.
+//! - [`admin`]: the management operations; [`management`] their lists; [`access`] who
+//!   may call them; [`payouts`] paying partners.
 //! - [`dashboard`]: sign-in, sessions and the dashboard's reads.
 
+pub mod access;
 pub mod admin;
 pub mod cache;
 pub mod dashboard;
 mod error;
 pub mod exports;
+pub mod management;
+mod pages;
 pub mod payouts;
 pub mod secrets;
 pub mod stripe;
@@ -27,7 +31,9 @@ use std::sync::{Arc, Mutex};
 use lru::LruCache;
 use tokio::sync::oneshot;
 
+pub use access::Caller;
 pub use error::{Error, Result};
+pub use pages::{Listed, PageParams};
 
 use crate::domain::figures::Deltas;
 use crate::domain::time::Clock;

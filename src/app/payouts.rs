@@ -3,26 +3,18 @@
 //! [`crate::domain::lifecycle`] on the state read in the write transaction, and written
 //! with a guard on that state.
 
-use futures::stream::{self, BoxStream, StreamExt};
+use futures::stream::BoxStream;
 use futures::FutureExt;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::{App, Error, Result};
+use super::access::Caller;
+use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams, EXPORT_CHUNK};
+use super::{App, Error, Listed, Result};
+use crate::domain::access::Access;
 use crate::domain::lifecycle::{self, Conflict};
-use crate::domain::status::{CommissionStatus, PayoutStatus, UnknownValue};
-use crate::store::{Balance, CommissionFilter, CommissionRow, Page, Payout};
-
-/// The rows a streamed export reads per query.
-const EXPORT_CHUNK: i64 = 1000;
-
-/// The paging of a list call: `limit` 1–100 (default 50) and the `cursor` of the
-/// previous page's `next_cursor`.
-#[derive(Debug, Default, Clone)]
-pub struct PageParams {
-    pub limit: Option<String>,
-    pub cursor: Option<String>,
-}
+use crate::domain::status::PayoutStatus;
+use crate::store::{Balance, CommissionFilter, CommissionRow, Page, Payout, Record};
 
 /// The filters of the commission list: `status`, `partner_id`, and `from` / `to` dates
 /// (`YYYY-MM-DD`, inclusive, UTC).
@@ -32,14 +24,6 @@ pub struct CommissionParams {
     pub partner_id: Option<String>,
     pub from: Option<String>,
     pub to: Option<String>,
-}
-
-/// One page of a list.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Listed<T> {
-    pub data: Vec<T>,
-    /// The `cursor` of the next page; null on the last.
-    pub next_cursor: Option<String>,
 }
 
 /// The body of the call that rejects a commission.
@@ -56,53 +40,6 @@ pub struct RejectBody {
 pub struct MarkPaidBody {
     /// The transfer's reference in the tool that sent the money, up to 255 characters.
     pub reference: Option<String>,
-}
-
-impl PageParams {
-    /// The page these parameters ask for; one row more than the limit is read, to know
-    /// whether another page follows.
-    fn page(&self) -> Result<Page> {
-        let limit = match self.limit.as_deref().map(str::trim) {
-            None | Some("") => 50,
-            Some(l) => l
-                .parse()
-                .ok()
-                .filter(|n| (1..=100).contains(n))
-                .ok_or_else(|| Error::invalid("limit must be an integer from 1 to 100"))?,
-        };
-        let before = match self.cursor.as_deref().map(str::trim) {
-            None | Some("") => None,
-            Some(c) => Some(
-                c.parse::<i64>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| Error::invalid("cursor is not a next_cursor of this list"))?,
-            ),
-        };
-        Ok(Page { limit, before })
-    }
-}
-
-/// Cuts a page read with one extra row to its limit, with the cursor of what follows.
-fn listed<T>(mut rows: Vec<T>, page: Page, key: impl Fn(&T) -> i64) -> Listed<T> {
-    let more = rows.len() as i64 > page.limit;
-    rows.truncate(page.limit as usize);
-    let next_cursor = match rows.last() {
-        Some(last) if more => Some(key(last).to_string()),
-        _ => None,
-    };
-    Listed {
-        data: rows,
-        next_cursor,
-    }
-}
-
-/// Reads one page with one extra row.
-fn probe(page: Page) -> Page {
-    Page {
-        limit: page.limit + 1,
-        ..page
-    }
 }
 
 fn date_bound(field: &str, value: Option<&str>, end: bool) -> Result<Option<i64>> {
@@ -124,22 +61,8 @@ fn date_bound(field: &str, value: Option<&str>, end: bool) -> Result<Option<i64>
 
 impl CommissionParams {
     fn filter(&self) -> Result<CommissionFilter> {
-        let status = match self.status.as_deref().map(str::trim) {
-            None | Some("") => None,
-            Some(s) => Some(
-                s.parse::<CommissionStatus>()
-                    .map_err(|e: UnknownValue| Error::invalid(e.message("status")))?,
-            ),
-        };
-        let partner_id = match self.partner_id.as_deref().map(str::trim) {
-            None | Some("") => None,
-            Some(p) => Some(
-                p.parse::<i64>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| Error::invalid("partner_id must be a positive integer"))?,
-            ),
-        };
+        let status = named_filter("status", self.status.as_deref())?;
+        let partner_id = id_filter("partner_id", self.partner_id.as_deref())?;
         let from_ms = date_bound("from", self.from.as_deref(), false)?;
         let to_ms = date_bound("to", self.to.as_deref(), true)?;
         if let (Some(f), Some(t)) = (from_ms, to_ms) {
@@ -172,12 +95,15 @@ impl App {
     /// One page of a program's commissions.
     pub async fn list_commissions(
         &self,
+        caller: &Caller,
         program_id: i64,
         params: &CommissionParams,
         page: &PageParams,
     ) -> Result<Listed<CommissionRow>> {
         let filter = params.filter()?;
         let page = page.page()?;
+        self.allow(caller, Record::Program(program_id), Access::Read)
+            .await?;
         self.program(program_id).await?;
         let rows = self
             .store
@@ -190,10 +116,13 @@ impl App {
     /// the stream is polled (an export holds one chunk in memory, whatever its size).
     pub async fn export_commissions(
         &self,
+        caller: &Caller,
         program_id: i64,
         params: &CommissionParams,
     ) -> Result<BoxStream<'static, Result<Vec<CommissionRow>>>> {
         let filter = params.filter()?;
+        self.allow(caller, Record::Program(program_id), Access::Read)
+            .await?;
         self.program(program_id).await?;
         let store = self.store.clone();
         let now = self.now_ms();
@@ -215,8 +144,8 @@ impl App {
         ))
     }
 
-    /// One commission.
-    pub async fn commission(&self, id: i64) -> Result<CommissionRow> {
+    /// One commission, read after a change to it.
+    async fn commission(&self, id: i64) -> Result<CommissionRow> {
         self.store
             .commission(id, self.now_ms())
             .await?
@@ -224,7 +153,9 @@ impl App {
     }
 
     /// Approves a pending commission ahead of its hold.
-    pub async fn approve_commission(&self, id: i64) -> Result<CommissionRow> {
+    pub async fn approve_commission(&self, caller: &Caller, id: i64) -> Result<CommissionRow> {
+        self.allow(caller, Record::Commission(id), Access::Change)
+            .await?;
         let at = self.now_ms();
         self.write(move |tx, _| {
             async move {
@@ -248,7 +179,14 @@ impl App {
 
     /// Rejects a pending or unpaid approved commission: it never pays, and the program's
     /// figures no longer count it.
-    pub async fn reject_commission(&self, id: i64, b: RejectBody) -> Result<CommissionRow> {
+    pub async fn reject_commission(
+        &self,
+        caller: &Caller,
+        id: i64,
+        b: RejectBody,
+    ) -> Result<CommissionRow> {
+        self.allow(caller, Record::Commission(id), Access::Change)
+            .await?;
         let reason = b.reason.trim().to_string();
         if reason.is_empty() || reason.chars().count() > 500 {
             return Err(Error::invalid("reason must be 1 to 500 characters"));
@@ -282,8 +220,15 @@ impl App {
     }
 
     /// One page of a program's balances, one row per partner with commissions.
-    pub async fn balances(&self, program_id: i64, page: &PageParams) -> Result<Listed<Balance>> {
+    pub async fn balances(
+        &self,
+        caller: &Caller,
+        program_id: i64,
+        page: &PageParams,
+    ) -> Result<Listed<Balance>> {
         let page = page.page()?;
+        self.allow(caller, Record::Program(program_id), Access::Read)
+            .await?;
         self.program(program_id).await?;
         let rows = self
             .store
@@ -311,7 +256,9 @@ impl App {
     /// Creates a payout of every approved partner's due balance that reaches the
     /// program's minimum and has a payout email. The payout holds those commissions: no
     /// other payout can take them, whichever process creates it.
-    pub async fn create_payout(&self, program_id: i64) -> Result<Payout> {
+    pub async fn create_payout(&self, caller: &Caller, program_id: i64) -> Result<Payout> {
+        self.allow(caller, Record::Program(program_id), Access::Change)
+            .await?;
         let at = self.now_ms();
         self.write(move |tx, _| {
             async move {
@@ -336,8 +283,15 @@ impl App {
     }
 
     /// One page of a program's payouts, without their items.
-    pub async fn list_payouts(&self, program_id: i64, page: &PageParams) -> Result<Listed<Payout>> {
+    pub async fn list_payouts(
+        &self,
+        caller: &Caller,
+        program_id: i64,
+        page: &PageParams,
+    ) -> Result<Listed<Payout>> {
         let page = page.page()?;
+        self.allow(caller, Record::Program(program_id), Access::Read)
+            .await?;
         self.program(program_id).await?;
         let rows = self.store.payouts(program_id, probe(page)).await?;
         Ok(listed(rows, page, |p| p.id))
@@ -346,8 +300,11 @@ impl App {
     /// Every payout of a program, newest first, in chunks (see [`Self::export_commissions`]).
     pub async fn export_payouts(
         &self,
+        caller: &Caller,
         program_id: i64,
     ) -> Result<BoxStream<'static, Result<Vec<Payout>>>> {
+        self.allow(caller, Record::Program(program_id), Access::Read)
+            .await?;
         self.program(program_id).await?;
         let store = self.store.clone();
         Ok(chunks(
@@ -367,12 +324,20 @@ impl App {
     }
 
     /// One payout with its items.
-    pub async fn payout(&self, id: i64) -> Result<Payout> {
+    pub async fn payout(&self, caller: &Caller, id: i64) -> Result<Payout> {
+        self.allow(caller, Record::Payout(id), Access::Read).await?;
         self.store.payout(id).await?.ok_or_else(payout_missing)
     }
 
     /// Marks a pending payout paid: its commissions become paid.
-    pub async fn mark_payout_paid(&self, id: i64, b: MarkPaidBody) -> Result<Payout> {
+    pub async fn mark_payout_paid(
+        &self,
+        caller: &Caller,
+        id: i64,
+        b: MarkPaidBody,
+    ) -> Result<Payout> {
+        self.allow(caller, Record::Payout(id), Access::Change)
+            .await?;
         let reference = b.reference.map(|r| r.trim().to_string());
         if reference.as_ref().is_some_and(|r| r.chars().count() > 255) {
             return Err(Error::invalid("reference must be at most 255 characters"));
@@ -382,7 +347,9 @@ impl App {
     }
 
     /// Cancels a pending payout: its commissions return to approved, for a later payout.
-    pub async fn cancel_payout(&self, id: i64) -> Result<Payout> {
+    pub async fn cancel_payout(&self, caller: &Caller, id: i64) -> Result<Payout> {
+        self.allow(caller, Record::Payout(id), Access::Change)
+            .await?;
         self.settle_payout(id, None, lifecycle::cancel).await
     }
 
@@ -408,31 +375,4 @@ impl App {
         })
         .await
     }
-}
-
-/// A stream of the chunks `fetch` reads, each after the last `key` of the one before,
-/// until one comes back short.
-fn chunks<T, F>(fetch: F, key: fn(&T) -> i64) -> BoxStream<'static, Result<Vec<T>>>
-where
-    T: Send + 'static,
-    F: Fn(Option<i64>) -> futures::future::BoxFuture<'static, Result<Vec<T>>> + Send + 'static,
-{
-    stream::unfold(Some(None), move |next: Option<Option<i64>>| {
-        let read = next.map(&fetch);
-        async move {
-            let rows = match read?.await {
-                Ok(rows) => rows,
-                Err(e) => return Some((Err(e), None)),
-            };
-            let after = match rows.last() {
-                Some(last) if rows.len() as i64 == EXPORT_CHUNK => Some(Some(key(last))),
-                _ => None,
-            };
-            if rows.is_empty() {
-                return None;
-            }
-            Some((Ok(rows), after))
-        }
-    })
-    .boxed()
 }

@@ -16,7 +16,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::app::App;
+use crate::app::management::LinkParams;
+use crate::app::{App, Caller, PageParams};
 use crate::config::DatabaseArgs;
 use crate::domain::time::SystemClock;
 use crate::store;
@@ -78,9 +79,76 @@ pub enum AdminCommand {
         user_id: i64,
         fields: Vec<String>,
     },
+    /// List the workspaces.
+    ListWorkspaces {
+        #[command(flatten)]
+        paging: Paging,
+    },
+    /// List the programs, of one workspace if asked.
+    ListPrograms {
+        #[arg(long)]
+        workspace_id: Option<String>,
+        #[command(flatten)]
+        paging: Paging,
+    },
+    /// List the partners whose name, email or code contains the search text.
+    ListPartners {
+        /// Search text (any case).
+        #[arg(long)]
+        q: Option<String>,
+        #[command(flatten)]
+        paging: Paging,
+    },
+    /// List a program's partners with their totals there.
+    ListProgramPartners {
+        program_id: i64,
+        /// pending, approved, rejected or banned.
+        #[arg(long)]
+        status: Option<String>,
+        #[command(flatten)]
+        page: payouts::PageOptions,
+    },
+    /// Change a partner's status in a program: status=approved|rejected|banned|pending
+    SetPartnerStatus {
+        program_id: i64,
+        partner_id: i64,
+        fields: Vec<String>,
+    },
+    /// List referral links.
+    ListLinks {
+        #[arg(long)]
+        program_id: Option<String>,
+        #[arg(long)]
+        partner_id: Option<String>,
+        /// active or inactive.
+        #[arg(long)]
+        status: Option<String>,
+        #[command(flatten)]
+        paging: Paging,
+    },
     /// Replace the stored admin token with a new one and print it (not needed when
     /// REFTRACK_ADMIN_TOKEN is set, which takes precedence).
     RotateAdminToken,
+}
+
+/// Paging of a list: `--limit`, `--cursor`.
+#[derive(Debug, Clone, Args)]
+pub struct Paging {
+    /// Rows per page, 1 to 100 (default 50).
+    #[arg(long)]
+    pub limit: Option<String>,
+    /// The `next_cursor` of the previous page.
+    #[arg(long)]
+    pub cursor: Option<String>,
+}
+
+impl Paging {
+    fn page(&self) -> PageParams {
+        PageParams {
+            limit: self.limit.clone(),
+            cursor: self.cursor.clone(),
+        }
+    }
 }
 
 /// Parses `key=value` and `key:=json` pairs into a JSON object.
@@ -122,37 +190,106 @@ fn answer<T: Serialize>(done: crate::app::Result<T>) -> Result<Value, String> {
 }
 
 impl AdminCommand {
-    /// Runs the operation; its answer as JSON, or the error text.
-    async fn run(self, app: &App) -> Result<Value, String> {
+    /// Runs the operation; its answer as JSON (`None` when it printed its own output),
+    /// or the error text.
+    async fn run(self, app: &App) -> Result<Option<Value>, String> {
         use AdminCommand::*;
+        let caller = &Caller::Operator;
         match self {
-            CreateWorkspace { fields } => answer(app.create_workspace(body(&fields)?).await),
-            CreateProgram { fields } => answer(app.create_program(body(&fields)?).await),
-            GetProgram { id } => answer(app.program_view(id).await),
-            UpdateProgram { id, fields } => answer(app.update_program(id, body(&fields)?).await),
-            RotateToken { id } => answer(app.rotate_program_token(id).await),
+            ListProgramPartners {
+                program_id,
+                status,
+                page,
+            } if page.csv => {
+                let chunks = app
+                    .export_program_partners(caller, program_id, status.as_deref())
+                    .await;
+                payouts::print_chunks(chunks, crate::app::exports::program_partners_csv).await
+            }
+            other => other.answer(app).await.map(Some),
+        }
+    }
+
+    /// Runs an operation that answers JSON.
+    async fn answer(self, app: &App) -> Result<Value, String> {
+        use AdminCommand::*;
+        let caller = &Caller::Operator;
+        match self {
+            ListWorkspaces { paging } => answer(app.list_workspaces(caller, &paging.page()).await),
+            ListPrograms {
+                workspace_id,
+                paging,
+            } => answer(
+                app.list_programs(caller, workspace_id.as_deref(), &paging.page())
+                    .await,
+            ),
+            ListPartners { q, paging } => answer(
+                app.list_partners(caller, q.as_deref(), &paging.page())
+                    .await,
+            ),
+            ListProgramPartners {
+                program_id,
+                status,
+                page,
+            } => answer(
+                app.program_partners(caller, program_id, status.as_deref(), &page.paging.page())
+                    .await,
+            ),
+            SetPartnerStatus {
+                program_id,
+                partner_id,
+                fields,
+            } => answer(
+                app.set_program_partner_status(caller, program_id, partner_id, body(&fields)?)
+                    .await,
+            ),
+            ListLinks {
+                program_id,
+                partner_id,
+                status,
+                paging,
+            } => {
+                let params = LinkParams {
+                    program_id,
+                    partner_id,
+                    status,
+                };
+                answer(app.list_links(caller, &params, &paging.page()).await)
+            }
+            CreateWorkspace { fields } => {
+                answer(app.create_workspace(caller, body(&fields)?).await)
+            }
+            CreateProgram { fields } => answer(app.create_program(caller, body(&fields)?).await),
+            GetProgram { id } => answer(app.program_view(caller, id).await),
+            UpdateProgram { id, fields } => {
+                answer(app.update_program(caller, id, body(&fields)?).await)
+            }
+            RotateToken { id } => answer(app.rotate_program_token(caller, id).await),
             SetPaymentAccount { id, fields } => {
-                answer(app.set_payment_account(id, body(&fields)?).await)
+                answer(app.set_payment_account(caller, id, body(&fields)?).await)
             }
-            CreatePartner { fields } => answer(app.create_partner(body(&fields)?).await),
-            UpdatePartner { id, fields } => answer(app.update_partner(id, body(&fields)?).await),
-            AddProgramPartner { program_id, fields } => {
-                answer(app.add_program_partner(program_id, body(&fields)?).await)
+            CreatePartner { fields } => answer(app.create_partner(caller, body(&fields)?).await),
+            UpdatePartner { id, fields } => {
+                answer(app.update_partner(caller, id, body(&fields)?).await)
             }
-            CreateLink { fields } => answer(app.create_link(body(&fields)?).await),
-            GetLink { id } => answer(app.link(id).await),
-            UpdateLink { id, fields } => answer(app.update_link(id, body(&fields)?).await),
-            CreateUser { fields } => answer(app.create_user(body(&fields)?).await),
+            AddProgramPartner { program_id, fields } => answer(
+                app.add_program_partner(caller, program_id, body(&fields)?)
+                    .await,
+            ),
+            CreateLink { fields } => answer(app.create_link(caller, body(&fields)?).await),
+            GetLink { id } => answer(app.link(caller, id).await),
+            UpdateLink { id, fields } => answer(app.update_link(caller, id, body(&fields)?).await),
+            CreateUser { fields } => answer(app.create_user(caller, body(&fields)?).await),
             AddMember {
                 workspace_id,
                 fields,
-            } => answer(app.add_member(workspace_id, body(&fields)?).await),
+            } => answer(app.add_member(caller, workspace_id, body(&fields)?).await),
             UpdateMember {
                 workspace_id,
                 user_id,
                 fields,
             } => answer(
-                app.update_member(workspace_id, user_id, body(&fields)?)
+                app.update_member(caller, workspace_id, user_id, body(&fields)?)
                     .await,
             ),
             RotateAdminToken => crate::app::admin::rotate_admin_token(&**app.store())
@@ -168,7 +305,7 @@ impl AdminCommand {
 pub async fn run_admin(args: AdminArgs) -> anyhow::Result<bool> {
     let command = args.command;
     run_on(&args.database, |app| {
-        async move { command.run(app).await.map(Some) }.boxed()
+        async move { command.run(app).await }.boxed()
     })
     .await
 }

@@ -8,21 +8,18 @@ use clap::{Args, Subcommand};
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
-use super::{answer, run_on};
+use super::{answer, run_on, Paging};
 use crate::app::exports::{self, PayoutFormat};
-use crate::app::payouts::{CommissionParams, MarkPaidBody, PageParams, RejectBody};
+use crate::app::payouts::{CommissionParams, MarkPaidBody, RejectBody};
 use crate::app::App;
+use crate::app::{Caller, PageParams};
 use crate::config::DatabaseArgs;
 
-/// Paging of a list: `--limit`, `--cursor`.
+/// Paging of a list that also exports: `--limit`, `--cursor`, `--csv`.
 #[derive(Debug, Clone, Args)]
 pub struct PageOptions {
-    /// Rows per page, 1 to 100 (default 50).
-    #[arg(long)]
-    pub limit: Option<String>,
-    /// The `next_cursor` of the previous page.
-    #[arg(long)]
-    pub cursor: Option<String>,
+    #[command(flatten)]
+    pub paging: Paging,
     /// Every matching row as CSV with a header row, instead of a page of JSON.
     #[arg(long)]
     pub csv: bool,
@@ -30,10 +27,7 @@ pub struct PageOptions {
 
 impl PageOptions {
     fn page(&self) -> PageParams {
-        PageParams {
-            limit: self.limit.clone(),
-            cursor: self.cursor.clone(),
-        }
+        self.paging.page()
     }
 }
 
@@ -77,10 +71,8 @@ pub enum CommissionsCommand {
     /// The partners' pending, approved and paid amounts in a program.
     Balances {
         program_id: i64,
-        #[arg(long)]
-        limit: Option<String>,
-        #[arg(long)]
-        cursor: Option<String>,
+        #[command(flatten)]
+        paging: Paging,
     },
 }
 
@@ -125,7 +117,7 @@ pub enum PayoutsCommand {
 }
 
 /// Writes `bytes` to standard output.
-fn print(bytes: &[u8]) -> Result<(), String> {
+pub(super) fn print(bytes: &[u8]) -> Result<(), String> {
     std::io::stdout()
         .lock()
         .write_all(bytes)
@@ -133,7 +125,7 @@ fn print(bytes: &[u8]) -> Result<(), String> {
 }
 
 /// Prints every chunk of an export as it is read.
-async fn print_chunks<T>(
+pub(super) async fn print_chunks<T>(
     chunks: crate::app::Result<futures::stream::BoxStream<'static, crate::app::Result<Vec<T>>>>,
     write: fn(&[T], bool) -> Vec<u8>,
 ) -> Result<Option<Value>, String> {
@@ -163,27 +155,27 @@ impl CommissionsCommand {
                     to,
                 };
                 if page.csv {
-                    let chunks = app.export_commissions(program_id, &params).await;
+                    let chunks = app
+                        .export_commissions(&Caller::Operator, program_id, &params)
+                        .await;
                     return print_chunks(chunks, exports::commissions_csv).await;
                 }
                 answer(
-                    app.list_commissions(program_id, &params, &page.page())
+                    app.list_commissions(&Caller::Operator, program_id, &params, &page.page())
                         .await,
                 )
                 .map(Some)
             }
             CommissionsCommand::Approve { id } => {
-                answer(app.approve_commission(id).await).map(Some)
+                answer(app.approve_commission(&Caller::Operator, id).await).map(Some)
             }
-            CommissionsCommand::Reject { id, reason } => {
-                answer(app.reject_commission(id, RejectBody { reason }).await).map(Some)
-            }
-            CommissionsCommand::Balances {
-                program_id,
-                limit,
-                cursor,
-            } => answer(
-                app.balances(program_id, &PageParams { limit, cursor })
+            CommissionsCommand::Reject { id, reason } => answer(
+                app.reject_commission(&Caller::Operator, id, RejectBody { reason })
+                    .await,
+            )
+            .map(Some),
+            CommissionsCommand::Balances { program_id, paging } => answer(
+                app.balances(&Caller::Operator, program_id, &paging.page())
                     .await,
             )
             .map(Some),
@@ -195,23 +187,36 @@ impl PayoutsCommand {
     async fn run(self, app: &App) -> Result<Option<Value>, String> {
         match self {
             PayoutsCommand::Create { program_id } => {
-                answer(app.create_payout(program_id).await).map(Some)
+                answer(app.create_payout(&Caller::Operator, program_id).await).map(Some)
             }
             PayoutsCommand::List { program_id, page } => {
                 if page.csv {
-                    let chunks = app.export_payouts(program_id).await;
+                    let chunks = app.export_payouts(&Caller::Operator, program_id).await;
                     return print_chunks(chunks, exports::payouts_csv).await;
                 }
-                answer(app.list_payouts(program_id, &page.page()).await).map(Some)
+                answer(
+                    app.list_payouts(&Caller::Operator, program_id, &page.page())
+                        .await,
+                )
+                .map(Some)
             }
-            PayoutsCommand::Show { id } => answer(app.payout(id).await).map(Some),
-            PayoutsCommand::MarkPaid { id, reference } => {
-                answer(app.mark_payout_paid(id, MarkPaidBody { reference }).await).map(Some)
+            PayoutsCommand::Show { id } => {
+                answer(app.payout(&Caller::Operator, id).await).map(Some)
             }
-            PayoutsCommand::Cancel { id } => answer(app.cancel_payout(id).await).map(Some),
+            PayoutsCommand::MarkPaid { id, reference } => answer(
+                app.mark_payout_paid(&Caller::Operator, id, MarkPaidBody { reference })
+                    .await,
+            )
+            .map(Some),
+            PayoutsCommand::Cancel { id } => {
+                answer(app.cancel_payout(&Caller::Operator, id).await).map(Some)
+            }
             PayoutsCommand::Export { id, format } => {
                 let format = PayoutFormat::parse(Some(&format)).map_err(|e| e.to_string())?;
-                let payout = app.payout(id).await.map_err(|e| e.to_string())?;
+                let payout = app
+                    .payout(&Caller::Operator, id)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 print(&exports::payout_file(&payout, format))?;
                 Ok(None)
             }

@@ -15,7 +15,7 @@
 //!  reversed
 //! ```
 
-use super::status::{CommissionStatus, PayoutStatus};
+use super::status::{CommissionStatus, PartnerStatus, PayoutStatus};
 
 /// Milliseconds in a day of hold.
 pub const DAY_MS: i64 = 86_400_000;
@@ -114,10 +114,37 @@ pub fn cancel(p: PayoutStatus) -> Result<PayoutStatus, Conflict> {
     }
 }
 
+/// A partner's standing in a program may move between approved, rejected and banned
+/// as an owner decides; `pending` means "applied, not yet decided", so no decided
+/// partner goes back to it. Setting the standing it has already is no change.
+pub fn partner_status(from: PartnerStatus, to: PartnerStatus) -> Result<PartnerStatus, Conflict> {
+    if to == PartnerStatus::Pending && from != PartnerStatus::Pending {
+        return Err(Conflict(format!(
+            "The partner is {from} in this program; a decided partner cannot go back to pending"
+        )));
+    }
+    Ok(to)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use CommissionStatus::*;
+
+    #[test]
+    fn partners_never_return_to_pending() {
+        use PartnerStatus as P;
+        for from in P::ALL {
+            for to in P::ALL {
+                let ok = partner_status(*from, *to).is_ok();
+                assert_eq!(
+                    ok,
+                    *to != P::Pending || *from == P::Pending,
+                    "{from} → {to}"
+                );
+            }
+        }
+    }
 
     fn c(status: CommissionStatus, held: bool) -> CommissionState {
         CommissionState { status, held }

@@ -1,5 +1,6 @@
 //! Pure business rules: no I/O, unit-tested.
 
+pub mod access;
 pub mod attribution;
 pub mod click_id;
 pub mod commission;

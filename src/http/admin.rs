@@ -18,6 +18,7 @@ use crate::app::admin::{
     WorkspaceBody,
 };
 use crate::app::secrets::{hash_token, hashes_match};
+use crate::app::Caller;
 use crate::store::{Link, Membership, Partner, PartnerProgram, User, Workspace};
 
 /// Routes of the management API.
@@ -38,18 +39,30 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(create_user))
 }
 
-/// Proof that the request carries the admin token.
-pub struct Admin;
+/// The caller of a management call: the operator's admin token, or a dashboard session
+/// (then scoped to its workspaces by the service layer). Rejects with 401 when the
+/// request carries neither.
+pub struct Manager(pub Caller);
 
-impl FromRequestParts<AppState> for Admin {
+impl FromRequestParts<AppState> for Manager {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        match bearer(&parts.headers) {
-            Bearer::Token(t) if hashes_match(&hash_token(t), &state.admin_token_hash) => Ok(Admin),
-            _ => Err(Error::Unauthorized("Missing or invalid admin token".into())),
+        let Bearer::Token(token) = bearer(&parts.headers) else {
+            return Err(unauthorized());
+        };
+        if hashes_match(&hash_token(token), &state.admin_token_hash) {
+            return Ok(Manager(Caller::Operator));
+        }
+        match state.app.session_user(token).await? {
+            Some((user, _)) => Ok(Manager(state.app.member_caller(user.user_id).await?)),
+            None => Err(unauthorized()),
         }
     }
+}
+
+fn unauthorized() -> Error {
+    Error::Unauthorized("Missing or invalid admin token or dashboard session".into())
 }
 
 fn created<T>(v: T) -> (StatusCode, Json<T>) {
@@ -62,18 +75,18 @@ fn created<T>(v: T) -> (StatusCode, Json<T>) {
     path = "/workspaces",
     tag = "management",
     request_body = WorkspaceBody,
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 201, description = "Created", body = Workspace),
         (status = 400, description = "Invalid field", body = ErrorBody),
     ),
 )]
 async fn create_workspace(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     JsonBody(b): JsonBody<WorkspaceBody>,
 ) -> Result<(StatusCode, Json<Workspace>)> {
-    Ok(created(s.app.create_workspace(b).await?))
+    Ok(created(s.app.create_workspace(&caller, b).await?))
 }
 
 /// Create a program; the answer carries its API key, shown only here.
@@ -82,7 +95,7 @@ async fn create_workspace(
     path = "/programs",
     tag = "management",
     request_body = ProgramBody,
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 201, description = "Created; carries the API key", body = ProgramView),
         (status = 400, description = "Invalid field", body = ErrorBody),
@@ -90,11 +103,11 @@ async fn create_workspace(
     ),
 )]
 async fn create_program(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     JsonBody(b): JsonBody<ProgramBody>,
 ) -> Result<(StatusCode, Json<ProgramView>)> {
-    Ok(created(s.app.create_program(b).await?))
+    Ok(created(s.app.create_program(&caller, b).await?))
 }
 
 /// Show a program.
@@ -103,7 +116,7 @@ async fn create_program(
     path = "/programs/{id}",
     tag = "management",
     params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "The program", body = ProgramView),
         (status = 400, description = "Invalid field", body = ErrorBody),
@@ -111,11 +124,11 @@ async fn create_program(
     ),
 )]
 async fn get_program(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
 ) -> Result<Json<ProgramView>> {
-    Ok(Json(s.app.program_view(id).await?))
+    Ok(Json(s.app.program_view(&caller, id).await?))
 }
 
 /// Change a program; absent fields stay, `null` clears the nullable ones.
@@ -125,7 +138,7 @@ async fn get_program(
     tag = "management",
     request_body = ProgramPatchBody,
     params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "The changed program", body = ProgramView),
         (status = 400, description = "Invalid field", body = ErrorBody),
@@ -133,12 +146,12 @@ async fn get_program(
     ),
 )]
 async fn update_program(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     JsonBody(b): JsonBody<ProgramPatchBody>,
 ) -> Result<Json<ProgramView>> {
-    Ok(Json(s.app.update_program(id, b).await?))
+    Ok(Json(s.app.update_program(&caller, id, b).await?))
 }
 
 /// Issue a new API key for a program; the old one stops working.
@@ -147,7 +160,7 @@ async fn update_program(
     path = "/programs/{id}/rotate-token",
     tag = "management",
     params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "The program with its new API key", body = ProgramView),
         (status = 400, description = "Invalid field", body = ErrorBody),
@@ -155,11 +168,11 @@ async fn update_program(
     ),
 )]
 async fn rotate_token(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
 ) -> Result<Json<ProgramView>> {
-    Ok(Json(s.app.rotate_program_token(id).await?))
+    Ok(Json(s.app.rotate_program_token(&caller, id).await?))
 }
 
 /// Create a partner.
@@ -168,7 +181,7 @@ async fn rotate_token(
     path = "/partners",
     tag = "management",
     request_body = PartnerBody,
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 201, description = "Created", body = Partner),
         (status = 400, description = "Invalid field", body = ErrorBody),
@@ -176,11 +189,11 @@ async fn rotate_token(
     ),
 )]
 async fn create_partner(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     JsonBody(b): JsonBody<PartnerBody>,
 ) -> Result<(StatusCode, Json<Partner>)> {
-    Ok(created(s.app.create_partner(b).await?))
+    Ok(created(s.app.create_partner(&caller, b).await?))
 }
 
 /// Change a partner's name, email or payout details; absent fields stay, `null` clears.
@@ -190,7 +203,7 @@ async fn create_partner(
     tag = "management",
     request_body = PartnerPatchBody,
     params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "The changed partner", body = Partner),
         (status = 400, description = "Invalid field", body = ErrorBody),
@@ -198,12 +211,12 @@ async fn create_partner(
     ),
 )]
 async fn update_partner(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     JsonBody(b): JsonBody<PartnerPatchBody>,
 ) -> Result<Json<Partner>> {
-    Ok(Json(s.app.update_partner(id, b).await?))
+    Ok(Json(s.app.update_partner(&caller, id, b).await?))
 }
 
 /// Add a partner to a program (the partner-program record).
@@ -213,7 +226,7 @@ async fn update_partner(
     tag = "management",
     request_body = ProgramPartnerBody,
     params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 201, description = "Created", body = PartnerProgram),
         (status = 400, description = "Invalid field", body = ErrorBody),
@@ -222,12 +235,12 @@ async fn update_partner(
     ),
 )]
 async fn add_program_partner(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     JsonBody(b): JsonBody<ProgramPartnerBody>,
 ) -> Result<(StatusCode, Json<PartnerProgram>)> {
-    Ok(created(s.app.add_program_partner(id, b).await?))
+    Ok(created(s.app.add_program_partner(&caller, id, b).await?))
 }
 
 /// Create a referral link.
@@ -236,7 +249,7 @@ async fn add_program_partner(
     path = "/links",
     tag = "management",
     request_body = LinkBody,
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 201, description = "Created", body = Link),
         (status = 400, description = "Invalid field", body = ErrorBody),
@@ -245,11 +258,11 @@ async fn add_program_partner(
     ),
 )]
 async fn create_link(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     JsonBody(b): JsonBody<LinkBody>,
 ) -> Result<(StatusCode, Json<Link>)> {
-    Ok(created(s.app.create_link(b).await?))
+    Ok(created(s.app.create_link(&caller, b).await?))
 }
 
 /// Show a referral link.
@@ -258,7 +271,7 @@ async fn create_link(
     path = "/links/{id}",
     tag = "management",
     params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "The link with its click counter", body = Link),
         (status = 400, description = "Invalid field", body = ErrorBody),
@@ -266,11 +279,11 @@ async fn create_link(
     ),
 )]
 async fn get_link(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
 ) -> Result<Json<Link>> {
-    Ok(Json(s.app.link(id).await?))
+    Ok(Json(s.app.link(&caller, id).await?))
 }
 
 /// Change a link's status.
@@ -280,7 +293,7 @@ async fn get_link(
     tag = "management",
     request_body = LinkPatchBody,
     params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "The changed link", body = Link),
         (status = 400, description = "Invalid field", body = ErrorBody),
@@ -288,12 +301,12 @@ async fn get_link(
     ),
 )]
 async fn update_link(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     JsonBody(b): JsonBody<LinkPatchBody>,
 ) -> Result<Json<Link>> {
-    Ok(Json(s.app.update_link(id, b).await?))
+    Ok(Json(s.app.update_link(&caller, id, b).await?))
 }
 
 /// Create a dashboard user (password stored with argon2id).
@@ -302,7 +315,7 @@ async fn update_link(
     path = "/users",
     tag = "management",
     request_body = UserBody,
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 201, description = "Created", body = User),
         (status = 400, description = "Invalid field", body = ErrorBody),
@@ -310,11 +323,11 @@ async fn update_link(
     ),
 )]
 async fn create_user(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     JsonBody(b): JsonBody<UserBody>,
 ) -> Result<(StatusCode, Json<User>)> {
-    Ok(created(s.app.create_user(b).await?))
+    Ok(created(s.app.create_user(&caller, b).await?))
 }
 
 /// Add a user to a workspace with a role.
@@ -324,7 +337,7 @@ async fn create_user(
     tag = "management",
     request_body = MemberBody,
     params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 201, description = "Created", body = Membership),
         (status = 400, description = "Invalid field", body = ErrorBody),
@@ -333,12 +346,12 @@ async fn create_user(
     ),
 )]
 async fn add_member(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     JsonBody(b): JsonBody<MemberBody>,
 ) -> Result<(StatusCode, Json<Membership>)> {
-    Ok(created(s.app.add_member(id, b).await?))
+    Ok(created(s.app.add_member(&caller, id, b).await?))
 }
 
 /// Change a member's role or status.
@@ -348,7 +361,7 @@ async fn add_member(
     tag = "management",
     request_body = MemberPatchBody,
     params(("id" = i64, Path, description = "id"), ("user_id" = i64, Path, description = "user id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "The changed membership", body = Membership),
         (status = 400, description = "Invalid field", body = ErrorBody),
@@ -356,12 +369,12 @@ async fn add_member(
     ),
 )]
 async fn update_member(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams((id, user_id)): PathParams<(i64, i64)>,
     JsonBody(b): JsonBody<MemberPatchBody>,
 ) -> Result<Json<Membership>> {
-    Ok(Json(s.app.update_member(id, user_id, b).await?))
+    Ok(Json(s.app.update_member(&caller, id, user_id, b).await?))
 }
 
 /// Set a program's payment-account fields.
@@ -371,7 +384,7 @@ async fn update_member(
     tag = "management",
     request_body = PaymentAccountBody,
     params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "The program", body = ProgramView),
         (status = 400, description = "Invalid field", body = ErrorBody),
@@ -379,10 +392,10 @@ async fn update_member(
     ),
 )]
 async fn set_payment_account(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     JsonBody(b): JsonBody<PaymentAccountBody>,
 ) -> Result<Json<ProgramView>> {
-    Ok(Json(s.app.set_payment_account(id, b).await?))
+    Ok(Json(s.app.set_payment_account(&caller, id, b).await?))
 }

@@ -7,6 +7,7 @@ pub mod dashboard;
 pub mod error;
 pub mod extract;
 pub mod fields;
+pub mod lists;
 pub mod openapi;
 pub mod outage;
 pub mod payouts;
@@ -44,7 +45,12 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .nest("/api/v1/track", track::router())
         .merge(legacy)
         .nest("/api/tracking", dashboard::router())
-        .nest("/api/admin", admin::router().merge(payouts::router()))
+        .nest(
+            "/api/admin",
+            admin::router()
+                .merge(lists::router())
+                .merge(payouts::router()),
+        )
         .nest("/api/auth", session::router())
         .nest("/api/webhooks", webhooks::router())
         .split_for_parts();

@@ -108,7 +108,11 @@ fn add_common_errors(op: &mut Operation) {
         add("415", "Body is not JSON");
     }
     if admin {
-        add("401", "Missing or invalid admin token");
+        add("401", "Missing or invalid admin token or dashboard session");
+        add(
+            "403",
+            "A dashboard session whose role or membership does not allow this",
+        );
     }
     if !service {
         add("503", "Database unavailable");

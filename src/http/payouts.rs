@@ -14,12 +14,13 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::admin::Admin;
+use super::admin::Manager;
 use super::error::{ErrorBody, Result};
 use super::extract::{read_query, JsonBody, OptionalJsonBody, PathParams};
 use super::AppState;
 use crate::app::exports::{self, PayoutFormat};
-use crate::app::payouts::{CommissionParams, Listed, MarkPaidBody, PageParams, RejectBody};
+use crate::app::payouts::{CommissionParams, MarkPaidBody, RejectBody};
+use crate::app::{Listed, PageParams};
 use crate::store::{Balance, CommissionRow, Payout};
 
 /// Routes of paying partners.
@@ -73,7 +74,7 @@ pub struct ExportQuery {
 }
 
 impl ListQuery {
-    fn page(&self) -> PageParams {
+    pub(super) fn page(&self) -> PageParams {
         PageParams {
             limit: self.limit.clone(),
             cursor: self.cursor.clone(),
@@ -81,7 +82,7 @@ impl ListQuery {
     }
 
     /// Whether the list is asked for as CSV; another format is a 400.
-    fn csv(&self) -> Result<bool> {
+    pub(super) fn csv(&self) -> Result<bool> {
         match self.format.as_deref().map(str::trim) {
             None | Some("") | Some("json") => Ok(false),
             Some("csv") => Ok(true),
@@ -119,7 +120,7 @@ fn csv_response(file_name: &str, body: Body) -> Response {
 /// A CSV answer streamed from `chunks`, each written by `write` (the first with the
 /// header row). An error after the first byte ends the answer early: it is logged, and
 /// the client sees a cut-off download rather than a wrong file.
-fn csv_stream<T: Send + 'static>(
+pub(super) fn csv_stream<T: Send + 'static>(
     file_name: &str,
     chunks: BoxStream<'static, crate::app::Result<Vec<T>>>,
     write: fn(&[T], bool) -> Vec<u8>,
@@ -142,7 +143,7 @@ fn csv_stream<T: Send + 'static>(
     path = "/programs/{id}/commissions",
     tag = "payouts",
     params(("id" = i64, Path, description = "Program id"), CommissionQuery, ListQuery),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "One page, or every row as text/csv", body = Listed<CommissionRow>),
         (status = 400, description = "Invalid filter, limit or cursor", body = ErrorBody),
@@ -150,7 +151,7 @@ fn csv_stream<T: Send + 'static>(
     ),
 )]
 async fn list_commissions(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     RawQuery(raw): RawQuery,
@@ -158,11 +159,16 @@ async fn list_commissions(
     let list: ListQuery = read_query(raw.as_deref())?;
     let params = read_query::<CommissionQuery>(raw.as_deref())?.params();
     if list.csv()? {
-        let chunks = s.app.export_commissions(id, &params).await?;
+        let chunks = s.app.export_commissions(&caller, id, &params).await?;
         let name = format!("program-{id}-commissions.csv");
         return Ok(csv_stream(&name, chunks, exports::commissions_csv));
     }
-    Ok(Json(s.app.list_commissions(id, &params, &list.page()).await?).into_response())
+    Ok(Json(
+        s.app
+            .list_commissions(&caller, id, &params, &list.page())
+            .await?,
+    )
+    .into_response())
 }
 
 /// Approve a pending commission ahead of its hold period.
@@ -171,7 +177,7 @@ async fn list_commissions(
     path = "/commissions/{id}/approve",
     tag = "payouts",
     params(("id" = i64, Path, description = "Commission id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "The approved commission", body = CommissionRow),
         (status = 404, description = "Unknown commission", body = ErrorBody),
@@ -179,11 +185,11 @@ async fn list_commissions(
     ),
 )]
 async fn approve_commission(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
 ) -> Result<Json<CommissionRow>> {
-    Ok(Json(s.app.approve_commission(id).await?))
+    Ok(Json(s.app.approve_commission(&caller, id).await?))
 }
 
 /// Reject a pending or unpaid approved commission: it never pays.
@@ -193,7 +199,7 @@ async fn approve_commission(
     tag = "payouts",
     request_body = RejectBody,
     params(("id" = i64, Path, description = "Commission id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "The rejected commission", body = CommissionRow),
         (status = 400, description = "Invalid reason", body = ErrorBody),
@@ -202,12 +208,12 @@ async fn approve_commission(
     ),
 )]
 async fn reject_commission(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     JsonBody(b): JsonBody<RejectBody>,
 ) -> Result<Json<CommissionRow>> {
-    Ok(Json(s.app.reject_commission(id, b).await?))
+    Ok(Json(s.app.reject_commission(&caller, id, b).await?))
 }
 
 /// The partners' pending, approved (unpaid) and paid amounts in a program.
@@ -216,7 +222,7 @@ async fn reject_commission(
     path = "/programs/{id}/balances",
     tag = "payouts",
     params(("id" = i64, Path, description = "Program id"), ListQuery),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "One page of balances", body = Listed<Balance>),
         (status = 400, description = "Invalid limit or cursor", body = ErrorBody),
@@ -224,13 +230,13 @@ async fn reject_commission(
     ),
 )]
 async fn list_balances(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<Listed<Balance>>> {
     let list: ListQuery = read_query(raw.as_deref())?;
-    Ok(Json(s.app.balances(id, &list.page()).await?))
+    Ok(Json(s.app.balances(&caller, id, &list.page()).await?))
 }
 
 /// Create a payout of every qualifying partner's approved balance.
@@ -239,7 +245,7 @@ async fn list_balances(
     path = "/programs/{id}/payouts",
     tag = "payouts",
     params(("id" = i64, Path, description = "Program id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 201, description = "The payout with its items", body = Payout),
         (status = 404, description = "Unknown program", body = ErrorBody),
@@ -247,11 +253,14 @@ async fn list_balances(
     ),
 )]
 async fn create_payout(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
 ) -> Result<(StatusCode, Json<Payout>)> {
-    Ok((StatusCode::CREATED, Json(s.app.create_payout(id).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(s.app.create_payout(&caller, id).await?),
+    ))
 }
 
 /// List a program's payouts, or export them with `?format=csv`.
@@ -260,7 +269,7 @@ async fn create_payout(
     path = "/programs/{id}/payouts",
     tag = "payouts",
     params(("id" = i64, Path, description = "Program id"), ListQuery),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "One page (without items), or every row as text/csv", body = Listed<Payout>),
         (status = 400, description = "Invalid limit or cursor", body = ErrorBody),
@@ -268,18 +277,18 @@ async fn create_payout(
     ),
 )]
 async fn list_payouts(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response> {
     let list: ListQuery = read_query(raw.as_deref())?;
     if list.csv()? {
-        let chunks = s.app.export_payouts(id).await?;
+        let chunks = s.app.export_payouts(&caller, id).await?;
         let name = format!("program-{id}-payouts.csv");
         return Ok(csv_stream(&name, chunks, exports::payouts_csv));
     }
-    Ok(Json(s.app.list_payouts(id, &list.page()).await?).into_response())
+    Ok(Json(s.app.list_payouts(&caller, id, &list.page()).await?).into_response())
 }
 
 /// Show a payout with its items.
@@ -288,18 +297,18 @@ async fn list_payouts(
     path = "/payouts/{id}",
     tag = "payouts",
     params(("id" = i64, Path, description = "Payout id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "The payout", body = Payout),
         (status = 404, description = "Unknown payout", body = ErrorBody),
     ),
 )]
 async fn get_payout(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
 ) -> Result<Json<Payout>> {
-    Ok(Json(s.app.payout(id).await?))
+    Ok(Json(s.app.payout(&caller, id).await?))
 }
 
 /// Mark a pending payout paid; its commissions become paid.
@@ -309,7 +318,7 @@ async fn get_payout(
     tag = "payouts",
     request_body = MarkPaidBody,
     params(("id" = i64, Path, description = "Payout id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "The paid payout", body = Payout),
         (status = 400, description = "Invalid reference", body = ErrorBody),
@@ -318,12 +327,12 @@ async fn get_payout(
     ),
 )]
 async fn mark_payout_paid(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     OptionalJsonBody(b): OptionalJsonBody<MarkPaidBody>,
 ) -> Result<Json<Payout>> {
-    Ok(Json(s.app.mark_payout_paid(id, b).await?))
+    Ok(Json(s.app.mark_payout_paid(&caller, id, b).await?))
 }
 
 /// Cancel a pending payout; its commissions may be paid by a later one.
@@ -332,7 +341,7 @@ async fn mark_payout_paid(
     path = "/payouts/{id}/cancel",
     tag = "payouts",
     params(("id" = i64, Path, description = "Payout id")),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "The cancelled payout", body = Payout),
         (status = 404, description = "Unknown payout", body = ErrorBody),
@@ -340,11 +349,11 @@ async fn mark_payout_paid(
     ),
 )]
 async fn cancel_payout(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
 ) -> Result<Json<Payout>> {
-    Ok(Json(s.app.cancel_payout(id).await?))
+    Ok(Json(s.app.cancel_payout(&caller, id).await?))
 }
 
 /// Download a payout's items as CSV, or as PayPal's or Wise's bulk payment file.
@@ -353,7 +362,7 @@ async fn cancel_payout(
     path = "/payouts/{id}/export",
     tag = "payouts",
     params(("id" = i64, Path, description = "Payout id"), ExportQuery),
-    security(("admin_token" = [])),
+    security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "text/csv in the format asked for", content_type = "text/csv", body = String),
         (status = 400, description = "Unknown format", body = ErrorBody),
@@ -361,14 +370,14 @@ async fn cancel_payout(
     ),
 )]
 async fn export_payout(
-    _: Admin,
+    Manager(caller): Manager,
     State(s): State<AppState>,
     PathParams(id): PathParams<i64>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response> {
     let q: ExportQuery = read_query(raw.as_deref())?;
     let format = PayoutFormat::parse(q.format.as_deref())?;
-    let payout = s.app.payout(id).await?;
+    let payout = s.app.payout(&caller, id).await?;
     let body = Body::from(exports::payout_file(&payout, format));
     Ok(csv_response(&format.file_name(id), body))
 }

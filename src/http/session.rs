@@ -14,6 +14,7 @@ use super::bearer::{bearer, Bearer};
 use super::error::{Error, ErrorBody, Result};
 use super::extract::JsonBody;
 use super::AppState;
+use crate::app::access::Me;
 use crate::domain::time::iso;
 
 /// Routes under `/api/auth`.
@@ -22,6 +23,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(login))
         .route_layer(axum::middleware::from_fn(super::rate_limit::logins))
         .routes(routes!(logout))
+        .routes(routes!(me))
 }
 
 /// A new session.
@@ -49,6 +51,8 @@ pub struct DashboardUser {
     pub user_id: i64,
     /// The user's email.
     pub email: String,
+    /// The user's name.
+    pub name: Option<String>,
     /// When the session expires (epoch ms).
     pub expires_at: i64,
     token_hash: String,
@@ -67,6 +71,7 @@ impl FromRequestParts<AppState> for DashboardUser {
             Some((u, token_hash)) => Ok(DashboardUser {
                 user_id: u.user_id,
                 email: u.email,
+                name: u.name,
                 expires_at: u.expires_at,
                 token_hash,
             }),
@@ -129,4 +134,19 @@ async fn login(
 async fn logout(State(s): State<AppState>, user: DashboardUser) -> Result<Json<LogoutResponse>> {
     s.app.logout(&user.token_hash).await?;
     Ok(Json(LogoutResponse { success: true }))
+}
+
+/// Who the session belongs to, and its memberships.
+#[utoipa::path(
+    get,
+    path = "/me",
+    tag = "auth",
+    security(("session" = [])),
+    responses(
+        (status = 200, description = "The user and its memberships", body = Me),
+        (status = 401, description = "No valid session", body = ErrorBody),
+    ),
+)]
+async fn me(State(s): State<AppState>, user: DashboardUser) -> Result<Json<Me>> {
+    Ok(Json(s.app.me(user.user_id, user.email, user.name).await?))
 }

@@ -22,6 +22,8 @@ pub struct SessionUser {
     pub user_id: i64,
     /// The user's email.
     pub email: String,
+    /// The user's name.
+    pub name: Option<String>,
     /// When the session stops working (epoch ms).
     pub expires_at: i64,
 }

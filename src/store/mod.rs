@@ -11,6 +11,7 @@ pub mod committer;
 pub mod dashboard_model;
 pub mod error;
 pub mod integrity;
+pub mod management;
 pub mod model;
 pub mod payout_model;
 pub mod payouts;
@@ -24,9 +25,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::domain::status::{LinkStatus, MembershipStatus, Role};
+use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
 pub use dashboard_model::*;
 pub use error::{StoreError, StoreResult};
+pub use management::{LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record};
 pub use model::*;
 pub use payout_model::*;
 pub use payouts::{PayoutReads, PayoutTx};
@@ -44,7 +46,7 @@ pub enum Backend {
 /// duplicated answer [`StoreError::NotFound`] or [`StoreError::Conflict`] naming what
 /// (`"program"`, `"partner code"`, …); the service layer words the message.
 #[async_trait]
-pub trait Store: PayoutReads + Send + Sync + 'static {
+pub trait Store: PayoutReads + ManagementReads + Send + Sync + 'static {
     /// The database behind this store.
     fn backend(&self) -> Backend;
     /// Succeeds when the database answers a trivial query.
@@ -85,14 +87,31 @@ pub trait Store: PayoutReads + Send + Sync + 'static {
         account: &PaymentAccount,
         at: i64,
     ) -> StoreResult<Program>;
-    /// Creates a partner; `Conflict("partner code")`.
+    /// Creates a partner, remembering the workspace that created it, if any;
+    /// `Conflict("partner code")`.
     async fn create_partner(
         &self,
         name: &str,
         code: &str,
         email: Option<&str>,
+        workspace_id: Option<i64>,
         at: i64,
     ) -> StoreResult<Partner>;
+    /// A partner's record in a program; `NotFound("partner")` when it is not in it.
+    async fn partner_program(
+        &self,
+        program_id: i64,
+        partner_id: i64,
+    ) -> StoreResult<PartnerProgram>;
+    /// Moves a partner's standing in a program from `from` to `to`; `None` when it was no
+    /// longer `from`.
+    async fn set_partner_status(
+        &self,
+        program_id: i64,
+        partner_id: i64,
+        from: PartnerStatus,
+        to: PartnerStatus,
+    ) -> StoreResult<Option<PartnerProgram>>;
     /// Changes a partner; `NotFound("partner")`.
     async fn update_partner(&self, id: i64, patch: &PartnerPatch) -> StoreResult<Partner>;
     /// Creates a referral link; `NotFound("program" | "partner")`,

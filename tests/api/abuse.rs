@@ -312,8 +312,10 @@ on_both_backends! {
                 .expect(403);
             assert!(r.error().contains("not an active member"), "{}", r.error());
         }
-        // The session is not an admin token nor an API key.
-        app.send("GET", &format!("/api/admin/programs/{}", a.program_id), None, &[("authorization", &auth)]).await.expect(401);
+        // On the management API the session reaches its own workspace, and another's
+        // program does not exist for it; it is no API key.
+        app.send("GET", &format!("/api/admin/programs/{}", a.program_id), None, &[("authorization", &auth)]).await.expect(200);
+        app.send("GET", &format!("/api/admin/programs/{}", b.program_id), None, &[("authorization", &auth)]).await.expect(404);
         app.send("POST", SALE, Some(json!({"transaction_id": "t", "amount_cents": 1, "customer_key": "k"})), &[("authorization", &auth)]).await.expect(401);
         app.send("POST", REFUND, Some(json!({"transaction_id": "t"})), &[("authorization", &auth)]).await.expect(401);
         // A suspended membership is no membership.

@@ -19,6 +19,7 @@ mod dashboard_reports;
 mod fuzz;
 mod geoip;
 mod lookup_cache;
+mod management;
 mod openapi;
 mod outage;
 mod payouts;

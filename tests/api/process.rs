@@ -246,6 +246,33 @@ fn cli_admin_commands_print_json() {
     let (ok, got) = run(&["admin", "get-program", "1"]);
     assert!(ok);
     assert_eq!(got["name"], "Partners");
+    // Lists and the partner's standing, as the management API answers them.
+    let (ok, list) = run(&["admin", "list-programs", "--workspace-id", "1"]);
+    assert!(ok, "{list}");
+    assert_eq!(list["data"][0]["name"], "Partners");
+    let (ok, list) = run(&["admin", "list-partners", "--q", "ALI", "--limit", "1"]);
+    assert!(ok, "{list}");
+    assert_eq!(list["data"][0]["code"], "alice");
+    let (ok, list) = run(&["admin", "list-links", "--status", "inactive"]);
+    assert!(ok, "{list}");
+    assert_eq!(list["data"][0]["short_link"], "alice");
+    let (ok, pp) = run(&["admin", "set-partner-status", "1", "1", "status=banned"]);
+    assert!(ok, "{pp}");
+    assert_eq!(pp["status"], "banned");
+    let (ok, list) = run(&["admin", "list-program-partners", "1", "--status", "banned"]);
+    assert!(ok, "{list}");
+    assert_eq!(list["data"][0]["partner_id"], 1);
+    let out = command(dir.path(), &[("REFTRACK_DATABASE_URL", &db)])
+        .args(["admin", "list-program-partners", "1", "--csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let csv = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    assert!(csv.lines().nth(1).unwrap().contains("alice"), "{csv}");
+    let (ok, err) = run(&["admin", "list-workspaces", "--limit", "0"]);
+    assert!(!ok);
+    assert!(err["error"].as_str().unwrap().contains("limit"), "{err}");
     // Errors: same statuses' texts, non-zero exit.
     let (ok, err) = run(&["admin", "create-partner", "name=Again", "code=alice"]);
     assert!(!ok);

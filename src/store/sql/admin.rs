@@ -5,11 +5,11 @@
 use super::engine::{stmt, Engine, Rec, Stmt};
 use super::{named, named_opt, parse_origins};
 use crate::domain::commission::CommissionRule;
-use crate::domain::status::{LinkStatus, MembershipStatus, Role};
+use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{
     origin_allowed, Link, LinkTarget, Membership, NewProgram, Partner, PartnerPatch,
-    PaymentAccount, Program, ProgramPatch, User, Workspace,
+    PartnerProgram, PaymentAccount, Program, ProgramPatch, User, Workspace,
 };
 
 /// Reads a setting.
@@ -69,13 +69,14 @@ pub(super) async fn create_workspace<DB: Engine>(
 }
 
 /// The columns of a [`Program`], for [`program_from_row`].
-const PROGRAM_COLUMNS: &str = "id, workspace_id, name, api_token_prefix, cookie_window_days, \
+pub(super) const PROGRAM_COLUMNS: &str =
+    "id, workspace_id, name, api_token_prefix, cookie_window_days, \
     currency, commission_type, commission_bps, commission_amount_cents, \
     recurring_commission_months, allowed_origins, stripe_webhook_secret, payment_status, \
     payment_account_id, charges_enabled, payouts_enabled, details_submitted, connection_date, \
     commission_hold_days, min_payout_cents, created_at, updated_at";
 
-fn program_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Program> {
+pub(super) fn program_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Program> {
     let commission = match r.try_get::<String>("commission_type")?.as_str() {
         "flat" => CommissionRule::Flat {
             amount_cents: r
@@ -296,9 +297,10 @@ pub(super) async fn set_payment_account<DB: Engine>(
 }
 
 /// The columns of a [`Partner`], for [`partner_from_row`].
-const PARTNER_COLUMNS: &str = "id, name, code, email, payout_method, payout_email, created_at";
+pub(super) const PARTNER_COLUMNS: &str =
+    "id, name, code, email, payout_method, payout_email, created_at";
 
-fn partner_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Partner> {
+pub(super) fn partner_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Partner> {
     Ok(Partner {
         id: r.try_get("id")?,
         name: r.try_get("name")?,
@@ -316,16 +318,18 @@ pub(super) async fn create_partner<DB: Engine>(
     name: &str,
     code: &str,
     email: Option<&str>,
+    workspace_id: Option<i64>,
     at: i64,
 ) -> StoreResult<Partner> {
     let sql = format!(
-        "INSERT INTO partners (name, code, email, created_at) VALUES ($1, $2, $3, $4) \
-         RETURNING {PARTNER_COLUMNS}"
+        "INSERT INTO partners (name, code, email, workspace_id, created_at) \
+         VALUES ($1, $2, $3, $4, $5) RETURNING {PARTNER_COLUMNS}"
     );
     let row = stmt::<DB>(&sql)
         .bind(name)
         .bind(code)
         .bind(email)
+        .bind(workspace_id)
         .bind(at)
         .fetch_one(&mut *conn)
         .await
@@ -363,11 +367,55 @@ pub(super) async fn update_partner<DB: Engine>(
     }
 }
 
+/// The columns of a [`PartnerProgram`].
+const PARTNER_PROGRAM_COLUMNS: &str = "id, partner_id, program_id, status, total_clicks, \
+    total_leads, total_sales, total_revenue_cents, total_commission_cents, created_at";
+
+/// A partner's record in a program; `NotFound("partner")`.
+pub(super) async fn partner_program<DB: Engine>(
+    conn: &mut DB::Connection,
+    program_id: i64,
+    partner_id: i64,
+) -> StoreResult<PartnerProgram> {
+    let sql = format!(
+        "SELECT {PARTNER_PROGRAM_COLUMNS} FROM partner_programs \
+         WHERE program_id = $1 AND partner_id = $2"
+    );
+    stmt::<DB>(&sql)
+        .bind(program_id)
+        .bind(partner_id)
+        .record_optional(&mut *conn)
+        .await?
+        .ok_or(StoreError::NotFound("partner"))
+}
+
+/// Moves a partner's standing in a program, guarded by the standing it had.
+pub(super) async fn set_partner_status<DB: Engine>(
+    conn: &mut DB::Connection,
+    program_id: i64,
+    partner_id: i64,
+    from: PartnerStatus,
+    to: PartnerStatus,
+) -> StoreResult<Option<PartnerProgram>> {
+    let sql = format!(
+        "UPDATE partner_programs SET status = $1 \
+         WHERE program_id = $2 AND partner_id = $3 AND status = $4 \
+         RETURNING {PARTNER_PROGRAM_COLUMNS}"
+    );
+    Ok(stmt::<DB>(&sql)
+        .bind(to.as_str())
+        .bind(program_id)
+        .bind(partner_id)
+        .bind(from.as_str())
+        .record_optional(&mut *conn)
+        .await?)
+}
+
 /// The columns of a [`Link`], for [`link_from_row`].
-const LINK_COLUMNS: &str =
+pub(super) const LINK_COLUMNS: &str =
     "id, program_id, partner_id, short_link, status, clicks, last_clicked, created_at";
 
-fn link_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Link> {
+pub(super) fn link_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Link> {
     Ok(Link {
         id: r.try_get("id")?,
         program_id: r.try_get("program_id")?,

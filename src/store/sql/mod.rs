@@ -11,6 +11,7 @@
 mod admin;
 pub mod counters;
 pub mod engine;
+mod management;
 pub mod migrations;
 mod payouts;
 mod reports;
@@ -32,10 +33,10 @@ use super::error::{StoreError, StoreResult};
 use super::write::Write;
 use super::{
     integrity, Backend, Credentials, DailyRollup, DashboardProgram, EventFilter, Link, LinkTarget,
-    ListedEvent, Membership, NewProgram, Partner, PartnerPatch, PaymentAccount, Program,
-    ProgramPatch, SessionUser, SetupStatus, Store, User, Workspace,
+    ListedEvent, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram, PaymentAccount,
+    Program, ProgramPatch, SessionUser, SetupStatus, Store, User, Workspace,
 };
-use crate::domain::status::{LinkStatus, MembershipStatus, Role, UnknownValue};
+use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role, UnknownValue};
 
 /// A store on a database of engine `DB`: the read pool, the write pool (the same pool on
 /// PostgreSQL) and the group committer writing through it.
@@ -121,9 +122,30 @@ impl<DB: Engine> Store for SqlStore<DB> {
         name: &str,
         code: &str,
         email: Option<&str>,
+        workspace_id: Option<i64>,
         at: i64,
     ) -> StoreResult<Partner> {
-        admin::create_partner::<DB>(&mut *self.write.acquire().await?, name, code, email, at).await
+        let conn = &mut *self.write.acquire().await?;
+        admin::create_partner::<DB>(conn, name, code, email, workspace_id, at).await
+    }
+
+    async fn partner_program(
+        &self,
+        program_id: i64,
+        partner_id: i64,
+    ) -> StoreResult<PartnerProgram> {
+        admin::partner_program::<DB>(&mut *self.read.acquire().await?, program_id, partner_id).await
+    }
+
+    async fn set_partner_status(
+        &self,
+        program_id: i64,
+        partner_id: i64,
+        from: PartnerStatus,
+        to: PartnerStatus,
+    ) -> StoreResult<Option<PartnerProgram>> {
+        let conn = &mut *self.write.acquire().await?;
+        admin::set_partner_status::<DB>(conn, program_id, partner_id, from, to).await
     }
 
     async fn update_partner(&self, id: i64, patch: &PartnerPatch) -> StoreResult<Partner> {

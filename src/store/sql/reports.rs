@@ -68,7 +68,7 @@ pub(super) async fn session_user<DB: Engine>(
     now: i64,
 ) -> StoreResult<Option<SessionUser>> {
     let row = stmt::<DB>(
-        "SELECT s.user_id, u.email, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id \
+        "SELECT s.user_id, u.email, s.expires_at, u.name FROM sessions s JOIN users u ON u.id = s.user_id \
          WHERE s.token_hash = $1 AND s.expires_at > $2",
     )
     .bind(token_hash)
@@ -80,6 +80,7 @@ pub(super) async fn session_user<DB: Engine>(
         user_id: r.try_get_at(0)?,
         email: r.try_get_at(1)?,
         expires_at: r.try_get_at(2)?,
+        name: r.try_get_at(3)?,
     }))
 }
 

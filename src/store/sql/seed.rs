@@ -2,11 +2,13 @@
 //! connection of their own, in large transactions, with the counters added at the end by
 //! the group committer's own statements.
 
+use std::collections::HashMap;
+
 use sqlx::Connection;
 
 use super::engine::{stmt, Engine, Stmt};
 use crate::domain::figures::Deltas;
-use crate::seed::Chunk;
+use crate::seed::{Chunk, NewSeedPartner, SeedPartner};
 
 /// Rows per multi-row INSERT: 22 columns stay below SQLite's 32,766 bound parameters.
 const ROWS: usize = 1_000;
@@ -51,6 +53,103 @@ impl<DB: SeedEngine> Seeder<DB> {
         .bind(at)
         .scalar(&mut self.conn)
         .await?)
+    }
+
+    /// Partners of `program_id` in one transaction, each with the payout method `method`
+    /// and its payout email, one link (its code as short link) and an approved membership,
+    /// all created at `at`. Returns their ids in the order of `partners`.
+    pub async fn insert_partners(
+        &mut self,
+        program_id: i64,
+        partners: &[NewSeedPartner],
+        method: &str,
+        at: i64,
+    ) -> anyhow::Result<Vec<SeedPartner>> {
+        let mut tx = self.conn.begin().await?;
+        let mut ids: HashMap<String, i64> = HashMap::with_capacity(partners.len());
+        for rows in partners.chunks(ROWS) {
+            let sql = format!(
+                "{} RETURNING id, code",
+                insert::<DB>(
+                    "partners (name, code, email, payout_method, payout_email, created_at)",
+                    rows.len(),
+                    6,
+                )
+            );
+            let mut q: Stmt<'_, DB> = stmt::<DB>(&sql);
+            for r in rows {
+                q = q
+                    .bind(&r.name)
+                    .bind(&r.code)
+                    .bind(None::<String>)
+                    .bind(method)
+                    .bind(&r.payout_email)
+                    .bind(at);
+            }
+            for row in q.fetch_all(&mut *tx).await? {
+                ids.insert(row.try_get_at(1)?, row.try_get_at(0)?);
+            }
+        }
+        let partner_ids = partners
+            .iter()
+            .map(|p| ids.get(&p.code).copied())
+            .collect::<Option<Vec<i64>>>()
+            .ok_or_else(|| anyhow::anyhow!("a seeded partner was not returned"))?;
+        // Links and memberships, each keyed by its partner.
+        let mut links: HashMap<i64, i64> = HashMap::with_capacity(partners.len());
+        let mut memberships: HashMap<i64, i64> = HashMap::with_capacity(partners.len());
+        for (rows, codes) in partner_ids.chunks(ROWS).zip(partners.chunks(ROWS)) {
+            let sql = format!(
+                "{} RETURNING id, partner_id",
+                insert::<DB>(
+                    "referral_links (program_id, partner_id, short_link, status, created_at)",
+                    rows.len(),
+                    5,
+                )
+            );
+            let mut q: Stmt<'_, DB> = stmt::<DB>(&sql);
+            for (id, p) in rows.iter().zip(codes) {
+                q = q
+                    .bind(program_id)
+                    .bind(*id)
+                    .bind(&p.code)
+                    .bind("active")
+                    .bind(at);
+            }
+            for row in q.fetch_all(&mut *tx).await? {
+                links.insert(row.try_get_at(1)?, row.try_get_at(0)?);
+            }
+            let sql = format!(
+                "{} RETURNING id, partner_id",
+                insert::<DB>(
+                    "partner_programs (partner_id, program_id, status, created_at)",
+                    rows.len(),
+                    4,
+                )
+            );
+            let mut q: Stmt<'_, DB> = stmt::<DB>(&sql);
+            for id in rows {
+                q = q.bind(*id).bind(program_id).bind("approved").bind(at);
+            }
+            for row in q.fetch_all(&mut *tx).await? {
+                memberships.insert(row.try_get_at(1)?, row.try_get_at(0)?);
+            }
+        }
+        tx.commit().await?;
+        partner_ids
+            .into_iter()
+            .map(|partner_id| {
+                Ok(SeedPartner {
+                    partner_id,
+                    link_id: *links
+                        .get(&partner_id)
+                        .ok_or_else(|| anyhow::anyhow!("a seeded link was not returned"))?,
+                    partner_program_id: *memberships
+                        .get(&partner_id)
+                        .ok_or_else(|| anyhow::anyhow!("a seeded membership was not returned"))?,
+                })
+            })
+            .collect()
     }
 
     /// Moves a program's creation back to `at`, so that `period=all` covers the seed.
@@ -179,14 +278,13 @@ impl<DB: SeedEngine> Seeder<DB> {
             );
             let mut q: Stmt<'_, DB> = stmt::<DB>(&sql);
             for r in rows {
-                let cust = &c.customers[r.customer];
                 q = q
                     .bind(r.id)
-                    .bind(cust.program_id)
-                    .bind(cust.id)
-                    .bind(cust.partner_id)
-                    .bind(&cust.click_id)
-                    .bind(&cust.customer_key)
+                    .bind(r.program_id)
+                    .bind(r.customer_id)
+                    .bind(r.partner_id)
+                    .bind(&r.click_id)
+                    .bind(&r.customer_key)
                     .bind(&r.transaction_id)
                     .bind(r.amount_cents)
                     .bind("usd")
@@ -200,23 +298,29 @@ impl<DB: SeedEngine> Seeder<DB> {
             q.execute(&mut *tx).await?;
             let sql = insert::<DB>(
                 "commissions (program_id, sale_id, partner_id, partner_program_id, \
-                 amount_cents, currency, status, created_at, updated_at)",
+                 amount_cents, currency, status, approved_at, created_at, updated_at)",
                 rows.len(),
-                9,
+                10,
             );
             let mut q: Stmt<'_, DB> = stmt::<DB>(&sql);
             for r in rows {
-                let cust = &c.customers[r.customer];
+                // Approved as the server's minute job records it: at the end of the hold.
+                let status = if r.approved_at.is_some() {
+                    "approved"
+                } else {
+                    "pending"
+                };
                 q = q
-                    .bind(cust.program_id)
+                    .bind(r.program_id)
                     .bind(r.id)
-                    .bind(cust.partner_id)
+                    .bind(r.partner_id)
                     .bind(r.partner_program_id)
                     .bind(r.commission_cents)
                     .bind("usd")
-                    .bind("pending")
+                    .bind(status)
+                    .bind(r.approved_at)
                     .bind(r.at)
-                    .bind(r.at);
+                    .bind(r.approved_at.unwrap_or(r.at));
             }
             q.execute(&mut *tx).await?;
         }

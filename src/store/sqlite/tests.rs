@@ -59,7 +59,7 @@ async fn fixture() -> Fixture {
         .await
         .expect("program");
     let partner = store
-        .create_partner("a", "a", None, AT)
+        .create_partner("a", "a", None, None, AT)
         .await
         .expect("partner");
     // As the service layer adds one: on the committer's connection, with its count.
@@ -179,7 +179,7 @@ async fn management_records_and_their_errors() {
         Err(StoreError::NotFound("program"))
     ));
     assert!(s
-        .create_partner("b", "a", None, AT)
+        .create_partner("b", "a", None, None, AT)
         .await
         .unwrap_err()
         .is_conflict("partner code"));
@@ -556,6 +556,7 @@ async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
             (5, "converted at read time".to_string()),
             (6, "partial sale indexes".to_string()),
             (7, "payouts".to_string()),
+            (8, "management access".to_string()),
         ]
     );
     reopened.close().await;

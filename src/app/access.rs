@@ -1,0 +1,117 @@
+//! Who calls the management API, and whether it may reach a record. The rule is
+//! [`crate::domain::access::decide`]; this module reads what it needs.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::{App, Error, Result};
+use crate::domain::access::{decide, workspaces_allowing, Access, Decision, Seat};
+use crate::store::{MembershipView, Record};
+
+/// The caller of a management use case.
+#[derive(Debug, Clone)]
+pub enum Caller {
+    /// The operator's admin token, or the CLI: everything.
+    Operator,
+    /// A signed-in dashboard user, with its memberships.
+    Member {
+        user_id: i64,
+        memberships: Vec<MembershipView>,
+    },
+}
+
+/// The signed-in user and its memberships.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Me {
+    pub user: MeUser,
+    pub memberships: Vec<MembershipView>,
+}
+
+/// Who is signed in.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MeUser {
+    pub id: i64,
+    pub email: String,
+    pub name: Option<String>,
+}
+
+impl Caller {
+    fn seats(memberships: &[MembershipView]) -> Vec<Seat> {
+        memberships
+            .iter()
+            .map(|m| Seat {
+                workspace_id: m.workspace_id,
+                role: m.role,
+                status: m.status,
+            })
+            .collect()
+    }
+
+    /// The user that bounds a list: `None` for the operator, who sees everything.
+    pub fn member(&self) -> Option<i64> {
+        match self {
+            Caller::Operator => None,
+            Caller::Member { user_id, .. } => Some(*user_id),
+        }
+    }
+
+    /// Refuses a dashboard user a call only the operator may make.
+    pub fn operator_only(&self, what: &str) -> Result<()> {
+        match self {
+            Caller::Operator => Ok(()),
+            Caller::Member { .. } => Err(Error::Forbidden(format!(
+                "Only the operator (admin token) may {what}"
+            ))),
+        }
+    }
+
+    /// The workspaces where the caller may change records, for a user; `None` for the
+    /// operator.
+    pub fn changeable_workspaces(&self) -> Option<Vec<i64>> {
+        match self {
+            Caller::Operator => None,
+            Caller::Member { memberships, .. } => Some(workspaces_allowing(
+                &Self::seats(memberships),
+                Access::Change,
+            )),
+        }
+    }
+}
+
+impl App {
+    /// The caller a dashboard session stands for.
+    pub async fn member_caller(&self, user_id: i64) -> Result<Caller> {
+        Ok(Caller::Member {
+            user_id,
+            memberships: self.store.memberships_of(user_id).await?,
+        })
+    }
+
+    /// Lets the call go on when `caller` may have `access` to `record`: 404 when the
+    /// record is of none of its workspaces (or does not exist), 403 when its membership
+    /// there is suspended or its role does not reach. The operator is always let through;
+    /// the use case finds out itself whether the record exists.
+    pub async fn allow(&self, caller: &Caller, record: Record, access: Access) -> Result<()> {
+        let Caller::Member { memberships, .. } = caller else {
+            return Ok(());
+        };
+        let workspaces = self.store.workspaces_of(record).await?;
+        match decide(&Caller::seats(memberships), &workspaces, access) {
+            Decision::Allowed => Ok(()),
+            Decision::Hidden => Err(Error::NotFound(record.not_found())),
+            Decision::Refused(why) => Err(Error::Forbidden(why)),
+        }
+    }
+
+    /// The signed-in user and its memberships.
+    pub async fn me(&self, user_id: i64, email: String, name: Option<String>) -> Result<Me> {
+        Ok(Me {
+            user: MeUser {
+                id: user_id,
+                email,
+                name,
+            },
+            memberships: self.store.memberships_of(user_id).await?,
+        })
+    }
+}

@@ -1,0 +1,201 @@
+//! The management lists (workspaces, programs, partners, a program's partners, links)
+//! and a partner's standing in a program. A dashboard user's lists hold only its own
+//! workspaces' records; the operator's hold everything.
+
+use futures::stream::BoxStream;
+use futures::FutureExt;
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::access::Caller;
+use super::admin::{program_view, ProgramView};
+use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams, EXPORT_CHUNK};
+use super::{App, Error, Listed, Result};
+use crate::domain::access::Access;
+use crate::domain::lifecycle;
+use crate::domain::status::{PartnerStatus, UnknownValue};
+use crate::store::{
+    Link, LinkFilter, Page, Partner, PartnerProgram, ProgramPartnerRow, Record, Workspace,
+};
+
+/// The body of the call that changes a partner's standing in a program.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PartnerStatusBody {
+    /// `approved`, `pending`, `rejected` or `banned`.
+    pub status: String,
+}
+
+/// The filters of the link list.
+#[derive(Debug, Default, Clone)]
+pub struct LinkParams {
+    pub program_id: Option<String>,
+    pub partner_id: Option<String>,
+    pub status: Option<String>,
+}
+
+impl App {
+    /// One page of the workspaces the caller may see.
+    pub async fn list_workspaces(
+        &self,
+        caller: &Caller,
+        page: &PageParams,
+    ) -> Result<Listed<Workspace>> {
+        let page = page.page()?;
+        let rows = self
+            .store
+            .list_workspaces(caller.member(), probe(page))
+            .await?;
+        Ok(listed(rows, page, |w| w.id))
+    }
+
+    /// One page of the programs the caller may see, of one workspace if asked.
+    pub async fn list_programs(
+        &self,
+        caller: &Caller,
+        workspace_id: Option<&str>,
+        page: &PageParams,
+    ) -> Result<Listed<ProgramView>> {
+        let workspace_id = id_filter("workspace_id", workspace_id)?;
+        let page = page.page()?;
+        if let Some(id) = workspace_id {
+            let record = Record::Workspace(id);
+            self.allow(caller, record, Access::Read).await?;
+            if self.store.workspaces_of(record).await?.is_empty() {
+                return Err(Error::NotFound(record.not_found()));
+            }
+        }
+        let rows = self
+            .store
+            .list_programs(caller.member(), workspace_id, probe(page))
+            .await?;
+        let rows = rows.iter().map(|p| program_view(p, None)).collect();
+        Ok(listed(rows, page, |p: &ProgramView| p.id))
+    }
+
+    /// One page of the partners the caller may see whose name, email or code contains
+    /// `q` (any case).
+    pub async fn list_partners(
+        &self,
+        caller: &Caller,
+        q: Option<&str>,
+        page: &PageParams,
+    ) -> Result<Listed<Partner>> {
+        let q = q.map(str::trim).filter(|q| !q.is_empty());
+        if q.is_some_and(|q| q.chars().count() > 200) {
+            return Err(Error::invalid("q must be at most 200 characters"));
+        }
+        let q = q.map(str::to_lowercase);
+        let page = page.page()?;
+        let rows = self
+            .store
+            .list_partners(caller.member(), q.as_deref(), probe(page))
+            .await?;
+        Ok(listed(rows, page, |p| p.id))
+    }
+
+    /// One page of a program's partners with their totals there.
+    pub async fn program_partners(
+        &self,
+        caller: &Caller,
+        program_id: i64,
+        status: Option<&str>,
+        page: &PageParams,
+    ) -> Result<Listed<ProgramPartnerRow>> {
+        let status = named_filter("status", status)?;
+        let page = page.page()?;
+        self.allow(caller, Record::Program(program_id), Access::Read)
+            .await?;
+        self.program(program_id).await?;
+        let rows = self
+            .store
+            .program_partners(program_id, status, probe(page))
+            .await?;
+        Ok(listed(rows, page, |r| r.partner_id))
+    }
+
+    /// Every partner of a program with `status`, in chunks (see
+    /// [`Self::export_commissions`]).
+    pub async fn export_program_partners(
+        &self,
+        caller: &Caller,
+        program_id: i64,
+        status: Option<&str>,
+    ) -> Result<BoxStream<'static, Result<Vec<ProgramPartnerRow>>>> {
+        let status: Option<PartnerStatus> = named_filter("status", status)?;
+        self.allow(caller, Record::Program(program_id), Access::Read)
+            .await?;
+        self.program(program_id).await?;
+        let store = self.store.clone();
+        Ok(chunks(
+            move |before| {
+                let store = store.clone();
+                async move {
+                    let page = Page {
+                        limit: EXPORT_CHUNK,
+                        before,
+                    };
+                    Ok(store.program_partners(program_id, status, page).await?)
+                }
+                .boxed()
+            },
+            |r: &ProgramPartnerRow| r.partner_id,
+        ))
+    }
+
+    /// Moves a partner's standing in a program, by the rule of
+    /// [`lifecycle::partner_status`].
+    pub async fn set_program_partner_status(
+        &self,
+        caller: &Caller,
+        program_id: i64,
+        partner_id: i64,
+        b: PartnerStatusBody,
+    ) -> Result<PartnerProgram> {
+        let to: PartnerStatus = b
+            .status
+            .trim()
+            .parse()
+            .map_err(|e: UnknownValue| Error::invalid(e.message("status")))?;
+        self.allow(caller, Record::Program(program_id), Access::Change)
+            .await?;
+        let current = self.store.partner_program(program_id, partner_id).await?;
+        lifecycle::partner_status(current.status, to).map_err(|c| Error::Conflict(c.0))?;
+        if current.status == to {
+            return Ok(current);
+        }
+        let changed = self
+            .store
+            .set_partner_status(program_id, partner_id, current.status, to)
+            .await?;
+        self.changed();
+        changed.ok_or_else(|| {
+            Error::Conflict("The partner's status changed while this call ran; try again".into())
+        })
+    }
+
+    /// One page of the links the caller may see that match `params`.
+    pub async fn list_links(
+        &self,
+        caller: &Caller,
+        params: &LinkParams,
+        page: &PageParams,
+    ) -> Result<Listed<Link>> {
+        let filter = LinkFilter {
+            program_id: id_filter("program_id", params.program_id.as_deref())?,
+            partner_id: id_filter("partner_id", params.partner_id.as_deref())?,
+            status: named_filter("status", params.status.as_deref())?,
+        };
+        let page = page.page()?;
+        if let Some(id) = filter.program_id {
+            self.allow(caller, Record::Program(id), Access::Read)
+                .await?;
+            self.program(id).await?;
+        }
+        let rows = self
+            .store
+            .list_links(caller.member(), filter, probe(page))
+            .await?;
+        Ok(listed(rows, page, |l| l.id))
+    }
+}

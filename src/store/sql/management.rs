@@ -1,0 +1,253 @@
+//! The statements of the management lists and of access checks (on the read pool).
+//! `$1` of every scoped list is the dashboard user whose active memberships bound it, or
+//! null for the operator.
+
+use async_trait::async_trait;
+
+use super::admin::{
+    link_from_row, partner_from_row, program_from_row, LINK_COLUMNS, PARTNER_COLUMNS,
+    PROGRAM_COLUMNS,
+};
+use super::engine::{stmt, Engine};
+use super::{named, SqlStore};
+use crate::domain::status::{LinkStatus, PartnerStatus};
+use crate::store::error::StoreResult;
+use crate::store::management::{
+    LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record,
+};
+use crate::store::model::{Link, Partner, Program, Workspace};
+use crate::store::payout_model::Page;
+
+/// The workspaces where the user `$1` is an active member.
+const MINE: &str =
+    "(SELECT workspace_id FROM memberships WHERE user_id = $1 AND status = 'active')";
+
+#[async_trait]
+impl<DB: Engine> ManagementReads for SqlStore<DB> {
+    async fn memberships_of(&self, user_id: i64) -> StoreResult<Vec<MembershipView>> {
+        let rows = stmt::<DB>(
+            "SELECT m.workspace_id, w.name, m.role, m.status FROM memberships m \
+             JOIN workspaces w ON w.id = m.workspace_id WHERE m.user_id = $1 \
+             ORDER BY m.workspace_id",
+        )
+        .bind(user_id)
+        .fetch_all(&mut *self.read.acquire().await?)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(MembershipView {
+                    workspace_id: r.try_get_at(0)?,
+                    workspace_name: r.try_get_at(1)?,
+                    role: named(r, "role")?,
+                    status: named(r, "status")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn active_owners(&self, workspace_id: i64) -> StoreResult<Vec<i64>> {
+        let rows = stmt::<DB>(
+            "SELECT user_id FROM memberships WHERE workspace_id = $1 \
+             AND role = 'owner' AND status = 'active' ORDER BY user_id",
+        )
+        .bind(workspace_id)
+        .fetch_all(&mut *self.read.acquire().await?)
+        .await?;
+        rows.iter().map(|r| Ok(r.try_get_at(0)?)).collect()
+    }
+
+    async fn workspaces_of(&self, record: Record) -> StoreResult<Vec<i64>> {
+        let (sql, id) = match record {
+            Record::Workspace(id) => ("SELECT id FROM workspaces WHERE id = $1", id),
+            Record::Program(id) => ("SELECT workspace_id FROM programs WHERE id = $1", id),
+            Record::Partner(id) => (
+                "SELECT workspace_id FROM partners WHERE id = $1 AND workspace_id IS NOT NULL \
+                 UNION SELECT g.workspace_id FROM partner_programs pp \
+                 JOIN programs g ON g.id = pp.program_id WHERE pp.partner_id = $1",
+                id,
+            ),
+            Record::Link(id) => (
+                "SELECT g.workspace_id FROM referral_links l \
+                 JOIN programs g ON g.id = l.program_id WHERE l.id = $1",
+                id,
+            ),
+            Record::Commission(id) => (
+                "SELECT g.workspace_id FROM commissions c \
+                 JOIN programs g ON g.id = c.program_id WHERE c.id = $1",
+                id,
+            ),
+            Record::Payout(id) => (
+                "SELECT g.workspace_id FROM payouts o \
+                 JOIN programs g ON g.id = o.program_id WHERE o.id = $1",
+                id,
+            ),
+        };
+        let rows = stmt::<DB>(sql)
+            .bind(id)
+            .fetch_all(&mut *self.read.acquire().await?)
+            .await?;
+        rows.iter().map(|r| Ok(r.try_get_at(0)?)).collect()
+    }
+
+    async fn list_workspaces(
+        &self,
+        member: Option<i64>,
+        page: Page,
+    ) -> StoreResult<Vec<Workspace>> {
+        let sql = format!(
+            "SELECT id, name, created_at FROM workspaces \
+             WHERE ($1 IS NULL OR id IN {MINE}) AND ($2 IS NULL OR id < $2) \
+             ORDER BY id DESC LIMIT $3"
+        );
+        let rows = stmt::<DB>(&sql)
+            .bind(member)
+            .bind(page.before)
+            .bind(page.limit)
+            .fetch_all(&mut *self.read.acquire().await?)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(Workspace {
+                    id: r.try_get_at(0)?,
+                    name: r.try_get_at(1)?,
+                    created_at: r.try_get_at(2)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn list_programs(
+        &self,
+        member: Option<i64>,
+        workspace_id: Option<i64>,
+        page: Page,
+    ) -> StoreResult<Vec<Program>> {
+        let sql = format!(
+            "SELECT {PROGRAM_COLUMNS} FROM programs \
+             WHERE ($1 IS NULL OR workspace_id IN {MINE}) \
+             AND ($2 IS NULL OR workspace_id = $2) AND ($3 IS NULL OR id < $3) \
+             ORDER BY id DESC LIMIT $4"
+        );
+        let rows = stmt::<DB>(&sql)
+            .bind(member)
+            .bind(workspace_id)
+            .bind(page.before)
+            .bind(page.limit)
+            .fetch_all(&mut *self.read.acquire().await?)
+            .await?;
+        rows.iter().map(program_from_row).collect()
+    }
+
+    async fn list_partners(
+        &self,
+        member: Option<i64>,
+        q: Option<&str>,
+        page: Page,
+    ) -> StoreResult<Vec<Partner>> {
+        let pattern = q.map(like_pattern);
+        let sql = format!(
+            "SELECT {PARTNER_COLUMNS} FROM partners p \
+             WHERE ($1 IS NULL OR p.workspace_id IN {MINE} OR EXISTS (\
+               SELECT 1 FROM partner_programs pp JOIN programs g ON g.id = pp.program_id \
+               WHERE pp.partner_id = p.id AND g.workspace_id IN {MINE})) \
+             AND ($2 IS NULL OR LOWER(p.name) LIKE $2 ESCAPE '\\' \
+               OR LOWER(p.email) LIKE $2 ESCAPE '\\' OR LOWER(p.code) LIKE $2 ESCAPE '\\') \
+             AND ($3 IS NULL OR p.id < $3) ORDER BY p.id DESC LIMIT $4"
+        );
+        let rows = stmt::<DB>(&sql)
+            .bind(member)
+            .bind(pattern)
+            .bind(page.before)
+            .bind(page.limit)
+            .fetch_all(&mut *self.read.acquire().await?)
+            .await?;
+        rows.iter().map(partner_from_row).collect()
+    }
+
+    async fn program_partners(
+        &self,
+        program_id: i64,
+        status: Option<PartnerStatus>,
+        page: Page,
+    ) -> StoreResult<Vec<ProgramPartnerRow>> {
+        let rows = stmt::<DB>(
+            "SELECT pp.partner_id, p.name, p.email, p.code, pp.status, pp.created_at, \
+             pp.total_clicks, pp.total_leads, pp.total_sales, pp.total_revenue_cents, \
+             pp.total_commission_cents FROM partner_programs pp \
+             JOIN partners p ON p.id = pp.partner_id \
+             WHERE pp.program_id = $1 AND ($2 IS NULL OR pp.status = $2) \
+             AND ($3 IS NULL OR pp.partner_id < $3) ORDER BY pp.partner_id DESC LIMIT $4",
+        )
+        .bind(program_id)
+        .bind(status.map(PartnerStatus::as_str))
+        .bind(page.before)
+        .bind(page.limit)
+        .fetch_all(&mut *self.read.acquire().await?)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(ProgramPartnerRow {
+                    partner_id: r.try_get_at(0)?,
+                    name: r.try_get_at(1)?,
+                    email: r.try_get_at(2)?,
+                    code: r.try_get_at(3)?,
+                    status: named(r, "status")?,
+                    created_at: r.try_get_at(5)?,
+                    clicks: r.try_get_at(6)?,
+                    leads: r.try_get_at(7)?,
+                    sales: r.try_get_at(8)?,
+                    revenue_cents: r.try_get_at(9)?,
+                    commission_cents: r.try_get_at(10)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn list_links(
+        &self,
+        member: Option<i64>,
+        filter: LinkFilter,
+        page: Page,
+    ) -> StoreResult<Vec<Link>> {
+        let sql = format!(
+            "SELECT {LINK_COLUMNS} FROM referral_links \
+             WHERE ($1 IS NULL OR program_id IN (SELECT id FROM programs WHERE workspace_id IN {MINE})) \
+             AND ($2 IS NULL OR program_id = $2) AND ($3 IS NULL OR partner_id = $3) \
+             AND ($4 IS NULL OR status = $4) AND ($5 IS NULL OR id < $5) \
+             ORDER BY id DESC LIMIT $6"
+        );
+        let rows = stmt::<DB>(&sql)
+            .bind(member)
+            .bind(filter.program_id)
+            .bind(filter.partner_id)
+            .bind(filter.status.map(LinkStatus::as_str))
+            .bind(page.before)
+            .bind(page.limit)
+            .fetch_all(&mut *self.read.acquire().await?)
+            .await?;
+        rows.iter().map(link_from_row).collect()
+    }
+}
+
+/// A `LIKE` pattern matching any text that contains `q`, its own `%`, `_` and `\`
+/// escaped with `\`.
+fn like_pattern(q: &str) -> String {
+    let mut p = String::with_capacity(q.len() + 2);
+    p.push('%');
+    for c in q.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            p.push('\\');
+        }
+        p.push(c);
+    }
+    p.push('%');
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(super::like_pattern("a_b%c\\"), "%a\\_b\\%c\\\\%");
+    }
+}
