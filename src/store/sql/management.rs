@@ -9,7 +9,7 @@ use super::admin::{
     PROGRAM_COLUMNS,
 };
 use super::engine::{stmt, Engine};
-use super::{named, SqlStore};
+use super::{named, SqlStore, NO_CURSOR};
 use crate::domain::status::{LinkStatus, PartnerStatus};
 use crate::store::error::StoreResult;
 use crate::store::management::{
@@ -96,7 +96,7 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
     ) -> StoreResult<Vec<Workspace>> {
         let sql = format!(
             "SELECT id, name, created_at FROM workspaces \
-             WHERE ($1 IS NULL OR id IN {MINE}) AND ($2 IS NULL OR id < $2) \
+             WHERE ($1 IS NULL OR id IN {MINE}) AND id < COALESCE($2, {NO_CURSOR}) \
              ORDER BY id DESC LIMIT $3"
         );
         let rows = stmt::<DB>(&sql)
@@ -125,7 +125,7 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
         let sql = format!(
             "SELECT {PROGRAM_COLUMNS} FROM programs \
              WHERE ($1 IS NULL OR workspace_id IN {MINE}) \
-             AND ($2 IS NULL OR workspace_id = $2) AND ($3 IS NULL OR id < $3) \
+             AND ($2 IS NULL OR workspace_id = $2) AND id < COALESCE($3, {NO_CURSOR}) \
              ORDER BY id DESC LIMIT $4"
         );
         let rows = stmt::<DB>(&sql)
@@ -152,7 +152,7 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
                WHERE pp.partner_id = p.id AND g.workspace_id IN {MINE})) \
              AND ($2 IS NULL OR LOWER(p.name) LIKE $2 ESCAPE '\\' \
                OR LOWER(p.email) LIKE $2 ESCAPE '\\' OR LOWER(p.code) LIKE $2 ESCAPE '\\') \
-             AND ($3 IS NULL OR p.id < $3) ORDER BY p.id DESC LIMIT $4"
+             AND p.id < COALESCE($3, {NO_CURSOR}) ORDER BY p.id DESC LIMIT $4"
         );
         let rows = stmt::<DB>(&sql)
             .bind(member)
@@ -170,20 +170,21 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
         status: Option<PartnerStatus>,
         page: Page,
     ) -> StoreResult<Vec<ProgramPartnerRow>> {
-        let rows = stmt::<DB>(
+        let sql = format!(
             "SELECT pp.partner_id, p.name, p.email, p.code, pp.status, pp.created_at, \
              pp.total_clicks, pp.total_leads, pp.total_sales, pp.total_revenue_cents, \
              pp.total_commission_cents FROM partner_programs pp \
              JOIN partners p ON p.id = pp.partner_id \
              WHERE pp.program_id = $1 AND ($2 IS NULL OR pp.status = $2) \
-             AND ($3 IS NULL OR pp.partner_id < $3) ORDER BY pp.partner_id DESC LIMIT $4",
-        )
-        .bind(program_id)
-        .bind(status.map(PartnerStatus::as_str))
-        .bind(page.before)
-        .bind(page.limit)
-        .fetch_all(&mut *self.read.acquire().await?)
-        .await?;
+             AND pp.partner_id < COALESCE($3, {NO_CURSOR}) ORDER BY pp.partner_id DESC LIMIT $4"
+        );
+        let rows = stmt::<DB>(&sql)
+            .bind(program_id)
+            .bind(status.map(PartnerStatus::as_str))
+            .bind(page.before)
+            .bind(page.limit)
+            .fetch_all(&mut *self.read.acquire().await?)
+            .await?;
         rows.iter()
             .map(|r| {
                 Ok(ProgramPartnerRow {
@@ -213,7 +214,7 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
             "SELECT {LINK_COLUMNS} FROM referral_links \
              WHERE ($1 IS NULL OR program_id IN (SELECT id FROM programs WHERE workspace_id IN {MINE})) \
              AND ($2 IS NULL OR program_id = $2) AND ($3 IS NULL OR partner_id = $3) \
-             AND ($4 IS NULL OR status = $4) AND ($5 IS NULL OR id < $5) \
+             AND ($4 IS NULL OR status = $4) AND id < COALESCE($5, {NO_CURSOR}) \
              ORDER BY id DESC LIMIT $6"
         );
         let rows = stmt::<DB>(&sql)

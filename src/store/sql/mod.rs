@@ -25,6 +25,11 @@ pub mod write;
 use async_trait::async_trait;
 use sqlx::Pool;
 
+/// The upper bound of a keyset page without a cursor, as
+/// `id < COALESCE($n, NO_CURSOR)`: a range the planner can seek by an index, where
+/// `($n IS NULL OR id < $n)` makes every later page scan the rows before it.
+pub(super) const NO_CURSOR: &str = "9223372036854775807";
+
 pub use engine::Engine;
 use engine::{stmt, Rec};
 

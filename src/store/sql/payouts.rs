@@ -8,7 +8,7 @@ use async_trait::async_trait;
 
 use super::engine::{stmt, Engine, Rec};
 use super::write::WriteConnection;
-use super::{named, named_opt, SqlStore};
+use super::{named, named_opt, SqlStore, NO_CURSOR};
 use crate::domain::lifecycle::{CommissionState, DAY_MS};
 use crate::domain::status::{CommissionStatus, PayoutStatus};
 use crate::store::error::StoreResult;
@@ -129,10 +129,17 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
         page: Page,
         now: i64,
     ) -> StoreResult<Vec<CommissionRow>> {
+        // A set partner is a condition of its own, so that the (program, partner, id)
+        // index serves it; `$4 IS NULL OR …` would hide it from the planner.
+        let partner = if filter.partner_id.is_some() {
+            "c.partner_id = $4"
+        } else {
+            "$4 IS NULL"
+        };
         let sql = format!(
             "{} WHERE c.program_id = $2 AND ($3 IS NULL OR {STATUS} = $3) \
-             AND ($4 IS NULL OR c.partner_id = $4) AND ($5 IS NULL OR c.created_at >= $5) \
-             AND ($6 IS NULL OR c.created_at < $6) AND ($7 IS NULL OR c.id < $7) \
+             AND {partner} AND ($5 IS NULL OR c.created_at >= $5) \
+             AND ($6 IS NULL OR c.created_at < $6) AND c.id < COALESCE($7, {NO_CURSOR}) \
              ORDER BY c.id DESC LIMIT $8",
             select_commissions()
         );
@@ -158,7 +165,7 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
              CAST(SUM(CASE WHEN {STATUS} = 'approved' THEN {net} ELSE 0 END) AS BIGINT), \
              CAST(SUM(CASE WHEN c.status = 'paid' THEN {net} ELSE 0 END) AS BIGINT) \
              FROM commissions c JOIN programs p ON p.id = c.program_id \
-             WHERE c.program_id = $2 AND ($3 IS NULL OR c.partner_id < $3) \
+             WHERE c.program_id = $2 AND c.partner_id < COALESCE($3, {NO_CURSOR}) \
              GROUP BY c.partner_id ORDER BY c.partner_id DESC LIMIT $4"
         );
         let rows = stmt::<DB>(&sql)
@@ -183,7 +190,7 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
     async fn payouts(&self, program_id: i64, page: Page) -> StoreResult<Vec<Payout>> {
         let sql = format!(
             "SELECT {PAYOUT_COLUMNS} FROM payouts WHERE program_id = $1 \
-             AND ($2 IS NULL OR id < $2) ORDER BY id DESC LIMIT $3"
+             AND id < COALESCE($2, {NO_CURSOR}) ORDER BY id DESC LIMIT $3"
         );
         let rows = stmt::<DB>(&sql)
             .bind(program_id)
