@@ -119,6 +119,22 @@ impl App {
             .await;
         answered.await.unwrap_or_else(|_| Err(dropped()))
     }
+
+    /// [`Self::write`] for a flow that may take long (see [`Write::Long`]).
+    async fn write_long<T, F>(&self, flow: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: for<'t> FnOnce(
+                &'t mut dyn Tx,
+                &'t mut Deltas,
+            ) -> futures::future::BoxFuture<'t, Result<T>>
+            + Send
+            + 'static,
+    {
+        let (answer, answered) = oneshot::channel();
+        self.store.submit_long(write::job(answer, flow)).await;
+        answered.await.unwrap_or_else(|_| Err(dropped()))
+    }
 }
 
 /// The error of a write the committer dropped without answering.

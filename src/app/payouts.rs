@@ -260,7 +260,8 @@ impl App {
         self.allow(caller, Record::Program(program_id), Access::Change)
             .await?;
         let at = self.now_ms();
-        self.write(move |tx, _| {
+        // A payout may take every commission of a large program: seconds of work.
+        self.write_long(move |tx, _| {
             async move {
                 let rules = tx
                     .lock_payout_rules(program_id)

@@ -31,6 +31,9 @@ const QUEUE_DEPTH: usize = 8192;
 /// its callers are answered "unavailable".
 const BATCH_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Longest a batch of a [`Write::Long`] may take.
+const LONG_BATCH_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// Longest a writer that does not keep its connection holds it while batches keep
 /// coming. Giving it back after every batch would cost a round trip to the database per
 /// batch (the pool checks a connection it gets back); never giving it back would starve
@@ -108,11 +111,16 @@ pub struct CommitterConfig {
     /// answering: the durability of a full sync at commit, but off the writer's path, so
     /// that the next batch runs while the disk flushes the last one.
     pub wal_file: Option<PathBuf>,
+    /// Whether [`Write::Long`]s get a writer of their own, with its own connection;
+    /// otherwise they queue with the other writes.
+    pub long_writer: bool,
 }
 
-/// The sending side of the writers' queue; `None` once closed.
+/// The sending sides of the writers' queues; `None` once closed.
 pub struct Committer {
     queue: std::sync::Mutex<Option<mpsc::Sender<Write>>>,
+    /// The long writes' own queue, where they have a writer of their own.
+    long: std::sync::Mutex<Option<mpsc::Sender<Write>>>,
     handles: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
@@ -147,20 +155,41 @@ impl Committer {
             handles.push(runtime.spawn_blocking(move || run_syncer(file, rx)));
             tx
         });
+        let writer = |rx: &Arc<tokio::sync::Mutex<mpsc::Receiver<Write>>>, keep| Writer {
+            pool: pool.clone(),
+            rx: rx.clone(),
+            syncer: syncer.clone(),
+            keep_connection: keep,
+            held: None,
+            held_since: Instant::now(),
+            pending: None,
+        };
         for _ in 0..config.writers {
-            let writer = Writer {
-                pool: pool.clone(),
-                rx: rx.clone(),
-                syncer: syncer.clone(),
-                keep_connection: config.keep_connection,
-                held: None,
-                held_since: Instant::now(),
-            };
-            handles.push(runtime.spawn(writer.run()));
+            handles.push(runtime.spawn(writer(&rx, config.keep_connection).run()));
         }
+        let long = config.long_writer.then(|| {
+            let (long, rx) = mpsc::channel::<Write>(QUEUE_DEPTH);
+            // Long writes are rare: the writer gives its connection back after each.
+            handles
+                .push(runtime.spawn(writer(&Arc::new(tokio::sync::Mutex::new(rx)), false).run()));
+            long
+        });
         Committer {
             queue: std::sync::Mutex::new(Some(queue)),
+            long: std::sync::Mutex::new(long),
             handles: std::sync::Mutex::new(handles),
+        }
+    }
+
+    /// Queues a [`Write::Long`] on the long writes' writer, or with the other writes
+    /// where there is none.
+    pub async fn submit_long(&self, job: Job) {
+        let long = self.long.lock().expect("queue lock").clone();
+        match long {
+            Some(queue) => {
+                let _ = queue.send(Write::Long(job)).await;
+            }
+            None => self.submit(Write::Long(job)).await,
         }
     }
 
@@ -177,6 +206,7 @@ impl Committer {
     /// until the syncer has made it durable.
     pub async fn close(&self) {
         self.queue.lock().expect("queue lock").take();
+        self.long.lock().expect("queue lock").take();
         let handles = std::mem::take(&mut *self.handles.lock().expect("handles lock"));
         for h in handles {
             let _ = h.await;
@@ -271,7 +301,7 @@ impl Batch {
         let mut batch = Batch::default();
         for w in writes {
             match w {
-                Write::Job(j) => batch.jobs.push(j),
+                Write::Job(j) | Write::Long(j) => batch.jobs.push(j),
                 Write::Click(c) => batch.clicks.push(c),
                 Write::Sale(s) => batch.sales.push(s),
             }
@@ -300,20 +330,29 @@ struct Writer {
     keep_connection: bool,
     held: Option<Box<dyn WriteConn>>,
     held_since: Instant,
+    /// A long write taken from the queue while a batch was gathered: the next batch.
+    pending: Option<Write>,
 }
 
 impl Writer {
     async fn run(mut self) {
         loop {
             let mut writes = Vec::new();
-            {
+            if let Some(w) = self.pending.take() {
+                writes.push(w);
+            } else {
                 let mut rx = self.rx.lock().await;
                 match rx.recv().await {
                     Some(w) => writes.push(w),
                     None => return,
                 }
-                while writes.len() < MAX_BATCH {
+                // A long write is a batch of its own.
+                while writes.len() < MAX_BATCH && !matches!(writes[0], Write::Long(_)) {
                     match rx.try_recv() {
+                        Ok(w @ Write::Long(_)) => {
+                            self.pending = Some(w);
+                            break;
+                        }
                         Ok(w) => writes.push(w),
                         Err(_) => break,
                     }
@@ -323,10 +362,15 @@ impl Writer {
             if self.held.is_none() {
                 self.held_since = Instant::now();
             }
-            let ended = match tokio::time::timeout(BATCH_TIMEOUT, self.run_batch(writes)).await {
+            let limit = if matches!(writes[0], Write::Long(_)) {
+                LONG_BATCH_TIMEOUT
+            } else {
+                BATCH_TIMEOUT
+            };
+            let ended = match tokio::time::timeout(limit, self.run_batch(writes)).await {
                 Ok(ended) => ended,
                 Err(_) => {
-                    tracing::error!(writes = n, "write batch abandoned after {BATCH_TIMEOUT:?}");
+                    tracing::error!(writes = n, "write batch abandoned after {limit:?}");
                     Ended::Failed
                 }
             };

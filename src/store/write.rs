@@ -53,6 +53,10 @@ pub enum Write {
     Click(Box<dyn ClickWrite>),
     /// A plain sale.
     Sale(Box<dyn SaleWrite>),
+    /// A flow that may take long (the payout of a whole program): it runs in a batch of
+    /// its own with a longer timeout, on a writer of its own where the backend has one
+    /// (PostgreSQL), so that the tracking writes do not wait for it.
+    Long(Job),
 }
 
 /// The job of a flow `work` whose result goes to `answer` once the batch has committed.

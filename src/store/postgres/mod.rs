@@ -53,6 +53,9 @@ impl SqlStore<Postgres> {
                 keep_connection: true,
                 // PostgreSQL commits durably itself.
                 wal_file: None,
+                // A payout of a whole program may take seconds: tracking writes go on
+                // beside it, on their own connection.
+                long_writer: true,
             },
         );
         Ok(SqlStore {

@@ -51,6 +51,8 @@ impl SqlStore<Sqlite> {
                 // The write connection also serves sessions and management writes.
                 keep_connection: false,
                 wal_file: connect::wal_file(url),
+                // A second writer would wait for the one connection SQLite writes on.
+                long_writer: false,
             },
         );
         Ok(SqlStore {
