@@ -73,8 +73,21 @@ pub struct ServeArgs {
     /// the process exits when they are done or when this has passed.
     #[arg(long, env = "REFTRACK_SHUTDOWN_TIMEOUT", default_value_t = 30)]
     pub shutdown_timeout: u64,
+    /// Where partners and browsers reach this server (`https://track.example.com`), for
+    /// the links it hands out, such as partner invites; by default the request's host.
+    #[arg(long, env = "REFTRACK_PUBLIC_URL", value_parser = public_url)]
+    pub public_url: Option<String>,
     #[command(flatten)]
     pub rate_limits: RateLimitArgs,
+}
+
+/// An `http://` or `https://` URL with a host and no query, for `REFTRACK_PUBLIC_URL`.
+fn public_url(value: &str) -> Result<String, String> {
+    let url = url::Url::parse(value.trim()).map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() || url.query().is_some() {
+        return Err("must be an http:// or https:// URL with a host and no query".into());
+    }
+    Ok(value.trim().trim_end_matches('/').to_string())
 }
 
 /// Default of `REFTRACK_RATE_LIMIT_CLICK`.

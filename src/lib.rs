@@ -61,7 +61,9 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
     }
     let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)));
     let approvals = tokio::spawn(record_approvals(app.clone()));
-    let state = AppState::new(app, &hash, clients).with_rate_limits(args.rate_limits);
+    let state = AppState::new(app, &hash, clients)
+        .with_rate_limits(args.rate_limits)
+        .with_public_url(args.public_url);
     let grace = Duration::from_secs(args.shutdown_timeout);
     let signalled = Arc::new(tokio::sync::Notify::new());
     let notify = signalled.clone();

@@ -508,6 +508,8 @@ async fn create_program(
             ProgramBody {
                 commission_hold_days: None,
                 min_payout_cents: None,
+                applications_open: None,
+                partner_links_allowed: None,
                 workspace_id,
                 name: name.to_string(),
                 cookie_window_days: Some(60),

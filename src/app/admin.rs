@@ -49,6 +49,11 @@ pub struct ProgramBody {
     pub commission_hold_days: Option<i64>,
     /// The smallest balance a payout pays, in cents (default 5000).
     pub min_payout_cents: Option<i64>,
+    /// Whether anyone may apply to join the program from its public application page
+    /// (default false).
+    pub applications_open: Option<bool>,
+    /// Whether approved partners may create their own links (default true).
+    pub partner_links_allowed: Option<bool>,
 }
 
 /// The body of the management call that changes a program; an absent field is left as it is.
@@ -66,6 +71,8 @@ pub struct ProgramPatchBody {
     pub stripe_webhook_secret: Option<Option<String>>,
     pub commission_hold_days: Option<i64>,
     pub min_payout_cents: Option<i64>,
+    pub applications_open: Option<bool>,
+    pub partner_links_allowed: Option<bool>,
 }
 
 /// The body of the management call that creates a partner.
@@ -162,13 +169,14 @@ pub struct PaymentAccountBody {
 }
 
 /// Distinguishes an explicit `null` (Some(None)) from an absent field (None).
-fn nullable<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+pub(super) fn nullable<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
     d: D,
 ) -> std::result::Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(d).map(Some)
 }
 
-fn name(field: &str, value: &str, max: usize) -> Result<String> {
+/// A trimmed text of 1 to `max` characters, or the field's error.
+pub(super) fn name(field: &str, value: &str, max: usize) -> Result<String> {
     let v = value.trim();
     if v.is_empty() || v.chars().count() > max {
         return Err(Error::invalid(format!(
@@ -178,7 +186,11 @@ fn name(field: &str, value: &str, max: usize) -> Result<String> {
     Ok(v.to_string())
 }
 
-fn one_of<T: std::str::FromStr<Err = UnknownValue>>(field: &str, value: &str) -> Result<T> {
+/// One of the names of `T`, or the field's error.
+pub(super) fn one_of<T: std::str::FromStr<Err = UnknownValue>>(
+    field: &str,
+    value: &str,
+) -> Result<T> {
     value
         .parse()
         .map_err(|e: UnknownValue| Error::invalid(e.message(field)))
@@ -215,12 +227,42 @@ fn min_payout(cents: i64) -> Result<i64> {
 }
 
 /// A trimmed email address, or the field's error.
-fn email(field: &str, value: &str) -> Result<String> {
+pub(super) fn email(field: &str, value: &str) -> Result<String> {
     let v = value.trim();
     if !v.contains('@') || v.len() > 255 || v.contains(char::is_whitespace) {
         return Err(Error::invalid(format!("{field} must be an email address")));
     }
     Ok(v.to_string())
+}
+
+/// A link's short name: trimmed, 1 to 255 characters without spaces.
+pub(super) fn short_link(value: &str) -> Result<&str> {
+    let v = value.trim();
+    if v.is_empty() || v.len() > 255 || v.contains(char::is_whitespace) {
+        return Err(Error::invalid(
+            "short_link must be 1 to 255 characters without spaces",
+        ));
+    }
+    Ok(v)
+}
+
+/// The password rule of dashboard users and partners: 8 to 1024 characters.
+pub(super) fn check_password(field: &str, password: &str) -> Result<()> {
+    if password.chars().count() < 8 || password.len() > 1024 {
+        return Err(Error::invalid(format!(
+            "{field} must be 8 to 1024 characters"
+        )));
+    }
+    Ok(())
+}
+
+/// The argon2id hash of a password, computed off the async workers (it is deliberately
+/// slow).
+pub(super) async fn hashed_password(password: String) -> Result<String> {
+    tokio::task::spawn_blocking(move || secrets::hash_password(&password))
+        .await
+        .map_err(|e| Error::Internal("Internal server error", e.into()))?
+        .map_err(|e| Error::Internal("Internal server error", e))
 }
 
 fn currency(code: &str) -> Result<String> {
@@ -300,6 +342,10 @@ pub struct ProgramView {
     pub commission_hold_days: i64,
     /// The smallest balance a payout pays, in cents.
     pub min_payout_cents: i64,
+    /// Whether anyone may apply to join the program.
+    pub applications_open: bool,
+    /// Whether approved partners may create their own links.
+    pub partner_links_allowed: bool,
     /// Whether a Stripe webhook signing secret is set (the secret is never shown).
     pub stripe_webhook_secret_set: bool,
     /// The first characters of the API key, to tell keys apart.
@@ -327,6 +373,8 @@ pub fn program_view(p: &Program, api_token: Option<&str>) -> ProgramView {
         allowed_origins: p.allowed_origins.clone(),
         commission_hold_days: p.commission_hold_days,
         min_payout_cents: p.min_payout_cents,
+        applications_open: p.applications_open,
+        partner_links_allowed: p.partner_links_allowed,
         stripe_webhook_secret_set: p.stripe_webhook_secret.is_some(),
         api_token_prefix: p.api_token_prefix.clone(),
         payment_account: PaymentAccountView {
@@ -373,6 +421,8 @@ impl App {
             stripe_webhook_secret: webhook_secret(b.stripe_webhook_secret)?,
             commission_hold_days: hold_days(b.commission_hold_days.unwrap_or(30))?,
             min_payout_cents: min_payout(b.min_payout_cents.unwrap_or(5000))?,
+            applications_open: b.applications_open.unwrap_or(false),
+            partner_links_allowed: b.partner_links_allowed.unwrap_or(true),
             api_token_hash: secrets::hash_token(&token),
             api_token_prefix: secrets::token_prefix(&token),
         };
@@ -414,6 +464,8 @@ impl App {
             stripe_webhook_secret: b.stripe_webhook_secret.map(webhook_secret).transpose()?,
             commission_hold_days: b.commission_hold_days.map(hold_days).transpose()?,
             min_payout_cents: b.min_payout_cents.map(min_payout).transpose()?,
+            applications_open: b.applications_open,
+            partner_links_allowed: b.partner_links_allowed,
         };
         let done = self.store.update_program(id, &patch, self.now_ms()).await;
         self.changed();
@@ -525,27 +577,34 @@ impl App {
     ) -> Result<Partner> {
         self.allow(caller, Record::Partner(id), Access::Change)
             .await?;
-        let patch = PartnerPatch {
-            name: b.name.map(|n| name("name", &n, 200)).transpose()?,
-            email: b
-                .email
-                .map(|e| e.map(|e| email("email", &e)).transpose())
-                .transpose()?,
-            payout_method: b
-                .payout_method
-                .map(|m| {
-                    m.map(|m| one_of::<PayoutMethod>("payout_method", &m))
-                        .transpose()
-                })
-                .transpose()?,
-            payout_email: b
-                .payout_email
-                .map(|e| e.map(|e| email("payout_email", &e)).transpose())
-                .transpose()?,
-        };
+        let patch = partner_patch(b)?;
         Ok(self.store.update_partner(id, &patch).await?)
     }
+}
 
+/// The change a partner patch body asks for, validated.
+pub(super) fn partner_patch(b: PartnerPatchBody) -> Result<PartnerPatch> {
+    Ok(PartnerPatch {
+        name: b.name.map(|n| name("name", &n, 200)).transpose()?,
+        email: b
+            .email
+            .map(|e| e.map(|e| email("email", &e)).transpose())
+            .transpose()?,
+        payout_method: b
+            .payout_method
+            .map(|m| {
+                m.map(|m| one_of::<PayoutMethod>("payout_method", &m))
+                    .transpose()
+            })
+            .transpose()?,
+        payout_email: b
+            .payout_email
+            .map(|e| e.map(|e| email("payout_email", &e)).transpose())
+            .transpose()?,
+    })
+}
+
+impl App {
     /// Adds a partner to a program; the day's partner count rises with it.
     pub async fn add_program_partner(
         &self,
@@ -586,15 +645,7 @@ impl App {
             self.allow(caller, Record::Partner(partner_id), Access::Read)
                 .await?;
         }
-        let short_link = b.short_link.trim();
-        if short_link.is_empty()
-            || short_link.len() > 255
-            || short_link.contains(char::is_whitespace)
-        {
-            return Err(Error::invalid(
-                "short_link must be 1 to 255 characters without spaces",
-            ));
-        }
+        let short_link = short_link(&b.short_link)?;
         let status: LinkStatus = one_of("status", b.status.as_deref().unwrap_or("active"))?;
         let done = self
             .store
@@ -632,16 +683,9 @@ impl App {
         if !email.contains('@') || email.len() > 255 {
             return Err(Error::invalid("email must be an email address"));
         }
-        if b.password.chars().count() < 8 || b.password.len() > 1024 {
-            return Err(Error::invalid("password must be 8 to 1024 characters"));
-        }
+        check_password("password", &b.password)?;
         let display = b.name.map(|n| name("name", &n, 200)).transpose()?;
-        let password = b.password;
-        // Hashing is deliberately slow; keep it off the async workers.
-        let hash = tokio::task::spawn_blocking(move || secrets::hash_password(&password))
-            .await
-            .map_err(|e| Error::Internal("Internal server error", e.into()))?
-            .map_err(|e| Error::Internal("Internal server error", e))?;
+        let hash = hashed_password(b.password).await?;
         Ok(self
             .store
             .create_user(&email, &hash, display.as_deref(), self.now_ms())

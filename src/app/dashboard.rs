@@ -48,17 +48,9 @@ impl App {
     /// `email` is already normalised.
     pub async fn login(&self, email: &str, password: String) -> Result<NewSession> {
         let credentials = self.store.user_credentials(email).await?;
-        // argon2 is deliberately slow; keep it off the async workers.
-        let user_id = tokio::task::spawn_blocking(move || match credentials {
-            Some(c) => verify_password(&password, &c.password_hash).then_some(c.user_id),
-            None => {
-                let _ = verify_password(&password, DUMMY_PASSWORD_HASH);
-                None
-            }
-        })
-        .await
-        .map_err(|e| Error::Internal("Internal server error", e.into()))?
-        .ok_or_else(|| Error::Unauthorized(INVALID_CREDENTIALS.into()))?;
+        let user_id = self
+            .check_credentials(credentials.map(|c| (c.user_id, c.password_hash)), password)
+            .await?;
         let token = generate_token(SESSION_TOKEN_PREFIX);
         let now = self.now_ms();
         let expires_at = now + SESSION_LIFETIME_MS;
@@ -66,6 +58,27 @@ impl App {
             .create_session(user_id, &hash_token(&token), now, expires_at)
             .await?;
         Ok(NewSession { token, expires_at })
+    }
+
+    /// The id of `account` (an id and its password hash) when `password` is its password;
+    /// [`INVALID_CREDENTIALS`] otherwise, after as long a check when there is no account,
+    /// so that the time taken does not tell whether the email exists.
+    pub(super) async fn check_credentials(
+        &self,
+        account: Option<(i64, String)>,
+        password: String,
+    ) -> Result<i64> {
+        // argon2 is deliberately slow; keep it off the async workers.
+        tokio::task::spawn_blocking(move || match account {
+            Some((id, hash)) => verify_password(&password, &hash).then_some(id),
+            None => {
+                let _ = verify_password(&password, DUMMY_PASSWORD_HASH);
+                None
+            }
+        })
+        .await
+        .map_err(|e| Error::Internal("Internal server error", e.into()))?
+        .ok_or_else(|| Error::Unauthorized(INVALID_CREDENTIALS.into()))
     }
 
     /// The user of a live session token, if any.

@@ -11,6 +11,7 @@
 //! - [`admin`]: the management operations; [`management`] their lists; [`access`] who
 //!   may call them; [`payouts`] paying partners.
 //! - [`dashboard`]: sign-in, sessions and the dashboard's reads.
+//! - [`partners`]: partner accounts, applications and the partner API.
 
 pub mod access;
 pub mod admin;
@@ -20,6 +21,7 @@ mod error;
 pub mod exports;
 pub mod management;
 mod pages;
+pub mod partners;
 pub mod payouts;
 pub mod secrets;
 pub mod stripe;

@@ -60,7 +60,8 @@ fn date_bound(field: &str, value: Option<&str>, end: bool) -> Result<Option<i64>
 }
 
 impl CommissionParams {
-    fn filter(&self) -> Result<CommissionFilter> {
+    /// The filter these parameters name, or the first invalid one's error.
+    pub(super) fn filter(&self) -> Result<CommissionFilter> {
         let status = named_filter("status", self.status.as_deref())?;
         let partner_id = id_filter("partner_id", self.partner_id.as_deref())?;
         let from_ms = date_bound("from", self.from.as_deref(), false)?;
@@ -105,9 +106,20 @@ impl App {
         self.allow(caller, Record::Program(program_id), Access::Read)
             .await?;
         self.program(program_id).await?;
+        self.commission_page(program_id, &filter, page).await
+    }
+
+    /// One page of a program's commissions matching `filter`, for a caller already
+    /// allowed to read them.
+    pub(super) async fn commission_page(
+        &self,
+        program_id: i64,
+        filter: &CommissionFilter,
+        page: Page,
+    ) -> Result<Listed<CommissionRow>> {
         let rows = self
             .store
-            .commissions(program_id, &filter, probe(page), self.now_ms())
+            .commissions(program_id, filter, probe(page), self.now_ms())
             .await?;
         Ok(listed(rows, page, |c| c.id))
     }
@@ -124,9 +136,19 @@ impl App {
         self.allow(caller, Record::Program(program_id), Access::Read)
             .await?;
         self.program(program_id).await?;
+        Ok(self.commission_chunks(program_id, filter))
+    }
+
+    /// Every commission of a program matching `filter`, in chunks, for a caller already
+    /// allowed to read them.
+    pub(super) fn commission_chunks(
+        &self,
+        program_id: i64,
+        filter: CommissionFilter,
+    ) -> BoxStream<'static, Result<Vec<CommissionRow>>> {
         let store = self.store.clone();
         let now = self.now_ms();
-        Ok(chunks(
+        chunks(
             move |before| {
                 let store = store.clone();
                 let filter = filter.clone();
@@ -141,7 +163,7 @@ impl App {
                 .boxed()
             },
             |c: &CommissionRow| c.id,
-        ))
+        )
     }
 
     /// One commission, read after a change to it.

@@ -44,7 +44,8 @@ pub struct PageQuery {
 }
 
 impl PageQuery {
-    fn page(self) -> PageParams {
+    /// The paging asked for.
+    pub(super) fn page(self) -> PageParams {
         PageParams {
             limit: self.limit,
             cursor: self.cursor,

@@ -10,6 +10,7 @@ pub mod fields;
 pub mod lists;
 pub mod openapi;
 pub mod outage;
+pub mod partner;
 pub mod payouts;
 pub mod rate_limit;
 pub mod service;
@@ -49,8 +50,10 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             "/api/admin",
             admin::router()
                 .merge(lists::router())
-                .merge(payouts::router()),
+                .merge(payouts::router())
+                .merge(partner::admin_router()),
         )
+        .nest("/api/partner", partner::router())
         .nest("/api/auth", session::router())
         .nest("/api/webhooks", webhooks::router())
         .split_for_parts();

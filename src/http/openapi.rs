@@ -29,6 +29,7 @@ use utoipa::Modify;
         (name = "auth", description = "Dashboard sessions"),
         (name = "management", description = "Set programs up (admin token)"),
         (name = "payouts", description = "Commissions, balances and payouts: paying partners (admin token)"),
+        (name = "partners", description = "Partner accounts and the partner API (partner session token)"),
         (name = "webhooks", description = "Payment-processor webhooks"),
         (name = "service", description = "Health, readiness and the tracker script"),
     ),
@@ -49,6 +50,10 @@ impl Modify for SecuritySchemes {
             (
                 "session",
                 "Dashboard session token (`rts_…`) from POST /api/auth/login",
+            ),
+            (
+                "partner_session",
+                "Partner session token (`rtp_…`) from POST /api/partner/auth/login or accept-invite",
             ),
             (
                 "admin_token",

@@ -92,7 +92,8 @@ impl ListQuery {
 }
 
 impl CommissionQuery {
-    fn params(self) -> CommissionParams {
+    /// The service layer's parameters.
+    pub(super) fn params(self) -> CommissionParams {
         CommissionParams {
             status: self.status,
             partner_id: self.partner_id,

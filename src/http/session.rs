@@ -15,6 +15,7 @@ use super::error::{Error, ErrorBody, Result};
 use super::extract::JsonBody;
 use super::AppState;
 use crate::app::access::Me;
+use crate::app::dashboard::NewSession;
 use crate::domain::time::iso;
 
 /// Routes under `/api/auth`.
@@ -87,6 +88,13 @@ pub struct LoginBody {
     password: String,
 }
 
+impl LoginBody {
+    /// The email and the password.
+    pub(super) fn into_parts(self) -> (String, String) {
+        (self.email, self.password)
+    }
+}
+
 /// Log in to the dashboard.
 ///
 /// `{email, password}` → `{token, expires_at}`; 401 with the same text for an unknown
@@ -109,15 +117,31 @@ async fn login(
     JsonBody(b): JsonBody<LoginBody>,
 ) -> Result<Json<LoginResponse>> {
     let email = b.email.trim().to_ascii_lowercase();
+    let session = throttled(&s, &email, s.app.login(&email, b.password)).await?;
+    Ok(session_answer(session))
+}
+
+/// A sign-in `attempt` of `account`, refused with 429 while the account is locked out
+/// after repeated failures; a success clears its count.
+pub(super) async fn throttled(
+    s: &AppState,
+    account: &str,
+    attempt: impl std::future::Future<Output = crate::app::Result<NewSession>>,
+) -> Result<NewSession> {
     s.logins
-        .begin(&email)
+        .begin(account)
         .map_err(|wait| Error::TooManyRequests(super::rate_limit::retry_after_secs(wait)))?;
-    let session = s.app.login(&email, b.password).await?;
-    s.logins.succeeded(&email);
-    Ok(Json(LoginResponse {
-        token: session.token,
-        expires_at: iso(session.expires_at),
-    }))
+    let session = attempt.await?;
+    s.logins.succeeded(account);
+    Ok(session)
+}
+
+/// The answer of a sign-in.
+pub(super) fn session_answer(s: NewSession) -> Json<LoginResponse> {
+    Json(LoginResponse {
+        token: s.token,
+        expires_at: iso(s.expires_at),
+    })
 }
 
 /// End the caller's session.

@@ -28,6 +28,9 @@ pub struct Shared {
     pub logins: Arc<LoginThrottle>,
     /// Whether the database is known to be down (requests then fail fast).
     pub db_health: Arc<DbHealth>,
+    /// Where partners and browsers reach this server (`REFTRACK_PUBLIC_URL`), for the
+    /// links it hands out; `None`: the request's own host.
+    pub public_url: Option<Arc<str>>,
 }
 
 impl std::ops::Deref for AppState {
@@ -48,7 +51,14 @@ impl AppState {
             limits: Arc::new(RateLimits::new(RateLimitArgs::default())),
             logins: Arc::new(LoginThrottle::default()),
             db_health: Arc::new(DbHealth::default()),
+            public_url: None,
         }))
+    }
+
+    /// The same state with the public URL of the server.
+    pub fn with_public_url(mut self, url: Option<String>) -> Self {
+        Arc::make_mut(&mut self.0).public_url = url.map(|u| Arc::from(u.trim_end_matches('/')));
+        self
     }
 
     /// The same state with other per-IP rate limits.

@@ -13,6 +13,7 @@ pub mod error;
 pub mod integrity;
 pub mod management;
 pub mod model;
+pub mod partners;
 pub mod payout_model;
 pub mod payouts;
 pub mod postgres;
@@ -30,6 +31,7 @@ pub use dashboard_model::*;
 pub use error::{StoreError, StoreResult};
 pub use management::{LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record};
 pub use model::*;
+pub use partners::{PartnerAccounts, PartnerTx};
 pub use payout_model::*;
 pub use payouts::{PayoutReads, PayoutTx};
 
@@ -46,7 +48,7 @@ pub enum Backend {
 /// duplicated answer [`StoreError::NotFound`] or [`StoreError::Conflict`] naming what
 /// (`"program"`, `"partner code"`, …); the service layer words the message.
 #[async_trait]
-pub trait Store: PayoutReads + ManagementReads + Send + Sync + 'static {
+pub trait Store: PayoutReads + ManagementReads + PartnerAccounts + Send + Sync + 'static {
     /// The database behind this store.
     fn backend(&self) -> Backend;
     /// Succeeds when the database answers a trivial query.

@@ -60,6 +60,10 @@ pub struct Program {
     pub commission_hold_days: i64,
     /// The smallest balance a payout pays, in cents.
     pub min_payout_cents: i64,
+    /// Whether anyone may apply to join the program.
+    pub applications_open: bool,
+    /// Whether approved partners may create their own links.
+    pub partner_links_allowed: bool,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -99,6 +103,8 @@ pub struct NewProgram {
     pub stripe_webhook_secret: Option<String>,
     pub commission_hold_days: i64,
     pub min_payout_cents: i64,
+    pub applications_open: bool,
+    pub partner_links_allowed: bool,
     pub api_token_hash: String,
     pub api_token_prefix: String,
 }
@@ -115,6 +121,8 @@ pub struct ProgramPatch {
     pub stripe_webhook_secret: Option<Option<String>>,
     pub commission_hold_days: Option<i64>,
     pub min_payout_cents: Option<i64>,
+    pub applications_open: Option<bool>,
+    pub partner_links_allowed: Option<bool>,
 }
 
 /// A partner (affiliate).

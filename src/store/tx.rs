@@ -12,13 +12,14 @@ use super::model::{
     ChargeSale, ClickEventRow, Customer, LeadEventRow, NewCommission, NewCustomer, PartnerProgram,
     PaymentAccount, RefundableSale, SaleEventRow,
 };
+use super::partners::PartnerTx;
 use super::payouts::PayoutTx;
 use crate::domain::status::PartnerStatus;
 
 /// One open write transaction. Counters are not written here: a flow adds them to the
 /// batch's [`crate::domain::figures::Deltas`], which the committer applies once per batch.
 #[async_trait]
-pub trait Tx: PayoutTx + Send {
+pub trait Tx: PayoutTx + PartnerTx + Send {
     /// The customer holding `click_id`, in any program.
     async fn customer_by_click_id(&mut self, click_id: &str) -> StoreResult<Option<Customer>>;
     /// The customer with `customer_key` in `program_id`.

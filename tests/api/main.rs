@@ -22,6 +22,7 @@ mod lookup_cache;
 mod management;
 mod openapi;
 mod outage;
+mod partners;
 mod payouts;
 mod process;
 mod seed_bench;

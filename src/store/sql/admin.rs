@@ -74,7 +74,8 @@ pub(super) const PROGRAM_COLUMNS: &str =
     currency, commission_type, commission_bps, commission_amount_cents, \
     recurring_commission_months, allowed_origins, stripe_webhook_secret, payment_status, \
     payment_account_id, charges_enabled, payouts_enabled, details_submitted, connection_date, \
-    commission_hold_days, min_payout_cents, created_at, updated_at";
+    commission_hold_days, min_payout_cents, applications_open, partner_links_allowed, \
+    created_at, updated_at";
 
 pub(super) fn program_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Program> {
     let commission = match r.try_get::<String>("commission_type")?.as_str() {
@@ -108,6 +109,8 @@ pub(super) fn program_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Program> 
         },
         commission_hold_days: r.try_get("commission_hold_days")?,
         min_payout_cents: r.try_get("min_payout_cents")?,
+        applications_open: r.try_get("applications_open")?,
+        partner_links_allowed: r.try_get("partner_links_allowed")?,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
@@ -159,9 +162,10 @@ pub(super) async fn create_program<DB: Engine>(
         "INSERT INTO programs (workspace_id, name, api_token_hash, api_token_prefix, \
          cookie_window_days, currency, commission_type, commission_bps, \
          commission_amount_cents, recurring_commission_months, allowed_origins, \
-         stripe_webhook_secret, commission_hold_days, min_payout_cents, created_at, \
-         updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15, $13, $13) \
+         stripe_webhook_secret, commission_hold_days, min_payout_cents, applications_open, \
+         partner_links_allowed, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15, $16, $17, \
+         $13, $13) \
          RETURNING {PROGRAM_COLUMNS}"
     );
     let row = stmt::<DB>(&sql)
@@ -180,6 +184,8 @@ pub(super) async fn create_program<DB: Engine>(
         .bind(at)
         .bind(p.commission_hold_days)
         .bind(p.min_payout_cents)
+        .bind(p.applications_open)
+        .bind(p.partner_links_allowed)
         .fetch_one(&mut *conn)
         .await?;
     program_from_row(&row)
@@ -234,6 +240,8 @@ pub(super) async fn update_program<DB: Engine>(
          stripe_webhook_secret = CASE WHEN $11 THEN $12 ELSE stripe_webhook_secret END, \
          commission_hold_days = COALESCE($15, commission_hold_days), \
          min_payout_cents = COALESCE($16, min_payout_cents), \
+         applications_open = COALESCE($17, applications_open), \
+         partner_links_allowed = COALESCE($18, partner_links_allowed), \
          updated_at = $13 WHERE id = $14 RETURNING {PROGRAM_COLUMNS}"
     );
     let query = stmt::<DB>(&sql)
@@ -252,7 +260,9 @@ pub(super) async fn update_program<DB: Engine>(
         .bind(at)
         .bind(id)
         .bind(patch.commission_hold_days)
-        .bind(patch.min_payout_cents);
+        .bind(patch.min_payout_cents)
+        .bind(patch.applications_open)
+        .bind(patch.partner_links_allowed);
     returned_program(query, &mut *conn).await
 }
 

@@ -36,6 +36,7 @@ pub trait Engine:
     + for<'q> Param<'q, &'q String>
     + for<'q> Param<'q, &'q Option<String>>
     + for<'q> Param<'q, bool>
+    + for<'q> Param<'q, Option<bool>>
     + for<'q> Param<'q, Vec<u8>>
     + for<'q> Param<'q, &'q [u8]>
     + Read<i64>

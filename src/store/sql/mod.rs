@@ -13,6 +13,7 @@ pub mod counters;
 pub mod engine;
 mod management;
 pub mod migrations;
+mod partners;
 mod payouts;
 mod reports;
 pub mod rows;

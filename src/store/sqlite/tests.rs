@@ -51,6 +51,8 @@ async fn fixture() -> Fixture {
                 stripe_webhook_secret: None,
                 commission_hold_days: 30,
                 min_payout_cents: 5_000,
+                applications_open: false,
+                partner_links_allowed: true,
                 api_token_hash: "hash".into(),
                 api_token_prefix: "rt_".into(),
             },
@@ -557,6 +559,7 @@ async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
             (6, "partial sale indexes".to_string()),
             (7, "payouts".to_string()),
             (8, "management access".to_string()),
+            (9, "partner accounts".to_string()),
         ]
     );
     reopened.close().await;

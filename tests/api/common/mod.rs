@@ -215,6 +215,16 @@ impl TestApp {
         }
     }
 
+    /// The same database behind a router that hands out links on `url`.
+    pub fn with_public_url(self, url: &str) -> TestApp {
+        let state = self.state.clone().with_public_url(Some(url.to_string()));
+        TestApp {
+            router: reftrack::router(state.clone()),
+            state,
+            ..self
+        }
+    }
+
     /// Sends a request with optional JSON body and headers.
     pub async fn send(
         &self,

@@ -1,0 +1,594 @@
+//! Partner accounts and the partner API: invites, sign-in, applications, and what a
+//! signed-in partner reads of its own programs.
+//!
+//! A partner session token is `rtp_` and 256 random bits in hex, an invite token `rti_`
+//! likewise; only their SHA-256 hashes are stored. Sessions last 7 days from sign-in,
+//! as dashboard sessions do, and are a table of their own: neither kind of session works
+//! on the other's API. An invite works once, for 7 days; accepting it sets the partner's
+//! password (a first one, or a new one when it forgot it) and ends its other sessions.
+//!
+//! A partner sees a program's links, figures, commissions and payouts only while it is
+//! `approved` there; pending, rejected and banned partners see the program's name and
+//! their standing (in [`App::partner_me`]) and nothing else.
+
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::access::Caller;
+use super::admin::{
+    check_password, email, hashed_password, name, partner_patch, short_link, PartnerPatchBody,
+};
+use super::dashboard::{NewSession, SESSION_LIFETIME_MS};
+use super::pages::{listed, probe, PageParams};
+use super::payouts::CommissionParams;
+use super::secrets::{generate_token, hash_token};
+use super::{App, Error, Listed, Result};
+use crate::domain::access::Access;
+use crate::domain::status::{LinkStatus, PartnerStatus};
+use crate::store::partners::{NewApplicant, PartnerMembership, PartnerPayoutItem};
+use crate::store::{CommissionRow, Link, LinkFilter, PartnerProgram, Record, StoreError};
+
+/// Prefix of partner session tokens.
+pub const PARTNER_SESSION_PREFIX: &str = "rtp_";
+/// Prefix of invite tokens.
+pub const INVITE_TOKEN_PREFIX: &str = "rti_";
+/// How long an invite works: 7 days.
+pub const INVITE_LIFETIME_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+/// Active links a partner may have in one program when it makes its own.
+pub const MAX_PARTNER_LINKS: i64 = 20;
+
+/// An invite to give to a partner.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Invite {
+    /// The page where the partner sets its password: `<public URL>/partner/invite?token=…`.
+    pub invite_url: String,
+    #[schema(format = DateTime)]
+    pub expires_at: String,
+}
+
+/// The body of accepting an invite.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AcceptInviteBody {
+    /// The `token` of the invite URL.
+    pub token: String,
+    /// At least 8 characters.
+    pub password: String,
+}
+
+/// The body of an application to a program. A caller signed in as a partner sends only
+/// `website` and `message`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyBody {
+    pub name: Option<String>,
+    pub email: Option<String>,
+    /// At least 8 characters.
+    pub password: Option<String>,
+    /// Where the applicant will promote the program.
+    pub website: Option<String>,
+    /// A note to the program's owners.
+    pub message: Option<String>,
+}
+
+/// An application, as recorded.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Application {
+    pub partner_id: i64,
+    pub program_id: i64,
+    /// `pending` until the program's owners decide.
+    pub status: PartnerStatus,
+}
+
+/// The signed-in partner.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PartnerMe {
+    pub id: i64,
+    pub name: String,
+    /// The email it signs in with.
+    pub email: Option<String>,
+    pub code: String,
+    pub payout_method: Option<crate::domain::status::PayoutMethod>,
+    pub payout_email: Option<String>,
+    /// Every program it is in, with its standing there.
+    pub programs: Vec<PartnerMembership>,
+}
+
+/// What a partner may change of itself; an absent field is left as it is, `null` clears
+/// a nullable one.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PartnerMeBody {
+    pub name: Option<String>,
+    /// `paypal`, `wise` or `manual`.
+    #[serde(default, deserialize_with = "super::admin::nullable")]
+    pub payout_method: Option<Option<String>>,
+    #[serde(default, deserialize_with = "super::admin::nullable")]
+    pub payout_email: Option<Option<String>>,
+}
+
+/// The body of a password change.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PasswordBody {
+    pub current_password: String,
+    /// At least 8 characters.
+    pub new_password: String,
+}
+
+/// The body of a link a partner makes.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PartnerLinkBody {
+    /// Made from the partner's code when absent.
+    pub short_link: Option<String>,
+}
+
+/// Why an invite could not be used.
+fn invite_refused(invite: Option<crate::store::partners::InviteRow>, now: i64) -> Error {
+    Error::invalid(match invite {
+        None => "This invite link is not valid",
+        Some(i) if i.used_at.is_some() => {
+            "This invite link has already been used: sign in, or ask for a new one"
+        }
+        Some(i) if i.expires_at <= now => "This invite link has expired: ask for a new one",
+        Some(_) => "This invite link is not valid",
+    })
+}
+
+/// A short link made for a partner: its code and 6 random hex digits.
+fn generated_short_link(code: &str) -> String {
+    let random = generate_token("");
+    format!("{}-{}", code.to_ascii_lowercase(), &random[..6])
+}
+
+/// A partner code made for an applicant: letters and digits of its name, and 6 random
+/// hex digits.
+fn applicant_code(name: &str) -> String {
+    let stem: String = name
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(20)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    let random = generate_token("");
+    if stem.is_empty() {
+        format!("partner-{}", &random[..6])
+    } else {
+        format!("{stem}-{}", &random[..6])
+    }
+}
+
+/// An optional free text of at most `max` characters, trimmed; empty is none.
+fn note(field: &str, value: Option<String>, max: usize) -> Result<Option<String>> {
+    match value.as_deref().map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(v) if v.chars().count() > max => Err(Error::invalid(format!(
+            "{field} must be at most {max} characters"
+        ))),
+        Some(v) => Ok(Some(v.to_string())),
+    }
+}
+
+impl App {
+    /// Issues an invite for a partner; `public_url` is where the server is reached.
+    pub async fn invite_partner(
+        &self,
+        caller: &Caller,
+        partner_id: i64,
+        public_url: &str,
+    ) -> Result<Invite> {
+        self.allow(caller, Record::Partner(partner_id), Access::Change)
+            .await?;
+        let account = self.store.partner_account(partner_id).await?;
+        if account.partner.email.is_none() {
+            return Err(Error::invalid(
+                "The partner has no email: set its email before inviting it",
+            ));
+        }
+        let token = generate_token(INVITE_TOKEN_PREFIX);
+        let now = self.now_ms();
+        let expires_at = now + INVITE_LIFETIME_MS;
+        self.store
+            .create_partner_invite(partner_id, &hash_token(&token), now, expires_at)
+            .await?;
+        Ok(Invite {
+            invite_url: format!(
+                "{}/partner/invite?token={token}",
+                public_url.trim_end_matches('/')
+            ),
+            expires_at: crate::domain::time::iso(expires_at),
+        })
+    }
+
+    /// Accepts an invite: sets the partner's password and signs it in.
+    pub async fn accept_invite(&self, b: AcceptInviteBody) -> Result<NewSession> {
+        check_password("password", &b.password)?;
+        let invite_hash = hash_token(b.token.trim());
+        let hash = hashed_password(b.password).await?;
+        let token = generate_token(PARTNER_SESSION_PREFIX);
+        let session_hash = hash_token(&token);
+        let now = self.now_ms();
+        let expires_at = now + SESSION_LIFETIME_MS;
+        self.write(move |tx, _| {
+            Box::pin(async move {
+                let Some(partner_id) = tx.claim_invite(&invite_hash, now).await? else {
+                    return Err(invite_refused(tx.invite(&invite_hash).await?, now));
+                };
+                let email = tx
+                    .partner_email(partner_id)
+                    .await?
+                    .map(|e| e.trim().to_ascii_lowercase())
+                    .ok_or_else(|| {
+                        Error::invalid("The partner has no email: ask the program for a new invite")
+                    })?;
+                tx.set_partner_account(partner_id, &email, &hash)
+                    .await
+                    .map_err(|e| match e {
+                        StoreError::Conflict(_) => Error::Conflict(
+                            "Another partner account already signs in with this email".into(),
+                        ),
+                        other => other.into(),
+                    })?;
+                tx.insert_partner_session(partner_id, &session_hash, now, expires_at)
+                    .await?;
+                Ok(())
+            })
+        })
+        .await?;
+        Ok(NewSession { token, expires_at })
+    }
+
+    /// Signs a partner in: a new session, or [`INVALID_CREDENTIALS`] whatever was wrong.
+    /// `email` is already normalised.
+    pub async fn partner_login(&self, email: &str, password: String) -> Result<NewSession> {
+        let credentials = self.store.partner_credentials(email).await?;
+        let partner_id = self
+            .check_credentials(
+                credentials.map(|c| (c.partner_id, c.password_hash)),
+                password,
+            )
+            .await?;
+        let token = generate_token(PARTNER_SESSION_PREFIX);
+        let now = self.now_ms();
+        let expires_at = now + SESSION_LIFETIME_MS;
+        self.store
+            .create_partner_session(partner_id, &hash_token(&token), now, expires_at)
+            .await?;
+        Ok(NewSession { token, expires_at })
+    }
+
+    /// The partner of a live partner session token, with the token's hash.
+    pub async fn partner_session(&self, token: &str) -> Result<Option<(i64, String)>> {
+        let token_hash = hash_token(token);
+        let partner = self
+            .store
+            .partner_session(&token_hash, self.now_ms())
+            .await?;
+        Ok(partner.map(|p| (p, token_hash)))
+    }
+
+    /// Ends the partner session whose token hashes to `token_hash`.
+    pub async fn partner_logout(&self, token_hash: &str) -> Result<()> {
+        Ok(self.store.delete_partner_session(token_hash).await?)
+    }
+
+    /// An application to a program that takes them (404 otherwise). Without a session it
+    /// creates the applicant's partner account; with one (`partner_id`), it adds the
+    /// signed-in partner.
+    pub async fn apply(
+        &self,
+        program_id: i64,
+        partner_id: Option<i64>,
+        b: ApplyBody,
+    ) -> Result<Application> {
+        let program = match self.store.program(program_id).await {
+            Ok(p) if p.applications_open => p,
+            Ok(_) | Err(StoreError::NotFound(_)) => {
+                return Err(Error::NotFound("Program not found".into()))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let website = note("website", b.website, 500)?;
+        let message = note("message", b.message, 2000)?;
+        let at = self.now_ms();
+        let applicant = match partner_id {
+            Some(id) => Err(id),
+            None => {
+                let name = name("name", b.name.as_deref().unwrap_or(""), 200)?;
+                let email = email("email", b.email.as_deref().unwrap_or(""))?.to_ascii_lowercase();
+                let password = b.password.unwrap_or_default();
+                check_password("password", &password)?;
+                if self.store.partner_credentials(&email).await?.is_some() {
+                    return Err(Error::Conflict(
+                        "A partner account with this email already exists: sign in to apply".into(),
+                    ));
+                }
+                Ok((name, email, hashed_password(password).await?))
+            }
+        };
+        let workspace_id = program.workspace_id;
+        let partner_id = self
+            .write(move |tx, deltas| {
+                Box::pin(async move {
+                    let partner_id = match &applicant {
+                        Err(id) => *id,
+                        Ok((name, email, hash)) => {
+                            let code = applicant_code(name);
+                            let new = NewApplicant {
+                                name,
+                                code: &code,
+                                email,
+                                password_hash: hash,
+                                workspace_id,
+                            };
+                            tx.insert_applicant(&new, at).await.map_err(|e| match e {
+                                StoreError::Conflict(_) => Error::Conflict(
+                                    "A partner account with this email already exists: \
+                                     sign in to apply"
+                                        .into(),
+                                ),
+                                other => other.into(),
+                            })?
+                        }
+                    };
+                    tx.insert_partner_program(program_id, partner_id, PartnerStatus::Pending, at)
+                        .await
+                        .map_err(|e| match e {
+                            StoreError::Conflict(_) => Error::Conflict(
+                                "You have already applied to or joined this program".into(),
+                            ),
+                            other => other.into(),
+                        })?;
+                    tx.set_application(
+                        program_id,
+                        partner_id,
+                        website.as_deref(),
+                        message.as_deref(),
+                    )
+                    .await?;
+                    deltas.count_partner_joined(program_id, at);
+                    Ok(partner_id)
+                })
+            })
+            .await?;
+        Ok(Application {
+            partner_id,
+            program_id,
+            status: PartnerStatus::Pending,
+        })
+    }
+
+    /// The signed-in partner and its programs.
+    pub async fn partner_me(&self, partner_id: i64) -> Result<PartnerMe> {
+        let account = self.store.partner_account(partner_id).await?;
+        let programs = self.store.partner_memberships(partner_id).await?;
+        let p = account.partner;
+        Ok(PartnerMe {
+            id: p.id,
+            name: p.name,
+            email: account.account_email,
+            code: p.code,
+            payout_method: p.payout_method,
+            payout_email: p.payout_email,
+            programs,
+        })
+    }
+
+    /// Changes the signed-in partner's name and payout details.
+    pub async fn update_partner_me(&self, partner_id: i64, b: PartnerMeBody) -> Result<PartnerMe> {
+        let patch = partner_patch(PartnerPatchBody {
+            name: b.name,
+            email: None,
+            payout_method: b.payout_method,
+            payout_email: b.payout_email,
+        })?;
+        self.store.update_partner(partner_id, &patch).await?;
+        self.partner_me(partner_id).await
+    }
+
+    /// Changes the signed-in partner's password; its other sessions end.
+    pub async fn change_partner_password(
+        &self,
+        partner_id: i64,
+        session_hash: &str,
+        b: PasswordBody,
+    ) -> Result<()> {
+        check_password("new_password", &b.new_password)?;
+        let account = self.store.partner_account(partner_id).await?;
+        let credentials = match account.account_email {
+            Some(email) => self.store.partner_credentials(&email).await?,
+            None => None,
+        };
+        self.check_credentials(
+            credentials.map(|c| (c.partner_id, c.password_hash)),
+            b.current_password,
+        )
+        .await
+        .map_err(|_| Error::invalid("current_password is not the current password"))?;
+        let hash = hashed_password(b.new_password).await?;
+        Ok(self
+            .store
+            .set_partner_password(partner_id, &hash, session_hash)
+            .await?)
+    }
+
+    /// The partner's record in a program where it is approved: 404 when it is not in the
+    /// program, 403 naming its standing otherwise.
+    async fn approved_in(&self, partner_id: i64, program_id: i64) -> Result<PartnerProgram> {
+        let pp = self
+            .store
+            .partner_program(program_id, partner_id)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound(_) => Error::NotFound("Program not found".into()),
+                other => other.into(),
+            })?;
+        match pp.status {
+            PartnerStatus::Approved => Ok(pp),
+            PartnerStatus::Pending => Err(Error::Forbidden(
+                "Your application to this program is pending".into(),
+            )),
+            PartnerStatus::Rejected => Err(Error::Forbidden(
+                "Your application to this program was not accepted".into(),
+            )),
+            PartnerStatus::Banned => Err(Error::Forbidden(
+                "You can no longer promote this program".into(),
+            )),
+        }
+    }
+
+    /// The partner's links in a program, newest first.
+    pub async fn partner_links(
+        &self,
+        partner_id: i64,
+        program_id: i64,
+        page: &PageParams,
+    ) -> Result<Listed<Link>> {
+        let page = page.page()?;
+        self.approved_in(partner_id, program_id).await?;
+        let filter = LinkFilter {
+            program_id: Some(program_id),
+            partner_id: Some(partner_id),
+            status: None,
+        };
+        let rows = self.store.list_links(None, filter, probe(page)).await?;
+        Ok(listed(rows, page, |l| l.id))
+    }
+
+    /// A link the partner makes in a program that allows it.
+    pub async fn create_partner_link(
+        &self,
+        partner_id: i64,
+        program_id: i64,
+        b: PartnerLinkBody,
+    ) -> Result<Link> {
+        let wanted = b.short_link.as_deref().map(short_link).transpose()?;
+        self.approved_in(partner_id, program_id).await?;
+        if !self.store.program(program_id).await?.partner_links_allowed {
+            return Err(Error::Forbidden(
+                "This program does not let partners create links".into(),
+            ));
+        }
+        if self
+            .store
+            .active_partner_links(program_id, partner_id)
+            .await?
+            >= MAX_PARTNER_LINKS
+        {
+            return Err(Error::Conflict(format!(
+                "You already have {MAX_PARTNER_LINKS} active links in this program"
+            )));
+        }
+        let short_link = match wanted {
+            Some(s) => s.to_string(),
+            None => {
+                generated_short_link(&self.store.partner_account(partner_id).await?.partner.code)
+            }
+        };
+        let done = self
+            .store
+            .create_link(
+                program_id,
+                Some(partner_id),
+                &short_link,
+                LinkStatus::Active,
+                self.now_ms(),
+            )
+            .await;
+        self.changed();
+        Ok(done?)
+    }
+
+    /// One page of the partner's commissions in a program (`params.partner_id` is
+    /// ignored: it is always the partner's own).
+    pub async fn partner_commissions(
+        &self,
+        partner_id: i64,
+        program_id: i64,
+        params: &CommissionParams,
+        page: &PageParams,
+    ) -> Result<Listed<CommissionRow>> {
+        let mut filter = params.filter()?;
+        filter.partner_id = Some(partner_id);
+        let page = page.page()?;
+        self.approved_in(partner_id, program_id).await?;
+        self.commission_page(program_id, &filter, page).await
+    }
+
+    /// Every commission of the partner in a program matching `params`, in chunks.
+    pub async fn export_partner_commissions(
+        &self,
+        partner_id: i64,
+        program_id: i64,
+        params: &CommissionParams,
+    ) -> Result<BoxStream<'static, Result<Vec<CommissionRow>>>> {
+        let mut filter = params.filter()?;
+        filter.partner_id = Some(partner_id);
+        self.approved_in(partner_id, program_id).await?;
+        Ok(self.commission_chunks(program_id, filter))
+    }
+
+    /// One page of what the program's payouts pay the partner, newest first.
+    pub async fn partner_payouts(
+        &self,
+        partner_id: i64,
+        program_id: i64,
+        page: &PageParams,
+    ) -> Result<Listed<PartnerPayoutItem>> {
+        let page = page.page()?;
+        self.approved_in(partner_id, program_id).await?;
+        let rows = self
+            .store
+            .partner_payout_items(program_id, partner_id, probe(page))
+            .await?;
+        Ok(listed(rows, page, |i| i.payout_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn made_up_codes_and_links_are_lowercase_and_distinct() {
+        let a = applicant_code("Ana María O'Neil");
+        assert!(a.starts_with("anamaraoneil-"), "{a}");
+        assert_eq!(a.len(), "anamaraoneil-".len() + 6);
+        assert_ne!(applicant_code("x"), applicant_code("x"));
+        assert!(applicant_code("日本").starts_with("partner-"));
+        let l = generated_short_link("ALICE");
+        assert!(l.starts_with("alice-") && l.len() == 12, "{l}");
+    }
+
+    #[test]
+    fn notes_are_trimmed_and_bounded() {
+        assert_eq!(
+            note("m", Some("  hi ".into()), 5).unwrap(),
+            Some("hi".into())
+        );
+        assert_eq!(note("m", Some("   ".into()), 5).unwrap(), None);
+        assert!(note("m", Some("toolong".into()), 5).is_err());
+    }
+
+    #[test]
+    fn invite_refusals_say_why() {
+        use crate::store::partners::InviteRow;
+        let used = InviteRow {
+            expires_at: 10,
+            used_at: Some(5),
+        };
+        let expired = InviteRow {
+            expires_at: 10,
+            used_at: None,
+        };
+        assert!(invite_refused(Some(used), 0)
+            .to_string()
+            .contains("already been used"));
+        assert!(invite_refused(Some(expired), 20)
+            .to_string()
+            .contains("expired"));
+        assert!(invite_refused(None, 0).to_string().contains("not valid"));
+    }
+}

@@ -1,0 +1,157 @@
+//! The storage interface of partner accounts and the partner API: [`PartnerAccounts`]
+//! (reads and single-statement writes) and [`PartnerTx`] (the steps of the flows that
+//! change several rows at once, run by the group committer in one transaction).
+//! [`super::Store`] and [`super::tx::Tx`] include them.
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use super::error::StoreResult;
+use super::model::{iso_ms, iso_ms_opt, Partner};
+use super::payout_model::Page;
+use crate::domain::status::{PartnerStatus, PayoutStatus};
+
+/// A partner with the email it signs in with (none until it has an account).
+#[derive(Debug, Clone)]
+pub struct PartnerAccount {
+    pub partner: Partner,
+    pub account_email: Option<String>,
+}
+
+/// What a partner sign-in checks.
+#[derive(Debug, Clone)]
+pub struct PartnerCredentials {
+    pub partner_id: i64,
+    pub password_hash: String,
+}
+
+/// A program a partner is in, with its standing there.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct PartnerMembership {
+    pub program_id: i64,
+    /// The program's name.
+    pub name: String,
+    pub status: PartnerStatus,
+}
+
+/// What one payout pays a partner.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct PartnerPayoutItem {
+    pub payout_id: i64,
+    pub status: PayoutStatus,
+    pub amount_cents: i64,
+    pub currency: String,
+    pub commission_count: i64,
+    #[serde(serialize_with = "iso_ms")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: i64,
+    #[serde(serialize_with = "iso_ms_opt")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub paid_at: Option<i64>,
+}
+
+/// An invite as stored.
+#[derive(Debug, Clone)]
+pub struct InviteRow {
+    pub expires_at: i64,
+    pub used_at: Option<i64>,
+}
+
+/// A new partner who applied to a program, with its account.
+#[derive(Debug, Clone)]
+pub struct NewApplicant<'a> {
+    pub name: &'a str,
+    pub code: &'a str,
+    /// Normalised: trimmed, lowercase.
+    pub email: &'a str,
+    pub password_hash: &'a str,
+    /// The workspace of the program it applied to.
+    pub workspace_id: i64,
+}
+
+/// Partner accounts and what the partner API reads.
+#[async_trait]
+pub trait PartnerAccounts {
+    /// A partner with its account email; `NotFound("partner")`.
+    async fn partner_account(&self, id: i64) -> StoreResult<PartnerAccount>;
+    /// The partner whose account email is `email` (normalised), if any.
+    async fn partner_credentials(&self, email: &str) -> StoreResult<Option<PartnerCredentials>>;
+    /// A new invite of `partner_id`.
+    async fn create_partner_invite(
+        &self,
+        partner_id: i64,
+        token_hash: &str,
+        at: i64,
+        expires_at: i64,
+    ) -> StoreResult<()>;
+    /// A new session of `partner_id`; purges expired partner sessions on the way.
+    async fn create_partner_session(
+        &self,
+        partner_id: i64,
+        token_hash: &str,
+        at: i64,
+        expires_at: i64,
+    ) -> StoreResult<()>;
+    /// The partner of a live session, if any.
+    async fn partner_session(&self, token_hash: &str, now: i64) -> StoreResult<Option<i64>>;
+    /// Ends a session.
+    async fn delete_partner_session(&self, token_hash: &str) -> StoreResult<()>;
+    /// Replaces a partner's password and ends its other sessions (all but the one whose
+    /// token hashes to `keep`).
+    async fn set_partner_password(
+        &self,
+        partner_id: i64,
+        password_hash: &str,
+        keep: &str,
+    ) -> StoreResult<()>;
+    /// The programs a partner is in, by program id.
+    async fn partner_memberships(&self, partner_id: i64) -> StoreResult<Vec<PartnerMembership>>;
+    /// One page of what payouts of a program pay a partner, newest first.
+    async fn partner_payout_items(
+        &self,
+        program_id: i64,
+        partner_id: i64,
+        page: Page,
+    ) -> StoreResult<Vec<PartnerPayoutItem>>;
+    /// How many active links a partner has in a program.
+    async fn active_partner_links(&self, program_id: i64, partner_id: i64) -> StoreResult<i64>;
+}
+
+/// The steps of accepting an invite and applying, inside the committer's transaction.
+#[async_trait]
+pub trait PartnerTx: Send {
+    /// Uses the invite whose token hashes to `token_hash` if it is unused and alive at
+    /// `at` (one statement, so that two acceptances cannot both use it); its partner.
+    async fn claim_invite(&mut self, token_hash: &str, at: i64) -> StoreResult<Option<i64>>;
+    /// The invite whose token hashes to `token_hash`, to tell why it could not be used.
+    async fn invite(&mut self, token_hash: &str) -> StoreResult<Option<InviteRow>>;
+    /// A partner's contact email; `NotFound("partner")`.
+    async fn partner_email(&mut self, partner_id: i64) -> StoreResult<Option<String>>;
+    /// Gives a partner an account (or a new password), ending its sessions;
+    /// `Conflict("account email")` when another partner signs in with that email.
+    async fn set_partner_account(
+        &mut self,
+        partner_id: i64,
+        email: &str,
+        password_hash: &str,
+    ) -> StoreResult<()>;
+    /// A new session of `partner_id`.
+    async fn insert_partner_session(
+        &mut self,
+        partner_id: i64,
+        token_hash: &str,
+        at: i64,
+        expires_at: i64,
+    ) -> StoreResult<()>;
+    /// Creates an applicant's partner record with its account; returns its id.
+    /// `Conflict("account email")`, `Conflict("partner code")`.
+    async fn insert_applicant(&mut self, a: &NewApplicant<'_>, at: i64) -> StoreResult<i64>;
+    /// Keeps an application's website and message on its partner-program record.
+    async fn set_application(
+        &mut self,
+        program_id: i64,
+        partner_id: i64,
+        website: Option<&str>,
+        message: Option<&str>,
+    ) -> StoreResult<()>;
+}

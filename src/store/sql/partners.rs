@@ -1,0 +1,323 @@
+//! The statements of partner accounts and the partner API: sign-in, sessions and invites
+//! on the pools, applications and invite acceptance on the committer's transaction.
+
+use async_trait::async_trait;
+
+use super::admin::{partner_from_row, PARTNER_COLUMNS};
+use super::engine::{stmt, Engine};
+use super::write::WriteConnection;
+use super::{named, SqlStore, NO_CURSOR};
+use crate::store::error::{StoreError, StoreResult};
+use crate::store::partners::{
+    InviteRow, NewApplicant, PartnerAccount, PartnerAccounts, PartnerCredentials,
+    PartnerMembership, PartnerPayoutItem, PartnerTx,
+};
+use crate::store::payout_model::Page;
+
+#[async_trait]
+impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
+    async fn partner_account(&self, id: i64) -> StoreResult<PartnerAccount> {
+        let sql = format!("SELECT {PARTNER_COLUMNS}, account_email FROM partners WHERE id = $1");
+        let row = stmt::<DB>(&sql)
+            .bind(id)
+            .fetch_optional(&mut *self.read.acquire().await?)
+            .await?
+            .ok_or(StoreError::NotFound("partner"))?;
+        Ok(PartnerAccount {
+            partner: partner_from_row(&row)?,
+            account_email: row.try_get("account_email")?,
+        })
+    }
+
+    async fn partner_credentials(&self, email: &str) -> StoreResult<Option<PartnerCredentials>> {
+        let row = stmt::<DB>(
+            "SELECT id, password_hash FROM partners \
+             WHERE account_email = $1 AND password_hash IS NOT NULL",
+        )
+        .bind(email)
+        .fetch_optional(&mut *self.read.acquire().await?)
+        .await?;
+        row.map(|r| {
+            Ok(PartnerCredentials {
+                partner_id: r.try_get_at(0)?,
+                password_hash: r.try_get_at(1)?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn create_partner_invite(
+        &self,
+        partner_id: i64,
+        token_hash: &str,
+        at: i64,
+        expires_at: i64,
+    ) -> StoreResult<()> {
+        stmt::<DB>(
+            "INSERT INTO partner_invites (partner_id, token_hash, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(partner_id)
+        .bind(token_hash)
+        .bind(at)
+        .bind(expires_at)
+        .execute(&mut *self.write.acquire().await?)
+        .await?;
+        Ok(())
+    }
+
+    async fn create_partner_session(
+        &self,
+        partner_id: i64,
+        token_hash: &str,
+        at: i64,
+        expires_at: i64,
+    ) -> StoreResult<()> {
+        let conn = &mut *self.write.acquire().await?;
+        stmt::<DB>("DELETE FROM partner_sessions WHERE expires_at <= $1")
+            .bind(at)
+            .execute(&mut *conn)
+            .await?;
+        insert_session::<DB>(conn, partner_id, token_hash, at, expires_at).await
+    }
+
+    async fn partner_session(&self, token_hash: &str, now: i64) -> StoreResult<Option<i64>> {
+        let row = stmt::<DB>(
+            "SELECT partner_id FROM partner_sessions WHERE token_hash = $1 AND expires_at > $2",
+        )
+        .bind(token_hash)
+        .bind(now)
+        .fetch_optional(&mut *self.read.acquire().await?)
+        .await?;
+        Ok(row.map(|r| r.try_get_at(0)).transpose()?)
+    }
+
+    async fn delete_partner_session(&self, token_hash: &str) -> StoreResult<()> {
+        stmt::<DB>("DELETE FROM partner_sessions WHERE token_hash = $1")
+            .bind(token_hash)
+            .execute(&mut *self.write.acquire().await?)
+            .await?;
+        Ok(())
+    }
+
+    async fn set_partner_password(
+        &self,
+        partner_id: i64,
+        password_hash: &str,
+        keep: &str,
+    ) -> StoreResult<()> {
+        let conn = &mut *self.write.acquire().await?;
+        stmt::<DB>("UPDATE partners SET password_hash = $1 WHERE id = $2")
+            .bind(password_hash)
+            .bind(partner_id)
+            .execute(&mut *conn)
+            .await?;
+        stmt::<DB>("DELETE FROM partner_sessions WHERE partner_id = $1 AND token_hash <> $2")
+            .bind(partner_id)
+            .bind(keep)
+            .execute(&mut *conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn partner_memberships(&self, partner_id: i64) -> StoreResult<Vec<PartnerMembership>> {
+        let rows = stmt::<DB>(
+            "SELECT pp.program_id, g.name, pp.status FROM partner_programs pp \
+             JOIN programs g ON g.id = pp.program_id WHERE pp.partner_id = $1 \
+             ORDER BY pp.program_id",
+        )
+        .bind(partner_id)
+        .fetch_all(&mut *self.read.acquire().await?)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(PartnerMembership {
+                    program_id: r.try_get("program_id")?,
+                    name: r.try_get("name")?,
+                    status: named(r, "status")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn partner_payout_items(
+        &self,
+        program_id: i64,
+        partner_id: i64,
+        page: Page,
+    ) -> StoreResult<Vec<PartnerPayoutItem>> {
+        let sql = format!(
+            "SELECT p.id, p.status, i.amount_cents, p.currency, i.commission_count, \
+             p.created_at, p.paid_at FROM payout_items i JOIN payouts p ON p.id = i.payout_id \
+             WHERE i.partner_id = $1 AND p.program_id = $2 \
+             AND p.id < COALESCE($3, {NO_CURSOR}) ORDER BY p.id DESC LIMIT $4"
+        );
+        let rows = stmt::<DB>(&sql)
+            .bind(partner_id)
+            .bind(program_id)
+            .bind(page.before)
+            .bind(page.limit)
+            .fetch_all(&mut *self.read.acquire().await?)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(PartnerPayoutItem {
+                    payout_id: r.try_get_at(0)?,
+                    status: named(r, "status")?,
+                    amount_cents: r.try_get_at(2)?,
+                    currency: r.try_get_at(3)?,
+                    commission_count: r.try_get_at(4)?,
+                    created_at: r.try_get_at(5)?,
+                    paid_at: r.try_get_at(6)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn active_partner_links(&self, program_id: i64, partner_id: i64) -> StoreResult<i64> {
+        let row = stmt::<DB>(
+            "SELECT COUNT(*) FROM referral_links \
+             WHERE program_id = $1 AND partner_id = $2 AND status = 'active'",
+        )
+        .bind(program_id)
+        .bind(partner_id)
+        .fetch_one(&mut *self.read.acquire().await?)
+        .await?;
+        Ok(row.try_get_at(0)?)
+    }
+}
+
+/// Inserts a partner session.
+async fn insert_session<DB: Engine>(
+    conn: &mut DB::Connection,
+    partner_id: i64,
+    token_hash: &str,
+    at: i64,
+    expires_at: i64,
+) -> StoreResult<()> {
+    stmt::<DB>(
+        "INSERT INTO partner_sessions (partner_id, token_hash, created_at, expires_at) \
+         VALUES ($1, $2, $3, $4)",
+    )
+    .bind(partner_id)
+    .bind(token_hash)
+    .bind(at)
+    .bind(expires_at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+#[async_trait]
+impl<DB: Engine> PartnerTx for WriteConnection<DB> {
+    async fn claim_invite(&mut self, token_hash: &str, at: i64) -> StoreResult<Option<i64>> {
+        let row = stmt::<DB>(
+            "UPDATE partner_invites SET used_at = $2 \
+             WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2 \
+             RETURNING partner_id",
+        )
+        .bind(token_hash)
+        .bind(at)
+        .fetch_optional(&mut *self.conn)
+        .await?;
+        Ok(row.map(|r| r.try_get_at(0)).transpose()?)
+    }
+
+    async fn invite(&mut self, token_hash: &str) -> StoreResult<Option<InviteRow>> {
+        let row =
+            stmt::<DB>("SELECT expires_at, used_at FROM partner_invites WHERE token_hash = $1")
+                .bind(token_hash)
+                .fetch_optional(&mut *self.conn)
+                .await?;
+        row.map(|r| {
+            Ok(InviteRow {
+                expires_at: r.try_get_at(0)?,
+                used_at: r.try_get_at(1)?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn partner_email(&mut self, partner_id: i64) -> StoreResult<Option<String>> {
+        let row = stmt::<DB>("SELECT email FROM partners WHERE id = $1")
+            .bind(partner_id)
+            .fetch_optional(&mut *self.conn)
+            .await?
+            .ok_or(StoreError::NotFound("partner"))?;
+        Ok(row.try_get_at(0)?)
+    }
+
+    async fn set_partner_account(
+        &mut self,
+        partner_id: i64,
+        email: &str,
+        password_hash: &str,
+    ) -> StoreResult<()> {
+        stmt::<DB>("UPDATE partners SET account_email = $1, password_hash = $2 WHERE id = $3")
+            .bind(email)
+            .bind(password_hash)
+            .bind(partner_id)
+            .execute(&mut *self.conn)
+            .await
+            .map_err(|e| StoreError::from(e).conflict_on("account email"))?;
+        stmt::<DB>("DELETE FROM partner_sessions WHERE partner_id = $1")
+            .bind(partner_id)
+            .execute(&mut *self.conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn insert_partner_session(
+        &mut self,
+        partner_id: i64,
+        token_hash: &str,
+        at: i64,
+        expires_at: i64,
+    ) -> StoreResult<()> {
+        insert_session::<DB>(&mut self.conn, partner_id, token_hash, at, expires_at).await
+    }
+
+    async fn insert_applicant(&mut self, a: &NewApplicant<'_>, at: i64) -> StoreResult<i64> {
+        let taken = stmt::<DB>("SELECT 1 FROM partners WHERE account_email = $1")
+            .bind(a.email)
+            .fetch_optional(&mut *self.conn)
+            .await?;
+        if taken.is_some() {
+            return Err(StoreError::Conflict("account email"));
+        }
+        let row = stmt::<DB>(
+            "INSERT INTO partners (name, code, email, account_email, password_hash, \
+             workspace_id, created_at) VALUES ($1, $2, $3, $3, $4, $5, $6) RETURNING id",
+        )
+        .bind(a.name)
+        .bind(a.code)
+        .bind(a.email)
+        .bind(a.password_hash)
+        .bind(a.workspace_id)
+        .bind(at)
+        .fetch_one(&mut *self.conn)
+        .await
+        .map_err(|e| StoreError::from(e).conflict_on("partner code"))?;
+        Ok(row.try_get_at(0)?)
+    }
+
+    async fn set_application(
+        &mut self,
+        program_id: i64,
+        partner_id: i64,
+        website: Option<&str>,
+        message: Option<&str>,
+    ) -> StoreResult<()> {
+        stmt::<DB>(
+            "UPDATE partner_programs SET website = $1, message = $2 \
+             WHERE program_id = $3 AND partner_id = $4",
+        )
+        .bind(website)
+        .bind(message)
+        .bind(program_id)
+        .bind(partner_id)
+        .execute(&mut *self.conn)
+        .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,433 @@
+//! Partner accounts and the partner API: invites, sign-in, applications, the signed-in
+//! partner's links, commissions and payouts, and the isolation between partners and
+//! between the kinds of credentials.
+
+use std::sync::Arc;
+
+use crate::common::*;
+use reftrack::domain::time::ManualClock;
+use serde_json::{json, Value};
+
+const PASSWORD: &str = "partner password";
+const DAY_MS: i64 = 86_400_000;
+
+/// A call to `/api/partner{path}` with a bearer token.
+async fn partner(
+    app: &TestApp,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> Reply {
+    let auth = format!("Bearer {token}");
+    app.send(
+        method,
+        &format!("/api/partner{path}"),
+        body,
+        &[("authorization", &auth)],
+    )
+    .await
+}
+
+/// The invite token of a new invite for `partner_id` (given an email first).
+async fn invite_token(app: &TestApp, partner_id: i64, email: &str) -> String {
+    app.admin(
+        "PATCH",
+        &format!("/partners/{partner_id}"),
+        Some(json!({"email": email})),
+    )
+    .await
+    .expect(200);
+    let r = app
+        .admin("POST", &format!("/partners/{partner_id}/invite"), None)
+        .await
+        .expect(201);
+    let url = r.body["invite_url"].as_str().unwrap();
+    url.split("token=").nth(1).unwrap().to_string()
+}
+
+/// Signs `partner_id` in through an invite; its session token.
+async fn signed_in(app: &TestApp, partner_id: i64, email: &str) -> String {
+    let token = invite_token(app, partner_id, email).await;
+    let r = app
+        .post(
+            "/api/partner/auth/accept-invite",
+            json!({"token": token, "password": PASSWORD}),
+        )
+        .await
+        .expect(200);
+    r.body["token"].as_str().unwrap().to_string()
+}
+
+async fn partner_login(app: &TestApp, email: &str, password: &str) -> Reply {
+    app.post(
+        "/api/partner/auth/login",
+        json!({"email": email, "password": password}),
+    )
+    .await
+}
+
+on_both_backends! {
+    async fn invite_accept_sign_in_and_out(app: TestApp) {
+        let seed = app.seed().await;
+        // No email, no invite.
+        let r = app.admin("POST", &format!("/partners/{}/invite", seed.partner_id), None).await.expect(400);
+        assert!(r.error().contains("no email"), "{}", r.error());
+        let token = invite_token(&app, seed.partner_id, "Alice@Example.com").await;
+        assert!(token.starts_with("rti_"), "{token}");
+        let r = app.admin("POST", "/partners/9999/invite", None).await.expect(404);
+        assert_eq!(r.error(), "Partner not found");
+
+        // A weak password writes nothing: the invite still works afterwards.
+        let r = app.post("/api/partner/auth/accept-invite", json!({"token": token, "password": "short"})).await.expect(400);
+        assert_eq!(r.error(), "password must be 8 to 1024 characters");
+        partner_login(&app, "alice@example.com", "short").await.expect(401);
+        let r = app.post("/api/partner/auth/accept-invite", json!({"token": "rti_nope", "password": PASSWORD})).await.expect(400);
+        assert_eq!(r.error(), "This invite link is not valid");
+        let r = app.post("/api/partner/auth/accept-invite", json!({"token": token, "password": PASSWORD})).await.expect(200);
+        let session = r.body["token"].as_str().unwrap().to_string();
+        assert!(session.starts_with("rtp_"));
+        let r = app.post("/api/partner/auth/accept-invite", json!({"token": token, "password": PASSWORD})).await.expect(400);
+        assert!(r.error().contains("already been used"), "{}", r.error());
+
+        let me = partner(&app, &session, "GET", "/me", None).await.expect(200);
+        assert_eq!(me.body["id"], seed.partner_id);
+        assert_eq!(me.body["email"], "alice@example.com");
+        assert_eq!(me.body["programs"], json!([{"program_id": seed.program_id, "name": "Acme Partners", "status": "approved"}]));
+
+        let r = partner(&app, &session, "PATCH", "/me", Some(json!({"payout_method": "paypal", "payout_email": "pay@alice.example"}))).await.expect(200);
+        assert_eq!(r.body["payout_method"], "paypal");
+        assert_eq!(r.body["payout_email"], "pay@alice.example");
+        let r = partner(&app, &session, "PATCH", "/me", Some(json!({"payout_method": "gold"}))).await.expect(400);
+        assert!(r.error().contains("payout_method"), "{}", r.error());
+        partner(&app, &session, "PATCH", "/me", Some(json!({"email": "x@y.z"}))).await.expect(400);
+
+        // Sign-in: one answer for an unknown email and a wrong password.
+        let wrong = partner_login(&app, "alice@example.com", "wrong password").await.expect(401);
+        let unknown = partner_login(&app, "nobody@example.com", PASSWORD).await.expect(401);
+        assert_eq!(wrong.error(), unknown.error());
+        let r = partner_login(&app, " ALICE@example.com ", PASSWORD).await.expect(200);
+        let second = r.body["token"].as_str().unwrap().to_string();
+        partner(&app, &second, "POST", "/auth/logout", None).await.expect(200);
+        partner(&app, &second, "GET", "/me", None).await.expect(401);
+        partner(&app, &session, "GET", "/me", None).await.expect(200);
+
+        // A new invite resets a forgotten password and ends every session.
+        let again = invite_token(&app, seed.partner_id, "alice@example.com").await;
+        app.post("/api/partner/auth/accept-invite", json!({"token": again, "password": "a new password"})).await.expect(200);
+        partner(&app, &session, "GET", "/me", None).await.expect(401);
+        partner_login(&app, "alice@example.com", PASSWORD).await.expect(401);
+        partner_login(&app, "alice@example.com", "a new password").await.expect(200);
+    }
+}
+
+on_both_backends! {
+    async fn password_change_ends_the_other_sessions(app: TestApp) {
+        let seed = app.seed().await;
+        let first = signed_in(&app, seed.partner_id, "alice@example.com").await;
+        let r = partner_login(&app, "alice@example.com", PASSWORD).await.expect(200);
+        let second = r.body["token"].as_str().unwrap().to_string();
+        let r = partner(&app, &first, "POST", "/me/password", Some(json!({"current_password": "not it", "new_password": "another password"}))).await.expect(400);
+        assert_eq!(r.error(), "current_password is not the current password");
+        partner(&app, &first, "POST", "/me/password", Some(json!({"current_password": PASSWORD, "new_password": "tiny"}))).await.expect(400);
+        partner(&app, &first, "POST", "/me/password", Some(json!({"current_password": PASSWORD, "new_password": "another password"}))).await.expect(200);
+        partner(&app, &first, "GET", "/me", None).await.expect(200);
+        partner(&app, &second, "GET", "/me", None).await.expect(401);
+        partner_login(&app, "alice@example.com", "another password").await.expect(200);
+    }
+}
+
+on_both_backends! {
+    async fn applications_and_partner_links(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let apply = json!({"name": "Bob Builder", "email": "Bob@Example.com", "password": PASSWORD, "website": "https://bob.example", "message": "Hi"});
+        let r = app.post(&format!("/api/partner/apply/{p}"), apply.clone()).await.expect(404);
+        assert_eq!(r.error(), "Program not found");
+        app.post("/api/partner/apply/9999", apply.clone()).await.expect(404);
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"applications_open": true}))).await.expect(200);
+        let before = app.count("SELECT COUNT(*) FROM partners").await;
+        for (bad, text) in [
+            (json!({"name": "Bob", "email": "not-an-email", "password": PASSWORD}), "email must be an email address"),
+            (json!({"name": "Bob", "email": "bob@example.com", "password": "short"}), "password must be 8 to 1024 characters"),
+            (json!({"name": "", "email": "bob@example.com", "password": PASSWORD}), "name must be 1 to 200 characters"),
+            (json!({"name": "Bob", "email": "bob@example.com", "password": PASSWORD, "message": "x".repeat(2001)}), "message must be at most 2000 characters"),
+        ] {
+            let r = app.post(&format!("/api/partner/apply/{p}"), bad).await.expect(400);
+            assert_eq!(r.error(), text);
+        }
+        assert_eq!(app.count("SELECT COUNT(*) FROM partners").await, before, "nothing written");
+
+        let r = app.post(&format!("/api/partner/apply/{p}"), apply.clone()).await.expect(201);
+        assert_eq!(r.body["status"], "pending");
+        let bob = r.body["partner_id"].as_i64().unwrap();
+        let r = app.post(&format!("/api/partner/apply/{p}"), apply.clone()).await.expect(409);
+        assert!(r.error().contains("already exists"), "{}", r.error());
+        let row = app.count(&format!("SELECT COUNT(*) FROM partner_programs WHERE partner_id = {bob} AND website = 'https://bob.example' AND message = 'Hi'")).await;
+        assert_eq!(row, 1);
+
+        // Pending: signs in, sees its standing and nothing of the program.
+        let session = partner_login(&app, "bob@example.com", PASSWORD).await.expect(200).body["token"].as_str().unwrap().to_string();
+        let me = partner(&app, &session, "GET", "/me", None).await.expect(200);
+        assert_eq!(me.body["programs"][0]["status"], "pending");
+        for path in ["links", "commissions", "payouts"] {
+            let r = partner(&app, &session, "GET", &format!("/programs/{p}/{path}"), None).await.expect(403);
+            assert_eq!(r.error(), "Your application to this program is pending");
+        }
+        partner(&app, &session, "POST", &format!("/programs/{p}/links"), None).await.expect(403);
+
+        // The owner's list shows the application; approval opens the program.
+        let list = app.admin("GET", &format!("/programs/{p}/partners?status=pending"), None).await.expect(200);
+        assert_eq!(list.body["data"][0]["partner_id"], bob);
+        app.admin("PATCH", &format!("/programs/{p}/partners/{bob}"), Some(json!({"status": "approved"}))).await.expect(200);
+        let r = partner(&app, &session, "GET", &format!("/programs/{p}/links"), None).await.expect(200);
+        assert_eq!(r.body["data"], json!([]));
+        let r = partner(&app, &session, "POST", &format!("/programs/{p}/links"), None).await.expect(201);
+        let made = r.body["short_link"].as_str().unwrap().to_string();
+        assert!(made.starts_with(&format!("{}-", me.body["code"].as_str().unwrap())), "{made}");
+        assert_eq!(r.body["partner_id"], bob);
+        let r = partner(&app, &session, "POST", &format!("/programs/{p}/links"), Some(json!({"short_link": seed.short_link}))).await.expect(409);
+        assert_eq!(r.error(), "A link with this short_link already exists");
+        partner(&app, &session, "POST", &format!("/programs/{p}/links"), Some(json!({"short_link": "has space"}))).await.expect(400);
+        partner(&app, &session, "POST", &format!("/programs/{p}/links"), Some(json!({"short_link": "bob-own"}))).await.expect(201);
+        let r = partner(&app, &session, "GET", &format!("/programs/{p}/links"), None).await.expect(200);
+        assert_eq!(r.body["data"].as_array().unwrap().len(), 2);
+        // A click through the partner's own link counts for it.
+        app.click("bob-own").await;
+        let list = app.admin("GET", &format!("/programs/{p}/partners?status=approved"), None).await.expect(200);
+        let row = list.body["data"].as_array().unwrap().iter().find(|r| r["partner_id"] == bob).unwrap().clone();
+        assert_eq!(row["clicks"], 1);
+        // The 20-link bound, and programs that make the links themselves.
+        for n in 2..20 {
+            partner(&app, &session, "POST", &format!("/programs/{p}/links"), Some(json!({"short_link": format!("bob-{n}")}))).await.expect(201);
+        }
+        let r = partner(&app, &session, "POST", &format!("/programs/{p}/links"), None).await.expect(409);
+        assert!(r.error().contains("20 active links"), "{}", r.error());
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"partner_links_allowed": false}))).await.expect(200);
+        let r = partner(&app, &session, "POST", &format!("/programs/{p}/links"), None).await.expect(403);
+        assert_eq!(r.error(), "This program does not let partners create links");
+
+        // A signed-in partner applies to another program with its session alone.
+        let other = app.seed_with(json!({"applications_open": true})).await;
+        let q = other.program_id;
+        let r = partner(&app, &session, "POST", &format!("/apply/{q}"), Some(json!({"message": "Me too"}))).await.expect(201);
+        assert_eq!(r.body["partner_id"], bob);
+        let r = partner(&app, &session, "POST", &format!("/apply/{q}"), None).await.expect(409);
+        assert_eq!(r.error(), "You have already applied to or joined this program");
+        partner(&app, "rtp_not_a_session", "POST", &format!("/apply/{q}"), None).await.expect(401);
+        // Rejected and banned partners are told so.
+        app.admin("PATCH", &format!("/programs/{q}/partners/{bob}"), Some(json!({"status": "rejected"}))).await.expect(200);
+        let r = partner(&app, &session, "GET", &format!("/programs/{q}/links"), None).await.expect(403);
+        assert_eq!(r.error(), "Your application to this program was not accepted");
+        app.admin("PATCH", &format!("/programs/{p}/partners/{bob}"), Some(json!({"status": "banned"}))).await.expect(200);
+        let r = partner(&app, &session, "GET", &format!("/programs/{p}/commissions"), None).await.expect(403);
+        assert_eq!(r.error(), "You can no longer promote this program");
+    }
+}
+
+on_both_backends! {
+    async fn a_partner_sees_its_own_commissions_and_payouts(app: TestApp) {
+        let seed = app.seed_with(json!({"commission_hold_days": 0, "min_payout_cents": 100})).await;
+        let p = seed.program_id;
+        let (carol, carol_link) = app.add_partner(&seed, "carol-own").await;
+        for (n, link) in [(1, &seed.short_link), (2, &carol_link), (3, &seed.short_link)] {
+            let click_id = app.click(link).await;
+            app.post_auth("/api/v1/track/sale", &seed.api_token, json!({"transaction_id": format!("t{n}"), "amount_cents": 10000 * n, "click_id": click_id}))
+                .await
+                .expect(200);
+        }
+        let alice = signed_in(&app, seed.partner_id, "alice@example.com").await;
+        let carol_session = signed_in(&app, carol, "carol@example.com").await;
+        let r = partner(&app, &alice, "GET", &format!("/programs/{p}/commissions?partner_id={carol}"), None).await.expect(200);
+        let rows = r.body["data"].as_array().unwrap();
+        assert_eq!(rows.len(), 2);
+        assert!(rows.iter().all(|c| c["partner_id"] == seed.partner_id));
+        assert_eq!(rows[0]["transaction_id"], "t3");
+        let r = partner(&app, &alice, "GET", &format!("/programs/{p}/commissions?limit=1"), None).await.expect(200);
+        let cursor = r.body["next_cursor"].as_str().unwrap().to_string();
+        let r = partner(&app, &alice, "GET", &format!("/programs/{p}/commissions?limit=1&cursor={cursor}"), None).await.expect(200);
+        assert_eq!(r.body["data"][0]["transaction_id"], "t1");
+        partner(&app, &alice, "GET", &format!("/programs/{p}/commissions?status=nope"), None).await.expect(400);
+        let csv = partner(&app, &alice, "GET", &format!("/programs/{p}/commissions?format=csv"), None).await.expect(200);
+        let mut reader = csv::Reader::from_reader(csv.body.as_str().unwrap().as_bytes());
+        let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
+        assert_eq!(rows.len(), 2);
+        let r = partner(&app, &carol_session, "GET", &format!("/programs/{p}/commissions"), None).await.expect(200);
+        assert_eq!(r.body["data"].as_array().unwrap().len(), 1);
+
+        // A payout, seen by the partners it pays, each its own part.
+        for (id, email) in [(seed.partner_id, "alice-pay@example.com"), (carol, "carol-pay@example.com")] {
+            app.admin("PATCH", &format!("/partners/{id}"), Some(json!({"payout_email": email}))).await.expect(200);
+        }
+        let payout = app.admin("POST", &format!("/programs/{p}/payouts"), None).await.expect(201);
+        let payout_id = payout.body["id"].as_i64().unwrap();
+        let r = partner(&app, &alice, "GET", &format!("/programs/{p}/payouts"), None).await.expect(200);
+        let items = r.body["data"].as_array().unwrap();
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0]["payout_id"], payout_id);
+        assert_eq!(items[0]["status"], "pending");
+        assert_eq!(items[0]["commission_count"], 2);
+        assert_eq!(items[0]["paid_at"], Value::Null);
+        let alice_cents = items[0]["amount_cents"].as_i64().unwrap();
+        let r = partner(&app, &carol_session, "GET", &format!("/programs/{p}/payouts"), None).await.expect(200);
+        let carol_cents = r.body["data"][0]["amount_cents"].as_i64().unwrap();
+        assert_eq!(alice_cents + carol_cents, payout.body["total_cents"].as_i64().unwrap());
+        app.admin("POST", &format!("/payouts/{payout_id}/mark-paid"), Some(json!({"reference": "batch-1"}))).await.expect(200);
+        let r = partner(&app, &alice, "GET", &format!("/programs/{p}/payouts"), None).await.expect(200);
+        assert_eq!(r.body["data"][0]["status"], "paid");
+        assert!(r.body["data"][0]["paid_at"].is_string());
+        let r = partner(&app, &alice, "GET", &format!("/programs/{p}/commissions?status=paid"), None).await.expect(200);
+        assert_eq!(r.body["data"].as_array().unwrap().len(), 2);
+    }
+}
+
+on_both_backends! {
+    async fn partners_see_nothing_of_one_another_and_credentials_do_not_cross(app: TestApp) {
+        let seed = app.seed().await;
+        let other = app.seed().await;
+        let alice = signed_in(&app, seed.partner_id, "alice@example.com").await;
+        let owner = {
+            app.member(seed.workspace_id, "owner@example.com", "owner password", "owner").await;
+            app.login("owner@example.com", "owner password").await.expect(200).body["token"].as_str().unwrap().to_string()
+        };
+        let calls = |p: i64| {
+            vec![
+                ("GET", format!("/programs/{p}/links"), None),
+                ("POST", format!("/programs/{p}/links"), Some(json!({"short_link": format!("try-{p}")}))),
+                ("GET", format!("/programs/{p}/commissions"), None),
+                ("GET", format!("/programs/{p}/commissions?format=csv"), None),
+                ("GET", format!("/programs/{p}/payouts"), None),
+            ]
+        };
+        // Another program (Alice is not in it), and one that does not exist: 404 alike.
+        for p in [other.program_id, 9999] {
+            for (method, path, body) in calls(p) {
+                let r = partner(&app, &alice, method, &path, body).await;
+                assert_eq!(r.status, 404, "{method} {path}: {}", r.body);
+                assert_eq!(r.error(), "Program not found");
+            }
+        }
+        // Dashboard sessions and the admin token are not partner sessions, nor the reverse.
+        let mut every = calls(seed.program_id);
+        every.extend([
+            ("GET", "/me".to_string(), None),
+            ("PATCH", "/me".to_string(), Some(json!({"name": "X"}))),
+            ("POST", "/me/password".to_string(), Some(json!({"current_password": PASSWORD, "new_password": "whatever123"}))),
+            ("POST", "/auth/logout".to_string(), None),
+        ]);
+        for token in [owner.as_str(), ADMIN_TOKEN] {
+            for (method, path, body) in &every {
+                let r = partner(&app, token, method, path, body.clone()).await;
+                assert_eq!(r.status, 401, "{method} {path} with {}: {}", &token[..4], r.body);
+            }
+            partner(&app, token, "POST", &format!("/apply/{}", seed.program_id), None).await.expect(401);
+        }
+        for (method, path) in [("GET", "/api/admin/programs".to_string()), ("GET", format!("/api/tracking/performance/{}", seed.program_id)), ("GET", "/api/auth/me".to_string())] {
+            let auth = format!("Bearer {alice}");
+            let r = app.send(method, &path, None, &[("authorization", &auth)]).await;
+            assert_eq!(r.status, 401, "{path}: {}", r.body);
+        }
+        // A dashboard session of another workspace cannot invite this workspace's partner.
+        let stranger = {
+            app.member(other.workspace_id, "stranger@example.com", "owner password", "owner").await;
+            app.login("stranger@example.com", "owner password").await.expect(200).body["token"].as_str().unwrap().to_string()
+        };
+        let auth = format!("Bearer {stranger}");
+        let r = app.send("POST", &format!("/api/admin/partners/{}/invite", seed.partner_id), None, &[("authorization", &auth)]).await;
+        assert_eq!(r.status, 404, "{}", r.body);
+    }
+}
+
+/// An invite works for 7 days by the service's clock; sessions for 7 days from sign-in.
+#[tokio::test]
+async fn invites_and_partner_sessions_expire_by_the_services_clock() {
+    let clock = Arc::new(ManualClock::at(1_780_000_000_000));
+    let app = TestApp::sqlite().await.with_clock(clock.clone());
+    let seed = app.seed().await;
+    let token = invite_token(&app, seed.partner_id, "alice@example.com").await;
+    clock.advance(7 * DAY_MS);
+    let r = app
+        .post(
+            "/api/partner/auth/accept-invite",
+            json!({"token": token, "password": PASSWORD}),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.error(), "This invite link has expired: ask for a new one");
+    let session = signed_in(&app, seed.partner_id, "alice@example.com").await;
+    clock.advance(7 * DAY_MS - 1);
+    partner(&app, &session, "GET", "/me", None)
+        .await
+        .expect(200);
+    clock.advance(1);
+    partner(&app, &session, "GET", "/me", None)
+        .await
+        .expect(401);
+}
+
+/// Partner sign-in is throttled per account like dashboard sign-in, apart from it.
+#[tokio::test]
+async fn failed_partner_logins_lock_the_account_out() {
+    let app = TestApp::sqlite().await;
+    let seed = app.seed().await;
+    signed_in(&app, seed.partner_id, "alice@example.com").await;
+    for _ in 0..5 {
+        partner_login(&app, "alice@example.com", "guess")
+            .await
+            .expect(401);
+    }
+    let r = partner_login(&app, "alice@example.com", PASSWORD).await;
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert_eq!(r.headers["retry-after"], "1");
+}
+
+/// The invite link names the public URL when one is configured.
+#[tokio::test]
+async fn invite_links_use_the_public_url() {
+    let app = TestApp::sqlite().await;
+    let seed = app.seed().await;
+    app.admin(
+        "PATCH",
+        &format!("/partners/{}", seed.partner_id),
+        Some(json!({"email": "a@example.com"})),
+    )
+    .await
+    .expect(200);
+    let r = app
+        .send(
+            "POST",
+            &format!("/api/admin/partners/{}/invite", seed.partner_id),
+            None,
+            &[
+                ("authorization", &format!("Bearer {ADMIN_TOKEN}")),
+                ("host", "track.example.com"),
+            ],
+        )
+        .await
+        .expect(201);
+    assert!(
+        r.body["invite_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://track.example.com/partner/invite?token=rti_"),
+        "{}",
+        r.body
+    );
+    let app = app.with_public_url("https://partners.example.com/");
+    let r = app
+        .admin(
+            "POST",
+            &format!("/partners/{}/invite", seed.partner_id),
+            None,
+        )
+        .await
+        .expect(201);
+    assert!(
+        r.body["invite_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://partners.example.com/partner/invite?token=rti_"),
+        "{}",
+        r.body
+    );
+}
