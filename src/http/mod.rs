@@ -69,6 +69,7 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 pub fn router(state: AppState) -> Router {
     let (routes, doc) = api();
     routes
+        .route_layer(middleware::from_fn(outage::time_limit))
         .merge(openapi::router(&doc))
         .fallback(|| async { Error::not_found("Not found") })
         .layer(middleware::from_fn(json_errors))

@@ -1,6 +1,6 @@
 //! Database outages: while the database is unreachable, answer at once with 503 instead
 //! of letting every request wait for a connection; probe until it is back; and bound
-//! the time of every request.
+//! the time of every request ([`time_limit`]).
 //!
 //! The first request that meets the outage (a failed query, a pool timeout, SQLite
 //! staying busy) answers 503 and marks the database down. From then on requests get
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header::RETRY_AFTER, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -23,6 +23,13 @@ use crate::app::App;
 
 /// Longest a request may take before it is answered 503; no request hangs past it.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+/// The limit of the requests that may do long work, [`LONG_REQUESTS`]: as long as the
+/// group committer gives a long write.
+pub const LONG_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+/// The routes (method, matched path) of long work: creating a payout takes every due
+/// commission of a program, which on a large program is seconds of work.
+/// `tests/api/openapi.rs` checks that each is a route of the API.
+pub const LONG_REQUESTS: &[(&str, &str)] = &[("POST", "/api/admin/programs/{id}/payouts")];
 /// How often a database marked down is probed.
 pub const PROBE_INTERVAL: Duration = Duration::from_millis(500);
 /// How long one probe may take.
@@ -81,8 +88,37 @@ fn fail_fast() -> Response {
     response
 }
 
-/// Middleware: fails fast while the database is down, bounds each request by
-/// [`REQUEST_TIMEOUT`] (503), and marks the database down when a request met an outage.
+/// Route layer: bounds each request by [`REQUEST_TIMEOUT`], or [`LONG_REQUEST_TIMEOUT`]
+/// on the routes of [`LONG_REQUESTS`] (it runs after routing, so it knows the route).
+pub async fn time_limit(req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
+    let long = LONG_REQUESTS
+        .iter()
+        .any(|(method, path)| req.method().as_str() == *method && route == Some(*path));
+    let limit = if long {
+        LONG_REQUEST_TIMEOUT
+    } else {
+        REQUEST_TIMEOUT
+    };
+    let Ok(response) = tokio::time::timeout(limit, next.run(req)).await else {
+        // Not a sign of an outage by itself (a client may send its body slowly), so the
+        // database is not marked down; a stuck write batch answers 503 sooner anyway.
+        let mut response = Error::Unavailable(anyhow::anyhow!(
+            "request not answered within {} s",
+            limit.as_secs()
+        ))
+        .into_response();
+        response.extensions_mut().remove::<DatabaseUnavailable>();
+        return response;
+    };
+    response
+}
+
+/// Middleware: fails fast while the database is down and marks the database down when a
+/// request met an outage.
 pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
     if needs_no_database(req.uri().path()) {
         return next.run(req).await;
@@ -90,17 +126,7 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
     if state.db_health.is_down() {
         return fail_fast();
     }
-    let Ok(response) = tokio::time::timeout(REQUEST_TIMEOUT, next.run(req)).await else {
-        // Not a sign of an outage by itself (a client may send its body slowly), so the
-        // database is not marked down; a stuck write batch answers 503 sooner anyway.
-        let mut response = Error::Unavailable(anyhow::anyhow!(
-            "request not answered within {} s",
-            REQUEST_TIMEOUT.as_secs()
-        ))
-        .into_response();
-        response.extensions_mut().remove::<DatabaseUnavailable>();
-        return response;
-    };
+    let response = next.run(req).await;
     if response.extensions().get::<DatabaseUnavailable>().is_some() {
         state.db_health.mark_down(state.app.clone());
     }

@@ -19,6 +19,16 @@ fn served_document_matches_the_committed_snapshot() {
     );
 }
 
+/// The routes given the long time limit exist, so a renamed route cannot silently lose it.
+#[test]
+fn long_requests_name_routes_of_the_api() {
+    let doc = serde_json::to_value(reftrack::http::openapi_document()).unwrap();
+    for (method, path) in reftrack::http::outage::LONG_REQUESTS {
+        let op = &doc["paths"][path][method.to_ascii_lowercase()];
+        assert!(op.is_object(), "{method} {path} is not a route");
+    }
+}
+
 #[test]
 fn every_operation_documents_its_errors_and_auth() {
     let doc = serde_json::to_value(reftrack::http::openapi_document()).unwrap();
