@@ -1,8 +1,10 @@
-/*! Reftrack browser tracker (MIT). Docs: docs/tracker.md in the Reftrack repository. */
+/*! Reftrack browser tracker (MIT). Docs: docs/tracker.md in the Reftrack repository; source: clients/js/src/. */
 (function (w, d) {
-  'use strict';
+'use strict';
+function createTracker(w, d, o) {
   var CLICK = 'tracker_click_id', PROBE = 'tracker_probe';
-  var api = {}, debug = false, domain = null, programId, apiHost;
+  var api = {}, debug = !!o.debug, domain = o.cookieDomain == null ? null : o.cookieDomain,
+    programId = o.programId, apiHost = o.apiHost || '', lastAff, lastClick;
 
   function log() {
     if (debug && w.console) try { console.log.apply(console, ['[reftrack]'].concat([].slice.call(arguments))); } catch (e) {}
@@ -61,6 +63,8 @@
     return id;
   }
 
+  function failed(error) { return Promise.resolve({ success: false, error: error }); }
+
   // POSTs JSON to the tracking API; resolves with the response body, never rejects.
   function post(path, body) {
     try {
@@ -82,7 +86,7 @@
       });
     } catch (e) {
       log(path, 'failed', e);
-      return Promise.resolve({ success: false, error: '' + e });
+      return failed('' + e);
     }
   }
 
@@ -92,7 +96,7 @@
   /** Records a signup (browser-mode lead). Resolves with the API's answer; never rejects. */
   api.trackLead = function (lead) {
     lead = lead || {};
-    if (!programId) return Promise.resolve({ success: false, error: 'tracker not configured' });
+    if (!programId) return failed('tracker not configured');
     return post('lead', {
       click_id: api.getClickId() || undefined, customer_key: lead.customer_key, email: lead.email,
       session_id: sessionId(), page_url: location.href, additional_data: { program_id: programId }
@@ -103,41 +107,61 @@
     try { return Intl.DateTimeFormat().resolvedOptions().timeZone; } catch (e) {}
   }
 
-  function trackClick() {
-    var aff = new URL(location.href).searchParams.get('aff');
-    if (!aff) return;
-    // The aff of the last tracked click is kept per program beside the click id: the same
-    // link again adds no click; another one does, with the click id to reuse (last touch).
-    var existing = api.getClickId(), lastKey = 'tracker_aff_' + programId;
-    if (existing && getCookie(lastKey) === aff) return log('same link, no new click');
-    post('click', {
-      affiliate_url: location.href, page_url: location.href, page_title: d.title,
-      referrer_url: d.referrer, session_id: sessionId(), user_agent: navigator.userAgent,
-      screen_resolution: screen.width + 'x' + screen.height,
-      viewport_size: w.innerWidth + 'x' + w.innerHeight, language: navigator.language,
-      timezone: tz(),
-      existing_click_id: existing || undefined
-    }).then(function (r) {
-      if (!r.success || !r.click_id) return;
-      var days = r.cookie_window_days > 0 ? r.cookie_window_days : 60;
-      setCookie(CLICK, r.click_id, days);
-      setCookie(lastKey, aff, days);
-    });
-  }
+  /** Records the click of the URL's aff. Resolves with the API's answer, or null if none is sent. */
+  api.trackClick = function () {
+    try {
+      if (!programId) return failed('tracker not configured');
+      var aff = new URL(location.href).searchParams.get('aff');
+      if (!aff) return Promise.resolve(null);
+      // The aff of the last tracked click is kept per program beside the click id: the same
+      // link again adds no click; another one does, with the click id to reuse (last touch).
+      var existing = api.getClickId(), lastKey = 'tracker_aff_' + programId;
+      if (existing && getCookie(lastKey) === aff) {
+        log('same link, no new click');
+        return Promise.resolve(null);
+      }
+      // The link of this page's last click again, cookie not stored (yet): that click's answer.
+      if (aff === lastAff) return lastClick;
+      lastAff = aff;
+      return (lastClick = post('click', {
+        affiliate_url: location.href, page_url: location.href, page_title: d.title,
+        referrer_url: d.referrer, session_id: sessionId(), user_agent: navigator.userAgent,
+        screen_resolution: screen.width + 'x' + screen.height,
+        viewport_size: w.innerWidth + 'x' + w.innerHeight, language: navigator.language,
+        timezone: tz(),
+        existing_click_id: existing || undefined
+      }).then(function (r) {
+        if (r.success && r.click_id) {
+          var days = r.cookie_window_days > 0 ? r.cookie_window_days : 60;
+          setCookie(CLICK, r.click_id, days);
+          setCookie(lastKey, aff, days);
+        }
+        return r;
+      }));
+    } catch (e) {
+      log('click failed', e);
+      return failed('' + e);
+    }
+  };
 
-  if (w.reftrack && w.reftrack.getClickId) return; // included twice: the first one works
-  w.reftrack = api;
-  try {
-    var s = d.currentScript || d.querySelector('script[data-program-id]');
-    var attr = function (n) { return s && s.getAttribute('data-' + n); };
-    var dbg = attr('debug');
-    debug = dbg !== null && dbg !== 'false' && dbg !== '0';
-    domain = attr('cookie-domain');
-    apiHost = (attr('api-host') || new URL(s.src, location.href).origin).replace(/\/+$/, '');
-    programId = /^\d+$/.test(attr('program-id')) ? +attr('program-id') : 0;
-    if (!programId) return log('data-program-id is missing or invalid');
-    trackClick();
-  } catch (e) {
-    log('init failed', e);
-  }
+  api.log = log;
+  return api;
+}
+
+if (w.reftrack && w.reftrack.getClickId) return; // included twice: the first one works
+var o = {}, t, err;
+try {
+  var s = d.currentScript || d.querySelector('script[data-program-id]');
+  var attr = function (n) { return s && s.getAttribute('data-' + n); };
+  var dbg = attr('debug');
+  o.debug = dbg !== null && dbg !== 'false' && dbg !== '0';
+  o.cookieDomain = attr('cookie-domain');
+  o.apiHost = (attr('api-host') || new URL(s.src, location.href).origin).replace(/\/+$/, '');
+  o.programId = /^\d+$/.test(attr('program-id')) ? +attr('program-id') : 0;
+} catch (e) { err = e; }
+t = createTracker(w, d, o);
+w.reftrack = { getClickId: t.getClickId, trackLead: t.trackLead };
+if (err) t.log('init failed', err);
+else if (!o.programId) t.log('data-program-id is missing or invalid');
+else t.trackClick();
 })(window, document);

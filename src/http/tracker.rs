@@ -19,7 +19,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
-/// The tracker's source, exactly as served without content coding.
+/// The tracker, exactly as served without content coding. `web/tracker.js` is written by
+/// `clients/js/build.mjs` from the tracker's one source in `clients/js/src/` (which also
+/// makes the npm package) and committed, so building the server needs no Node.js.
 pub const SOURCE: &str = include_str!("../../web/tracker.js");
 
 /// `Cache-Control` of the script: see the module documentation for the choice.
