@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod logging;
 #[cfg(feature = "bench")]
 pub mod seed;
 pub mod store;

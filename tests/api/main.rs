@@ -24,6 +24,7 @@ mod openapi;
 mod outage;
 mod payouts;
 mod process;
+mod request_ids;
 mod seed_bench;
 mod shutdown;
 mod stripe_webhooks;
