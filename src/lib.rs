@@ -7,6 +7,7 @@
 //! port-0 listener with [`serve_with`].
 
 pub mod app;
+pub mod backup;
 pub mod cli;
 pub mod config;
 pub mod domain;

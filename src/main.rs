@@ -42,6 +42,8 @@ async fn main() -> ExitCode {
             }
             Err(e) => Err(e),
         },
+        Some(Command::Backup(args)) => reftrack::backup::run_backup(args).await,
+        Some(Command::Restore(args)) => reftrack::backup::run_restore(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

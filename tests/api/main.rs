@@ -12,6 +12,7 @@ mod common;
 
 mod abuse;
 mod admin_api;
+mod backup;
 mod bad_input;
 mod crash;
 mod dashboard_auth;
