@@ -39,6 +39,8 @@ pub enum Command {
     Backup(crate::backup::BackupArgs),
     /// Replace a SQLite database with a backup, after checking the backup (server stopped).
     Restore(crate::backup::RestoreArgs),
+    /// Ask a running server whether it is ready (`GET /readyz`); exit 0 if so, 1 if not.
+    Healthcheck(crate::healthcheck::HealthcheckArgs),
 }
 
 /// Where the data lives.

@@ -11,6 +11,7 @@ pub mod backup;
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod healthcheck;
 pub mod http;
 pub mod logging;
 #[cfg(feature = "bench")]

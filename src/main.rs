@@ -44,6 +44,7 @@ async fn main() -> ExitCode {
         },
         Some(Command::Backup(args)) => reftrack::backup::run_backup(args).await,
         Some(Command::Restore(args)) => reftrack::backup::run_restore(args).await,
+        Some(Command::Healthcheck(args)) => reftrack::healthcheck::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

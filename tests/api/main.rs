@@ -17,6 +17,7 @@ mod bad_input;
 mod crash;
 mod dashboard_auth;
 mod dashboard_reports;
+mod deploy;
 mod fuzz;
 mod geoip;
 mod lookup_cache;
