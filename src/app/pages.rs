@@ -31,8 +31,10 @@ impl PageParams {
     /// The page these parameters ask for; one row more than the limit is read, to know
     /// whether another page follows.
     pub(super) fn page(&self) -> Result<Page> {
-        let limit = match self.limit.as_deref().map(str::trim) {
-            None | Some("") => 50,
+        // An integer parameter is an integer when given: empty or padded is refused, as
+        // the API description's type says.
+        let limit = match self.limit.as_deref() {
+            None => 50,
             Some(l) => l
                 .parse()
                 .ok()
@@ -74,10 +76,10 @@ pub(super) fn probe(page: Page) -> Page {
     }
 }
 
-/// An optional id filter: absent or empty is `None`, else a positive integer.
+/// An optional id filter: absent is `None`, else a positive integer (empty is refused).
 pub(super) fn id_filter(field: &str, value: Option<&str>) -> Result<Option<i64>> {
-    match value.map(str::trim) {
-        None | Some("") => Ok(None),
+    match value {
+        None => Ok(None),
         Some(v) => v
             .parse::<i64>()
             .ok()

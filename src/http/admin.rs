@@ -185,6 +185,7 @@ async fn rotate_token(
     responses(
         (status = 201, description = "Created", body = Partner),
         (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 404, description = "Unknown workspace_id", body = ErrorBody),
         (status = 409, description = "The code is taken", body = ErrorBody),
     ),
 )]

@@ -79,9 +79,20 @@ fn field_error(
 /// keys winning; a parameter that does not fit fails with its field type's text, named by
 /// its key. Unknown keys are ignored.
 pub fn read_query<T: DeserializeOwned>(raw: Option<&str>) -> Result<T, Error> {
+    query_of(raw, true)
+}
+
+/// Reads the query string of a management or partner list into `T`: like [`read_query`],
+/// but an empty value is kept (an empty `limit=` or id filter is then refused, as the
+/// parameter's integer type says, rather than taken for absent).
+pub fn read_list_query<T: DeserializeOwned>(raw: Option<&str>) -> Result<T, Error> {
+    query_of(raw, false)
+}
+
+fn query_of<T: DeserializeOwned>(raw: Option<&str>, drop_empty: bool) -> Result<T, Error> {
     let params: serde_json::Map<String, serde_json::Value> =
         url::form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
-            .filter(|(_, v)| !v.trim().is_empty())
+            .filter(|(_, v)| !(drop_empty && v.trim().is_empty()))
             .map(|(k, v)| {
                 (
                     k.into_owned(),

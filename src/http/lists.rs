@@ -12,7 +12,7 @@ use utoipa_axum::routes;
 
 use super::admin::Manager;
 use super::error::{ErrorBody, Result};
-use super::extract::{read_query, JsonBody, PathParams};
+use super::extract::{read_list_query, JsonBody, PathParams};
 use super::payouts::{csv_stream, ListQuery};
 use super::AppState;
 use crate::app::admin::ProgramView;
@@ -109,7 +109,7 @@ async fn list_workspaces(
     State(s): State<AppState>,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<Listed<Workspace>>> {
-    let list: PageQuery = read_query(raw.as_deref())?;
+    let list: PageQuery = read_list_query(raw.as_deref())?;
     Ok(Json(s.app.list_workspaces(&caller, &list.page()).await?))
 }
 
@@ -131,8 +131,8 @@ async fn list_programs(
     State(s): State<AppState>,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<Listed<ProgramView>>> {
-    let list: PageQuery = read_query(raw.as_deref())?;
-    let q: ProgramQuery = read_query(raw.as_deref())?;
+    let list: PageQuery = read_list_query(raw.as_deref())?;
+    let q: ProgramQuery = read_list_query(raw.as_deref())?;
     let page = list.page();
     Ok(Json(
         s.app
@@ -159,8 +159,8 @@ async fn list_partners(
     State(s): State<AppState>,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<Listed<Partner>>> {
-    let list: PageQuery = read_query(raw.as_deref())?;
-    let q: PartnerQuery = read_query(raw.as_deref())?;
+    let list: PageQuery = read_list_query(raw.as_deref())?;
+    let q: PartnerQuery = read_list_query(raw.as_deref())?;
     Ok(Json(
         s.app
             .list_partners(&caller, q.q.as_deref(), &list.page())
@@ -187,8 +187,8 @@ async fn list_program_partners(
     PathParams(id): PathParams<i64>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response> {
-    let list: ListQuery = read_query(raw.as_deref())?;
-    let q: ProgramPartnerQuery = read_query(raw.as_deref())?;
+    let list: ListQuery = read_list_query(raw.as_deref())?;
+    let q: ProgramPartnerQuery = read_list_query(raw.as_deref())?;
     let status = q.status.as_deref();
     if list.csv()? {
         let chunks = s.app.export_program_partners(&caller, id, status).await?;
@@ -249,8 +249,8 @@ async fn list_links(
     State(s): State<AppState>,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<Listed<Link>>> {
-    let list: PageQuery = read_query(raw.as_deref())?;
-    let q: LinkQuery = read_query(raw.as_deref())?;
+    let list: PageQuery = read_list_query(raw.as_deref())?;
+    let q: LinkQuery = read_list_query(raw.as_deref())?;
     let params = LinkParams {
         program_id: q.program_id,
         partner_id: q.partner_id,

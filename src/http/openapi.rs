@@ -73,8 +73,9 @@ pub fn base() -> OpenApi {
 }
 
 /// Errors that come from shared machinery rather than from one handler, added to every
-/// operation they apply to, as its annotations tell: a JSON request body can be too
-/// large or not JSON (413, 415; the webhooks read raw bytes and declare their own), an
+/// operation they apply to, as its annotations tell: a path parameter can be no id (400),
+/// a JSON request body can be too large or not JSON (413, 415; the webhooks read raw
+/// bytes and declare their own), an
 /// admin-token operation can lack the token (401), and everything but the service
 /// endpoints can find the database unavailable (503). Rate limits (429) are declared by
 /// the handlers they apply to.
@@ -108,6 +109,13 @@ fn add_common_errors(op: &mut Operation) {
             .unwrap_or_default()
             .contains("admin_token")
     });
+    let path_parameter = op.parameters.as_ref().is_some_and(|ps| {
+        ps.iter()
+            .any(|p| matches!(p, RefOr::T(p) if matches!(p.parameter_in, utoipa::openapi::path::ParameterIn::Path)))
+    });
+    if path_parameter {
+        add("400", "Invalid path parameter (not a positive integer id)");
+    }
     if json_body && !webhook {
         add("413", "Body over 64 KiB");
         add("415", "Body is not JSON");

@@ -15,7 +15,7 @@ use super::admin::Manager;
 use super::bearer::{bearer, Bearer};
 use super::dashboard::PerformanceQuery;
 use super::error::{Error, ErrorBody, Result};
-use super::extract::{read_query, JsonBody, OptionalJsonBody, PathParams};
+use super::extract::{read_list_query, read_query, JsonBody, OptionalJsonBody, PathParams};
 use super::lists::PageQuery;
 use super::payouts::{csv_stream, CommissionQuery, ListQuery};
 use super::session::{session_answer, throttled, LoginBody, LoginResponse, LogoutResponse};
@@ -33,22 +33,22 @@ use crate::store::{CommissionRow, Link};
 /// Routes under `/api/partner`.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(login))
-        .routes(routes!(accept_invite))
+        .routes(routes!(partner_login))
+        .routes(routes!(accept_partner_invite))
         .route_layer(axum::middleware::from_fn(super::rate_limit::logins))
-        .routes(routes!(logout))
-        .routes(routes!(apply))
-        .routes(routes!(me, update_me))
-        .routes(routes!(change_password))
-        .routes(routes!(links, create_link))
-        .routes(routes!(performance))
-        .routes(routes!(commissions))
-        .routes(routes!(payouts))
+        .routes(routes!(partner_logout))
+        .routes(routes!(apply_to_program))
+        .routes(routes!(partner_me, update_partner_me))
+        .routes(routes!(change_partner_password))
+        .routes(routes!(partner_links, create_partner_link))
+        .routes(routes!(partner_performance))
+        .routes(routes!(partner_commissions))
+        .routes(routes!(partner_payouts))
 }
 
 /// The management call that invites a partner, merged under `/api/admin`.
 pub fn admin_router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(invite))
+    OpenApiRouter::new().routes(routes!(invite_partner))
 }
 
 /// The partner of a live partner session (`Authorization: Bearer <partner session>`).
@@ -131,7 +131,7 @@ fn public_url(state: &AppState, headers: &HeaderMap) -> String {
         (status = 404, description = "Unknown partner", body = ErrorBody),
     ),
 )]
-async fn invite(
+async fn invite_partner(
     Manager(caller): Manager,
     State(s): State<AppState>,
     headers: HeaderMap,
@@ -155,7 +155,7 @@ async fn invite(
         (status = 429, description = "Too many attempts from this client", body = ErrorBody),
     ),
 )]
-async fn accept_invite(
+async fn accept_partner_invite(
     State(s): State<AppState>,
     JsonBody(b): JsonBody<AcceptInviteBody>,
 ) -> Result<Json<LoginResponse>> {
@@ -179,7 +179,7 @@ async fn accept_invite(
         (status = 429, description = "Too many attempts from this client or for this account; see Retry-After", body = ErrorBody),
     ),
 )]
-async fn login(
+async fn partner_login(
     State(s): State<AppState>,
     JsonBody(b): JsonBody<LoginBody>,
 ) -> Result<Json<LoginResponse>> {
@@ -202,7 +202,10 @@ async fn login(
         (status = 401, description = "No valid partner session", body = ErrorBody),
     ),
 )]
-async fn logout(State(s): State<AppState>, p: PartnerSession) -> Result<Json<LogoutResponse>> {
+async fn partner_logout(
+    State(s): State<AppState>,
+    p: PartnerSession,
+) -> Result<Json<LogoutResponse>> {
     s.app.partner_logout(&p.token_hash).await?;
     Ok(Json(LogoutResponse { success: true }))
 }
@@ -229,7 +232,7 @@ async fn logout(State(s): State<AppState>, p: PartnerSession) -> Result<Json<Log
         (status = 409, description = "The email has an account, or the partner is already in the program", body = ErrorBody),
     ),
 )]
-async fn apply(
+async fn apply_to_program(
     State(s): State<AppState>,
     MaybePartner(p): MaybePartner,
     PathParams(program_id): PathParams<i64>,
@@ -251,7 +254,7 @@ async fn apply(
         (status = 401, description = "No valid partner session", body = ErrorBody),
     ),
 )]
-async fn me(State(s): State<AppState>, p: PartnerSession) -> Result<Json<PartnerMe>> {
+async fn partner_me(State(s): State<AppState>, p: PartnerSession) -> Result<Json<PartnerMe>> {
     Ok(Json(s.app.partner_me(p.partner_id).await?))
 }
 
@@ -268,7 +271,7 @@ async fn me(State(s): State<AppState>, p: PartnerSession) -> Result<Json<Partner
         (status = 401, description = "No valid partner session", body = ErrorBody),
     ),
 )]
-async fn update_me(
+async fn update_partner_me(
     State(s): State<AppState>,
     p: PartnerSession,
     JsonBody(b): JsonBody<PartnerMeBody>,
@@ -289,7 +292,7 @@ async fn update_me(
         (status = 401, description = "No valid partner session", body = ErrorBody),
     ),
 )]
-async fn change_password(
+async fn change_partner_password(
     State(s): State<AppState>,
     p: PartnerSession,
     JsonBody(b): JsonBody<PasswordBody>,
@@ -314,13 +317,13 @@ async fn change_password(
         (status = 404, description = "Not in this program", body = ErrorBody),
     ),
 )]
-async fn links(
+async fn partner_links(
     State(s): State<AppState>,
     p: PartnerSession,
     PathParams(id): PathParams<i64>,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<Listed<Link>>> {
-    let page = read_query::<PageQuery>(raw.as_deref())?.page();
+    let page = read_list_query::<PageQuery>(raw.as_deref())?.page();
     Ok(Json(s.app.partner_links(p.partner_id, id, &page).await?))
 }
 
@@ -341,7 +344,7 @@ async fn links(
         (status = 409, description = "The short_link is taken, or 20 links are active", body = ErrorBody),
     ),
 )]
-async fn create_link(
+async fn create_partner_link(
     State(s): State<AppState>,
     p: PartnerSession,
     PathParams(id): PathParams<i64>,
@@ -368,7 +371,7 @@ async fn create_link(
         (status = 404, description = "Not in this program", body = ErrorBody),
     ),
 )]
-async fn performance(
+async fn partner_performance(
     State(s): State<AppState>,
     p: PartnerSession,
     PathParams(id): PathParams<i64>,
@@ -398,14 +401,14 @@ async fn performance(
         (status = 404, description = "Not in this program", body = ErrorBody),
     ),
 )]
-async fn commissions(
+async fn partner_commissions(
     State(s): State<AppState>,
     p: PartnerSession,
     PathParams(id): PathParams<i64>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response> {
-    let list: ListQuery = read_query(raw.as_deref())?;
-    let params = read_query::<CommissionQuery>(raw.as_deref())?.params();
+    let list: ListQuery = read_list_query(raw.as_deref())?;
+    let params = read_list_query::<CommissionQuery>(raw.as_deref())?.params();
     if list.csv()? {
         let chunks = s
             .app
@@ -435,12 +438,12 @@ async fn commissions(
         (status = 404, description = "Not in this program", body = ErrorBody),
     ),
 )]
-async fn payouts(
+async fn partner_payouts(
     State(s): State<AppState>,
     p: PartnerSession,
     PathParams(id): PathParams<i64>,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<Listed<PartnerPayoutItem>>> {
-    let page = read_query::<PageQuery>(raw.as_deref())?.page();
+    let page = read_list_query::<PageQuery>(raw.as_deref())?.page();
     Ok(Json(s.app.partner_payouts(p.partner_id, id, &page).await?))
 }

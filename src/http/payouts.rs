@@ -16,7 +16,7 @@ use utoipa_axum::routes;
 
 use super::admin::Manager;
 use super::error::{ErrorBody, Result};
-use super::extract::{read_query, JsonBody, OptionalJsonBody, PathParams};
+use super::extract::{read_list_query, JsonBody, OptionalJsonBody, PathParams};
 use super::AppState;
 use crate::app::exports::{self, PayoutFormat};
 use crate::app::payouts::{CommissionParams, MarkPaidBody, RejectBody};
@@ -157,8 +157,8 @@ async fn list_commissions(
     PathParams(id): PathParams<i64>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response> {
-    let list: ListQuery = read_query(raw.as_deref())?;
-    let params = read_query::<CommissionQuery>(raw.as_deref())?.params();
+    let list: ListQuery = read_list_query(raw.as_deref())?;
+    let params = read_list_query::<CommissionQuery>(raw.as_deref())?.params();
     if list.csv()? {
         let chunks = s.app.export_commissions(&caller, id, &params).await?;
         let name = format!("program-{id}-commissions.csv");
@@ -236,7 +236,7 @@ async fn list_balances(
     PathParams(id): PathParams<i64>,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<Listed<Balance>>> {
-    let list: ListQuery = read_query(raw.as_deref())?;
+    let list: ListQuery = read_list_query(raw.as_deref())?;
     Ok(Json(s.app.balances(&caller, id, &list.page()).await?))
 }
 
@@ -283,7 +283,7 @@ async fn list_payouts(
     PathParams(id): PathParams<i64>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response> {
-    let list: ListQuery = read_query(raw.as_deref())?;
+    let list: ListQuery = read_list_query(raw.as_deref())?;
     if list.csv()? {
         let chunks = s.app.export_payouts(&caller, id).await?;
         let name = format!("program-{id}-payouts.csv");
@@ -376,7 +376,7 @@ async fn export_payout(
     PathParams(id): PathParams<i64>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response> {
-    let q: ExportQuery = read_query(raw.as_deref())?;
+    let q: ExportQuery = read_list_query(raw.as_deref())?;
     let format = PayoutFormat::parse(q.format.as_deref())?;
     let payout = s.app.payout(&caller, id).await?;
     let body = Body::from(exports::payout_file(&payout, format));

@@ -32,6 +32,14 @@ fn long_requests_name_routes_of_the_api() {
 #[test]
 fn every_operation_documents_its_errors_and_auth() {
     let doc = serde_json::to_value(reftrack::http::openapi_document()).unwrap();
+    let mut ids = std::collections::BTreeSet::new();
+    for item in doc["paths"].as_object().unwrap().values() {
+        for op in item.as_object().unwrap().values() {
+            if let Some(id) = op["operationId"].as_str() {
+                assert!(ids.insert(id.to_string()), "operationId {id} is not unique");
+            }
+        }
+    }
     assert_eq!(doc["openapi"], "3.1.0");
     for scheme in ["api_key", "session", "admin_token"] {
         assert_eq!(
