@@ -64,9 +64,58 @@ pub fn major_units_text(amount: i64, currency: &str) -> String {
     format!("{sign}{}.{:02}", abs / 100, abs % 100)
 }
 
+/// An amount in a currency's smallest unit as a person reads it: the currency's sign
+/// where it has a common one (`$`, `€`, `£`, `¥`), else its code after the number, with
+/// thousands grouped (`123456` usd → `"$1,234.56"`, `-500` eur → `"-€5.00"`, `1000` jpy
+/// → `"¥1,000"`, `250` chf → `"2.50 CHF"`).
+pub fn display_amount(amount: i64, currency: &str) -> String {
+    let text = major_units_text(amount, currency);
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text.as_str()),
+    };
+    let (whole, fraction) = match digits.split_once('.') {
+        Some((w, f)) => (w, Some(f)),
+        None => (digits, None),
+    };
+    let mut grouped = String::with_capacity(whole.len() + whole.len() / 3);
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    if let Some(f) = fraction {
+        grouped.push('.');
+        grouped.push_str(f);
+    }
+    let symbol = match currency.to_ascii_lowercase().as_str() {
+        "usd" => Some("$"),
+        "eur" => Some("€"),
+        "gbp" => Some("£"),
+        "jpy" => Some("¥"),
+        _ => None,
+    };
+    match symbol {
+        Some(sym) => format!("{sign}{sym}{grouped}"),
+        None => format!("{sign}{grouped} {}", currency.to_ascii_uppercase()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn display_amounts_group_thousands_with_the_currency_sign() {
+        assert_eq!(display_amount(123_456, "usd"), "$1,234.56");
+        assert_eq!(display_amount(-500, "EUR"), "-€5.00");
+        assert_eq!(display_amount(0, "gbp"), "£0.00");
+        assert_eq!(display_amount(1_000, "jpy"), "¥1,000");
+        assert_eq!(display_amount(250, "chf"), "2.50 CHF");
+        assert_eq!(display_amount(100_000_000, "krw"), "100,000,000 KRW");
+        assert_eq!(display_amount(99_999, "usd"), "$999.99");
+    }
 
     #[test]
     fn major_units_text_is_exact() {
