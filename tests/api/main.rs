@@ -24,6 +24,7 @@ mod openapi;
 mod outage;
 mod partners;
 mod payouts;
+mod portal;
 mod process;
 mod seed_bench;
 mod shutdown;
