@@ -35,6 +35,12 @@ pub enum Command {
     /// Recompute every rollup and counter from the raw events and check cross-record
     /// invariants; prints a JSON report and exits non-zero when anything drifted.
     Verify(DatabaseArgs),
+    /// Copy a SQLite database to a new file, consistently, while it is being served.
+    Backup(crate::backup::BackupArgs),
+    /// Replace a SQLite database with a backup, after checking the backup (server stopped).
+    Restore(crate::backup::RestoreArgs),
+    /// Ask a running server whether it is ready (`GET /readyz`); exit 0 if so, 1 if not.
+    Healthcheck(crate::healthcheck::HealthcheckArgs),
 }
 
 /// Where the data lives.

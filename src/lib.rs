@@ -7,10 +7,13 @@
 //! port-0 listener with [`serve_with`].
 
 pub mod app;
+pub mod backup;
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod healthcheck;
 pub mod http;
+pub mod logging;
 #[cfg(feature = "bench")]
 pub mod seed;
 pub mod store;

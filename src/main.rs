@@ -11,13 +11,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("REFTRACK_LOG")
-                .unwrap_or_else(|_| "reftrack=info,tower_http=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    if let Err(e) = reftrack::logging::init() {
+        eprintln!("error: {e:#}");
+        return ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         None => exit_on_error(serve(cli.serve).await),
@@ -45,6 +42,9 @@ async fn main() -> ExitCode {
             }
             Err(e) => Err(e),
         },
+        Some(Command::Backup(args)) => reftrack::backup::run_backup(args).await,
+        Some(Command::Restore(args)) => reftrack::backup::run_restore(args).await,
+        Some(Command::Healthcheck(args)) => reftrack::healthcheck::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use crate::app::admin::{LinkBody, MemberBody, PartnerBody, ProgramBody, UserBody, WorkspaceBody};
 use crate::app::{App, Caller};
 use crate::domain::commission::CommissionRule;
-use crate::domain::figures::{Deltas, RollupDelta};
+use crate::domain::figures::{Deltas, PartnerDayDelta, RollupDelta};
 use crate::domain::time::{day_of, now_ms};
 use crate::store::sql::seed::{SeedEngine, Seeder};
 use sqlx::{Postgres, Sqlite};
@@ -278,7 +278,28 @@ struct Generator<'a> {
     sales: u64,
     /// Per UTC day number: the rollup increments.
     days: BTreeMap<i64, RollupDelta>,
+    partner_days: PartnerDays,
     deltas: Deltas,
+}
+
+/// The partners' daily increments of one program, per partner and UTC day number.
+#[derive(Default)]
+struct PartnerDays(BTreeMap<(i64, i64), PartnerDayDelta>);
+
+impl PartnerDays {
+    /// The increments of `partner_id` on the day of `at`.
+    fn at(&mut self, partner_id: i64, at: i64) -> &mut PartnerDayDelta {
+        self.0
+            .entry((partner_id, at.div_euclid(DAY_MS)))
+            .or_default()
+    }
+
+    /// Adds them to `deltas`' partner days of `program_id`.
+    fn fold(self, program_id: i64, deltas: &mut Deltas) {
+        for ((partner_id, day), d) in self.0 {
+            *deltas.partner_day(program_id, partner_id, day_of(day * DAY_MS)) = d;
+        }
+    }
 }
 
 impl Generator<'_> {
@@ -330,6 +351,7 @@ impl Generator<'_> {
             self.day(at).clicks += 1;
             self.deltas.link_click(link_id, at);
             self.deltas.partner(partner_id, self.program_id).clicks += 1;
+            self.partner_days.at(partner_id, at).clicks += 1;
             if is_lead {
                 let n = self.leads;
                 self.leads += 1;
@@ -347,6 +369,7 @@ impl Generator<'_> {
                 r.leads += 1;
                 r.lead_events += 1;
                 self.deltas.partner(partner_id, self.program_id).leads += 1;
+                self.partner_days.at(partner_id, lead_at).leads += 1;
             }
             if is_sale {
                 let amount = 1_000 + (h >> 40) as i64 % 20_000;
@@ -381,6 +404,11 @@ impl Generator<'_> {
                 pd.sales += 1;
                 pd.revenue_cents += amount;
                 pd.commission_cents += commission;
+                let d = self.partner_days.at(partner_id, sale_at);
+                d.sales += 1;
+                d.revenue_cents += amount;
+                d.commission_cents += commission;
+                d.conversions += 1;
             }
             c.clicks.push(SeedClick {
                 program_id: self.program_id,
@@ -415,6 +443,7 @@ impl Generator<'_> {
             std::mem::take(&mut self.days),
             &mut self.deltas,
         );
+        std::mem::take(&mut self.partner_days).fold(self.program_id, &mut self.deltas);
         self.deltas
     }
 }
@@ -654,6 +683,7 @@ async fn run_on<DB: SeedEngine>(
             leads: 0,
             sales: 0,
             days: BTreeMap::new(),
+            partner_days: PartnerDays::default(),
             deltas,
         };
         let mut done = 0;
@@ -780,6 +810,7 @@ async fn seed_payouts<DB: SeedEngine>(
     let mut deltas = Deltas::default();
     deltas.rollup(program_id, day_of(plan.start)).partners += partners.len() as i64;
     let mut days: BTreeMap<i64, RollupDelta> = BTreeMap::new();
+    let mut partner_days = PartnerDays::default();
     let (first_customer_id, first_sale_id) = conn.next_ids().await?;
     let rule = CommissionRule::Percentage {
         bps: COMMISSION_BPS,
@@ -853,6 +884,8 @@ async fn seed_payouts<DB: SeedEngine>(
             let pd = deltas.partner(p.partner_id, program_id);
             pd.clicks += 1;
             pd.leads += 1;
+            partner_days.at(p.partner_id, at).clicks += 1;
+            partner_days.at(p.partner_id, lead_at).leads += 1;
         }
         conn.insert_chunk(&c).await?;
         from = to;
@@ -897,12 +930,18 @@ async fn seed_payouts<DB: SeedEngine>(
             pd.sales += 1;
             pd.revenue_cents += amount;
             pd.commission_cents += commission;
+            let d = partner_days.at(p.partner_id, at);
+            d.sales += 1;
+            d.revenue_cents += amount;
+            d.commission_cents += commission;
+            d.conversions += i64::from(i < plan.customers);
         }
         conn.insert_chunk(&c).await?;
         from = to;
         progress(from);
     }
     fold_days(program_id, days, &mut deltas);
+    partner_days.fold(program_id, &mut deltas);
     conn.apply_deltas(&deltas).await?;
     Ok(SeededPayouts {
         id: program_id,

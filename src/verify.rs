@@ -1,5 +1,5 @@
-//! `reftrack verify`: recomputes every derived figure (daily rollups, partner-program
-//! totals, link click counters) from the raw events, compares it with what is stored,
+//! `reftrack verify`: recomputes every derived figure (daily rollups of programs and of
+//! partners, partner-program totals, link click counters) from the raw events, compares it with what is stored,
 //! checks the cross-record invariants, and reports the differences as JSON.
 //!
 //! The write path keeps figures in the same transaction as their events, so on a
@@ -10,16 +10,17 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use crate::domain::figures::{LinkDelta, PartnerDelta, RollupDelta};
+use crate::domain::figures::{LinkDelta, PartnerDayDelta, PartnerDelta, RollupDelta};
 use crate::store::integrity::{Figures, Integrity, RawCounts, Violation};
 use crate::store::{self, Backend, Store};
 
 /// One derived figure that differs from its recomputation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Drift {
-    /// `daily_rollups`, `partner_programs` or `referral_links`.
+    /// `daily_rollups`, `partner_daily_rollups`, `partner_programs` or `referral_links`.
     pub table: &'static str,
-    /// The row: `{program_id, day}`, `{partner_id, program_id}` or `{link_id}`.
+    /// The row: `{program_id, day}`, `{program_id, partner_id, day}`,
+    /// `{partner_id, program_id}` or `{link_id}`.
     pub key: Value,
     /// The column.
     pub field: &'static str,
@@ -137,6 +138,17 @@ fn partner_fields(d: &PartnerDelta) -> [(&'static str, i64); 5] {
     ]
 }
 
+fn partner_day_fields(d: &PartnerDayDelta) -> [(&'static str, i64); 6] {
+    [
+        ("clicks", d.clicks),
+        ("leads", d.leads),
+        ("conversions", d.conversions),
+        ("revenue_cents", d.revenue_cents),
+        ("sales", d.sales),
+        ("commission_cents", d.commission_cents),
+    ]
+}
+
 fn link_fields(d: &LinkDelta) -> [(&'static str, i64); 2] {
     [("clicks", d.clicks), ("last_clicked", d.last_clicked)]
 }
@@ -186,6 +198,14 @@ pub fn compare(stored: &Figures, recomputed: &Figures) -> Vec<Drift> {
         &recomputed.partners,
         partner_fields,
         |(partner_id, program_id)| json!({"partner_id": partner_id, "program_id": program_id}),
+        &mut out,
+    );
+    diff(
+        "partner_daily_rollups",
+        &stored.partner_days,
+        &recomputed.partner_days,
+        partner_day_fields,
+        |(program_id, partner_id, day)| json!({"program_id": program_id, "partner_id": partner_id, "day": day}),
         &mut out,
     );
     diff(

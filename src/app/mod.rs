@@ -12,6 +12,7 @@
 //!   may call them; [`payouts`] paying partners.
 //! - [`dashboard`]: sign-in, sessions and the dashboard's reads.
 //! - [`partners`]: partner accounts, applications and the partner API.
+//! - [`performance`]: daily figures, totals and trends of a program or of a partner.
 
 pub mod access;
 pub mod admin;
@@ -23,6 +24,7 @@ pub mod management;
 mod pages;
 pub mod partners;
 pub mod payouts;
+pub mod performance;
 pub mod secrets;
 pub mod stripe;
 pub mod track;

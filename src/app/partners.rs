@@ -451,7 +451,11 @@ impl App {
 
     /// The partner's record in a program where it is approved: 404 when it is not in the
     /// program, 403 naming its standing otherwise.
-    async fn approved_in(&self, partner_id: i64, program_id: i64) -> Result<PartnerProgram> {
+    pub(super) async fn approved_in(
+        &self,
+        partner_id: i64,
+        program_id: i64,
+    ) -> Result<PartnerProgram> {
         let pp = self
             .store
             .partner_program(program_id, partner_id)

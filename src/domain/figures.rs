@@ -1,5 +1,6 @@
-//! What each event adds to the figures the dashboards read: daily rollups per program,
-//! running totals per partner-program record, click counters per link. Increments are
+//! What each event adds to the figures the dashboards read: daily rollups per program
+//! and per partner in a program, running totals per partner-program record, click
+//! counters per link. Increments are
 //! folded per write batch ([`Deltas`]) and applied once before the batch commits, in the
 //! same transaction as the events they count. Amounts are kept in hundredths of the
 //! currency's major unit (see [`crate::domain::money::hundredths`]).
@@ -33,6 +34,18 @@ pub struct PartnerDelta {
     pub commission_cents: i64,
 }
 
+/// Increments of one partner's figures in one program on one UTC day: what its own links
+/// brought (the partner portal's chart).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PartnerDayDelta {
+    pub clicks: i64,
+    pub leads: i64,
+    pub conversions: i64,
+    pub revenue_cents: i64,
+    pub sales: i64,
+    pub commission_cents: i64,
+}
+
 /// A link's click counter increment and its latest click.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct LinkDelta {
@@ -47,6 +60,8 @@ pub struct Deltas {
     pub rollups: BTreeMap<(i64, String), RollupDelta>,
     pub partners: BTreeMap<(i64, i64), PartnerDelta>,
     pub links: BTreeMap<i64, LinkDelta>,
+    /// Keyed by (program, partner, day).
+    pub partner_days: BTreeMap<(i64, i64, String), PartnerDayDelta>,
 }
 
 impl Deltas {
@@ -58,6 +73,18 @@ impl Deltas {
     /// The totals of the partner-program record (`partner_id`, `program_id`), to add to.
     pub fn partner(&mut self, partner_id: i64, program_id: i64) -> &mut PartnerDelta {
         self.partners.entry((partner_id, program_id)).or_default()
+    }
+
+    /// The figures of `partner_id` in `program_id` on `day`, to add to.
+    pub fn partner_day(
+        &mut self,
+        program_id: i64,
+        partner_id: i64,
+        day: String,
+    ) -> &mut PartnerDayDelta {
+        self.partner_days
+            .entry((program_id, partner_id, day))
+            .or_default()
     }
 
     /// Counts one click on a link at `at`.
@@ -94,6 +121,15 @@ impl Deltas {
             d.clicks += v.clicks;
             d.last_clicked = d.last_clicked.max(v.last_clicked);
         }
+        for (k, v) in other.partner_days {
+            let d = self.partner_days.entry(k).or_default();
+            d.clicks += v.clicks;
+            d.leads += v.leads;
+            d.conversions += v.conversions;
+            d.revenue_cents += v.revenue_cents;
+            d.sales += v.sales;
+            d.commission_cents += v.commission_cents;
+        }
     }
 
     /// A real click through `link_id` of `partner_id` in `program_id`.
@@ -111,9 +147,10 @@ impl Deltas {
                 day = Some((n, day_of(at)));
             }
             let text = day.as_ref().map(|(_, t)| t.clone()).unwrap_or_default();
-            self.rollup(program_id, text).clicks += 1;
+            self.rollup(program_id, text.clone()).clicks += 1;
             self.link_click(link_id, at);
             self.partner(partner_id, program_id).clicks += 1;
+            self.partner_day(program_id, partner_id, text).clicks += 1;
         }
     }
 
@@ -126,6 +163,7 @@ impl Deltas {
             r.leads += 1;
             if let Some(partner_id) = partner {
                 self.partner(partner_id, program_id).leads += 1;
+                self.partner_day(program_id, partner_id, day_of(at)).leads += 1;
             }
         }
     }
@@ -148,6 +186,11 @@ impl Deltas {
         p.sales += 1;
         p.revenue_cents += revenue;
         p.commission_cents += commission;
+        let d = self.partner_day(sale.program_id, sale.partner_id, day_of(sale.at));
+        d.sales += 1;
+        d.revenue_cents += revenue;
+        d.commission_cents += commission;
+        d.conversions += i64::from(sale.converts);
     }
 
     /// A refund of a real sale: what it takes back leaves the figures of the sale's own
@@ -165,6 +208,10 @@ impl Deltas {
             p.revenue_cents -= refunded;
             p.sales -= full;
             p.commission_cents -= deducted;
+            let d = self.partner_day(refund.program_id, partner_id, day_of(refund.sale_date));
+            d.revenue_cents -= refunded;
+            d.sales -= full;
+            d.commission_cents -= deducted;
         }
     }
 
@@ -181,6 +228,8 @@ impl Deltas {
         let cents = money::hundredths(cents, currency);
         self.rollup(program_id, day_of(sale_date)).commission_cents -= cents;
         self.partner(partner_id, program_id).commission_cents -= cents;
+        self.partner_day(program_id, partner_id, day_of(sale_date))
+            .commission_cents -= cents;
     }
 
     /// A partner joining a program.
@@ -190,7 +239,10 @@ impl Deltas {
 
     /// Whether there is nothing to apply.
     pub fn is_empty(&self) -> bool {
-        self.rollups.is_empty() && self.partners.is_empty() && self.links.is_empty()
+        self.rollups.is_empty()
+            && self.partners.is_empty()
+            && self.links.is_empty()
+            && self.partner_days.is_empty()
     }
 }
 
@@ -244,5 +296,46 @@ mod tests {
             }
         );
         assert_eq!(a.partners[&(3, 1)].clicks, 1);
+    }
+
+    #[test]
+    fn partner_days_follow_the_events_of_the_partners_links() {
+        let mut d = Deltas::default();
+        let day = 1_780_000_000_000;
+        d.count_clicks([(1, 3, 7, day), (1, 4, 8, day)]);
+        d.count_lead(1, Some(Some(3)), day);
+        d.count_lead(1, Some(None), day);
+        d.count_sale(SaleFigures {
+            program_id: 1,
+            partner_id: 3,
+            at: day,
+            amount_cents: 1000,
+            commission_cents: 200,
+            currency: "usd",
+            converts: true,
+        });
+        d.count_refund(RefundFigures {
+            program_id: 1,
+            partner_id: Some(3),
+            sale_date: day,
+            refunded_cents: 1000,
+            deducted_cents: 200,
+            currency: "usd",
+            full: true,
+        });
+        let three = d.partner_days[&(1, 3, day_of(day))];
+        assert_eq!(
+            three,
+            PartnerDayDelta {
+                clicks: 1,
+                leads: 1,
+                conversions: 1,
+                revenue_cents: 0,
+                sales: 0,
+                commission_cents: 0,
+            }
+        );
+        assert_eq!(d.partner_days[&(1, 4, day_of(day))].clicks, 1);
+        assert_eq!(d.partner_days.len(), 2);
     }
 }

@@ -4,14 +4,12 @@
 //!
 //! Choices the tracking interface leaves open (see also docs/decisions.md):
 //! - performance: `dateFrom`/`dateTo` must come together (400 otherwise) and span at
-//!   most [`metrics::MAX_RANGE_DAYS`] days; `meta.period` is `custom` for them; an unknown
+//!   most [`crate::domain::metrics::MAX_RANGE_DAYS`] days; `meta.period` is `custom` for them; an unknown
 //!   `period` is a 400; empty query values count as absent.
 //! - events: `pageSize` is 1 to [`MAX_PAGE_SIZE`] (100); above it is a 400 rather than a
 //!   silent cap, so a client never gets fewer events per page than it asked for without
 //!   knowing. A `dateFrom`/`dateTo` that is a bare date covers that whole UTC day. A page
 //!   past the end answers an empty `data` with the real `total` and `pageCount`.
-
-use std::collections::HashMap;
 
 use axum::extract::{RawQuery, State};
 use axum::Json;
@@ -26,11 +24,10 @@ use super::fields::{QueryDate, QueryEventKind, QueryPositive};
 use super::session::DashboardUser;
 use super::AppState;
 use crate::app::dashboard::Need;
-use crate::domain::metrics::{self, average_dollars, day_text, percent, trend};
-use crate::domain::money::dollars;
+use crate::app::performance::{PerformanceParams, PerformanceResponse};
 use crate::domain::status::Permission;
-use crate::domain::time::{date_of, iso};
-use crate::store::{DailyRollup, EventFilter, EventKind, ListedEvent};
+use crate::domain::time::iso;
+use crate::store::{EventFilter, EventKind, ListedEvent};
 
 /// Default `pageSize` of the events list.
 pub const DEFAULT_PAGE_SIZE: i64 = 10;
@@ -43,88 +40,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(performance))
         .routes(routes!(status))
         .routes(routes!(events))
-}
-
-/// One calendar day of the performance range.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DayFigures {
-    /// `YYYY-MM-DD` (UTC).
-    pub date: String,
-    /// Same as `date`.
-    pub period: String,
-    pub clicks: i64,
-    pub leads: i64,
-    pub conversions: i64,
-    /// Major units, two decimals.
-    pub revenue: f64,
-    pub partners: i64,
-    /// Always 0 (kept for older dashboards).
-    pub sales: i64,
-    /// Major units, two decimals.
-    pub commission: f64,
-}
-
-/// Change against the previous period.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TrendView {
-    /// Absolute percentage change, one decimal.
-    pub trend: f64,
-    /// `up`, `down` or `stable`.
-    #[serde(rename = "trendDirection")]
-    pub trend_direction: String,
-}
-
-/// Totals of the range with their trends.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PerformanceMetrics {
-    pub total_clicks: i64,
-    pub total_leads: i64,
-    pub total_conversions: i64,
-    pub total_revenue: f64,
-    pub conversion_rate: f64,
-    pub average_order_value: f64,
-    pub total_partners: i64,
-    pub total_sales: i64,
-    pub total_partners_commission: f64,
-    pub clicks_trend: TrendView,
-    pub leads_trend: TrendView,
-    pub conversions_trend: TrendView,
-    pub revenue_trend: TrendView,
-    pub partners_trend: TrendView,
-    pub sales_trend: TrendView,
-    pub commission_trend: TrendView,
-}
-
-/// A time window as ISO 8601 timestamps.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Window {
-    #[schema(format = DateTime)]
-    pub date_from: String,
-    #[schema(format = DateTime)]
-    pub date_to: String,
-}
-
-/// The ranges actually used.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PerformanceMeta {
-    /// `7d`, `30d`, `90d`, `all` or `custom`.
-    pub period: String,
-    #[schema(format = DateTime)]
-    pub date_from: String,
-    #[schema(format = DateTime)]
-    pub date_to: String,
-    pub previous_period: Window,
-}
-
-/// `GET /performance/{programId}`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PerformanceResponse {
-    pub data: Vec<DayFigures>,
-    pub metrics: PerformanceMetrics,
-    pub meta: PerformanceMeta,
 }
 
 /// The latest test event of a setup step.
@@ -219,39 +134,7 @@ pub struct EventsResponse {
     pub meta: EventsMeta,
 }
 
-/// Sums of one window's rollups.
-#[derive(Debug, Default)]
-struct Totals {
-    clicks: i64,
-    leads: i64,
-    conversions: i64,
-    revenue_cents: i64,
-    sales: i64,
-    commission_cents: i64,
-    partners: i64,
-}
-
-impl Totals {
-    fn add(&mut self, r: &DailyRollup) {
-        self.clicks += r.clicks;
-        self.leads += r.leads;
-        self.conversions += r.conversions;
-        self.revenue_cents += r.revenue_cents;
-        self.sales += r.sales;
-        self.commission_cents += r.commission_cents;
-        self.partners += r.partners;
-    }
-}
-
-fn trend_view(cur: i64, prev: i64) -> TrendView {
-    let t = trend(cur, prev);
-    TrendView {
-        trend: t.trend,
-        trend_direction: t.direction.as_str().into(),
-    }
-}
-
-/// The query of the performance endpoint.
+/// The query of the performance endpoints (the dashboard's and the partner API's).
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct PerformanceQuery {
@@ -266,6 +149,17 @@ pub struct PerformanceQuery {
     #[serde(default, rename = "dateTo")]
     #[param(rename = "dateTo")]
     pub date_to: Option<String>,
+}
+
+impl PerformanceQuery {
+    /// The service layer's parameters.
+    pub(super) fn params(self) -> PerformanceParams {
+        PerformanceParams {
+            period: self.period,
+            date_from: self.date_from,
+            date_to: self.date_to,
+        }
+    }
 }
 
 /// The query of the events endpoint.
@@ -349,82 +243,11 @@ async fn performance(
         .authorize(user.user_id, program_id, Need::ActiveMember)
         .await?;
     let q: PerformanceQuery = read_query(raw.as_deref())?;
-    let range = metrics::resolve_range(
-        q.period.as_deref(),
-        q.date_from.as_deref(),
-        q.date_to.as_deref(),
-        date_of(s.app.now_ms()),
-        date_of(program.created_at),
-    )
-    .map_err(Error::BadRequest)?;
-    let rows = s
+    let done = s
         .app
-        .daily_rollups(
-            program_id,
-            &day_text(range.previous.from),
-            &day_text(range.current.to),
-        )
+        .program_performance(program_id, program.created_at, &q.params())
         .await?;
-    let current_from = day_text(range.current.from);
-    let by_day: HashMap<&str, &DailyRollup> = rows.iter().map(|r| (r.day.as_str(), r)).collect();
-    let (mut cur, mut prev) = (Totals::default(), Totals::default());
-    for r in &rows {
-        if r.day >= current_from {
-            cur.add(r);
-        } else {
-            prev.add(r);
-        }
-    }
-    let zero = DailyRollup::default();
-    let data: Vec<DayFigures> = range
-        .current
-        .days()
-        .map(|d| {
-            let day = day_text(d);
-            let r = by_day.get(day.as_str()).copied().unwrap_or(&zero);
-            DayFigures {
-                period: day.clone(),
-                date: day,
-                clicks: r.clicks,
-                leads: r.leads,
-                conversions: r.conversions,
-                revenue: dollars(r.revenue_cents),
-                partners: r.partners,
-                sales: 0,
-                commission: dollars(r.commission_cents),
-            }
-        })
-        .collect();
-    Ok(Json(PerformanceResponse {
-        data,
-        metrics: PerformanceMetrics {
-            total_clicks: cur.clicks,
-            total_leads: cur.leads,
-            total_conversions: cur.conversions,
-            total_revenue: dollars(cur.revenue_cents),
-            conversion_rate: percent(cur.conversions, cur.clicks),
-            average_order_value: average_dollars(cur.revenue_cents, cur.conversions),
-            total_partners: cur.partners,
-            total_sales: cur.sales,
-            total_partners_commission: dollars(cur.commission_cents),
-            clicks_trend: trend_view(cur.clicks, prev.clicks),
-            leads_trend: trend_view(cur.leads, prev.leads),
-            conversions_trend: trend_view(cur.conversions, prev.conversions),
-            revenue_trend: trend_view(cur.revenue_cents, prev.revenue_cents),
-            partners_trend: trend_view(cur.partners, prev.partners),
-            sales_trend: trend_view(cur.sales, prev.sales),
-            commission_trend: trend_view(cur.commission_cents, prev.commission_cents),
-        },
-        meta: PerformanceMeta {
-            period: range.period.to_string(),
-            date_from: iso(range.current.start_ms()),
-            date_to: iso(range.current.end_ms()),
-            previous_period: Window {
-                date_from: iso(range.previous.start_ms()),
-                date_to: iso(range.previous.end_ms()),
-            },
-        },
-    }))
+    Ok(Json(done))
 }
 
 fn step(done: bool) -> String {

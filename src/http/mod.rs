@@ -14,6 +14,7 @@ pub mod partner;
 pub mod payouts;
 pub mod portal;
 pub mod rate_limit;
+pub mod request_id;
 pub mod service;
 pub mod session;
 pub mod state;
@@ -27,8 +28,9 @@ use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use tower::util::MapRequestLayer;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use utoipa_axum::router::OpenApiRouter;
 
 pub use error::{Error, ErrorBody};
@@ -66,7 +68,8 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
     api().1
 }
 
-/// The whole service: every surface, `/openapi.json` and `/docs`, and the middleware.
+/// The whole service: every surface, `/openapi.json` and `/docs`, and the middleware
+/// (request ids and their log span outermost, see [`request_id`]).
 pub fn router(state: AppState) -> Router {
     let (routes, doc) = api();
     routes
@@ -81,7 +84,13 @@ pub fn router(state: AppState) -> Router {
             Error::Internal("Internal server error", anyhow::anyhow!("handler panicked"))
                 .into_response()
         }))
-        .layer(TraceLayer::new_for_http())
+        .layer(request_id::trace())
+        .layer(PropagateRequestIdLayer::new(request_id::X_REQUEST_ID))
+        .layer(SetRequestIdLayer::new(
+            request_id::X_REQUEST_ID,
+            MakeRequestUuid,
+        ))
+        .layer(MapRequestLayer::new(request_id::drop_unfit))
         // The route layers of the rate limits read the state from here.
         .layer(axum::Extension(state.clone()))
         .with_state(state)

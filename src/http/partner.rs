@@ -13,6 +13,7 @@ use utoipa_axum::routes;
 
 use super::admin::Manager;
 use super::bearer::{bearer, Bearer};
+use super::dashboard::PerformanceQuery;
 use super::error::{Error, ErrorBody, Result};
 use super::extract::{read_query, JsonBody, OptionalJsonBody, PathParams};
 use super::lists::PageQuery;
@@ -25,6 +26,7 @@ use crate::app::partners::{
     AcceptInviteBody, Application, ApplyBody, Invite, PartnerLinkBody, PartnerMe, PartnerMeBody,
     PasswordBody,
 };
+use crate::app::performance::PerformanceResponse;
 use crate::app::Listed;
 use crate::store::partners::PartnerPayoutItem;
 use crate::store::{CommissionRow, Link};
@@ -40,6 +42,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(me, update_me))
         .routes(routes!(change_password))
         .routes(routes!(links, create_link))
+        .routes(routes!(performance))
         .routes(routes!(commissions))
         .routes(routes!(payouts))
 }
@@ -352,6 +355,37 @@ async fn create_link(
 ) -> Result<(StatusCode, Json<Link>)> {
     let link = s.app.create_partner_link(p.partner_id, id, b).await?;
     Ok((StatusCode::CREATED, Json(link)))
+}
+
+/// The daily figures of the signed-in partner's own links in a program: the dashboard
+/// performance endpoint's shape (`partners` is 0), its range starting, for `all`, when
+/// the partner joined the program.
+#[utoipa::path(
+    get,
+    path = "/programs/{id}/performance",
+    tag = "partners",
+    params(("id" = i64, Path, description = "Program id"), PerformanceQuery),
+    security(("partner_session" = [])),
+    responses(
+        (status = 200, description = "Performance of the range", body = PerformanceResponse),
+        (status = 400, description = "Invalid period or dates", body = ErrorBody),
+        (status = 401, description = "No valid partner session", body = ErrorBody),
+        (status = 403, description = "Not approved in this program", body = ErrorBody),
+        (status = 404, description = "Not in this program", body = ErrorBody),
+    ),
+)]
+async fn performance(
+    State(s): State<AppState>,
+    p: PartnerSession,
+    PathParams(id): PathParams<i64>,
+    RawQuery(raw): RawQuery,
+) -> Result<Json<PerformanceResponse>> {
+    let q: PerformanceQuery = read_query(raw.as_deref())?;
+    let done = s
+        .app
+        .partner_performance(p.partner_id, id, &q.params())
+        .await?;
+    Ok(Json(done))
 }
 
 /// The signed-in partner's commissions in a program, or all of them with `?format=csv`.

@@ -192,6 +192,15 @@ pub trait Store: PayoutReads + ManagementReads + PartnerAccounts + Send + Sync +
         from_day: &str,
         to_day: &str,
     ) -> StoreResult<Vec<DailyRollup>>;
+    /// A partner's `partner_daily_rollups` rows in a program from `from_day` to `to_day`
+    /// (inclusive), by day (`partners` is 0).
+    async fn partner_daily_rollups(
+        &self,
+        program_id: i64,
+        partner_id: i64,
+        from_day: &str,
+        to_day: &str,
+    ) -> StoreResult<Vec<DailyRollup>>;
     /// Test events and approved partners of a program, for its setup status.
     async fn setup_status(&self, program_id: i64) -> StoreResult<SetupStatus>;
     /// How many real events of the program match `filter`.

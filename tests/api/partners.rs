@@ -170,7 +170,7 @@ on_both_backends! {
         let session = partner_login(&app, "bob@example.com", PASSWORD).await.expect(200).body["token"].as_str().unwrap().to_string();
         let me = partner(&app, &session, "GET", "/me", None).await.expect(200);
         assert_eq!(me.body["programs"][0]["status"], "pending");
-        for path in ["links", "commissions", "payouts"] {
+        for path in ["links", "commissions", "payouts", "performance"] {
             let r = partner(&app, &session, "GET", &format!("/programs/{p}/{path}"), None).await.expect(403);
             assert_eq!(r.error(), "Your application to this program is pending");
         }
@@ -238,6 +238,20 @@ on_both_backends! {
         }
         let alice = signed_in(&app, seed.partner_id, "alice@example.com").await;
         let carol_session = signed_in(&app, carol, "carol@example.com").await;
+        // Each partner's figures count its own links only.
+        let perf = partner(&app, &alice, "GET", &format!("/programs/{p}/performance?period=7d"), None).await.expect(200);
+        let m = &perf.body["metrics"];
+        assert_eq!((m["totalClicks"].as_i64(), m["totalSales"].as_i64(), m["totalConversions"].as_i64()), (Some(2), Some(2), Some(2)));
+        assert_eq!(m["totalRevenue"], 400.0);
+        assert_eq!(m["totalPartnersCommission"], 80.0);
+        assert_eq!(m["totalPartners"], 0);
+        assert_eq!(perf.body["data"].as_array().unwrap().len(), 7);
+        assert_eq!(perf.body["data"][6]["clicks"], 2);
+        let perf = partner(&app, &carol_session, "GET", &format!("/programs/{p}/performance?period=all"), None).await.expect(200);
+        assert_eq!(perf.body["metrics"]["totalClicks"], 1);
+        assert_eq!(perf.body["metrics"]["totalRevenue"], 200.0);
+        let r = partner(&app, &alice, "GET", &format!("/programs/{p}/performance?period=1y"), None).await.expect(400);
+        assert!(r.error().contains("period"), "{}", r.error());
         let r = partner(&app, &alice, "GET", &format!("/programs/{p}/commissions?partner_id={carol}"), None).await.expect(200);
         let rows = r.body["data"].as_array().unwrap();
         assert_eq!(rows.len(), 2);
@@ -297,6 +311,7 @@ on_both_backends! {
                 ("GET", format!("/programs/{p}/commissions"), None),
                 ("GET", format!("/programs/{p}/commissions?format=csv"), None),
                 ("GET", format!("/programs/{p}/payouts"), None),
+                ("GET", format!("/programs/{p}/performance"), None),
             ]
         };
         // Another program (Alice is not in it), and one that does not exist: 404 alike.

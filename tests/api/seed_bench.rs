@@ -155,6 +155,13 @@ async fn seeded_figures_match_their_events(url: String) {
             leads
         );
     }
+    // Every figure, the partners' daily ones included, is what the raw events make.
+    let verified = reftrack::verify::check(&*store).await.unwrap();
+    assert!(
+        verified.drift.is_empty(),
+        "{:?}",
+        &verified.drift[..verified.drift.len().min(5)]
+    );
     store.close().await;
 
     // The seeded database takes API writes: a click, and a sale for a seeded lead.

@@ -1,10 +1,10 @@
 //! A batch's folded counter and rollup increments ([`Deltas`]) as statements: each kind
-//! of counter row (links, partner-program records, program days) is updated from a
+//! of counter row (links, partner-program records, program days, partner days) is updated from a
 //! `VALUES` list of bound parameters. The statements are the same on both databases; how
 //! a part's updates become one query is the engine's (see [`Engine::counter_query`]).
 
 use super::engine::{Engine, Param, Query};
-use crate::domain::figures::{Deltas, LinkDelta, PartnerDelta, RollupDelta};
+use crate::domain::figures::{Deltas, LinkDelta, PartnerDayDelta, PartnerDelta, RollupDelta};
 
 /// Most rows of one kind that one query updates; more take another query.
 const ROWS: usize = 128;
@@ -15,6 +15,8 @@ const LINK_COLUMNS: usize = 3;
 const PARTNER_COLUMNS: usize = 7;
 /// The columns of a program day's increment.
 const ROLLUP_COLUMNS: usize = 11;
+/// The columns of a partner day's increment.
+const PARTNER_DAY_COLUMNS: usize = 9;
 
 /// Adds the link increments of `link_rows`.
 const LINK_UPDATE: &str = "UPDATE referral_links SET clicks = referral_links.clicks + d.clicks, \
@@ -50,6 +52,18 @@ const ROLLUP_UPSERT: &str = "INSERT INTO daily_rollups (program_id, day, clicks,
      lead_events = daily_rollups.lead_events + excluded.lead_events, \
      sale_events = daily_rollups.sale_events + excluded.sale_events";
 
+/// Adds the partner-day increments of `partner_day_rows`, creating missing days.
+const PARTNER_DAY_UPSERT: &str = "INSERT INTO partner_daily_rollups (program_id, partner_id, \
+     day, clicks, leads, conversions, revenue_cents, sales, commission_cents) \
+     SELECT * FROM partner_day_rows WHERE true \
+     ON CONFLICT (program_id, partner_id, day) DO UPDATE SET \
+     clicks = partner_daily_rollups.clicks + excluded.clicks, \
+     leads = partner_daily_rollups.leads + excluded.leads, \
+     conversions = partner_daily_rollups.conversions + excluded.conversions, \
+     revenue_cents = partner_daily_rollups.revenue_cents + excluded.revenue_cents, \
+     sales = partner_daily_rollups.sales + excluded.sales, \
+     commission_cents = partner_daily_rollups.commission_cents + excluded.commission_cents";
+
 /// One update of a part: the rows it reads (a `name (columns) AS (VALUES …)` CTE) and
 /// the statement that reads them.
 pub struct Update {
@@ -71,12 +85,13 @@ pub fn parts(deltas: &Deltas) -> impl Iterator<Item = Part<'_>> {
         .links
         .len()
         .max(deltas.partners.len())
-        .max(deltas.rollups.len());
+        .max(deltas.rollups.len())
+        .max(deltas.partner_days.len());
     (0..most.div_ceil(ROWS)).map(move |i| Part { deltas, i })
 }
 
-/// Adds a batch's increments to links, partner-program records and daily rollups, in the
-/// transaction open on `conn`.
+/// Adds a batch's increments to links, partner-program records and the daily rollups of
+/// programs and partners, in the transaction open on `conn`.
 pub async fn apply<DB: Engine>(conn: &mut DB::Connection, deltas: &Deltas) -> sqlx::Result<()> {
     for part in parts(deltas) {
         let sql = DB::counter_query(&part.updates::<DB>(1));
@@ -97,6 +112,14 @@ impl<'a> Part<'a> {
 
     fn rollups(&self) -> impl Iterator<Item = (&'a (i64, String), &'a RollupDelta)> {
         self.deltas.rollups.iter().skip(self.i * ROWS).take(ROWS)
+    }
+
+    fn partner_days(&self) -> impl Iterator<Item = (&'a (i64, i64, String), &'a PartnerDayDelta)> {
+        self.deltas
+            .partner_days
+            .iter()
+            .skip(self.i * ROWS)
+            .take(ROWS)
     }
 
     /// The updates of this part, their parameters numbered from `first` (on an engine
@@ -133,6 +156,13 @@ impl<'a> Part<'a> {
              commission_cents, partners, lead_events, sale_events)",
             ROLLUP_COLUMNS,
             ROLLUP_UPSERT,
+        );
+        add(
+            self.partner_days().count(),
+            "partner_day_rows (program_id, partner_id, day, clicks, leads, conversions, \
+             revenue_cents, sales, commission_cents)",
+            PARTNER_DAY_COLUMNS,
+            PARTNER_DAY_UPSERT,
         );
         updates
     }
@@ -174,6 +204,21 @@ impl<'a> Part<'a> {
                     d.partners,
                     d.lead_events,
                     d.sale_events,
+                ],
+            );
+        }
+        for ((program_id, partner_id, day), d) in self.partner_days() {
+            query = bind(query, &[*program_id, *partner_id]);
+            query = <DB as Param<'q, &'q str>>::bind(query, day.as_str());
+            query = bind(
+                query,
+                &[
+                    d.clicks,
+                    d.leads,
+                    d.conversions,
+                    d.revenue_cents,
+                    d.sales,
+                    d.commission_cents,
                 ],
             );
         }

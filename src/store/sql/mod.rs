@@ -296,6 +296,24 @@ impl<DB: Engine> Store for SqlStore<DB> {
         reports::daily_rollups::<DB>(
             &mut *self.read.acquire().await?,
             program_id,
+            None,
+            from_day,
+            to_day,
+        )
+        .await
+    }
+
+    async fn partner_daily_rollups(
+        &self,
+        program_id: i64,
+        partner_id: i64,
+        from_day: &str,
+        to_day: &str,
+    ) -> StoreResult<Vec<DailyRollup>> {
+        reports::daily_rollups::<DB>(
+            &mut *self.read.acquire().await?,
+            program_id,
+            Some(partner_id),
             from_day,
             to_day,
         )

@@ -136,18 +136,27 @@ pub(super) async fn program_access<DB: Engine>(
 pub(super) async fn daily_rollups<DB: Engine>(
     conn: &mut DB::Connection,
     program_id: i64,
+    partner_id: Option<i64>,
     from_day: &str,
     to_day: &str,
 ) -> StoreResult<Vec<DailyRollup>> {
-    let rows = stmt::<DB>(
-        "SELECT day, clicks, leads, conversions, revenue_cents, sales, commission_cents, partners \
-         FROM daily_rollups WHERE program_id = $1 AND day >= $2 AND day <= $3 ORDER BY day",
-    )
-    .bind(program_id)
-    .bind(from_day)
-    .bind(to_day)
-    .fetch_all(&mut *conn)
-    .await?;
+    let query = match partner_id {
+        None => stmt::<DB>(
+            "SELECT day, clicks, leads, conversions, revenue_cents, sales, commission_cents, \
+             partners FROM daily_rollups \
+             WHERE program_id = $1 AND day >= $2 AND day <= $3 ORDER BY day",
+        ),
+        Some(_) => stmt::<DB>(
+            "SELECT day, clicks, leads, conversions, revenue_cents, sales, commission_cents, \
+             CAST(0 AS BIGINT) FROM partner_daily_rollups \
+             WHERE program_id = $1 AND day >= $2 AND day <= $3 AND partner_id = $4 ORDER BY day",
+        ),
+    };
+    let mut query = query.bind(program_id).bind(from_day).bind(to_day);
+    if let Some(partner_id) = partner_id {
+        query = query.bind(partner_id);
+    }
+    let rows = query.fetch_all(&mut *conn).await?;
     rows.iter()
         .map(|r| {
             Ok(DailyRollup {

@@ -20,6 +20,22 @@ fn day(number: i64) -> String {
     day_of(number * DAY_MS)
 }
 
+/// The real attributed leads `l (program_id, at, partner_id)`, each with the partner its
+/// customer had then: the one of the customer's latest click before it (a later click
+/// may have moved the customer since), or, when none is earlier by the clock, of the
+/// click that created the customer.
+const ATTRIBUTED_LEADS: &str = "( \
+    SELECT e.program_id, e.lead_timestamp AS at, COALESCE( \
+      (SELECT ce.partner_id FROM affiliate_click_events ce \
+       WHERE ce.customer_id = e.customer_id AND NOT ce.is_test \
+       AND ce.click_timestamp < e.lead_timestamp \
+       ORDER BY ce.click_timestamp DESC, ce.id DESC LIMIT 1), \
+      (SELECT ce.partner_id FROM affiliate_click_events ce \
+       WHERE ce.customer_id = e.customer_id AND NOT ce.is_test \
+       ORDER BY ce.id LIMIT 1)) AS partner_id \
+    FROM affiliate_lead_events e \
+    WHERE NOT e.is_test AND e.customer_id IS NOT NULL) l";
+
 /// Reads everything `reftrack verify` compares, in one snapshot.
 pub(super) async fn integrity<DB: Engine>(pool: &Pool<DB>) -> StoreResult<Integrity> {
     let mut conn = pool.acquire().await?;
@@ -71,6 +87,21 @@ async fn stored<DB: Engine>(conn: &mut DB::Connection) -> StoreResult<Figures> {
         p.sales = r.try_get_at(4)?;
         p.revenue_cents = r.try_get_at(5)?;
         p.commission_cents = r.try_get_at(6)?;
+    }
+    let rows = stmt::<DB>(
+        "SELECT program_id, partner_id, day, clicks, leads, conversions, revenue_cents, \
+         sales, commission_cents FROM partner_daily_rollups",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for r in rows {
+        let d = f.partner_day(r.try_get_at(0)?, r.try_get_at(1)?, r.try_get_at(2)?);
+        d.clicks = r.try_get_at(3)?;
+        d.leads = r.try_get_at(4)?;
+        d.conversions = r.try_get_at(5)?;
+        d.revenue_cents = r.try_get_at(6)?;
+        d.sales = r.try_get_at(7)?;
+        d.commission_cents = r.try_get_at(8)?;
     }
     let rows = stmt::<DB>("SELECT id, clicks, last_clicked FROM referral_links")
         .fetch_all(&mut *conn)
@@ -184,27 +215,13 @@ async fn recompute<DB: Engine>(
     for r in rows {
         f.partner(r.try_get_at(0)?, r.try_get_at(1)?).clicks += r.try_get_at::<i64>(2)?;
     }
-    // A lead belongs to the partner its customer had then: the one of the customer's
-    // latest click before it (a later click may have moved the customer since), or,
-    // when none is earlier by the clock, of the click that created the customer.
-    let rows = stmt::<DB>(
-        "SELECT pp.partner_id, pp.program_id, COUNT(*) FROM ( \
-           SELECT e.program_id, e.lead_timestamp AS at, COALESCE( \
-             (SELECT ce.partner_id FROM affiliate_click_events ce \
-              WHERE ce.customer_id = e.customer_id AND NOT ce.is_test \
-              AND ce.click_timestamp < e.lead_timestamp \
-              ORDER BY ce.click_timestamp DESC, ce.id DESC LIMIT 1), \
-             (SELECT ce.partner_id FROM affiliate_click_events ce \
-              WHERE ce.customer_id = e.customer_id AND NOT ce.is_test \
-              ORDER BY ce.id LIMIT 1)) AS partner_id \
-           FROM affiliate_lead_events e \
-           WHERE NOT e.is_test AND e.customer_id IS NOT NULL) l \
+    let sql = format!(
+        "SELECT pp.partner_id, pp.program_id, COUNT(*) FROM {ATTRIBUTED_LEADS} \
          JOIN partner_programs pp ON pp.partner_id = l.partner_id \
          AND pp.program_id = l.program_id AND l.at >= pp.created_at \
          GROUP BY 1, 2",
-    )
-    .fetch_all(&mut *conn)
-    .await?;
+    );
+    let rows = stmt::<DB>(&sql).fetch_all(&mut *conn).await?;
     for r in rows {
         f.partner(r.try_get_at(0)?, r.try_get_at(1)?).leads += r.try_get_at::<i64>(2)?;
     }
@@ -241,6 +258,8 @@ async fn recompute<DB: Engine>(
         }
     }
 
+    recompute_partner_days::<DB>(conn, &mut f).await?;
+
     let rows = stmt::<DB>(
         "SELECT l.id, COUNT(e.id), MAX(e.click_timestamp) FROM referral_links l \
          LEFT JOIN affiliate_click_events e ON e.link_id = l.id AND NOT e.is_test \
@@ -254,6 +273,78 @@ async fn recompute<DB: Engine>(
         l.last_clicked = r.try_get_at::<Option<i64>>(2)?.unwrap_or(0);
     }
     Ok(f)
+}
+
+/// The partners' daily figures from the raw events: what each partner's own links
+/// brought, by the rules of the write path (a lead counts for the partner its customer
+/// had then, a conversion for the partner of the customer's first sale, refunds and
+/// reversals on the sale's day).
+async fn recompute_partner_days<DB: Engine>(
+    conn: &mut DB::Connection,
+    f: &mut Figures,
+) -> StoreResult<()> {
+    let rows = stmt::<DB>(
+        "SELECT program_id, partner_id, click_timestamp / 86400000, COUNT(*) \
+         FROM affiliate_click_events WHERE NOT is_test AND partner_id IS NOT NULL \
+         GROUP BY 1, 2, 3",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for r in rows {
+        f.partner_day(r.try_get_at(0)?, r.try_get_at(1)?, day(r.try_get_at(2)?))
+            .clicks += r.try_get_at::<i64>(3)?;
+    }
+    let sql = format!(
+        "SELECT program_id, partner_id, at / 86400000, COUNT(*) FROM {ATTRIBUTED_LEADS} \
+         WHERE partner_id IS NOT NULL GROUP BY 1, 2, 3"
+    );
+    let rows = stmt::<DB>(&sql).fetch_all(&mut *conn).await?;
+    for r in rows {
+        f.partner_day(r.try_get_at(0)?, r.try_get_at(1)?, day(r.try_get_at(2)?))
+            .leads += r.try_get_at::<i64>(3)?;
+    }
+    let rows = stmt::<DB>(
+        "SELECT program_id, partner_id, sale_date / 86400000, currency, \
+         CAST(SUM(CASE WHEN payment_status = 'refunded' THEN 0 ELSE 1 END) AS BIGINT), \
+         CAST(SUM(amount_cents - refunded_cents) AS BIGINT) \
+         FROM affiliate_sale_events WHERE NOT is_test AND partner_id IS NOT NULL \
+         GROUP BY 1, 2, 3, 4",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for r in rows {
+        let currency: String = r.try_get_at(3)?;
+        let d = f.partner_day(r.try_get_at(0)?, r.try_get_at(1)?, day(r.try_get_at(2)?));
+        d.sales += r.try_get_at::<i64>(4)?;
+        d.revenue_cents += money::hundredths(r.try_get_at(5)?, &currency);
+    }
+    let rows = stmt::<DB>(
+        "SELECT s.program_id, c.partner_id, s.sale_date / 86400000, s.currency, \
+         CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) \
+         FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id \
+         WHERE NOT s.is_test AND c.status <> 'rejected' GROUP BY 1, 2, 3, 4",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for r in rows {
+        let currency: String = r.try_get_at(3)?;
+        f.partner_day(r.try_get_at(0)?, r.try_get_at(1)?, day(r.try_get_at(2)?))
+            .commission_cents += money::hundredths(r.try_get_at(4)?, &currency);
+    }
+    let rows = stmt::<DB>(
+        "SELECT s.program_id, s.partner_id, s.sale_date / 86400000, COUNT(*) \
+         FROM affiliate_sale_events s \
+         JOIN (SELECT MIN(id) AS id FROM affiliate_sale_events \
+               WHERE NOT is_test AND customer_id IS NOT NULL GROUP BY customer_id) first \
+         ON first.id = s.id WHERE s.partner_id IS NOT NULL GROUP BY 1, 2, 3",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for r in rows {
+        f.partner_day(r.try_get_at(0)?, r.try_get_at(1)?, day(r.try_get_at(2)?))
+            .conversions += r.try_get_at::<i64>(3)?;
+    }
+    Ok(())
 }
 
 /// Invariants across records: (name, what the id column is, what the key column is,

@@ -455,7 +455,7 @@ const RESOLVE_SALE_BATCH: &str = "\
     WHERE s.processor_event_id = r.transaction_id)";
 
 /// The counters of the sales in `sale_batch`: what [`Deltas::count_sale`] adds for each,
-/// summed per partner-program record and per program day.
+/// summed per partner-program record, per program day and per partner day.
 const SALE_BATCH_COUNTERS: &str = "\
     UPDATE partner_programs SET total_sales = partner_programs.total_sales + d.sales, \
     total_revenue_cents = partner_programs.total_revenue_cents + d.revenue, \
@@ -472,7 +472,16 @@ const SALE_BATCH_COUNTERS: &str = "\
     revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents, \
     sales = daily_rollups.sales + excluded.sales, \
     commission_cents = daily_rollups.commission_cents + excluded.commission_cents, \
-    sale_events = daily_rollups.sale_events + excluded.sale_events";
+    sale_events = daily_rollups.sale_events + excluded.sale_events; \
+    INSERT INTO partner_daily_rollups (program_id, partner_id, day, clicks, leads, \
+    conversions, revenue_cents, sales, commission_cents) \
+    SELECT program_id, partner_id, day, 0, 0, SUM(converts), SUM(revenue_hundredths), \
+    COUNT(*), SUM(commission_hundredths) FROM temp.sale_batch WHERE true \
+    GROUP BY program_id, partner_id, day ON CONFLICT (program_id, partner_id, day) \
+    DO UPDATE SET conversions = partner_daily_rollups.conversions + excluded.conversions, \
+    revenue_cents = partner_daily_rollups.revenue_cents + excluded.revenue_cents, \
+    sales = partner_daily_rollups.sales + excluded.sales, \
+    commission_cents = partner_daily_rollups.commission_cents + excluded.commission_cents";
 
 /// The last statement of [`commit_plain_sales`]: the rows of `ids` (the last statement
 /// of [`record_sales`]), that is per recorded sale its place in the batch, its sale id

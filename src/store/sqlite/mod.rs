@@ -32,6 +32,12 @@ use crate::domain::figures::Deltas;
 /// The schema, applied when the store opens.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 
+/// The newest migration this build applies to a SQLite database; a database whose record
+/// names a newer one was made by a newer build.
+pub fn latest_migration() -> i64 {
+    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
 /// A store on one SQLite file: the read pool, the one-connection write pool and the group
 /// committer writing through it.
 pub type SqliteStore = SqlStore<Sqlite>;
