@@ -68,8 +68,6 @@ pub struct PartnerProgramView {
     pub partner_links_allowed: bool,
     /// Days a commission stays pending.
     pub commission_hold_days: i64,
-    /// When the partner joined or applied (epoch ms).
-    pub joined_at: i64,
 }
 
 /// The body of accepting an invite.
@@ -547,7 +545,7 @@ impl App {
         partner_id: i64,
         program_id: i64,
     ) -> Result<PartnerProgramView> {
-        let pp = self.approved_in(partner_id, program_id).await?;
+        self.approved_in(partner_id, program_id).await?;
         let p = self.store.program(program_id).await?;
         Ok(PartnerProgramView {
             id: p.id,
@@ -556,7 +554,6 @@ impl App {
             allowed_origins: p.allowed_origins,
             partner_links_allowed: p.partner_links_allowed,
             commission_hold_days: p.commission_hold_days,
-            joined_at: pp.created_at,
         })
     }
 

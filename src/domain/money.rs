@@ -47,6 +47,16 @@ pub fn hundredths(amount: i64, currency: &str) -> i64 {
     }
 }
 
+/// Hundredths of a currency's major unit (the scale of the rollups) in its smallest
+/// unit: the inverse of [`hundredths`].
+pub fn from_hundredths(hundredths: i64, currency: &str) -> i64 {
+    if is_zero_decimal(currency) {
+        hundredths / 100
+    } else {
+        hundredths
+    }
+}
+
 /// An amount in a currency's smallest unit, in major units with two decimals.
 pub fn major_units(amount: i64, currency: &str) -> f64 {
     dollars(hundredths(amount, currency))
@@ -150,6 +160,8 @@ mod tests {
         assert_eq!(hundredths(1000, "jpy"), 100_000);
         assert_eq!(major_units(1000, "JPY"), 1000.0);
         assert_eq!(hundredths(1000, "usd"), 1000);
+        assert_eq!(from_hundredths(hundredths(1000, "jpy"), "jpy"), 1000);
+        assert_eq!(from_hundredths(1050, "usd"), 1050);
         assert_eq!(major_units(1050, "usd"), 10.5);
     }
 }

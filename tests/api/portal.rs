@@ -361,6 +361,15 @@ on_both_backends! {
         // 30 % of $100.00 and $1,234.56, due at once (no hold).
         assert!(html(&r).contains("<dt>Approved</dt><dd>$400.37</dd>"), "{}", html(&r));
         assert!(html(&r).contains("<dt>Pending</dt><dd>$0.00</dd>"));
+        // The chart of the last 30 days, from the partner's daily rollups.
+        for (label, total) in [("Clicks", "2"), ("Sales", "2"), ("Earnings", "$400.37")] {
+            let caption = format!("<span class=\"chart-label\">{label}</span> <span class=\"chart-total\">{total}</span>");
+            assert!(html(&r).contains(&caption), "{caption}");
+        }
+        let r = get(&app, "/partner?period=all", Some(&cookie)).await.expect(200);
+        assert!(html(&r).contains("<span class=\"chart-total\">$400.37</span>"));
+        let r = get(&app, "/partner?from=2026-13-01&to=2026-01-01", Some(&cookie)).await.expect(200);
+        assert!(html(&r).contains("id=\"range-error\">The start date must be an ISO 8601 date (YYYY-MM-DD)"), "{}", html(&r));
         let r = get(&app, &format!("/partner/programs/{p}/commissions"), Some(&cookie)).await.expect(200);
         let body = html(&r);
         assert!(body.contains("txn-2") && body.contains("$370.37") && body.contains("$30.00"), "{body}");

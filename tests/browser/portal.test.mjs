@@ -152,8 +152,8 @@ test('an invited partner signs in, shares a link and sees its click and sale', a
   await page.waitForURL(/period=7d/);
   assert.equal(await page.locator('.chart-sales svg rect').count(), 1);
   // A custom range with the end before the start: the error beside the dates.
-  await page.getByLabel('From').fill('2026-02-10');
-  await page.getByLabel('To').fill('2026-02-01');
+  await page.getByLabel('From', { exact: true }).fill('2026-02-10');
+  await page.getByLabel('To', { exact: true }).fill('2026-02-01');
   await page.getByRole('button', { name: 'Show' }).click();
   await page.waitForURL(/from=2026-02-10/);
   assert.match(await page.locator('#range-error').textContent(), /must not be after/);

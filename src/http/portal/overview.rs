@@ -4,7 +4,7 @@
 use askama::Template;
 use axum::extract::{RawQuery, State};
 use axum::response::Response;
-use chrono::NaiveDate;
+use std::collections::HashMap;
 
 use super::chart::{self, Chart, Day};
 use super::session::{see_other, Signed};
@@ -13,11 +13,15 @@ use super::view::{
 };
 use crate::app;
 use crate::app::partners::PartnerProgramView;
-use crate::domain::metrics::{self, DayRange};
-use crate::domain::money::display_amount;
+use crate::app::performance::PerformanceParams;
+use crate::domain::metrics;
+use crate::domain::money::{display_amount, from_hundredths};
 use crate::domain::status::PartnerStatus;
-use crate::domain::time::date_of;
 use crate::http::{AppState, Error};
+use crate::store::DailyRollup;
+
+/// The range shown when none is asked for.
+const DEFAULT_PERIOD: &str = "30d";
 
 /// The ranges offered as links.
 const PERIODS: [(&str, &str); 4] = [
@@ -59,7 +63,7 @@ struct Approved {
     range_error: Option<String>,
     /// The range in words.
     range_label: String,
-    chart: Option<Chart>,
+    chart: Chart,
 }
 
 /// `GET /partner/`: the overview's address without the slash.
@@ -136,50 +140,68 @@ async fn approved(
 ) -> app::Result<Approved> {
     let balance = s.app.partner_balance(partner_id, program.id).await?;
     let money = |cents| display_amount(cents, &program.currency);
-    let today = date_of(s.app.now_ms());
-    let (period, from, to) = (q.text("period"), q.text("from"), q.text("to"));
+    let (from, to) = (q.text("from"), q.text("to"));
     let mut from_field = Field::new("from", "From").with(from.clone().unwrap_or_default());
     let mut to_field = Field::new("to", "To").with(to.clone().unwrap_or_default());
-    let joined = date_of(program.joined_at);
-    let resolved = metrics::resolve_range(
-        period.as_deref().or(Some("30d")),
-        from.as_deref(),
-        to.as_deref(),
-        today,
-        joined,
-    );
-    let (range, range_error) = match resolved {
-        Ok(r) => (r, None),
-        Err(text) => {
-            let text = text
-                .replace(
-                    "dateFrom and dateTo must be given together",
-                    "Give both dates",
-                )
-                .replace("dateFrom", "The start date")
-                .replace("dateTo", "The end date")
-                .replace(" or timestamp", "")
-                .replace("period must", "The range must");
-            if text.starts_with("The end") {
-                to_field.error = Some(text.clone());
-            } else if text.starts_with("The start") {
-                from_field.error = Some(text.clone());
-            }
-            let default = metrics::resolve_range(Some("30d"), None, None, today, joined)
-                .expect("30d is a period");
-            (default, Some(text))
-        }
+    let params = PerformanceParams {
+        period: q.text("period"),
+        date_from: from,
+        date_to: to,
     };
-    let label = range.period.as_str();
+    let default = PerformanceParams {
+        period: Some(DEFAULT_PERIOD.into()),
+        ..PerformanceParams::default()
+    };
+    let asked = if params.period.is_none() && params.date_from.is_none() && params.date_to.is_none()
+    {
+        &default
+    } else {
+        &params
+    };
+    let (range_error, (range, rows)) =
+        match s.app.partner_rollups(partner_id, program.id, asked).await {
+            Ok(found) => (None, found),
+            Err(app::Error::Invalid(text)) => {
+                let text = range_error_text(&text);
+                if text.starts_with("The end") {
+                    to_field.error = Some(text.clone());
+                } else {
+                    from_field.error = Some(text.clone());
+                }
+                let found = s
+                    .app
+                    .partner_rollups(partner_id, program.id, &default)
+                    .await?;
+                (Some(text), found)
+            }
+            Err(e) => return Err(e),
+        };
     let periods = PERIODS
         .iter()
         .map(|(value, text)| NavItem {
             href: format!("/partner?program={}&period={value}", program.id),
             label: (*text).into(),
-            current: *value == label,
+            current: *value == range.period,
         })
         .collect();
-    let days = figures(s, partner_id, program.id, range.current).await?;
+    let by_day: HashMap<&str, &DailyRollup> = rows.iter().map(|r| (r.day.as_str(), r)).collect();
+    let days: Vec<Day> = range
+        .current
+        .days()
+        .map(|day| {
+            let r = by_day.get(metrics::day_text(day).as_str()).copied();
+            Day {
+                day,
+                clicks: r.map_or(0, |r| r.clicks),
+                leads: r.map_or(0, |r| r.leads),
+                sales: r.map_or(0, |r| r.sales),
+                // Rollups keep hundredths of the major unit whatever the currency.
+                earnings: r.map_or(0, |r| {
+                    from_hundredths(r.commission_cents, &program.currency)
+                }),
+            }
+        })
+        .collect();
     Ok(Approved {
         tabs: program_tabs(program.id, &format!("/partner?program={}", program.id)),
         pending: money(balance.pending_cents),
@@ -195,18 +217,18 @@ async fn approved(
             metrics::day_text(range.current.from),
             metrics::day_text(range.current.to)
         ),
-        chart: days.map(|d| chart::chart(&d, &program.currency)),
+        chart: chart::chart(&days, &program.currency),
     })
 }
 
-/// The partner's figures for every day of `range`, or none while the service cannot
-/// give them.
-async fn figures(
-    _s: &AppState,
-    _partner_id: i64,
-    _program_id: i64,
-    range: DayRange,
-) -> app::Result<Option<Vec<Day>>> {
-    let _days: Vec<NaiveDate> = range.days().collect();
-    Ok(None)
+/// A range error of the service in the words of the page's form.
+fn range_error_text(text: &str) -> String {
+    text.replace(
+        "dateFrom and dateTo must be given together",
+        "Give both dates",
+    )
+    .replace("dateFrom", "The start date")
+    .replace("dateTo", "The end date")
+    .replace(" or timestamp", "")
+    .replace("period must", "The range must")
 }
