@@ -66,26 +66,9 @@ fn session_cookie(r: &Reply) -> String {
     value.split(';').next().unwrap().to_string()
 }
 
-/// The invite token of a new invite of `partner_id`, given an email first.
-async fn invite_token(app: &TestApp, partner_id: i64, email: &str) -> String {
-    app.admin(
-        "PATCH",
-        &format!("/partners/{partner_id}"),
-        Some(json!({"email": email})),
-    )
-    .await
-    .expect(200);
-    let r = app
-        .admin("POST", &format!("/partners/{partner_id}/invite"), None)
-        .await
-        .expect(201);
-    let url = r.body["invite_url"].as_str().unwrap();
-    url.split("token=").nth(1).unwrap().to_string()
-}
-
 /// Accepts an invite on the page; the session cookie it sets.
 async fn accepted(app: &TestApp, partner_id: i64, email: &str) -> String {
-    let token = invite_token(app, partner_id, email).await;
+    let token = app.invite_token(partner_id, email).await;
     let form = format!("token={token}&password=partner+password&confirm=partner+password");
     let r = post(app, "/partner/invite", None, &form).await.expect(303);
     assert_eq!(location(&r), "/partner?done=welcome");
@@ -96,7 +79,7 @@ on_both_backends! {
     async fn sign_in_sets_the_cookie_and_pages_need_it(app: TestApp) {
         let seed = app.seed().await;
         let p = seed.program_id;
-        let token = invite_token(&app, seed.partner_id, "alice@example.com").await;
+        let token = app.invite_token(seed.partner_id, "alice@example.com").await;
         let r = get(&app, &format!("/partner/invite?token={token}"), None).await.expect(200);
         assert!(html(&r).contains("Set your password"));
         let csp = r.headers["content-security-policy"].to_str().unwrap();

@@ -2,14 +2,15 @@
 
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::State;
 use axum::http::header::RETRY_AFTER;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::session::{local_next, login_href, signed_in_to, signed_out, MaybeSigned};
 use super::view::{
-    ok, place_error, render, standing_text, Chrome, Field, PageResult, Posted, Section,
+    ok, place_error, render, standing_text, Chrome, Field, PageResult, Posted, ProgramId, Query,
+    Section,
 };
 use crate::app;
 use crate::app::partners::{AcceptInviteBody, ApplyBody, OpenProgram};
@@ -40,11 +41,7 @@ impl LoginPage {
 }
 
 /// `GET /partner/login`: the sign-in form, or straight on when already signed in.
-pub(super) async fn login_page(
-    MaybeSigned(signed): MaybeSigned,
-    RawQuery(raw): RawQuery,
-) -> Response {
-    let q = Posted::parse(raw.unwrap_or_default().as_bytes());
+pub(super) async fn login_page(MaybeSigned(signed): MaybeSigned, Query(q): Query) -> Response {
     let next = local_next(q.text("next").as_deref()).to_string();
     if signed.is_some() {
         return super::session::see_other(&next);
@@ -128,8 +125,7 @@ impl InvitePage {
 }
 
 /// `GET /partner/invite?token=…`: the form that sets the partner's password.
-pub(super) async fn invite_page(RawQuery(raw): RawQuery) -> Response {
-    let q = Posted::parse(raw.unwrap_or_default().as_bytes());
+pub(super) async fn invite_page(Query(q): Query) -> Response {
     let page = InvitePage::new(q.text("token").unwrap_or_default());
     let status = if page.form_error.is_some() {
         StatusCode::BAD_REQUEST
@@ -228,22 +224,14 @@ impl ApplyPage {
     }
 }
 
-/// A program id from the path; anything else is a page that does not exist.
-pub(super) fn path_id(raw: &str) -> Result<i64, super::view::PageError> {
-    raw.parse::<i64>()
-        .ok()
-        .filter(|id| *id > 0)
-        .ok_or_else(|| Error::not_found("Not found").into())
-}
-
 /// `GET /partner/apply/{program_id}`: the application form of a program that takes
 /// applications (a 404 page otherwise).
 pub(super) async fn apply_page(
     State(s): State<AppState>,
     MaybeSigned(signed): MaybeSigned,
-    Path(id): Path<String>,
+    ProgramId(id): ProgramId,
 ) -> PageResult {
-    let program = s.app.open_program(path_id(&id)?).await?;
+    let program = s.app.open_program(id).await?;
     let page = ApplyPage::new(&s, program, signed.map(|p| p.partner_id)).await?;
     Ok(ok(&page))
 }
@@ -254,10 +242,10 @@ pub(super) async fn apply(
     State(s): State<AppState>,
     headers: HeaderMap,
     MaybeSigned(signed): MaybeSigned,
-    Path(id): Path<String>,
+    ProgramId(id): ProgramId,
     body: Bytes,
 ) -> PageResult {
-    let program = s.app.open_program(path_id(&id)?).await?;
+    let program = s.app.open_program(id).await?;
     let program_id = program.id;
     let partner = signed.map(|p| p.partner_id);
     let form = Posted::parse(&body);

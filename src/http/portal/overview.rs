@@ -2,14 +2,15 @@
 //! approved, its earnings and the daily chart of a range.
 
 use askama::Template;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::response::Response;
 use std::collections::HashMap;
 
 use super::chart::{self, Chart, Day};
 use super::session::{see_other, Signed};
 use super::view::{
-    notice, ok, program_tabs, standing_text, Chrome, Field, NavItem, PageResult, Posted, Section,
+    notice, ok, program_tabs, standing_text, Chrome, Field, NavItem, PageResult, Posted, Query,
+    Section,
 };
 use crate::app;
 use crate::app::partners::PartnerProgramView;
@@ -72,12 +73,7 @@ pub(super) async fn to_overview() -> Response {
 }
 
 /// `GET /partner?program=ID&period=30d` (or `&from=YYYY-MM-DD&to=YYYY-MM-DD`).
-pub(super) async fn overview(
-    State(s): State<AppState>,
-    p: Signed,
-    RawQuery(raw): RawQuery,
-) -> PageResult {
-    let q = Posted::parse(raw.unwrap_or_default().as_bytes());
+pub(super) async fn overview(State(s): State<AppState>, p: Signed, Query(q): Query) -> PageResult {
     let me = s.app.partner_me(p.partner_id).await?;
     let wanted = match q.text("program") {
         Some(id) => Some(

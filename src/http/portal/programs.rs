@@ -3,20 +3,18 @@
 
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 
-use super::auth::path_id;
 use super::session::{see_other, Signed};
 use super::view::{
     notice, ok, place_error, program_tabs, render, Chrome, Field, Moment, NavItem, PageResult,
-    Posted, Section,
+    Posted, ProgramId, Query, Section,
 };
 use crate::app;
 use crate::app::exports;
 use crate::app::partners::{PartnerLinkBody, PartnerProgramView, MAX_PARTNER_LINKS};
 use crate::app::payouts::CommissionParams;
-use crate::app::PageParams;
 use crate::domain::money::display_amount;
 use crate::http::payouts::csv_stream;
 use crate::http::AppState;
@@ -26,27 +24,33 @@ struct ProgramFrame {
     chrome: Chrome,
     tabs: Vec<NavItem>,
     program: PartnerProgramView,
+    /// The page's own address.
+    href: String,
 }
 
 impl ProgramFrame {
-    /// The frame of the page `href` of a program; 404 / 403 pages when the partner is
-    /// not approved in it.
+    /// The frame of a program's page titled `title` (its address ends in the title in
+    /// lower case); 404 / 403 pages when the partner is not approved in it.
     async fn load(
         s: &AppState,
         partner_id: i64,
         program_id: i64,
         title: &str,
-        href: &str,
         q: &Posted,
     ) -> app::Result<ProgramFrame> {
         let program = s.app.partner_program(partner_id, program_id).await?;
         let me = s.app.partner_me(partner_id).await?;
         let chrome = Chrome::signed_in(format!("{title} · {}", program.name), &me, Section::None)
             .with_notice(notice(q.text("done").as_deref()));
+        let href = format!(
+            "/partner/programs/{program_id}/{}",
+            title.to_ascii_lowercase()
+        );
         Ok(ProgramFrame {
             chrome,
-            tabs: program_tabs(program_id, href),
+            tabs: program_tabs(program_id, &href),
             program,
+            href,
         })
     }
 }
@@ -96,12 +100,8 @@ fn share_text(program: &PartnerProgramView, short_link: &str) -> String {
 }
 
 async fn links_page(s: &AppState, p: &Signed, id: i64, q: &Posted) -> app::Result<LinksPage> {
-    let href = format!("/partner/programs/{id}/links");
-    let frame = ProgramFrame::load(s, p.partner_id, id, "Links", &href, q).await?;
-    let page = PageParams {
-        limit: None,
-        cursor: q.text("cursor"),
-    };
+    let frame = ProgramFrame::load(s, p.partner_id, id, "Links", q).await?;
+    let page = q.page();
     let listed = s.app.partner_links(p.partner_id, id, &page).await?;
     let links = listed
         .data
@@ -126,7 +126,7 @@ async fn links_page(s: &AppState, p: &Signed, id: i64, q: &Posted) -> app::Resul
         max_links: MAX_PARTNER_LINKS,
         short_link: Field::new("short_link", "Short link"),
         form_error: None,
-        next_href: next_page(&href, "", listed.next_cursor),
+        next_href: next_page(&frame.href, "", listed.next_cursor),
     })
 }
 
@@ -134,21 +134,19 @@ async fn links_page(s: &AppState, p: &Signed, id: i64, q: &Posted) -> app::Resul
 pub(super) async fn links(
     State(s): State<AppState>,
     p: Signed,
-    Path(id): Path<String>,
-    RawQuery(raw): RawQuery,
+    ProgramId(id): ProgramId,
+    Query(q): Query,
 ) -> PageResult {
-    let q = Posted::parse(raw.unwrap_or_default().as_bytes());
-    Ok(ok(&links_page(&s, &p, path_id(&id)?, &q).await?))
+    Ok(ok(&links_page(&s, &p, id, &q).await?))
 }
 
 /// `POST /partner/programs/{id}/links`: a new link, then back to the list.
 pub(super) async fn create_link(
     State(s): State<AppState>,
     p: Signed,
-    Path(id): Path<String>,
+    ProgramId(id): ProgramId,
     body: Bytes,
 ) -> PageResult {
-    let id = path_id(&id)?;
     let form = Posted::parse(&body);
     let wanted = form.text("short_link");
     let b = PartnerLinkBody {
@@ -214,22 +212,16 @@ const STATUSES: [(&str, &str); 6] = [
 pub(super) async fn commissions(
     State(s): State<AppState>,
     p: Signed,
-    Path(id): Path<String>,
-    RawQuery(raw): RawQuery,
+    ProgramId(id): ProgramId,
+    Query(q): Query,
 ) -> PageResult {
-    let id = path_id(&id)?;
-    let q = Posted::parse(raw.unwrap_or_default().as_bytes());
-    let href = format!("/partner/programs/{id}/commissions");
-    let frame = ProgramFrame::load(&s, p.partner_id, id, "Commissions", &href, &q).await?;
+    let frame = ProgramFrame::load(&s, p.partner_id, id, "Commissions", &q).await?;
     let status = q.text("status").unwrap_or_default();
     let params = CommissionParams {
         status: Some(status.clone()).filter(|s| !s.is_empty()),
         ..CommissionParams::default()
     };
-    let page = PageParams {
-        limit: None,
-        cursor: q.text("cursor"),
-    };
+    let page = q.page();
     let (listed, status_error) = match s
         .app
         .partner_commissions(p.partner_id, id, &params, &page)
@@ -261,7 +253,7 @@ pub(super) async fn commissions(
             transaction_id: c.transaction_id,
         })
         .collect();
-    let with_filter = format!("{href}?{}", filter.trim_end_matches('&'));
+    let with_filter = format!("{}?{}", frame.href, filter.trim_end_matches('&'));
     let page = CommissionsPage {
         chrome: frame.chrome,
         tabs: frame.tabs,
@@ -285,7 +277,7 @@ pub(super) async fn commissions(
                 format!("?{}", filter.trim_end_matches('&'))
             }
         ),
-        next_href: next_page(&href, &filter, next),
+        next_href: next_page(&frame.href, &filter, next),
         first_href: q
             .text("cursor")
             .map(|_| with_filter.trim_end_matches('?').to_string()),
@@ -297,11 +289,9 @@ pub(super) async fn commissions(
 pub(super) async fn commissions_csv(
     State(s): State<AppState>,
     p: Signed,
-    Path(id): Path<String>,
-    RawQuery(raw): RawQuery,
+    ProgramId(id): ProgramId,
+    Query(q): Query,
 ) -> PageResult {
-    let id = path_id(&id)?;
-    let q = Posted::parse(raw.unwrap_or_default().as_bytes());
     let params = CommissionParams {
         status: q.text("status"),
         ..CommissionParams::default()
@@ -337,17 +327,11 @@ struct PayoutView {
 pub(super) async fn payouts(
     State(s): State<AppState>,
     p: Signed,
-    Path(id): Path<String>,
-    RawQuery(raw): RawQuery,
+    ProgramId(id): ProgramId,
+    Query(q): Query,
 ) -> PageResult {
-    let id = path_id(&id)?;
-    let q = Posted::parse(raw.unwrap_or_default().as_bytes());
-    let href = format!("/partner/programs/{id}/payouts");
-    let frame = ProgramFrame::load(&s, p.partner_id, id, "Payouts", &href, &q).await?;
-    let page = PageParams {
-        limit: None,
-        cursor: q.text("cursor"),
-    };
+    let frame = ProgramFrame::load(&s, p.partner_id, id, "Payouts", &q).await?;
+    let page = q.page();
     let listed = s.app.partner_payouts(p.partner_id, id, &page).await?;
     let rows = listed
         .data
@@ -366,6 +350,6 @@ pub(super) async fn payouts(
         tabs: frame.tabs,
         program_name: frame.program.name,
         rows,
-        next_href: next_page(&href, "", listed.next_cursor),
+        next_href: next_page(&frame.href, "", listed.next_cursor),
     }))
 }

@@ -2,11 +2,13 @@
 
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 
 use super::session::{see_other, Signed};
-use super::view::{notice, ok, place_error, render, Chrome, Field, PageResult, Posted, Section};
+use super::view::{
+    notice, ok, place_error, render, Chrome, Field, PageResult, Posted, Query, Section,
+};
 use crate::app;
 use crate::app::partners::{PartnerMe, PartnerMeBody, PasswordBody};
 use crate::http::AppState;
@@ -67,12 +69,7 @@ impl SettingsPage {
 }
 
 /// `GET /partner/settings`.
-pub(super) async fn settings(
-    State(s): State<AppState>,
-    p: Signed,
-    RawQuery(raw): RawQuery,
-) -> PageResult {
-    let q = Posted::parse(raw.unwrap_or_default().as_bytes());
+pub(super) async fn settings(State(s): State<AppState>, p: Signed, Query(q): Query) -> PageResult {
     let me = s.app.partner_me(p.partner_id).await?;
     Ok(ok(
         &SettingsPage::new(&me, q.text("done").as_deref()).finished()

@@ -5,11 +5,12 @@ use std::collections::HashMap;
 
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::Request;
+use axum::extract::{FromRequestParts, Path, Request};
 use axum::http::header::{
     CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS,
     X_FRAME_OPTIONS,
 };
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
@@ -17,6 +18,7 @@ use axum::response::{Html, IntoResponse, Response};
 use super::assets;
 use crate::app;
 use crate::app::partners::PartnerMe;
+use crate::app::PageParams;
 use crate::domain::status::PartnerStatus;
 use crate::http::Error;
 
@@ -311,6 +313,48 @@ impl Posted {
     /// A field's value trimmed, `None` when absent or blank.
     pub fn text(&self, name: &str) -> Option<String> {
         Some(self.get(name).trim().to_string()).filter(|v| !v.is_empty())
+    }
+}
+
+/// The fields of the request's query string, read like a form's (never a rejection).
+pub(super) struct Query(pub Posted);
+
+impl<S: Send + Sync> FromRequestParts<S> for Query {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Query(Posted::parse(
+            parts.uri.query().unwrap_or_default().as_bytes(),
+        )))
+    }
+}
+
+impl Posted {
+    /// The page a list's `cursor` field asks for, of the default size.
+    pub fn page(&self) -> PageParams {
+        PageParams {
+            limit: None,
+            cursor: self.text("cursor"),
+        }
+    }
+}
+
+/// The program id of a page's path (`{id}` or `{program_id}`); anything but a positive
+/// integer is the 404 page.
+pub(super) struct ProgramId(pub i64);
+
+impl<S: Send + Sync> FromRequestParts<S> for ProgramId {
+    type Rejection = PageError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &S) -> Result<Self, PageError> {
+        let Path(raw) = Path::<String>::from_request_parts(parts, s)
+            .await
+            .map_err(|_| PageError::from(Error::not_found("Not found")))?;
+        raw.parse::<i64>()
+            .ok()
+            .filter(|id| *id > 0)
+            .map(ProgramId)
+            .ok_or_else(|| Error::not_found("Not found").into())
     }
 }
 
