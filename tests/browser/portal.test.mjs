@@ -15,25 +15,36 @@ setup();
 const SHOTS = path.join(repoRoot, 'target', 'screenshots');
 const PASSWORD = 'correct horse battery';
 
-/** A browser context of its own, with clipboard access, recording console errors. */
+/**
+ * A browser context of its own, with clipboard access. `problems()` lists what went
+ * wrong on its pages: console errors, page errors, failed subresources, and error pages
+ * the test did not declare with `expecting(status, action)`. Chromium logs every 4xx page
+ * as a console error too; those of declared error pages are not problems.
+ */
 async function browse() {
   const context = await newContext({ viewport: { width: 1280, height: 900 } });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: api });
   const page = await context.newPage();
   const errors = [];
-  // Error pages answer 4xx on purpose; Chromium logs their status as a console error.
-  let expectedStatus = null;
+  const errorPages = [];
+  const declared = new Set();
   page.on('pageerror', (e) => errors.push(String(e)));
-  page.on('console', (m) => {
-    if (m.type() !== 'error') return;
-    if (expectedStatus && m.text().includes(`status of ${expectedStatus}`)) return;
-    errors.push(m.text());
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('requestfailed', (r) => errors.push(`request failed: ${r.url()}`));
+  page.on('response', (r) => {
+    if (r.status() < 400) return;
+    if (r.request().isNavigationRequest()) errorPages.push(r.status());
+    else errors.push(`${r.status()} for ${r.url()}`);
   });
-  const expecting = async (status, action) => {
-    expectedStatus = status;
-    try { return await action(); } finally { expectedStatus = null; }
-  };
-  return { context, page, errors, expecting };
+  const expecting = async (status, action) => { declared.add(status); return action(); };
+  const problems = () => [
+    ...errorPages.filter((s) => !declared.has(s)).map((s) => `undeclared error page ${s}`),
+    ...errors.filter((text) => {
+      const m = text.match(/^Failed to load resource: the server responded with a status of (\d+)/);
+      return !(m && declared.has(Number(m[1])) && errorPages.includes(Number(m[1])));
+    }),
+  ];
+  return { context, page, problems, expecting };
 }
 
 /** Screenshots of the page at 1280 and 375 px; at 375 nothing may stick out sideways. */
@@ -78,7 +89,7 @@ test('an invited partner signs in, shares a link and sees its click and sale', a
   const invite = await admin('POST', `/partners/${partner.id}/invite`);
   assert.ok(invite.invite_url.startsWith(`${api}/partner/invite?token=rti_`), invite.invite_url);
 
-  const { context, page, errors, expecting } = await browse();
+  const { context, page, problems, expecting } = await browse();
 
   // Sign-in page, empty.
   await page.goto(`${api}/partner/login`);
@@ -191,13 +202,13 @@ test('an invited partner signs in, shares a link and sees its click and sale', a
   assert.equal(await page.locator('h1').textContent(), 'Page not found');
   await shoot(page, 'not-found');
 
-  assert.deepEqual(errors, []);
+  assert.deepEqual(problems(), []);
   await context.close();
 });
 
 test('an applicant applies, is approved by the owner and then sees its links', async () => {
   const prog = await program({ name: 'Beta Program', applications_open: true });
-  const { context, page, errors } = await browse();
+  const { context, page, problems } = await browse();
 
   await page.goto(`${api}/partner/apply/${prog.id}`);
   await shoot(page, 'apply');
@@ -228,6 +239,6 @@ test('an applicant applies, is approved by the owner and then sees its links', a
   const share = await page.locator('input.share-text').first().inputValue();
   assert.match(share, /^\?aff=beaapplicant-[0-9a-f]{6}-[0-9a-f]{6}$/);
 
-  assert.deepEqual(errors, []);
+  assert.deepEqual(problems(), []);
   await context.close();
 });
