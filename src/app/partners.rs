@@ -27,7 +27,7 @@ use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
 use crate::domain::status::{LinkStatus, PartnerStatus};
 use crate::store::partners::{NewApplicant, PartnerMembership, PartnerPayoutItem};
-use crate::store::{CommissionRow, Link, LinkFilter, PartnerProgram, Record, StoreError};
+use crate::store::{Balance, CommissionRow, Link, LinkFilter, PartnerProgram, Record, StoreError};
 
 /// Prefix of partner session tokens.
 pub const PARTNER_SESSION_PREFIX: &str = "rtp_";
@@ -45,6 +45,29 @@ pub struct Invite {
     pub invite_url: String,
     #[schema(format = DateTime)]
     pub expires_at: String,
+}
+
+/// A program that takes applications.
+#[derive(Debug, Clone)]
+pub struct OpenProgram {
+    pub id: i64,
+    pub name: String,
+    pub workspace_id: i64,
+}
+
+/// What an approved partner sees of one of its programs.
+#[derive(Debug, Clone)]
+pub struct PartnerProgramView {
+    pub id: i64,
+    pub name: String,
+    /// Three lower-case letters.
+    pub currency: String,
+    /// The origins of the program's site; the first is where shared links point.
+    pub allowed_origins: Vec<String>,
+    /// Whether the partner may make its own links.
+    pub partner_links_allowed: bool,
+    /// Days a commission stays pending.
+    pub commission_hold_days: i64,
 }
 
 /// The body of accepting an invite.
@@ -274,6 +297,22 @@ impl App {
         Ok(self.store.delete_partner_session(token_hash).await?)
     }
 
+    /// A program that takes applications: its id and name for the page that applies to
+    /// it; 404 otherwise, as for an unknown program.
+    pub async fn open_program(&self, program_id: i64) -> Result<OpenProgram> {
+        match self.store.program(program_id).await {
+            Ok(p) if p.applications_open => Ok(OpenProgram {
+                id: p.id,
+                name: p.name,
+                workspace_id: p.workspace_id,
+            }),
+            Ok(_) | Err(StoreError::NotFound(_)) => {
+                Err(Error::NotFound("Program not found".into()))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// An application to a program that takes them (404 otherwise). Without a session it
     /// creates the applicant's partner account; with one (`partner_id`), it adds the
     /// signed-in partner.
@@ -283,13 +322,7 @@ impl App {
         partner_id: Option<i64>,
         b: ApplyBody,
     ) -> Result<Application> {
-        let program = match self.store.program(program_id).await {
-            Ok(p) if p.applications_open => p,
-            Ok(_) | Err(StoreError::NotFound(_)) => {
-                return Err(Error::NotFound("Program not found".into()))
-            }
-            Err(e) => return Err(e.into()),
-        };
+        let program = self.open_program(program_id).await?;
         let website = note("website", b.website, 500)?;
         let message = note("message", b.message, 2000)?;
         let at = self.now_ms();
@@ -503,6 +536,35 @@ impl App {
             .await;
         self.changed();
         Ok(done?)
+    }
+
+    /// What an approved partner sees of a program: its name, currency, origins and
+    /// whether it may make links (404 when not in it, 403 naming its standing otherwise).
+    pub async fn partner_program(
+        &self,
+        partner_id: i64,
+        program_id: i64,
+    ) -> Result<PartnerProgramView> {
+        self.approved_in(partner_id, program_id).await?;
+        let p = self.store.program(program_id).await?;
+        Ok(PartnerProgramView {
+            id: p.id,
+            name: p.name,
+            currency: p.currency,
+            allowed_origins: p.allowed_origins,
+            partner_links_allowed: p.partner_links_allowed,
+            commission_hold_days: p.commission_hold_days,
+        })
+    }
+
+    /// The partner's earnings in a program where it is approved: pending (in the hold
+    /// period), approved (due, not yet paid) and paid, net of refunds.
+    pub async fn partner_balance(&self, partner_id: i64, program_id: i64) -> Result<Balance> {
+        self.approved_in(partner_id, program_id).await?;
+        Ok(self
+            .store
+            .partner_balance(program_id, partner_id, self.now_ms())
+            .await?)
     }
 
     /// One page of the partner's commissions in a program (`params.partner_id` is

@@ -240,6 +240,19 @@ impl App {
         program_id: i64,
         params: &PerformanceParams,
     ) -> Result<PerformanceResponse> {
+        let (range, rows) = self.partner_rollups(partner_id, program_id, params).await?;
+        Ok(performance(&range, &rows))
+    }
+
+    /// The range `params` name for a partner in a program where it is approved, and the
+    /// partner's daily rollups over it and the window before it (days without events
+    /// have no row).
+    pub async fn partner_rollups(
+        &self,
+        partner_id: i64,
+        program_id: i64,
+        params: &PerformanceParams,
+    ) -> Result<(ResolvedRange, Vec<DailyRollup>)> {
         let record = self.approved_in(partner_id, program_id).await?;
         let program = self.program(program_id).await?;
         // "all" starts when the partner joined, or the program began if that was later.
@@ -253,6 +266,6 @@ impl App {
                 &day_text(range.current.to),
             )
             .await?;
-        Ok(performance(&range, &rows))
+        Ok((range, rows))
     }
 }

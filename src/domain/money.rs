@@ -47,6 +47,16 @@ pub fn hundredths(amount: i64, currency: &str) -> i64 {
     }
 }
 
+/// Hundredths of a currency's major unit (the scale of the rollups) in its smallest
+/// unit: the inverse of [`hundredths`].
+pub fn from_hundredths(hundredths: i64, currency: &str) -> i64 {
+    if is_zero_decimal(currency) {
+        hundredths / 100
+    } else {
+        hundredths
+    }
+}
+
 /// An amount in a currency's smallest unit, in major units with two decimals.
 pub fn major_units(amount: i64, currency: &str) -> f64 {
     dollars(hundredths(amount, currency))
@@ -64,9 +74,58 @@ pub fn major_units_text(amount: i64, currency: &str) -> String {
     format!("{sign}{}.{:02}", abs / 100, abs % 100)
 }
 
+/// An amount in a currency's smallest unit as a person reads it: the currency's sign
+/// where it has a common one (`$`, `€`, `£`, `¥`), else its code after the number, with
+/// thousands grouped (`123456` usd → `"$1,234.56"`, `-500` eur → `"-€5.00"`, `1000` jpy
+/// → `"¥1,000"`, `250` chf → `"2.50 CHF"`).
+pub fn display_amount(amount: i64, currency: &str) -> String {
+    let text = major_units_text(amount, currency);
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text.as_str()),
+    };
+    let (whole, fraction) = match digits.split_once('.') {
+        Some((w, f)) => (w, Some(f)),
+        None => (digits, None),
+    };
+    let mut grouped = String::with_capacity(whole.len() + whole.len() / 3);
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    if let Some(f) = fraction {
+        grouped.push('.');
+        grouped.push_str(f);
+    }
+    let symbol = match currency.to_ascii_lowercase().as_str() {
+        "usd" => Some("$"),
+        "eur" => Some("€"),
+        "gbp" => Some("£"),
+        "jpy" => Some("¥"),
+        _ => None,
+    };
+    match symbol {
+        Some(sym) => format!("{sign}{sym}{grouped}"),
+        None => format!("{sign}{grouped} {}", currency.to_ascii_uppercase()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn display_amounts_group_thousands_with_the_currency_sign() {
+        assert_eq!(display_amount(123_456, "usd"), "$1,234.56");
+        assert_eq!(display_amount(-500, "EUR"), "-€5.00");
+        assert_eq!(display_amount(0, "gbp"), "£0.00");
+        assert_eq!(display_amount(1_000, "jpy"), "¥1,000");
+        assert_eq!(display_amount(250, "chf"), "2.50 CHF");
+        assert_eq!(display_amount(100_000_000, "krw"), "100,000,000 KRW");
+        assert_eq!(display_amount(99_999, "usd"), "$999.99");
+    }
 
     #[test]
     fn major_units_text_is_exact() {
@@ -101,6 +160,8 @@ mod tests {
         assert_eq!(hundredths(1000, "jpy"), 100_000);
         assert_eq!(major_units(1000, "JPY"), 1000.0);
         assert_eq!(hundredths(1000, "usd"), 1000);
+        assert_eq!(from_hundredths(hundredths(1000, "jpy"), "jpy"), 1000);
+        assert_eq!(from_hundredths(1050, "usd"), 1050);
         assert_eq!(major_units(1050, "usd"), 10.5);
     }
 }

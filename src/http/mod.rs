@@ -12,6 +12,7 @@ pub mod openapi;
 pub mod outage;
 pub mod partner;
 pub mod payouts;
+pub mod portal;
 pub mod rate_limit;
 pub mod request_id;
 pub mod service;
@@ -72,6 +73,7 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 pub fn router(state: AppState) -> Router {
     let (routes, doc) = api();
     routes
+        .merge(portal::router())
         .route_layer(middleware::from_fn(outage::time_limit))
         .merge(openapi::router(&doc))
         .fallback(|| async { Error::not_found("Not found") })
@@ -95,14 +97,14 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Turns any error response that is not already JSON (axum's own 405s and rejections)
-/// into `{"error": …}`, so that clients always get the same shape.
+/// into `{"error": …}`, so that clients always get the same shape; the portal's HTML
+/// error pages stay pages.
 async fn json_errors(req: Request, next: Next) -> Response {
     let response = next.run(req).await;
     let status = response.status();
-    let is_json = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    let is_json = response.headers().get(CONTENT_TYPE).is_some_and(|v| {
+        v.as_bytes().starts_with(b"application/json") || v.as_bytes().starts_with(b"text/html")
+    });
     if !(status.is_client_error() || status.is_server_error()) || is_json {
         return response;
     }

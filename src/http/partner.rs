@@ -20,6 +20,7 @@ use super::lists::PageQuery;
 use super::payouts::{csv_stream, CommissionQuery, ListQuery};
 use super::session::{session_answer, throttled, LoginBody, LoginResponse, LogoutResponse};
 use super::AppState;
+use crate::app::dashboard::NewSession;
 use crate::app::exports;
 use crate::app::partners::{
     AcceptInviteBody, Application, ApplyBody, Invite, PartnerLinkBody, PartnerMe, PartnerMeBody,
@@ -102,7 +103,7 @@ impl FromRequestParts<AppState> for MaybePartner {
 
 /// Where partners reach this server: `REFTRACK_PUBLIC_URL`, or else the request's own
 /// scheme and host.
-fn public_url(state: &AppState, headers: &HeaderMap) -> String {
+pub(super) fn public_url(state: &AppState, headers: &HeaderMap) -> String {
     if let Some(url) = &state.public_url {
         return url.to_string();
     }
@@ -184,11 +185,16 @@ async fn partner_login(
     JsonBody(b): JsonBody<LoginBody>,
 ) -> Result<Json<LoginResponse>> {
     let (email, password) = b.into_parts();
+    Ok(session_answer(sign_in(&s, &email, password).await?))
+}
+
+/// Signs a partner in by email and password, under the per-account lockout (429 while
+/// the account is locked out after repeated failures): the API's and the portal's way.
+pub(super) async fn sign_in(s: &AppState, email: &str, password: String) -> Result<NewSession> {
     let email = email.trim().to_ascii_lowercase();
     // The throttle is shared with dashboard logins; a prefix keeps the accounts apart.
     let account = format!("partner:{email}");
-    let session = throttled(&s, &account, s.app.partner_login(&email, password)).await?;
-    Ok(session_answer(session))
+    throttled(s, &account, s.app.partner_login(&email, password)).await
 }
 
 /// End the caller's partner session.

@@ -165,7 +165,7 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
 
 /// `If-None-Match` against `etag` with the weak comparison that RFC 9110 §13.1.2 asks for
 /// (a `W/` prefix is ignored); `*` matches.
-fn if_none_match(headers: &HeaderMap, etag: &HeaderValue) -> bool {
+pub(super) fn if_none_match(headers: &HeaderMap, etag: &HeaderValue) -> bool {
     let etag = etag.as_bytes();
     headers
         .get_all(IF_NONE_MATCH)

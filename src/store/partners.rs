@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::error::StoreResult;
 use super::model::{iso_ms, iso_ms_opt, Partner};
-use super::payout_model::Page;
+use super::payout_model::{Balance, Page};
 use crate::domain::status::{PartnerStatus, PayoutStatus};
 
 /// A partner with the email it signs in with (none until it has an account).
@@ -115,6 +115,14 @@ pub trait PartnerAccounts {
     ) -> StoreResult<Vec<PartnerPayoutItem>>;
     /// How many active links a partner has in a program.
     async fn active_partner_links(&self, program_id: i64, partner_id: i64) -> StoreResult<i64>;
+    /// A partner's pending, approved and paid commission sums in a program at `now`
+    /// (the hold period applied, net of refunds); zeros without commissions.
+    async fn partner_balance(
+        &self,
+        program_id: i64,
+        partner_id: i64,
+        now: i64,
+    ) -> StoreResult<Balance>;
 }
 
 /// The steps of accepting an invite and applying, inside the committer's transaction.

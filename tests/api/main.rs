@@ -26,6 +26,7 @@ mod openapi;
 mod outage;
 mod partners;
 mod payouts;
+mod portal;
 mod process;
 mod request_ids;
 mod seed_bench;

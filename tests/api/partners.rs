@@ -29,26 +29,9 @@ async fn partner(
     .await
 }
 
-/// The invite token of a new invite for `partner_id` (given an email first).
-async fn invite_token(app: &TestApp, partner_id: i64, email: &str) -> String {
-    app.admin(
-        "PATCH",
-        &format!("/partners/{partner_id}"),
-        Some(json!({"email": email})),
-    )
-    .await
-    .expect(200);
-    let r = app
-        .admin("POST", &format!("/partners/{partner_id}/invite"), None)
-        .await
-        .expect(201);
-    let url = r.body["invite_url"].as_str().unwrap();
-    url.split("token=").nth(1).unwrap().to_string()
-}
-
 /// Signs `partner_id` in through an invite; its session token.
 async fn signed_in(app: &TestApp, partner_id: i64, email: &str) -> String {
-    let token = invite_token(app, partner_id, email).await;
+    let token = app.invite_token(partner_id, email).await;
     let r = app
         .post(
             "/api/partner/auth/accept-invite",
@@ -73,7 +56,7 @@ on_both_backends! {
         // No email, no invite.
         let r = app.admin("POST", &format!("/partners/{}/invite", seed.partner_id), None).await.expect(400);
         assert!(r.error().contains("no email"), "{}", r.error());
-        let token = invite_token(&app, seed.partner_id, "Alice@Example.com").await;
+        let token = app.invite_token(seed.partner_id, "Alice@Example.com").await;
         assert!(token.starts_with("rti_"), "{token}");
         let r = app.admin("POST", "/partners/9999/invite", None).await.expect(404);
         assert_eq!(r.error(), "Partner not found");
@@ -113,7 +96,7 @@ on_both_backends! {
         partner(&app, &session, "GET", "/me", None).await.expect(200);
 
         // A new invite resets a forgotten password and ends every session.
-        let again = invite_token(&app, seed.partner_id, "alice@example.com").await;
+        let again = app.invite_token(seed.partner_id, "alice@example.com").await;
         app.post("/api/partner/auth/accept-invite", json!({"token": again, "password": "a new password"})).await.expect(200);
         partner(&app, &session, "GET", "/me", None).await.expect(401);
         partner_login(&app, "alice@example.com", PASSWORD).await.expect(401);
@@ -359,7 +342,7 @@ async fn invites_and_partner_sessions_expire_by_the_services_clock() {
     let clock = Arc::new(ManualClock::at(1_780_000_000_000));
     let app = TestApp::sqlite().await.with_clock(clock.clone());
     let seed = app.seed().await;
-    let token = invite_token(&app, seed.partner_id, "alice@example.com").await;
+    let token = app.invite_token(seed.partner_id, "alice@example.com").await;
     clock.advance(7 * DAY_MS);
     let r = app
         .post(

@@ -1,5 +1,5 @@
 // The fixtures of the browser tests (tracker.test.mjs: GET /tracker.js; package.test.mjs:
-// the npm package in clients/js/).
+// the npm package in clients/js/; portal.test.mjs: the partner portal's pages).
 //
 // Runs the real reftrack binary on a fresh SQLite database, seeds it through the admin
 // API and serves test pages from a small HTTP and HTTPS server that also reverse-proxies
@@ -197,6 +197,9 @@ export function setup() {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 }
+
+/** A fresh browser context with these Playwright options (viewport, permissions, …). */
+export const newContext = (options) => browser.newContext(options);
 
 // A fresh context (its own cookie jar) whose page records page errors, console errors and
 // tracker logs. visit() waits for the page's load and for `ready` to be true in it.

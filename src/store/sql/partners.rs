@@ -5,6 +5,7 @@ use async_trait::async_trait;
 
 use super::admin::{partner_from_row, PARTNER_COLUMNS};
 use super::engine::{stmt, Engine};
+use super::payouts::{balance_row, balance_sums};
 use super::write::WriteConnection;
 use super::{named, SqlStore, NO_CURSOR};
 use crate::store::error::{StoreError, StoreResult};
@@ -12,7 +13,7 @@ use crate::store::partners::{
     InviteRow, NewApplicant, PartnerAccount, PartnerAccounts, PartnerCredentials,
     PartnerMembership, PartnerPayoutItem, PartnerTx,
 };
-use crate::store::payout_model::Page;
+use crate::store::payout_model::{Balance, Page};
 
 #[async_trait]
 impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
@@ -172,6 +173,35 @@ impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
                 })
             })
             .collect()
+    }
+
+    async fn partner_balance(
+        &self,
+        program_id: i64,
+        partner_id: i64,
+        now: i64,
+    ) -> StoreResult<Balance> {
+        // The (program_id, partner_id, id) index of commissions serves the filter.
+        let sql = format!(
+            "SELECT c.partner_id, {} FROM commissions c JOIN programs p ON p.id = c.program_id \
+             WHERE c.program_id = $2 AND c.partner_id = $3 GROUP BY c.partner_id",
+            balance_sums()
+        );
+        let row = stmt::<DB>(&sql)
+            .bind(now)
+            .bind(program_id)
+            .bind(partner_id)
+            .fetch_optional(&mut *self.read.acquire().await?)
+            .await?;
+        Ok(match row {
+            Some(r) => balance_row(&r)?,
+            None => Balance {
+                partner_id,
+                pending_cents: 0,
+                approved_cents: 0,
+                paid_cents: 0,
+            },
+        })
     }
 
     async fn active_partner_links(&self, program_id: i64, partner_id: i64) -> StoreResult<i64> {

@@ -22,6 +22,27 @@ pub(super) const STATUS: &str = "(CASE WHEN c.status = 'pending' \
     AND c.created_at + p.commission_hold_days * 86400000 <= $1 THEN 'approved' \
     ELSE c.status END)";
 
+/// The pending, approved and paid sums of commissions `c` (net of what refunds took
+/// back) at `$1`, their program `p` joined: the columns of a balance.
+pub(super) fn balance_sums() -> String {
+    let net = "c.amount_cents - c.reversed_cents";
+    format!(
+        "CAST(SUM(CASE WHEN {STATUS} = 'pending' THEN {net} ELSE 0 END) AS BIGINT), \
+         CAST(SUM(CASE WHEN {STATUS} = 'approved' THEN {net} ELSE 0 END) AS BIGINT), \
+         CAST(SUM(CASE WHEN c.status = 'paid' THEN {net} ELSE 0 END) AS BIGINT)"
+    )
+}
+
+/// A row of `c.partner_id` and [`balance_sums`].
+pub(super) fn balance_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Balance> {
+    Ok(Balance {
+        partner_id: r.try_get_at(0)?,
+        pending_cents: r.try_get_at(1)?,
+        approved_cents: r.try_get_at(2)?,
+        paid_cents: r.try_get_at(3)?,
+    })
+}
+
 /// A commission `c`'s approval time at `$1`, its program `p` joined.
 const APPROVED_AT: &str = "(CASE WHEN c.status = 'pending' \
     AND c.created_at + p.commission_hold_days * 86400000 <= $1 \
@@ -158,15 +179,12 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
     }
 
     async fn balances(&self, program_id: i64, page: Page, now: i64) -> StoreResult<Vec<Balance>> {
-        let net = "c.amount_cents - c.reversed_cents";
         let sql = format!(
-            "SELECT c.partner_id, \
-             CAST(SUM(CASE WHEN {STATUS} = 'pending' THEN {net} ELSE 0 END) AS BIGINT), \
-             CAST(SUM(CASE WHEN {STATUS} = 'approved' THEN {net} ELSE 0 END) AS BIGINT), \
-             CAST(SUM(CASE WHEN c.status = 'paid' THEN {net} ELSE 0 END) AS BIGINT) \
+            "SELECT c.partner_id, {} \
              FROM commissions c JOIN programs p ON p.id = c.program_id \
              WHERE c.program_id = $2 AND c.partner_id < COALESCE($3, {NO_CURSOR}) \
-             GROUP BY c.partner_id ORDER BY c.partner_id DESC LIMIT $4"
+             GROUP BY c.partner_id ORDER BY c.partner_id DESC LIMIT $4",
+            balance_sums()
         );
         let rows = stmt::<DB>(&sql)
             .bind(now)
@@ -175,16 +193,7 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
             .bind(page.limit)
             .fetch_all(&mut *self.read.acquire().await?)
             .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(Balance {
-                    partner_id: r.try_get_at(0)?,
-                    pending_cents: r.try_get_at(1)?,
-                    approved_cents: r.try_get_at(2)?,
-                    paid_cents: r.try_get_at(3)?,
-                })
-            })
-            .collect()
+        rows.iter().map(balance_row).collect()
     }
 
     async fn payouts(&self, program_id: i64, page: Page) -> StoreResult<Vec<Payout>> {

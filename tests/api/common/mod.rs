@@ -387,6 +387,23 @@ impl TestApp {
         u.body["id"].as_i64().unwrap()
     }
 
+    /// The token of a new invite of `partner_id` (given `email` first).
+    pub async fn invite_token(&self, partner_id: i64, email: &str) -> String {
+        self.admin(
+            "PATCH",
+            &format!("/partners/{partner_id}"),
+            Some(json!({"email": email})),
+        )
+        .await
+        .expect(200);
+        let r = self
+            .admin("POST", &format!("/partners/{partner_id}/invite"), None)
+            .await
+            .expect(201);
+        let url = r.body["invite_url"].as_str().unwrap();
+        url.split("token=").nth(1).unwrap().to_string()
+    }
+
     /// `POST /api/auth/login`.
     pub async fn login(&self, email: &str, password: &str) -> Reply {
         self.post(

@@ -1,0 +1,71 @@
+//! The partner portal: server-rendered pages under `/partner/` (sign-in, invites,
+//! applications, the overview with earnings and a daily chart, links, commissions,
+//! payouts and settings), and the stylesheet and script they share under `/assets/`.
+//!
+//! Pages are askama templates (`templates/partner/`) filled by handlers that call the
+//! service layer ([`crate::app`]) directly. A page's session is the partner session
+//! token in the `rt_partner` cookie ([`session`]); every POST must come from this site
+//! (its `Origin`, or `Referer`, names this server), and every error is an HTML page.
+//! None of it is part of the OpenAPI document.
+
+mod assets;
+mod auth;
+mod chart;
+mod overview;
+mod programs;
+mod session;
+mod settings;
+mod view;
+
+use axum::middleware;
+use axum::routing::{any, get, post};
+use axum::Router;
+
+use super::AppState;
+
+/// The portal's pages and assets.
+pub fn router() -> Router<AppState> {
+    // Sign-in and invite acceptance count against the per-client-IP login limit, as
+    // their API twins do.
+    let sign_in = Router::new()
+        .route("/partner/login", get(auth::login_page).post(auth::login))
+        .route(
+            "/partner/invite",
+            get(auth::invite_page).post(auth::accept_invite),
+        )
+        .route_layer(middleware::from_fn(super::rate_limit::logins));
+    Router::new()
+        .merge(sign_in)
+        .route("/partner/logout", post(auth::logout))
+        .route(
+            "/partner/apply/{program_id}",
+            get(auth::apply_page).post(auth::apply),
+        )
+        .route("/partner", get(overview::overview))
+        .route("/partner/", get(overview::to_overview))
+        .route(
+            "/partner/programs/{id}/links",
+            get(programs::links).post(programs::create_link),
+        )
+        .route(
+            "/partner/programs/{id}/commissions",
+            get(programs::commissions),
+        )
+        .route(
+            "/partner/programs/{id}/commissions.csv",
+            get(programs::commissions_csv),
+        )
+        .route("/partner/programs/{id}/payouts", get(programs::payouts))
+        .route(
+            "/partner/settings",
+            get(settings::settings).post(settings::save_profile),
+        )
+        .route(
+            "/partner/settings/password",
+            post(settings::change_password),
+        )
+        .route("/partner/{*rest}", any(view::not_found))
+        .layer(middleware::from_fn(session::same_origin_posts))
+        .layer(middleware::from_fn(view::page_headers))
+        .merge(assets::router())
+}

@@ -1,0 +1,355 @@
+//! A program's pages for an approved partner: its links (and a new one), its
+//! commissions (and their CSV) and its payouts.
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+
+use super::session::{see_other, Signed};
+use super::view::{
+    notice, ok, place_error, program_tabs, render, Chrome, Field, Moment, NavItem, PageResult,
+    Posted, ProgramId, Query, Section,
+};
+use crate::app;
+use crate::app::exports;
+use crate::app::partners::{PartnerLinkBody, PartnerProgramView, MAX_PARTNER_LINKS};
+use crate::app::payouts::CommissionParams;
+use crate::domain::money::display_amount;
+use crate::http::payouts::csv_stream;
+use crate::http::AppState;
+
+/// What every program page shows above its content.
+struct ProgramFrame {
+    chrome: Chrome,
+    tabs: Vec<NavItem>,
+    program: PartnerProgramView,
+    /// The page's own address.
+    href: String,
+}
+
+impl ProgramFrame {
+    /// The frame of a program's page titled `title` (its address ends in the title in
+    /// lower case); 404 / 403 pages when the partner is not approved in it.
+    async fn load(
+        s: &AppState,
+        partner_id: i64,
+        program_id: i64,
+        title: &str,
+        q: &Posted,
+    ) -> app::Result<ProgramFrame> {
+        let program = s.app.partner_program(partner_id, program_id).await?;
+        let me = s.app.partner_me(partner_id).await?;
+        let chrome = Chrome::signed_in(format!("{title} · {}", program.name), &me, Section::None)
+            .with_notice(notice(q.text("done").as_deref()));
+        let href = format!(
+            "/partner/programs/{program_id}/{}",
+            title.to_ascii_lowercase()
+        );
+        Ok(ProgramFrame {
+            chrome,
+            tabs: program_tabs(program_id, &href),
+            program,
+            href,
+        })
+    }
+}
+
+/// A page's address with the next page's cursor.
+fn next_page(href: &str, extra: &str, cursor: Option<String>) -> Option<String> {
+    cursor.map(|c| {
+        let sep = if href.contains('?') { '&' } else { '?' };
+        format!("{href}{sep}{extra}cursor={c}")
+    })
+}
+
+#[derive(Template)]
+#[template(path = "partner/links.html")]
+struct LinksPage {
+    chrome: Chrome,
+    tabs: Vec<NavItem>,
+    program_name: String,
+    program_id: i64,
+    links: Vec<LinkRow>,
+    /// No site origin is known: the page explains the `aff` parameter.
+    parameter_only: bool,
+    can_create: bool,
+    max_links: i64,
+    short_link: Field,
+    form_error: Option<String>,
+    next_href: Option<String>,
+}
+
+struct LinkRow {
+    short_link: String,
+    /// What the partner shares: a URL, or the parameter to add to one.
+    share: String,
+    clicks: i64,
+    active: bool,
+    status: &'static str,
+    created: Moment,
+}
+
+/// The address or parameter a partner shares for `short_link`.
+fn share_text(program: &PartnerProgramView, short_link: &str) -> String {
+    let aff: String = url::form_urlencoded::byte_serialize(short_link.as_bytes()).collect();
+    match program.allowed_origins.first() {
+        Some(origin) => format!("{}/?aff={aff}", origin.trim_end_matches('/')),
+        None => format!("?aff={aff}"),
+    }
+}
+
+async fn links_page(s: &AppState, p: &Signed, id: i64, q: &Posted) -> app::Result<LinksPage> {
+    let frame = ProgramFrame::load(s, p.partner_id, id, "Links", q).await?;
+    let page = q.page();
+    let listed = s.app.partner_links(p.partner_id, id, &page).await?;
+    let links = listed
+        .data
+        .iter()
+        .map(|l| LinkRow {
+            share: share_text(&frame.program, &l.short_link),
+            short_link: l.short_link.clone(),
+            clicks: l.clicks,
+            active: l.status.as_str() == "active",
+            status: l.status.as_str(),
+            created: Moment::of(l.created_at),
+        })
+        .collect();
+    Ok(LinksPage {
+        chrome: frame.chrome,
+        tabs: frame.tabs,
+        program_name: frame.program.name.clone(),
+        program_id: id,
+        links,
+        parameter_only: frame.program.allowed_origins.is_empty(),
+        can_create: frame.program.partner_links_allowed,
+        max_links: MAX_PARTNER_LINKS,
+        short_link: Field::new("short_link", "Short link"),
+        form_error: None,
+        next_href: next_page(&frame.href, "", listed.next_cursor),
+    })
+}
+
+/// `GET /partner/programs/{id}/links`.
+pub(super) async fn links(
+    State(s): State<AppState>,
+    p: Signed,
+    ProgramId(id): ProgramId,
+    Query(q): Query,
+) -> PageResult {
+    Ok(ok(&links_page(&s, &p, id, &q).await?))
+}
+
+/// `POST /partner/programs/{id}/links`: a new link, then back to the list.
+pub(super) async fn create_link(
+    State(s): State<AppState>,
+    p: Signed,
+    ProgramId(id): ProgramId,
+    body: Bytes,
+) -> PageResult {
+    let form = Posted::parse(&body);
+    let wanted = form.text("short_link");
+    let b = PartnerLinkBody {
+        short_link: wanted.clone(),
+    };
+    let refused = match s.app.create_partner_link(p.partner_id, id, b).await {
+        Ok(_) => {
+            return Ok(see_other(&format!(
+                "/partner/programs/{id}/links?done=created"
+            )))
+        }
+        Err(app::Error::Invalid(t) | app::Error::Conflict(t) | app::Error::Forbidden(t)) => t,
+        Err(e) => return Err(e.into()),
+    };
+    let mut page = links_page(&s, &p, id, &Posted::parse(b"")).await?;
+    page.short_link = page.short_link.with(wanted.unwrap_or_default());
+    page.form_error = place_error(&refused, &mut [&mut page.short_link]);
+    Ok(render(StatusCode::BAD_REQUEST, &page))
+}
+
+#[derive(Template)]
+#[template(path = "partner/commissions.html")]
+struct CommissionsPage {
+    chrome: Chrome,
+    tabs: Vec<NavItem>,
+    program_name: String,
+    program_id: i64,
+    rows: Vec<CommissionView>,
+    statuses: Vec<StatusOption>,
+    status_error: Option<String>,
+    csv_href: String,
+    next_href: Option<String>,
+    /// Set on a page after the first: back to the first.
+    first_href: Option<String>,
+}
+
+struct CommissionView {
+    created: Moment,
+    transaction_id: String,
+    amount: String,
+    status: &'static str,
+    clawback: bool,
+    paid: Option<Moment>,
+}
+
+struct StatusOption {
+    value: &'static str,
+    label: &'static str,
+    selected: bool,
+}
+
+/// The statuses of the filter (the empty value is every status).
+const STATUSES: [(&str, &str); 6] = [
+    ("", "All"),
+    ("pending", "Pending"),
+    ("approved", "Approved"),
+    ("paid", "Paid"),
+    ("reversed", "Reversed"),
+    ("rejected", "Rejected"),
+];
+
+/// `GET /partner/programs/{id}/commissions?status=…&cursor=…`.
+pub(super) async fn commissions(
+    State(s): State<AppState>,
+    p: Signed,
+    ProgramId(id): ProgramId,
+    Query(q): Query,
+) -> PageResult {
+    let frame = ProgramFrame::load(&s, p.partner_id, id, "Commissions", &q).await?;
+    let status = q.text("status").unwrap_or_default();
+    let params = CommissionParams {
+        status: Some(status.clone()).filter(|s| !s.is_empty()),
+        ..CommissionParams::default()
+    };
+    let page = q.page();
+    let (listed, status_error) = match s
+        .app
+        .partner_commissions(p.partner_id, id, &params, &page)
+        .await
+    {
+        Ok(l) => (Some(l), None),
+        Err(app::Error::Invalid(text)) if text.starts_with("status") => {
+            (None, Some(text.replacen("status", "Status", 1)))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let filter = if status.is_empty() || status_error.is_some() {
+        String::new()
+    } else {
+        format!("status={status}&")
+    };
+    let (rows, next) = match listed {
+        Some(l) => (l.data, l.next_cursor),
+        None => (Vec::new(), None),
+    };
+    let rows = rows
+        .into_iter()
+        .map(|c| CommissionView {
+            created: Moment::of(c.created_at),
+            amount: display_amount(c.amount_cents, &c.currency),
+            status: c.status.as_str(),
+            clawback: c.kind.as_str() == "clawback",
+            paid: c.paid_at.map(Moment::of),
+            transaction_id: c.transaction_id,
+        })
+        .collect();
+    let with_filter = format!("{}?{}", frame.href, filter.trim_end_matches('&'));
+    let page = CommissionsPage {
+        chrome: frame.chrome,
+        tabs: frame.tabs,
+        program_name: frame.program.name,
+        program_id: id,
+        rows,
+        statuses: STATUSES
+            .iter()
+            .map(|(value, label)| StatusOption {
+                value,
+                label,
+                selected: *value == status,
+            })
+            .collect(),
+        status_error,
+        csv_href: format!(
+            "/partner/programs/{id}/commissions.csv{}",
+            if filter.is_empty() {
+                String::new()
+            } else {
+                format!("?{}", filter.trim_end_matches('&'))
+            }
+        ),
+        next_href: next_page(&frame.href, &filter, next),
+        first_href: q
+            .text("cursor")
+            .map(|_| with_filter.trim_end_matches('?').to_string()),
+    };
+    Ok(ok(&page))
+}
+
+/// `GET /partner/programs/{id}/commissions.csv?status=…`: every matching commission.
+pub(super) async fn commissions_csv(
+    State(s): State<AppState>,
+    p: Signed,
+    ProgramId(id): ProgramId,
+    Query(q): Query,
+) -> PageResult {
+    let params = CommissionParams {
+        status: q.text("status"),
+        ..CommissionParams::default()
+    };
+    let chunks = s
+        .app
+        .export_partner_commissions(p.partner_id, id, &params)
+        .await?;
+    let name = format!("program-{id}-my-commissions.csv");
+    Ok(csv_stream(&name, chunks, exports::commissions_csv))
+}
+
+#[derive(Template)]
+#[template(path = "partner/payouts.html")]
+struct PayoutsPage {
+    chrome: Chrome,
+    tabs: Vec<NavItem>,
+    program_name: String,
+    rows: Vec<PayoutView>,
+    next_href: Option<String>,
+}
+
+struct PayoutView {
+    payout_id: i64,
+    status: &'static str,
+    amount: String,
+    commission_count: i64,
+    created: Moment,
+    paid: Option<Moment>,
+}
+
+/// `GET /partner/programs/{id}/payouts`.
+pub(super) async fn payouts(
+    State(s): State<AppState>,
+    p: Signed,
+    ProgramId(id): ProgramId,
+    Query(q): Query,
+) -> PageResult {
+    let frame = ProgramFrame::load(&s, p.partner_id, id, "Payouts", &q).await?;
+    let page = q.page();
+    let listed = s.app.partner_payouts(p.partner_id, id, &page).await?;
+    let rows = listed
+        .data
+        .into_iter()
+        .map(|i| PayoutView {
+            payout_id: i.payout_id,
+            status: i.status.as_str(),
+            amount: display_amount(i.amount_cents, &i.currency),
+            commission_count: i.commission_count,
+            created: Moment::of(i.created_at),
+            paid: i.paid_at.map(Moment::of),
+        })
+        .collect();
+    Ok(ok(&PayoutsPage {
+        chrome: frame.chrome,
+        tabs: frame.tabs,
+        program_name: frame.program.name,
+        rows,
+        next_href: next_page(&frame.href, "", listed.next_cursor),
+    }))
+}

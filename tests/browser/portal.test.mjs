@@ -1,0 +1,244 @@
+// Headless Chromium tests of the partner portal (/partner/…) served by the real reftrack
+// binary: an invited partner and an applicant go through the pages as a person would.
+// Every page is photographed at desktop (1280 px) and phone (375 px) width into
+// target/screenshots/, must not scroll sideways at 375 px, and no page may log a console
+// error (a CSP violation is one).
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { setup, repoRoot, api, admin, newContext } from './harness.mjs';
+
+setup();
+
+const SHOTS = path.join(repoRoot, 'target', 'screenshots');
+const PASSWORD = 'correct horse battery';
+
+/**
+ * A browser context of its own, with clipboard access. `problems()` lists what went
+ * wrong on its pages: console errors, page errors, failed subresources, and error pages
+ * the test did not declare with `expecting(status, action)`. Chromium logs every 4xx page
+ * as a console error too; those of declared error pages are not problems.
+ */
+async function browse() {
+  const context = await newContext({ viewport: { width: 1280, height: 900 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: api });
+  const page = await context.newPage();
+  const errors = [];
+  const errorPages = [];
+  const declared = new Set();
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('requestfailed', (r) => errors.push(`request failed: ${r.url()}`));
+  page.on('response', (r) => {
+    if (r.status() < 400) return;
+    if (r.request().isNavigationRequest()) errorPages.push(r.status());
+    else errors.push(`${r.status()} for ${r.url()}`);
+  });
+  const expecting = async (status, action) => { declared.add(status); return action(); };
+  const problems = () => [
+    ...errorPages.filter((s) => !declared.has(s)).map((s) => `undeclared error page ${s}`),
+    ...errors.filter((text) => {
+      const m = text.match(/^Failed to load resource: the server responded with a status of (\d+)/);
+      return !(m && declared.has(Number(m[1])) && errorPages.includes(Number(m[1])));
+    }),
+  ];
+  return { context, page, problems, expecting };
+}
+
+/** Screenshots of the page at 1280 and 375 px; at 375 nothing may stick out sideways. */
+async function shoot(page, name) {
+  mkdirSync(SHOTS, { recursive: true });
+  for (const width of [1280, 375]) {
+    await page.setViewportSize({ width, height: width === 375 ? 812 : 900 });
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
+    if (width === 375) {
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 0, `${name} scrolls sideways at 375 px by ${overflow} px`);
+    }
+    await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+/** A program of a new workspace, with its API token. */
+async function program(fields) {
+  const ws = await admin('POST', '/workspaces', { name: 'Portal shop' });
+  return admin('POST', '/programs', {
+    workspace_id: ws.id,
+    commission: { type: 'percentage', percent: 30 },
+    ...fields,
+  });
+}
+
+async function track(kind, body, token) {
+  const headers = { 'content-type': 'application/json' };
+  if (token) headers.authorization = `Bearer ${token}`;
+  const res = await fetch(`${api}/api/v1/track/${kind}`, { method: 'POST', headers, body: JSON.stringify(body) });
+  const json = await res.json();
+  assert.equal(res.status, 200, `${kind}: ${JSON.stringify(json)}`);
+  return json;
+}
+
+test('an invited partner signs in, shares a link and sees its click and sale', async () => {
+  const shop = 'https://shop.example';
+  const prog = await program({ name: 'Acme Partners', commission_hold_days: 30, allowed_origins: [shop] });
+  const partner = await admin('POST', '/partners', { name: 'Alice Example', code: 'alice-b', email: 'alice@browser.test' });
+  await admin('POST', `/programs/${prog.id}/partners`, { partner_id: partner.id, status: 'approved' });
+  const invite = await admin('POST', `/partners/${partner.id}/invite`);
+  assert.ok(invite.invite_url.startsWith(`${api}/partner/invite?token=rti_`), invite.invite_url);
+
+  const { context, page, problems, expecting } = await browse();
+
+  // Sign-in page, empty.
+  await page.goto(`${api}/partner/login`);
+  await shoot(page, 'login');
+
+  // The invite: a mismatched repeat stays on the page with the error beside the field.
+  await page.goto(invite.invite_url);
+  await shoot(page, 'invite');
+  await page.getByLabel('New password').fill(PASSWORD);
+  await page.getByLabel('Repeat the password').fill('something else');
+  await expecting(400, () => Promise.all([page.waitForURL(/\/partner\/invite$/), page.getByRole('button', { name: 'Set password and sign in' }).click()]));
+  assert.equal(await page.locator('#f-confirm-error').textContent(), 'The two passwords are not the same');
+  await shoot(page, 'invite-error');
+  await page.getByLabel('New password').fill(PASSWORD);
+  await page.getByLabel('Repeat the password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Set password and sign in' }).click();
+  await page.waitForURL(/\/partner\?done=welcome$/);
+  assert.match(await page.locator('.notice').textContent(), /password is set/);
+  const cookie = (await context.cookies()).find((c) => c.name === 'rt_partner');
+  assert.ok(cookie.httpOnly && cookie.sameSite === 'Lax' && cookie.path === '/partner', JSON.stringify(cookie));
+
+  // Sign out and in again with the keyboard.
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.waitForURL(/\/partner\/login\?signed_out=1$/);
+  await page.goto(`${api}/partner/programs/${prog.id}/links`);
+  await page.waitForURL(/\/partner\/login\?next=/);
+  await page.getByLabel('Email').fill('alice@browser.test');
+  await page.getByLabel('Password').fill('wrong password');
+  await expecting(401, () => Promise.all([page.waitForURL(/\/partner\/login$/), page.getByLabel('Password').press('Enter')]));
+  assert.equal(await page.locator('#f-password-error').textContent(), 'Invalid email or password');
+  await shoot(page, 'login-error');
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByLabel('Password').press('Enter');
+  await page.waitForURL(new RegExp(`/partner/programs/${prog.id}/links$`));
+
+  // A link of its own, copied with the button.
+  await page.getByLabel('Short link').fill('alice-spring');
+  await page.getByRole('button', { name: 'Create link' }).click();
+  await page.waitForURL(/done=created$/);
+  const shareUrl = `${shop}/?aff=alice-spring`;
+  const card = page.locator('.link-card', { hasText: 'alice-spring' });
+  assert.equal(await card.locator('input.share-text').inputValue(), shareUrl);
+  await card.getByRole('button', { name: 'Copy' }).click();
+  await page.locator('.copy.copied').waitFor();
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  assert.equal(copied, shareUrl);
+  await shoot(page, 'links');
+
+  // A visitor clicks the copied link and buys: $50.00 earns 30 %, $15.00, pending 30 days.
+  const click = await track('click', { affiliate_url: copied, page_url: `${shop}/` });
+  assert.equal(click.success, true);
+  await track('lead', { click_id: click.click_id, customer_key: 'cust-1' }, prog.api_token);
+  await track('sale', { transaction_id: 'txn-browser-1', amount_cents: 5000, currency: 'usd', customer_key: 'cust-1' }, prog.api_token);
+
+  // The overview: earnings, the chart and its table.
+  await page.getByRole('link', { name: 'Overview' }).first().click();
+  await page.waitForURL(/\/partner(\?.*)?$/);
+  const balances = page.locator('.balances');
+  assert.equal(await balances.locator('.balance', { hasText: 'Pending' }).locator('dd').textContent(), '$15.00');
+  assert.equal(await balances.locator('.balance', { hasText: 'Approved' }).locator('dd').textContent(), '$0.00');
+  const totals = {};
+  for (const key of ['clicks', 'leads', 'sales', 'earnings']) {
+    totals[key] = await page.locator(`.chart-${key} .chart-total`).textContent();
+  }
+  assert.deepEqual(totals, { clicks: '1', leads: '1', sales: '1', earnings: '$15.00' });
+  assert.match(await page.locator('.chart-clicks svg').getAttribute('aria-label'), /^Clicks: 1 in total; highest 1/);
+  assert.equal(await page.locator('.chart-sales svg rect').count(), 1);
+  await page.getByText('The figures as a table').click();
+  await shoot(page, 'overview');
+  await page.getByRole('link', { name: '7 days' }).click();
+  await page.waitForURL(/period=7d/);
+  assert.equal(await page.locator('.chart-sales svg rect').count(), 1);
+  // A custom range with the end before the start: the error beside the dates.
+  await page.getByLabel('From', { exact: true }).fill('2026-02-10');
+  await page.getByLabel('To', { exact: true }).fill('2026-02-01');
+  await page.getByRole('button', { name: 'Show' }).click();
+  await page.waitForURL(/from=2026-02-10/);
+  assert.match(await page.locator('#range-error').textContent(), /must not be after/);
+
+  // Commissions: the sale, pending; the CSV downloads with the cookie.
+  await page.goto(`${api}/partner/programs/${prog.id}/commissions`);
+  const row = page.locator('table.data tbody tr', { hasText: 'txn-browser-1' });
+  assert.equal(await row.locator('td.num').textContent(), '$15.00');
+  assert.equal(await row.locator('.badge').textContent(), 'pending');
+  await shoot(page, 'commissions');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download CSV' }).click()]);
+  assert.equal(download.suggestedFilename(), `program-${prog.id}-my-commissions.csv`);
+
+  await page.goto(`${api}/partner/programs/${prog.id}/payouts`);
+  await shoot(page, 'payouts');
+
+  // Settings: an error beside the field, then saved.
+  await page.goto(`${api}/partner/settings`);
+  await page.getByLabel('Payout method').selectOption('paypal');
+  await page.getByLabel('Payout email').fill('not an email');
+  await expecting(400, () => Promise.all([page.waitForURL(/\/partner\/settings$/), page.getByRole('button', { name: 'Save details' }).click()]));
+  assert.equal(await page.locator('#f-payout_email-error').textContent(), 'Payout email must be an email address');
+  await shoot(page, 'settings-error');
+  await page.getByLabel('Payout email').fill('pay@browser.test');
+  await page.getByRole('button', { name: 'Save details' }).click();
+  await page.waitForURL(/done=profile$/);
+  await shoot(page, 'settings');
+
+  // Keyboard: the first Tab reaches the skip link, which moves to the content.
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Skip to content');
+
+  // Error pages are pages.
+  await expecting(404, () => page.goto(`${api}/partner/programs/999999/links`));
+  assert.equal(await page.locator('h1').textContent(), 'Page not found');
+  await shoot(page, 'not-found');
+
+  assert.deepEqual(problems(), []);
+  await context.close();
+});
+
+test('an applicant applies, is approved by the owner and then sees its links', async () => {
+  const prog = await program({ name: 'Beta Program', applications_open: true });
+  const { context, page, problems } = await browse();
+
+  await page.goto(`${api}/partner/apply/${prog.id}`);
+  await shoot(page, 'apply');
+  await page.getByLabel('Your name').fill('Bea Applicant');
+  await page.getByLabel('Email').fill('bea@browser.test');
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByLabel('Website').fill('https://bea.example');
+  await page.getByLabel('Message to the program').fill('I write about tools.');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await page.waitForURL(new RegExp(`/partner\\?program=${prog.id}&done=applied$`));
+  assert.match(await page.locator('.standing').textContent(), /pending/);
+  await shoot(page, 'overview-pending');
+
+  const pending = await admin('GET', `/programs/${prog.id}/partners?status=pending`);
+  assert.equal(pending.data.length, 1);
+  assert.equal(pending.data[0].email, 'bea@browser.test');
+  await admin('PATCH', `/programs/${prog.id}/partners/${pending.data[0].partner_id}`, { status: 'approved' });
+
+  await page.reload();
+  assert.equal(await page.locator('.standing').count(), 0);
+  await page.getByRole('link', { name: 'Links' }).click();
+  await page.waitForURL(/\/links$/);
+  assert.match(await page.locator('main').textContent(), /no links in this program yet/);
+  // No site origin: the page explains the parameter.
+  assert.match(await page.locator('main').textContent(), /carries its tracker/);
+  await page.getByRole('button', { name: 'Create link' }).click();
+  await page.waitForURL(/done=created$/);
+  const share = await page.locator('input.share-text').first().inputValue();
+  assert.match(share, /^\?aff=beaapplicant-[0-9a-f]{6}-[0-9a-f]{6}$/);
+
+  assert.deepEqual(problems(), []);
+  await context.close();
+});
