@@ -391,18 +391,32 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
             .bind(rules.min_payout_cents)
             .execute(&mut *self.conn)
             .await?;
-        let released = stmt::<DB>(
-            "UPDATE commissions SET payout_id = NULL, updated_at = $1 \
-             WHERE payout_id = $2 AND partner_id IN ( \
-               SELECT partner_id FROM commissions WHERE payout_id = $2 GROUP BY partner_id \
-               HAVING SUM(amount_cents - reversed_cents) < $3 \
-               OR SUM(amount_cents - reversed_cents) <= 0)",
+        // A partner whose claimed sum fell short (a commission changed between the
+        // subquery and its row) is released. Found first, then released one by one: it
+        // is rare, and PostgreSQL planned the single-statement form as a nested loop over
+        // the payout's commissions, an hour on a million of them.
+        let short = stmt::<DB>(
+            "SELECT partner_id FROM commissions WHERE payout_id = $1 GROUP BY partner_id \
+             HAVING SUM(amount_cents - reversed_cents) < $2 \
+             OR SUM(amount_cents - reversed_cents) <= 0",
         )
-        .bind(now)
         .bind(payout_id)
         .bind(rules.min_payout_cents)
-        .execute(&mut *self.conn)
+        .fetch_all(&mut *self.conn)
         .await?;
+        let mut released = 0;
+        for row in short {
+            let partner_id: i64 = row.try_get_at(0)?;
+            released += stmt::<DB>(
+                "UPDATE commissions SET payout_id = NULL, updated_at = $1 \
+                 WHERE payout_id = $2 AND partner_id = $3",
+            )
+            .bind(now)
+            .bind(payout_id)
+            .bind(partner_id)
+            .execute(&mut *self.conn)
+            .await?;
+        }
         Ok(claimed - released)
     }
 
