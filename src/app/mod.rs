@@ -136,7 +136,9 @@ impl App {
             + 'static,
     {
         let (answer, answered) = oneshot::channel();
-        self.store.submit_long(write::job(answer, flow)).await;
+        self.store
+            .submit(Write::Long(write::job(answer, flow)))
+            .await;
         answered.await.unwrap_or_else(|_| Err(dropped()))
     }
 }

@@ -181,22 +181,15 @@ impl Committer {
         }
     }
 
-    /// Queues a [`Write::Long`] on the long writes' writer, or with the other writes
-    /// where there is none.
-    pub async fn submit_long(&self, job: Job) {
-        let long = self.long.lock().expect("queue lock").clone();
-        match long {
-            Some(queue) => {
-                let _ = queue.send(Write::Long(job)).await;
-            }
-            None => self.submit(Write::Long(job)).await,
-        }
-    }
-
-    /// Queues a write. Once the committer is closed the write is dropped, which its
-    /// caller reads as "unavailable".
+    /// Queues a write: a [`Write::Long`] on the long writes' writer where there is one,
+    /// any other with the other writes. Once the committer is closed the write is dropped,
+    /// which its caller reads as "unavailable".
     pub async fn submit(&self, write: Write) {
-        let queue = self.queue.lock().expect("queue lock").clone();
+        let queue = match write {
+            Write::Long(_) => self.long.lock().expect("queue lock").clone(),
+            _ => None,
+        }
+        .or_else(|| self.queue.lock().expect("queue lock").clone());
         if let Some(queue) = queue {
             let _ = queue.send(write).await;
         }

@@ -58,8 +58,6 @@ pub trait Store: PayoutReads + ManagementReads + PartnerAccounts + Send + Sync +
     /// Hands a write to the group committer. It answers through the channel it carries;
     /// a write dropped unanswered (the store closing) drops that channel.
     async fn submit(&self, write: write::Write);
-    /// Hands a long flow to the group committer (see [`write::Write::Long`]).
-    async fn submit_long(&self, job: write::Job);
 
     /// Reads a setting.
     async fn setting(&self, key: &str) -> StoreResult<Option<String>>;

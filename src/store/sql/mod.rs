@@ -75,10 +75,6 @@ impl<DB: Engine> Store for SqlStore<DB> {
         self.committer.submit(write).await;
     }
 
-    async fn submit_long(&self, job: super::write::Job) {
-        self.committer.submit_long(job).await;
-    }
-
     async fn setting(&self, key: &str) -> StoreResult<Option<String>> {
         admin::setting::<DB>(&mut *self.read.acquire().await?, key).await
     }
