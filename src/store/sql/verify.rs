@@ -356,7 +356,7 @@ const INVARIANTS: [(&str, &str, &str, &str); 10] = [
         "sale_id",
         "transaction_id",
         "SELECT s.id, s.processor_event_id FROM affiliate_sale_events s \
-         LEFT JOIN commissions c ON c.sale_id = s.id \
+         LEFT JOIN commissions c ON c.sale_id = s.id AND c.kind = 'sale' \
          WHERE NOT s.is_test AND NOT s.is_recurring AND s.payment_status IN ('paid', 'refunded') \
          AND c.id IS NULL ORDER BY s.id LIMIT 100",
     ),
