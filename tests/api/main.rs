@@ -22,6 +22,7 @@ mod fuzz;
 mod geoip;
 mod lookup_cache;
 mod management;
+mod metrics;
 mod openapi;
 mod outage;
 mod partners;

@@ -215,6 +215,17 @@ impl TestApp {
         }
     }
 
+    /// The same database behind a router that counts requests and serves `GET /metrics`.
+    pub fn with_metrics(self) -> TestApp {
+        let metrics = Arc::new(reftrack::http::metrics::Metrics::new(self.store.clone()));
+        let state = self.state.clone().with_metrics(metrics, true);
+        TestApp {
+            router: reftrack::router(state.clone()),
+            state,
+            ..self
+        }
+    }
+
     /// The same database behind a router that hands out links on `url`.
     pub fn with_public_url(self, url: &str) -> TestApp {
         let state = self.state.clone().with_public_url(Some(url.to_string()));
