@@ -87,6 +87,8 @@ pub struct ServeArgs {
     pub rate_limits: RateLimitArgs,
     #[command(flatten)]
     pub metrics: MetricsArgs,
+    #[command(flatten)]
+    pub mail: MailArgs,
 }
 
 /// Prometheus metrics (`GET /metrics`): off unless one of these is set.
@@ -120,6 +122,18 @@ impl MetricsArgs {
     pub fn on_main_listener(&self) -> bool {
         self.enabled && self.metrics_listen.is_none()
     }
+}
+
+/// Outbound mail: partner invites are mailed when both are set.
+#[derive(Debug, Clone, Default, Args)]
+pub struct MailArgs {
+    /// SMTP server: `smtp://USER:PASSWORD@HOST:PORT` (plain; add `?tls=required` for
+    /// STARTTLS) or `smtps://USER:PASSWORD@HOST:PORT` (TLS from the start).
+    #[arg(long, env = "REFTRACK_SMTP_URL", hide_env_values = true)]
+    pub smtp_url: Option<String>,
+    /// Sender of the mails: `invites@example.com` or `Acme Partners <invites@example.com>`.
+    #[arg(long, env = "REFTRACK_MAIL_FROM")]
+    pub mail_from: Option<String>,
 }
 
 /// An `http://` or `https://` URL with a host and no query, for `REFTRACK_PUBLIC_URL`.

@@ -14,6 +14,7 @@ pub mod domain;
 pub mod healthcheck;
 pub mod http;
 pub mod logging;
+pub mod mail;
 #[cfg(feature = "bench")]
 pub mod seed;
 pub mod store;
@@ -45,6 +46,10 @@ pub fn router(state: AppState) -> Router {
 /// waiting longer.
 pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()> {
     args.validate()?;
+    let mailer = mail::Mailer::from_args(&args.mail)?;
+    if let Some(url) = &args.mail.smtp_url {
+        tracing::info!(smtp = %config::redact_url(url), "partner invites are mailed");
+    }
     let url = &args.database.database_url;
     tracing::info!(database = %config::redact_url(url), "opening database");
     let store = store::open(url).await?;
@@ -69,7 +74,7 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
             "  admin token: the one generated at first start (new one: `reftrack admin rotate-admin-token`)"
         ),
     }
-    let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)));
+    let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)).with_mailer(mailer));
     let approvals = tokio::spawn(record_approvals(app.clone()));
     let mut state = AppState::new(app, &hash, clients)
         .with_rate_limits(args.rate_limits)

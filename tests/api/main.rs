@@ -20,6 +20,7 @@ mod dashboard_reports;
 mod deploy;
 mod fuzz;
 mod geoip;
+mod invite_mail;
 mod lookup_cache;
 mod management;
 mod metrics;

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod server;
+pub mod smtp;
 
 use std::sync::Arc;
 
@@ -219,6 +220,23 @@ impl TestApp {
     pub fn with_metrics(self) -> TestApp {
         let metrics = Arc::new(reftrack::http::metrics::Metrics::new(self.store.clone()));
         let state = self.state.clone().with_metrics(metrics, true);
+        TestApp {
+            router: reftrack::router(state.clone()),
+            state,
+            ..self
+        }
+    }
+
+    /// The same database behind a service that mails invites through the SMTP server at
+    /// `smtp_url`, from `from`.
+    pub fn with_mailer(self, smtp_url: &str, from: &str) -> TestApp {
+        let mailer = reftrack::mail::Mailer::new(smtp_url, from).expect("mailer");
+        let app = App::new(self.store.clone(), Arc::new(SystemClock)).with_mailer(Some(mailer));
+        let state = AppState::new(
+            Arc::new(app),
+            &reftrack::app::secrets::hash_token(ADMIN_TOKEN),
+            ClientResolver::new(None, None).unwrap(),
+        );
         TestApp {
             router: reftrack::router(state.clone()),
             state,
