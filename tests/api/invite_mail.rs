@@ -9,20 +9,6 @@ use serde_json::json;
 
 const FROM: &str = "Acme Partners <invites@acme.example>";
 
-/// The invite answer of `partner_id`, after giving it `email`.
-async fn invite(app: &TestApp, partner_id: i64, email: &str) -> Reply {
-    app.admin(
-        "PATCH",
-        &format!("/partners/{partner_id}"),
-        Some(json!({"email": email})),
-    )
-    .await
-    .expect(200);
-    app.admin("POST", &format!("/partners/{partner_id}/invite"), None)
-        .await
-        .expect(201)
-}
-
 /// Checks a received mail: envelope and headers name `to` and the sender, the subject is
 /// `subject`, and the plain-text body holds `link`.
 #[track_caller]
@@ -60,7 +46,7 @@ on_both_backends! {
             .with_public_url("https://partners.example.com");
         let seed = app.seed().await;
 
-        let first = invite(&app, seed.partner_id, "alice@example.com").await;
+        let first = app.invite(seed.partner_id, "alice@example.com").await;
         assert_eq!(first.body["emailed"], true, "{}", first.body);
         let link = first.body["invite_url"].as_str().unwrap();
         assert!(link.starts_with("https://partners.example.com/partner/invite?token=rti_"));
@@ -110,7 +96,7 @@ on_both_backends! {
         // Nothing listens there: the connection is refused.
         let app = app.with_mailer(&format!("smtp://127.0.0.1:{}", free_port()), FROM);
         let seed = app.seed().await;
-        let r = invite(&app, seed.partner_id, "bob@example.com").await;
+        let r = app.invite(seed.partner_id, "bob@example.com").await;
         assert_eq!(r.body["emailed"], false, "{}", r.body);
         let link = r.body["invite_url"].as_str().unwrap();
         assert!(r.body["expires_at"].is_string());
@@ -127,7 +113,7 @@ on_both_backends! {
 on_both_backends! {
     async fn without_smtp_nothing_is_mailed(app: TestApp) {
         let seed = app.seed().await;
-        let r = invite(&app, seed.partner_id, "carol@example.com").await;
+        let r = app.invite(seed.partner_id, "carol@example.com").await;
         assert_eq!(r.body["emailed"], false, "{}", r.body);
         assert!(r.body["invite_url"].as_str().unwrap().contains("token=rti_"));
     }
