@@ -118,7 +118,7 @@ pub struct CommitterConfig {
 }
 
 /// What the committer measures of its batches, for the metrics. Recorded once per batch
-/// whether or not metrics are served: a few atomic additions beside a transaction.
+/// whether or not metrics are served: three short locked additions beside a transaction.
 #[derive(Debug, Clone)]
 pub struct CommitStats {
     /// Writes per batch.
