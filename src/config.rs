@@ -85,6 +85,55 @@ pub struct ServeArgs {
     pub public_url: Option<String>,
     #[command(flatten)]
     pub rate_limits: RateLimitArgs,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+    #[command(flatten)]
+    pub mail: MailArgs,
+}
+
+/// Prometheus metrics (`GET /metrics`): off unless one of these is set.
+#[derive(Debug, Clone, Default, Args)]
+pub struct MetricsArgs {
+    /// Serve `GET /metrics` on the main listener (`1`/`true`/`yes`/`on` or
+    /// `0`/`false`/`no`/`off`).
+    #[arg(
+        long = "metrics",
+        env = "REFTRACK_METRICS",
+        value_parser = clap::builder::BoolishValueParser::new(),
+        action = clap::ArgAction::Set,
+        default_value_t = false,
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
+    pub enabled: bool,
+    /// Serve `GET /metrics` on this address instead, and only there (not on the main
+    /// listener, whatever `REFTRACK_METRICS` says).
+    #[arg(long, env = "REFTRACK_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
+}
+
+impl MetricsArgs {
+    /// Whether metrics are counted at all.
+    pub fn on(&self) -> bool {
+        self.enabled || self.metrics_listen.is_some()
+    }
+
+    /// Whether the main listener serves them.
+    pub fn on_main_listener(&self) -> bool {
+        self.enabled && self.metrics_listen.is_none()
+    }
+}
+
+/// Outbound mail: partner invites are mailed when both are set.
+#[derive(Debug, Clone, Default, Args)]
+pub struct MailArgs {
+    /// SMTP server: `smtp://USER:PASSWORD@HOST:PORT` (plain; add `?tls=required` for
+    /// STARTTLS) or `smtps://USER:PASSWORD@HOST:PORT` (TLS from the start).
+    #[arg(long, env = "REFTRACK_SMTP_URL", hide_env_values = true)]
+    pub smtp_url: Option<String>,
+    /// Sender of the mails: `invites@example.com` or `Acme Partners <invites@example.com>`.
+    #[arg(long, env = "REFTRACK_MAIL_FROM")]
+    pub mail_from: Option<String>,
 }
 
 /// An `http://` or `https://` URL with a host and no query, for `REFTRACK_PUBLIC_URL`.
@@ -154,6 +203,9 @@ impl ServeArgs {
             if !path.is_file() {
                 anyhow::bail!("REFTRACK_GEOIP_DB: no file at {}", path.display());
             }
+        }
+        if self.metrics.metrics_listen == Some(self.listen) {
+            anyhow::bail!("REFTRACK_METRICS_LISTEN must differ from REFTRACK_LISTEN");
         }
         Ok(())
     }

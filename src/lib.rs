@@ -14,6 +14,7 @@ pub mod domain;
 pub mod healthcheck;
 pub mod http;
 pub mod logging;
+pub mod mail;
 #[cfg(feature = "bench")]
 pub mod seed;
 pub mod store;
@@ -31,6 +32,7 @@ use crate::app::App;
 use crate::config::ServeArgs;
 use crate::domain::time::SystemClock;
 use crate::http::client_ip::ClientResolver;
+use crate::http::metrics::Metrics;
 use crate::http::AppState;
 
 /// The router of the whole service.
@@ -44,11 +46,21 @@ pub fn router(state: AppState) -> Router {
 /// waiting longer.
 pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()> {
     args.validate()?;
+    let mailer = mail::Mailer::from_args(&args.mail)?;
+    if let Some(url) = &args.mail.smtp_url {
+        tracing::info!(smtp = %config::redact_url(url), "partner invites are mailed");
+    }
     let url = &args.database.database_url;
     tracing::info!(database = %config::redact_url(url), "opening database");
     let store = store::open(url).await?;
     let (hash, generated) = admin_token(&*store, args.admin_token.as_deref()).await?;
     let clients = ClientResolver::new(args.trusted_proxies.clone(), args.geoip_db.as_deref())?;
+    let metrics_listener = match args.metrics.metrics_listen {
+        Some(at) => Some(TcpListener::bind(at).await.map_err(|e| {
+            anyhow::anyhow!("cannot listen on {at} (REFTRACK_METRICS_LISTEN): {e}")
+        })?),
+        None => None,
+    };
     let addr = listener.local_addr()?;
     println!("Reftrack is serving on http://{addr}");
     println!("  tracking API:   http://{addr}/api/v1/track/click");
@@ -62,11 +74,30 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
             "  admin token: the one generated at first start (new one: `reftrack admin rotate-admin-token`)"
         ),
     }
-    let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)));
+    let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)).with_mailer(mailer));
     let approvals = tokio::spawn(record_approvals(app.clone()));
-    let state = AppState::new(app, &hash, clients)
+    let mut state = AppState::new(app, &hash, clients)
         .with_rate_limits(args.rate_limits)
         .with_public_url(args.public_url);
+    let mut metrics_server = None;
+    if args.metrics.on() {
+        let metrics = Arc::new(Metrics::new(store.clone()));
+        state = state.with_metrics(metrics.clone(), args.metrics.on_main_listener());
+        let at = match metrics_listener {
+            Some(listener) => {
+                let at = listener.local_addr()?;
+                let router = http::metrics::listener_router(metrics);
+                metrics_server = Some(tokio::spawn(async move {
+                    if let Err(e) = axum::serve(listener, router).await {
+                        tracing::error!(error = %e, "the metrics listener stopped");
+                    }
+                }));
+                at
+            }
+            None => addr,
+        };
+        println!("  metrics:        http://{at}{}", http::metrics::PATH);
+    }
     let grace = Duration::from_secs(args.shutdown_timeout);
     let signalled = Arc::new(tokio::sync::Notify::new());
     let notify = signalled.clone();
@@ -97,6 +128,9 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
         }
     };
     approvals.abort();
+    if let Some(server) = metrics_server {
+        server.abort();
+    }
     if tokio::time::timeout_at(deadline, store.close())
         .await
         .is_err()

@@ -11,7 +11,8 @@
 //! - [`admin`]: the management operations; [`management`] their lists; [`access`] who
 //!   may call them; [`payouts`] paying partners.
 //! - [`dashboard`]: sign-in, sessions and the dashboard's reads.
-//! - [`partners`]: partner accounts, applications and the partner API.
+//! - [`partners`]: partner accounts, applications and the partner API; [`invite_mail`]
+//!   the mail that carries an invite.
 //! - [`performance`]: daily figures, totals and trends of a program or of a partner.
 
 pub mod access;
@@ -20,6 +21,7 @@ pub mod cache;
 pub mod dashboard;
 mod error;
 pub mod exports;
+pub mod invite_mail;
 pub mod management;
 mod pages;
 pub mod partners;
@@ -42,6 +44,7 @@ pub use pages::{Listed, PageParams};
 use crate::domain::figures::Deltas;
 use crate::domain::time::Clock;
 use crate::domain::user_agent::{self, DeviceInfo};
+use crate::mail::Mailer;
 use crate::store::tx::Tx;
 use crate::store::write::{self, Write};
 use crate::store::{LinkTarget, Program, Store};
@@ -55,6 +58,7 @@ pub struct App {
     links: ReadCache<String, LinkTarget>,
     programs: ReadCache<String, Program>,
     user_agents: Mutex<LruCache<String, DeviceInfo>>,
+    mailer: Option<Arc<Mailer>>,
 }
 
 impl App {
@@ -66,7 +70,14 @@ impl App {
             links: ReadCache::new(4096, cache::TTL),
             programs: ReadCache::new(256, cache::TTL),
             user_agents: Mutex::new(LruCache::new(NonZeroUsize::new(4096).expect("non-zero"))),
+            mailer: None,
         }
+    }
+
+    /// The same service mailing partner invites through `mailer` (none: nothing is mailed).
+    pub fn with_mailer(mut self, mailer: Option<Mailer>) -> Self {
+        self.mailer = mailer.map(Arc::new);
+        self
     }
 
     /// The store (for health checks and `reftrack verify`).

@@ -20,6 +20,7 @@ use super::admin::{
     check_password, email, hashed_password, name, partner_patch, short_link, PartnerPatchBody,
 };
 use super::dashboard::{NewSession, SESSION_LIFETIME_MS};
+use super::invite_mail::invite_mail;
 use super::pages::{listed, probe, PageParams};
 use super::payouts::CommissionParams;
 use super::secrets::{generate_token, hash_token};
@@ -45,6 +46,10 @@ pub struct Invite {
     pub invite_url: String,
     #[schema(format = DateTime)]
     pub expires_at: String,
+    /// Whether the link was also mailed to the partner's email: `false` when no SMTP
+    /// server is configured (`REFTRACK_SMTP_URL`) or when sending failed. The invite
+    /// works either way; a failure is in the server's log.
+    pub emailed: bool,
 }
 
 /// A program that takes applications.
@@ -205,23 +210,42 @@ impl App {
         self.allow(caller, Record::Partner(partner_id), Access::Change)
             .await?;
         let account = self.store.partner_account(partner_id).await?;
-        if account.partner.email.is_none() {
+        let Some(email) = &account.partner.email else {
             return Err(Error::invalid(
                 "The partner has no email: set its email before inviting it",
             ));
-        }
+        };
         let token = generate_token(INVITE_TOKEN_PREFIX);
         let now = self.now_ms();
         let expires_at = now + INVITE_LIFETIME_MS;
         self.store
             .create_partner_invite(partner_id, &hash_token(&token), now, expires_at)
             .await?;
+        let invite_url = format!(
+            "{}/partner/invite?token={token}",
+            public_url.trim_end_matches('/')
+        );
+        let emailed = match &self.mailer {
+            None => false,
+            Some(mailer) => {
+                let reset = account.account_email.is_some();
+                let mail =
+                    invite_mail(email, &account.partner.name, &invite_url, expires_at, reset);
+                // The invite is committed: a mail that fails loses nothing, the owner
+                // still gets the link.
+                match mailer.send(mail).await {
+                    Ok(()) => true,
+                    Err(e) => {
+                        tracing::warn!(partner_id, error = %e, "mailing a partner invite failed");
+                        false
+                    }
+                }
+            }
+        };
         Ok(Invite {
-            invite_url: format!(
-                "{}/partner/invite?token={token}",
-                public_url.trim_end_matches('/')
-            ),
+            invite_url,
             expires_at: crate::domain::time::iso(expires_at),
+            emailed,
         })
     }
 

@@ -8,6 +8,7 @@ pub mod error;
 pub mod extract;
 pub mod fields;
 pub mod lists;
+pub mod metrics;
 pub mod openapi;
 pub mod outage;
 pub mod partner;
@@ -72,10 +73,15 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 /// (request ids and their log span outermost, see [`request_id`]).
 pub fn router(state: AppState) -> Router {
     let (routes, doc) = api();
-    routes
+    let scrape = match &state.metrics {
+        Some(m) if state.metrics_route => metrics::route(m.clone()),
+        _ => Router::new(),
+    };
+    let router = routes
         .merge(portal::router())
         .route_layer(middleware::from_fn(outage::time_limit))
         .merge(openapi::router(&doc))
+        .merge(scrape)
         .fallback(|| async { Error::not_found("Not found") })
         .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(state.clone(), outage::guard))
@@ -92,8 +98,14 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(MapRequestLayer::new(request_id::drop_unfit))
         // The route layers of the rate limits read the state from here.
-        .layer(axum::Extension(state.clone()))
-        .with_state(state)
+        .layer(axum::Extension(state.clone()));
+    // Outermost, so that every answer is counted as the client got it; absent when
+    // metrics are off, so that requests then pay nothing for them.
+    let router = match &state.metrics {
+        Some(m) => router.layer(middleware::from_fn_with_state(m.clone(), metrics::count)),
+        None => router,
+    };
+    router.with_state(state)
 }
 
 /// Turns any error response that is not already JSON (axum's own 405s and rejections)

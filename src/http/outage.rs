@@ -69,7 +69,10 @@ impl DbHealth {
 
 /// Paths that never touch the database.
 fn needs_no_database(path: &str) -> bool {
-    matches!(path, "/healthz" | "/tracker.js" | "/openapi.json" | "/docs")
+    matches!(
+        path,
+        "/healthz" | "/tracker.js" | "/openapi.json" | "/docs" | super::metrics::PATH
+    )
 }
 
 /// The 503 of a request refused while the database is down; not logged, since there

@@ -119,7 +119,10 @@ pub(super) fn public_url(state: &AppState, headers: &HeaderMap) -> String {
 ///
 /// The answer's `invite_url` opens the partner portal's page that sets a password; it
 /// works once, for 7 days. Inviting again issues a new link (also how a partner that
-/// forgot its password gets a new one). The partner needs an email.
+/// forgot its password gets a new one). The partner needs an email. When an SMTP server
+/// is configured (`REFTRACK_SMTP_URL`) the link is also mailed to that email, and
+/// `emailed` tells whether the server accepted the mail; a mail that fails leaves the
+/// invite working, and the answer still carries the link.
 #[utoipa::path(
     post,
     path = "/partners/{id}/invite",

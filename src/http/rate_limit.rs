@@ -39,6 +39,20 @@ pub enum Limited {
     Login,
 }
 
+impl Limited {
+    /// The limit's name in the metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            Limited::Click => "click",
+            Limited::Lead => "lead",
+            Limited::Login => "login",
+        }
+    }
+}
+
+/// The metrics' name of the per-account login lockout ([`LoginThrottle`]).
+pub const LOGIN_ACCOUNT: &str = "login_account";
+
 /// The per-IP limiters, one per [`Limited`] class; `None` where the limit is off.
 pub struct RateLimits {
     click: Option<DefaultKeyedRateLimiter<IpAddr>>,
@@ -147,6 +161,7 @@ async fn limit(state: &AppState, class: Limited, req: Request, next: Next) -> Re
         Ok(()) => next.run(req).await,
         Err(wait) => {
             tracing::debug!(?class, "rate limited");
+            state.count_rate_limited(class.name());
             Error::TooManyRequests(retry_after_secs(wait)).into_response()
         }
     }

@@ -128,9 +128,10 @@ pub(super) async fn throttled(
     account: &str,
     attempt: impl std::future::Future<Output = crate::app::Result<NewSession>>,
 ) -> Result<NewSession> {
-    s.logins
-        .begin(account)
-        .map_err(|wait| Error::TooManyRequests(super::rate_limit::retry_after_secs(wait)))?;
+    s.logins.begin(account).map_err(|wait| {
+        s.count_rate_limited(super::rate_limit::LOGIN_ACCOUNT);
+        Error::TooManyRequests(super::rate_limit::retry_after_secs(wait))
+    })?;
     let session = attempt.await?;
     s.logins.succeeded(account);
     Ok(session)

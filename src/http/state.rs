@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::client_ip::ClientResolver;
+use super::metrics::Metrics;
 use super::outage::DbHealth;
 use super::rate_limit::{LoginThrottle, RateLimits};
 use crate::app::App;
@@ -31,6 +32,11 @@ pub struct Shared {
     /// Where partners and browsers reach this server (`REFTRACK_PUBLIC_URL`), for the
     /// links it hands out; `None`: the request's own host.
     pub public_url: Option<Arc<str>>,
+    /// What the service counts for Prometheus; `None` when metrics are off.
+    pub metrics: Option<Arc<Metrics>>,
+    /// Whether the main router serves `GET /metrics` (else they are off, or served on an
+    /// address of their own).
+    pub metrics_route: bool,
 }
 
 impl std::ops::Deref for AppState {
@@ -52,6 +58,8 @@ impl AppState {
             logins: Arc::new(LoginThrottle::default()),
             db_health: Arc::new(DbHealth::default()),
             public_url: None,
+            metrics: None,
+            metrics_route: false,
         }))
     }
 
@@ -59,6 +67,22 @@ impl AppState {
     pub fn with_public_url(mut self, url: Option<String>) -> Self {
         Arc::make_mut(&mut self.0).public_url = url.map(|u| Arc::from(u.trim_end_matches('/')));
         self
+    }
+
+    /// The same state counting requests into `metrics`, served at `GET /metrics` by the
+    /// main router when `route` is true.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>, route: bool) -> Self {
+        let shared = Arc::make_mut(&mut self.0);
+        shared.metrics = Some(metrics);
+        shared.metrics_route = route;
+        self
+    }
+
+    /// Counts a request refused by `limit`, when metrics are on.
+    pub fn count_rate_limited(&self, limit: &'static str) {
+        if let Some(metrics) = &self.metrics {
+            metrics.rate_limited(limit);
+        }
     }
 
     /// The same state with other per-IP rate limits.

@@ -35,6 +35,19 @@ pub use partners::{PartnerAccounts, PartnerTx};
 pub use payout_model::*;
 pub use payouts::{PayoutReads, PayoutTx};
 
+/// One connection pool of a store at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolUse {
+    /// `read` and `write` on SQLite; `shared` on PostgreSQL, whose one pool serves both.
+    pub pool: &'static str,
+    /// Connections open.
+    pub open: u32,
+    /// Open connections checked out by a task.
+    pub in_use: u32,
+    /// The most the pool opens.
+    pub max: u32,
+}
+
 /// Which database a store runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -58,6 +71,11 @@ pub trait Store: PayoutReads + ManagementReads + PartnerAccounts + Send + Sync +
     /// Hands a write to the group committer. It answers through the channel it carries;
     /// a write dropped unanswered (the store closing) drops that channel.
     async fn submit(&self, write: write::Write);
+    /// What the group committer measured of its batches (for the metrics).
+    fn commit_stats(&self) -> &committer::CommitStats;
+    /// How many connections each pool holds now, and how many of them are in use (for the
+    /// metrics).
+    fn pool_use(&self) -> Vec<PoolUse>;
 
     /// Reads a setting.
     async fn setting(&self, key: &str) -> StoreResult<Option<String>>;

@@ -337,9 +337,10 @@ fn stripe_signature(payload: &str, secret: &str) -> String {
     format!("t={t},v1={}", hex::encode(mac.finalize().into_bytes()))
 }
 
-/// With every log at debug level, logins, sales and webhooks leave no secret in the
-/// process's output: not the admin token, the API key, the session token, the
-/// password, the webhook secret, nor the database password.
+/// With every log at debug level, logins, sales, webhooks and an invite whose mail fails
+/// leave no secret in the process's output: not the admin token, the API key, the
+/// session token, the password, the webhook secret, the invite token, nor the database's
+/// or the SMTP server's password.
 #[tokio::test]
 async fn secrets_never_reach_the_logs() {
     let database = fresh_postgres_url().await;
@@ -355,11 +356,16 @@ async fn secrets_never_reach_the_logs_on(database: String) {
         (u.to_string(), Some("pg_s3cret_password"))
     };
     let listen = format!("127.0.0.1:{}", free_port());
+    // Nothing listens there: mailing the invite fails, and says so in the log.
+    let smtp_password = "smtp_s3cret_password";
+    let smtp = format!("smtp://mailer:{smtp_password}@127.0.0.1:{}", free_port());
     let mut server = Server::start(&[
         ("REFTRACK_DATABASE_URL", url.as_str()),
         ("REFTRACK_LISTEN", listen.as_str()),
         ("REFTRACK_ADMIN_TOKEN", admin_token),
         ("REFTRACK_LOG", "debug"),
+        ("REFTRACK_SMTP_URL", smtp.as_str()),
+        ("REFTRACK_MAIL_FROM", "invites@example.com"),
     ]);
     let base = server.base.clone();
     let http = reqwest::Client::new();
@@ -427,6 +433,29 @@ async fn secrets_never_reach_the_logs_on(database: String) {
     .await;
     let old_key = api_key;
     let api_key = rotated["api_token"].as_str().unwrap().to_string();
+    call(
+        Method::PATCH,
+        &format!("/api/admin/partners/{}", partner["id"]),
+        Some(admin_token),
+        Some(json!({"email": "a@example.com"})),
+    )
+    .await;
+    let (status, invite) = call(
+        Method::POST,
+        &format!("/api/admin/partners/{}/invite", partner["id"]),
+        Some(admin_token),
+        None,
+    )
+    .await;
+    assert_eq!(status, 201);
+    assert_eq!(invite["emailed"], false);
+    let invite_token = invite["invite_url"]
+        .as_str()
+        .unwrap()
+        .split("token=")
+        .nth(1)
+        .unwrap()
+        .to_string();
     let user_password = "user s3cret passphrase";
     let (_, user) = call(
         Method::POST,
@@ -559,6 +588,10 @@ async fn secrets_never_reach_the_logs_on(database: String) {
         "no debug logging captured:\n{output}"
     );
     assert!(output.contains("started processing request") || output.contains("stripe webhook"));
+    assert!(
+        output.contains("mailing a partner invite failed"),
+        "the failed mail is not logged:\n{output}"
+    );
     let mut secrets = vec![
         ("admin token", admin_token.to_string()),
         ("API key", api_key.clone()),
@@ -567,6 +600,9 @@ async fn secrets_never_reach_the_logs_on(database: String) {
         ("user password", user_password.to_string()),
         ("wrong password", "wrong s3cret guess".to_string()),
         ("webhook secret", webhook_secret.to_string()),
+        ("SMTP password", smtp_password.to_string()),
+        ("invite token", invite_token.clone()),
+        ("invite token body", invite_token[4..].to_string()),
         // The tokens' random part, in case a log line cut or re-encoded the prefix.
         ("API key body", api_key[4..].to_string()),
         ("session token body", session_token[4..].to_string()),

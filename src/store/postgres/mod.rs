@@ -86,6 +86,7 @@ const SYNTAX_ERROR_CLASS: &str = "42";
 #[async_trait]
 impl Engine for Postgres {
     const BACKEND: Backend = Backend::Postgres;
+    const POOL_NAMES: (&'static str, Option<&'static str>) = ("shared", None);
     const BEGIN_WRITE: &'static str = "BEGIN";
     // Under READ COMMITTED each statement would see its own snapshot.
     const BEGIN_SNAPSHOT: &'static str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";

@@ -53,6 +53,9 @@ pub trait Engine:
 {
     /// Which database this is.
     const BACKEND: Backend;
+    /// Names of the store's read pool and write pool in the metrics; no write pool name
+    /// where the read pool is also the write pool.
+    const POOL_NAMES: (&'static str, Option<&'static str>);
     /// Begins the group committer's transaction.
     const BEGIN_WRITE: &'static str;
     /// Begins a read-only transaction that sees one snapshot from its first read to its end.

@@ -34,13 +34,13 @@ pub(super) const NO_CURSOR: &str = "9223372036854775807";
 pub use engine::Engine;
 use engine::{stmt, Rec};
 
-use super::committer::Committer;
+use super::committer::{CommitStats, Committer};
 use super::error::{StoreError, StoreResult};
 use super::write::Write;
 use super::{
     integrity, Backend, Credentials, DailyRollup, DashboardProgram, EventFilter, Link, LinkTarget,
     ListedEvent, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram, PaymentAccount,
-    Program, ProgramPatch, SessionUser, SetupStatus, Store, User, Workspace,
+    PoolUse, Program, ProgramPatch, SessionUser, SetupStatus, Store, User, Workspace,
 };
 use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role, UnknownValue};
 
@@ -73,6 +73,26 @@ impl<DB: Engine> Store for SqlStore<DB> {
 
     async fn submit(&self, write: Write) {
         self.committer.submit(write).await;
+    }
+
+    fn commit_stats(&self) -> &CommitStats {
+        self.committer.stats()
+    }
+
+    fn pool_use(&self) -> Vec<PoolUse> {
+        let (read, write) = DB::POOL_NAMES;
+        std::iter::once((read, &self.read))
+            .chain(write.map(|name| (name, &self.write)))
+            .map(|(pool, p)| {
+                let open = p.size();
+                PoolUse {
+                    pool,
+                    open,
+                    in_use: open.saturating_sub(p.num_idle() as u32),
+                    max: p.options().get_max_connections(),
+                }
+            })
+            .collect()
     }
 
     async fn setting(&self, key: &str) -> StoreResult<Option<String>> {

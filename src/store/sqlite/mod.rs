@@ -129,6 +129,7 @@ const SQLITE_ERROR: &str = "1";
 #[async_trait]
 impl Engine for Sqlite {
     const BACKEND: Backend = Backend::Sqlite;
+    const POOL_NAMES: (&'static str, Option<&'static str>) = ("read", Some("write"));
     // `IMMEDIATE` takes the write lock up front, so a transaction never fails half-way on
     // upgrading a read lock when another process writes to the same file.
     const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod server;
+pub mod smtp;
 
 use std::sync::Arc;
 
@@ -174,6 +175,25 @@ impl TestApp {
         }
     }
 
+    /// The same database behind the router of `state`.
+    fn serving(self, state: AppState) -> TestApp {
+        TestApp {
+            router: reftrack::router(state.clone()),
+            state,
+            ..self
+        }
+    }
+
+    /// The same database behind the service `app`, with the default client resolver.
+    fn serving_app(self, app: App) -> TestApp {
+        let state = AppState::new(
+            Arc::new(app),
+            &reftrack::app::secrets::hash_token(ADMIN_TOKEN),
+            ClientResolver::new(None, None).unwrap(),
+        );
+        self.serving(state)
+    }
+
     /// The same database behind a router with another client resolver (trusted
     /// proxies, GeoIP).
     pub fn with_resolver(self, clients: ClientResolver) -> TestApp {
@@ -182,47 +202,41 @@ impl TestApp {
             &reftrack::app::secrets::hash_token(ADMIN_TOKEN),
             clients,
         );
-        TestApp {
-            router: reftrack::router(state.clone()),
-            state,
-            ..self
-        }
+        self.serving(state)
     }
 
     /// The same database behind a service that reads the time from `clock`, for rules
     /// that depend on it (session lifetime, hold periods).
     pub fn with_clock(self, clock: Arc<ManualClock>) -> TestApp {
-        let app = Arc::new(App::new(self.store.clone(), clock));
-        let state = AppState::new(
-            app,
-            &reftrack::app::secrets::hash_token(ADMIN_TOKEN),
-            ClientResolver::new(None, None).unwrap(),
-        );
-        TestApp {
-            router: reftrack::router(state.clone()),
-            state,
-            ..self
-        }
+        let app = App::new(self.store.clone(), clock);
+        self.serving_app(app)
     }
 
     /// The same database behind a router with other per-IP rate limits.
     pub fn with_rate_limits(self, limits: reftrack::config::RateLimitArgs) -> TestApp {
         let state = self.state.clone().with_rate_limits(limits);
-        TestApp {
-            router: reftrack::router(state.clone()),
-            state,
-            ..self
-        }
+        self.serving(state)
+    }
+
+    /// The same database behind a router that counts requests and serves `GET /metrics`.
+    pub fn with_metrics(self) -> TestApp {
+        let metrics = Arc::new(reftrack::http::metrics::Metrics::new(self.store.clone()));
+        let state = self.state.clone().with_metrics(metrics, true);
+        self.serving(state)
+    }
+
+    /// The same database behind a service that mails invites through the SMTP server at
+    /// `smtp_url`, from `from`.
+    pub fn with_mailer(self, smtp_url: &str, from: &str) -> TestApp {
+        let mailer = reftrack::mail::Mailer::new(smtp_url, from).expect("mailer");
+        let app = App::new(self.store.clone(), Arc::new(SystemClock)).with_mailer(Some(mailer));
+        self.serving_app(app)
     }
 
     /// The same database behind a router that hands out links on `url`.
     pub fn with_public_url(self, url: &str) -> TestApp {
         let state = self.state.clone().with_public_url(Some(url.to_string()));
-        TestApp {
-            router: reftrack::router(state.clone()),
-            state,
-            ..self
-        }
+        self.serving(state)
     }
 
     /// Sends a request with optional JSON body and headers.
@@ -387,8 +401,8 @@ impl TestApp {
         u.body["id"].as_i64().unwrap()
     }
 
-    /// The token of a new invite of `partner_id` (given `email` first).
-    pub async fn invite_token(&self, partner_id: i64, email: &str) -> String {
+    /// The answer of a new invite of `partner_id` (given `email` first).
+    pub async fn invite(&self, partner_id: i64, email: &str) -> Reply {
         self.admin(
             "PATCH",
             &format!("/partners/{partner_id}"),
@@ -396,10 +410,14 @@ impl TestApp {
         )
         .await
         .expect(200);
-        let r = self
-            .admin("POST", &format!("/partners/{partner_id}/invite"), None)
+        self.admin("POST", &format!("/partners/{partner_id}/invite"), None)
             .await
-            .expect(201);
+            .expect(201)
+    }
+
+    /// The token of a new invite of `partner_id` (given `email` first).
+    pub async fn invite_token(&self, partner_id: i64, email: &str) -> String {
+        let r = self.invite(partner_id, email).await;
         let url = r.body["invite_url"].as_str().unwrap();
         url.split("token=").nth(1).unwrap().to_string()
     }

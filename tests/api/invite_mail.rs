@@ -1,0 +1,164 @@
+//! Partner invites mailed through SMTP (a fake server in the test): the mail reaches the
+//! partner's email with the link of the answer; a new password is worded as such; an SMTP
+//! server that cannot be reached loses no invite (`emailed: false`, the link works).
+
+use crate::common::server::free_port;
+use crate::common::smtp::{FakeSmtp, Received};
+use crate::common::*;
+use serde_json::json;
+
+const FROM: &str = "Acme Partners <invites@acme.example>";
+
+/// Checks a received mail: envelope and headers name `to` and the sender, the subject is
+/// `subject`, and the plain-text body holds `link`.
+#[track_caller]
+fn assert_mail(mail: &Received, to: &str, subject: &str, link: &str) {
+    assert_eq!(mail.from, "invites@acme.example");
+    assert_eq!(mail.to, [to]);
+    let parsed = mail_parser::MessageParser::default()
+        .parse(mail.data.as_bytes())
+        .expect("a parseable message");
+    assert_eq!(parsed.subject(), Some(subject));
+    let header_to = parsed
+        .to()
+        .and_then(|a| a.first())
+        .and_then(|a| a.address());
+    assert_eq!(header_to, Some(to));
+    let header_from = parsed.from().and_then(|a| a.first());
+    assert_eq!(
+        header_from.and_then(|a| a.address()),
+        Some("invites@acme.example")
+    );
+    assert_eq!(header_from.and_then(|a| a.name()), Some("Acme Partners"));
+    let body = parsed.body_text(0).expect("a text body");
+    assert!(body.contains(link), "the link {link} is not in:\n{body}");
+}
+
+fn token_of(link: &str) -> &str {
+    link.split("token=").nth(1).expect("a token in the link")
+}
+
+on_both_backends! {
+    async fn invites_and_new_passwords_are_mailed_with_the_link(app: TestApp) {
+        let mut smtp = FakeSmtp::start().await;
+        let app = app
+            .with_mailer(&smtp.url, FROM)
+            .with_public_url("https://partners.example.com");
+        let seed = app.seed().await;
+
+        let first = app.invite(seed.partner_id, "alice@example.com").await;
+        assert_eq!(first.body["emailed"], true, "{}", first.body);
+        let link = first.body["invite_url"].as_str().unwrap();
+        assert!(link.starts_with("https://partners.example.com/partner/invite?token=rti_"));
+        let mail = smtp.next().await;
+        assert_mail(&mail, "alice@example.com", "Your invite to the partner portal", link);
+        assert!(!smtp.has_more(), "one invite, one mail");
+
+        // The mailed link works.
+        app.post(
+            "/api/partner/auth/accept-invite",
+            json!({"token": token_of(link), "password": "alice password 1"}),
+        )
+        .await
+        .expect(200);
+
+        // Inviting a partner that has a password is how it gets a new one.
+        let again = app
+            .admin("POST", &format!("/partners/{}/invite", seed.partner_id), None)
+            .await
+            .expect(201);
+        assert_eq!(again.body["emailed"], true);
+        let link = again.body["invite_url"].as_str().unwrap();
+        let mail = smtp.next().await;
+        assert_mail(
+            &mail,
+            "alice@example.com",
+            "Set a new password for the partner portal",
+            link,
+        );
+        app.post(
+            "/api/partner/auth/accept-invite",
+            json!({"token": token_of(link), "password": "alice password 2"}),
+        )
+        .await
+        .expect(200);
+        app.post(
+            "/api/partner/auth/login",
+            json!({"email": "alice@example.com", "password": "alice password 2"}),
+        )
+        .await
+        .expect(200);
+    }
+}
+
+on_both_backends! {
+    async fn an_unreachable_smtp_server_loses_no_invite(app: TestApp) {
+        // Nothing listens there: the connection is refused.
+        let app = app.with_mailer(&format!("smtp://127.0.0.1:{}", free_port()), FROM);
+        let seed = app.seed().await;
+        let r = app.invite(seed.partner_id, "bob@example.com").await;
+        assert_eq!(r.body["emailed"], false, "{}", r.body);
+        let link = r.body["invite_url"].as_str().unwrap();
+        assert!(r.body["expires_at"].is_string());
+        // The invite was committed before the mail failed: the link works.
+        app.post(
+            "/api/partner/auth/accept-invite",
+            json!({"token": token_of(link), "password": "bob password 1"}),
+        )
+        .await
+        .expect(200);
+    }
+}
+
+on_both_backends! {
+    async fn without_smtp_nothing_is_mailed(app: TestApp) {
+        let seed = app.seed().await;
+        let r = app.invite(seed.partner_id, "carol@example.com").await;
+        assert_eq!(r.body["emailed"], false, "{}", r.body);
+        assert!(r.body["invite_url"].as_str().unwrap().contains("token=rti_"));
+    }
+}
+
+/// The binary refuses an incomplete or unusable mail configuration at start, without
+/// repeating the SMTP password.
+#[test]
+fn a_bad_mail_configuration_stops_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("m.db").display());
+    let stderr = |env: &[(&str, &str)]| {
+        let mut all = vec![("REFTRACK_DATABASE_URL", url.as_str())];
+        all.extend_from_slice(env);
+        let out = crate::common::server::command(&all).output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let e = stderr(&[("REFTRACK_SMTP_URL", "smtp://u:smtp_s3cret@127.0.0.1:25")]);
+    assert!(
+        e.contains("REFTRACK_SMTP_URL needs REFTRACK_MAIL_FROM"),
+        "{e}"
+    );
+    let e = stderr(&[("REFTRACK_MAIL_FROM", "invites@example.com")]);
+    assert!(
+        e.contains("REFTRACK_MAIL_FROM needs REFTRACK_SMTP_URL"),
+        "{e}"
+    );
+    let e = stderr(&[
+        ("REFTRACK_SMTP_URL", "imap://u:smtp_s3cret@mail.example"),
+        ("REFTRACK_MAIL_FROM", "invites@example.com"),
+    ]);
+    assert!(
+        e.contains("REFTRACK_SMTP_URL is not a usable SMTP URL"),
+        "{e}"
+    );
+    let e = stderr(&[
+        ("REFTRACK_SMTP_URL", "smtps://u:smtp_s3cret@mail.example"),
+        ("REFTRACK_MAIL_FROM", "not an address"),
+    ]);
+    assert!(
+        e.contains("REFTRACK_MAIL_FROM is not a mail address"),
+        "{e}"
+    );
+    assert!(!e.contains("smtp_s3cret"), "{e}");
+    // Nothing was opened: the database file was not even created.
+    assert!(!dir.path().join("m.db").exists());
+}
