@@ -85,6 +85,23 @@ pub struct ServeArgs {
     pub public_url: Option<String>,
     #[command(flatten)]
     pub rate_limits: RateLimitArgs,
+    #[command(flatten)]
+    pub webhooks: WebhookArgs,
+}
+
+/// Where outbound webhooks may go.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct WebhookArgs {
+    /// Allow webhook endpoints on loopback, private and link-local addresses (`1`,
+    /// `true`); refused by default, when endpoints are created and at each delivery.
+    #[arg(
+        long = "webhook-allow-private",
+        env = "REFTRACK_WEBHOOK_ALLOW_PRIVATE",
+        value_parser = clap::builder::BoolishValueParser::new(),
+        action = clap::ArgAction::Set,
+        default_value_t = false
+    )]
+    pub allow_private: bool,
 }
 
 /// An `http://` or `https://` URL with a host and no query, for `REFTRACK_PUBLIC_URL`.

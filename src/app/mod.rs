@@ -28,6 +28,7 @@ pub mod performance;
 pub mod secrets;
 pub mod stripe;
 pub mod track;
+pub mod webhooks;
 
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
@@ -55,6 +56,10 @@ pub struct App {
     links: ReadCache<String, LinkTarget>,
     programs: ReadCache<String, Program>,
     user_agents: Mutex<LruCache<String, DeviceInfo>>,
+    /// Whether webhook endpoints may be on loopback, private or link-local addresses.
+    private_webhook_targets: bool,
+    /// Wakes the webhook worker: a delivery was made due now.
+    webhooks_due: tokio::sync::Notify,
 }
 
 impl App {
@@ -66,7 +71,16 @@ impl App {
             links: ReadCache::new(4096, cache::TTL),
             programs: ReadCache::new(256, cache::TTL),
             user_agents: Mutex::new(LruCache::new(NonZeroUsize::new(4096).expect("non-zero"))),
+            private_webhook_targets: false,
+            webhooks_due: tokio::sync::Notify::new(),
         }
+    }
+
+    /// The same service, allowing webhook endpoints on loopback, private or link-local
+    /// addresses (`REFTRACK_WEBHOOK_ALLOW_PRIVATE=1`) or not.
+    pub fn allowing_private_webhook_targets(mut self, allow: bool) -> Self {
+        self.private_webhook_targets = allow;
+        self
     }
 
     /// The store (for health checks and `reftrack verify`).

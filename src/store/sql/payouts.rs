@@ -48,7 +48,7 @@ const APPROVED_AT: &str = "(CASE WHEN c.status = 'pending' \
     AND c.created_at + p.commission_hold_days * 86400000 <= $1 \
     THEN c.created_at + p.commission_hold_days * 86400000 ELSE c.approved_at END)";
 
-fn commission_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<CommissionRow> {
+pub(super) fn commission_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<CommissionRow> {
     Ok(CommissionRow {
         id: r.try_get("id")?,
         partner_id: r.try_get("partner_id")?,
@@ -86,7 +86,7 @@ fn payout_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Payout> {
 }
 
 /// A payout with its items, on any connection.
-async fn payout_with_items<DB: Engine>(
+pub(super) async fn payout_with_items<DB: Engine>(
     conn: &mut DB::Connection,
     id: i64,
 ) -> StoreResult<Option<Payout>> {
@@ -120,7 +120,7 @@ async fn payout_with_items<DB: Engine>(
 }
 
 /// The commission rows of [`commission_row`], `$1` being now; a `WHERE` follows.
-fn select_commissions() -> String {
+pub(super) fn select_commissions() -> String {
     format!(
         "SELECT c.id, c.partner_id, c.sale_id, s.processor_event_id AS transaction_id, \
          c.kind, c.amount_cents - c.reversed_cents AS amount_cents, c.currency, \
@@ -311,16 +311,21 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
         .await?)
     }
 
-    async fn approve_due(&mut self, program_id: i64, hold_ms: i64, now: i64) -> StoreResult<u64> {
+    async fn approve_due(
+        &mut self,
+        program_id: i64,
+        hold_ms: i64,
+        now: i64,
+    ) -> StoreResult<Vec<i64>> {
         Ok(stmt::<DB>(
             "UPDATE commissions SET status = 'approved', approved_at = created_at + $1, \
              updated_at = $2 WHERE program_id = $3 AND status = 'pending' \
-             AND created_at <= $2 - $1",
+             AND created_at <= $2 - $1 RETURNING id",
         )
         .bind(hold_ms)
         .bind(now)
         .bind(program_id)
-        .execute(&mut *self.conn)
+        .scalar_all(&mut *self.conn)
         .await?)
     }
 

@@ -3,6 +3,7 @@
 //! `tower::ServiceExt::oneshot`.
 #![allow(dead_code)]
 
+pub mod receiver;
 pub mod server;
 
 use std::sync::Arc;
@@ -193,6 +194,23 @@ impl TestApp {
     /// that depend on it (session lifetime, hold periods).
     pub fn with_clock(self, clock: Arc<ManualClock>) -> TestApp {
         let app = Arc::new(App::new(self.store.clone(), clock));
+        let state = AppState::new(
+            app,
+            &reftrack::app::secrets::hash_token(ADMIN_TOKEN),
+            ClientResolver::new(None, None).unwrap(),
+        );
+        TestApp {
+            router: reftrack::router(state.clone()),
+            state,
+            ..self
+        }
+    }
+
+    /// The same database behind a service that reads the time from `clock` and lets
+    /// webhook endpoints be on loopback addresses (the tests' receivers are).
+    pub fn with_private_webhooks(self, clock: Arc<dyn reftrack::domain::time::Clock>) -> TestApp {
+        let app =
+            Arc::new(App::new(self.store.clone(), clock).allowing_private_webhook_targets(true));
         let state = AppState::new(
             app,
             &reftrack::app::secrets::hash_token(ADMIN_TOKEN),
