@@ -38,7 +38,7 @@ const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebhookBody {
-    /// Where messages are POSTed: an `http://` or `https://` URL of a public address.
+    /// Where messages are POSTed: an HTTP or HTTPS URL of a public address.
     pub url: String,
     /// The event types to receive, at least one.
     pub events: Vec<String>,
