@@ -297,3 +297,97 @@ async fn two_processes_on_one_postgres_deliver_each_attempt_once() {
     })
     .await;
 }
+
+/// `reftrack admin add-webhook`, `list-webhooks`, `update-webhook`,
+/// `list-webhook-deliveries` and `delete-webhook` call the API's operations, with its
+/// refusals; a loopback target passes only with `REFTRACK_WEBHOOK_ALLOW_PRIVATE=1`.
+#[tokio::test]
+async fn cli_manages_webhooks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
+    let run = |private: bool, args: &[&str]| {
+        let mut env = vec![("REFTRACK_DATABASE_URL", db.as_str())];
+        if private {
+            env.push(("REFTRACK_WEBHOOK_ALLOW_PRIVATE", "1"));
+        }
+        let out = crate::common::server::command(&env)
+            .arg("admin")
+            .args(args)
+            .output()
+            .unwrap();
+        let text = if out.status.success() {
+            out.stdout
+        } else {
+            out.stderr
+        };
+        (
+            out.status.success(),
+            serde_json::from_slice::<Value>(&text).unwrap(),
+        )
+    };
+    assert!(run(false, &["create-workspace", "name=W"]).0);
+    assert!(run(false, &["create-program", "workspace_id:=1", "name=P"]).0);
+    let (ok, out) = run(
+        false,
+        &[
+            "add-webhook",
+            "1",
+            "url=http://127.0.0.1:9/hook",
+            "events:=[\"sale.created\"]",
+        ],
+    );
+    assert!(!ok);
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap()
+            .contains("REFTRACK_WEBHOOK_ALLOW_PRIVATE=1"),
+        "{out}"
+    );
+    let (ok, out) = run(
+        false,
+        &[
+            "add-webhook",
+            "1",
+            "url=https://93.184.216.34/x",
+            "events:=[\"sale.made\"]",
+        ],
+    );
+    assert!(!ok);
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown event type"),
+        "{out}"
+    );
+    let (ok, out) = run(
+        true,
+        &[
+            "add-webhook",
+            "1",
+            "url=http://127.0.0.1:9/hook",
+            "events:=[\"sale.created\",\"payout.paid\"]",
+        ],
+    );
+    assert!(ok, "{out}");
+    assert!(out["secret"].as_str().unwrap().starts_with("whsec_"));
+    let id = out["id"].as_i64().unwrap().to_string();
+    let (ok, out) = run(false, &["list-webhooks", "1"]);
+    assert!(ok);
+    assert_eq!(
+        out["data"][0]["events"],
+        json!(["sale.created", "payout.paid"])
+    );
+    assert!(out["data"][0].get("secret").is_none());
+    let (ok, out) = run(false, &["update-webhook", &id, "enabled:=false"]);
+    assert!(ok);
+    assert_eq!(out["enabled"], false);
+    let (ok, out) = run(false, &["list-webhook-deliveries", &id]);
+    assert!(ok);
+    assert_eq!(out["data"], json!([]));
+    assert!(run(false, &["delete-webhook", &id]).0);
+    let (ok, out) = run(false, &["delete-webhook", &id]);
+    assert!(!ok);
+    assert_eq!(out["error"], "Webhook not found");
+}
