@@ -48,7 +48,7 @@ const APPROVED_AT: &str = "(CASE WHEN c.status = 'pending' \
     AND c.created_at + p.commission_hold_days * 86400000 <= $1 \
     THEN c.created_at + p.commission_hold_days * 86400000 ELSE c.approved_at END)";
 
-pub(super) fn commission_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<CommissionRow> {
+fn commission_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<CommissionRow> {
     Ok(CommissionRow {
         id: r.try_get("id")?,
         partner_id: r.try_get("partner_id")?,
@@ -120,7 +120,7 @@ pub(super) async fn payout_with_items<DB: Engine>(
 }
 
 /// The commission rows of [`commission_row`], `$1` being now; a `WHERE` follows.
-pub(super) fn select_commissions() -> String {
+fn select_commissions() -> String {
     format!(
         "SELECT c.id, c.partner_id, c.sale_id, s.processor_event_id AS transaction_id, \
          c.kind, c.amount_cents - c.reversed_cents AS amount_cents, c.currency, \
@@ -131,16 +131,25 @@ pub(super) fn select_commissions() -> String {
     )
 }
 
+/// One commission row at `now`, on any connection.
+pub(super) async fn commission_by_id<DB: Engine>(
+    conn: &mut DB::Connection,
+    id: i64,
+    now: i64,
+) -> StoreResult<Option<CommissionRow>> {
+    let sql = format!("{} WHERE c.id = $2", select_commissions());
+    let row = stmt::<DB>(&sql)
+        .bind(now)
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    row.as_ref().map(commission_row).transpose()
+}
+
 #[async_trait]
 impl<DB: Engine> PayoutReads for SqlStore<DB> {
     async fn commission(&self, id: i64, now: i64) -> StoreResult<Option<CommissionRow>> {
-        let sql = format!("{} WHERE c.id = $2", select_commissions());
-        let row = stmt::<DB>(&sql)
-            .bind(now)
-            .bind(id)
-            .fetch_optional(&mut *self.read.acquire().await?)
-            .await?;
-        row.as_ref().map(commission_row).transpose()
+        commission_by_id::<DB>(&mut *self.read.acquire().await?, id, now).await
     }
 
     async fn commissions(

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::engine::{stmt, Engine, Rec};
 use super::management::{program_partner_row, PROGRAM_PARTNER_ROWS};
-use super::payouts::{commission_row, payout_with_items, select_commissions};
+use super::payouts::{commission_by_id, payout_with_items};
 use super::reports::LEAD_CONVERTED;
 use super::write::WriteConnection;
 use super::{named, SqlStore, NO_CURSOR};
@@ -163,13 +163,9 @@ async fn render<DB: Engine>(
             envelope(event.kind, at, data)
         }
         Subject::Commission(id) => {
-            let sql = format!("{} WHERE c.id = $2", select_commissions());
-            let row = stmt::<DB>(&sql)
-                .bind(at)
-                .bind(id)
-                .fetch_optional(conn)
-                .await?;
-            let data = commission_row(&row.ok_or_else(missing)?)?;
+            let data = commission_by_id::<DB>(conn, id, at)
+                .await?
+                .ok_or_else(missing)?;
             envelope(event.kind, at, data)
         }
         Subject::ProgramPartner(partner_id) => {

@@ -193,9 +193,14 @@ impl TestApp {
     /// The same database behind a service that reads the time from `clock`, for rules
     /// that depend on it (session lifetime, hold periods).
     pub fn with_clock(self, clock: Arc<ManualClock>) -> TestApp {
-        let app = Arc::new(App::new(self.store.clone(), clock));
+        let app = App::new(self.store.clone(), clock);
+        self.with_app(app)
+    }
+
+    /// The same database behind `app`.
+    fn with_app(self, app: App) -> TestApp {
         let state = AppState::new(
-            app,
+            Arc::new(app),
             &reftrack::app::secrets::hash_token(ADMIN_TOKEN),
             ClientResolver::new(None, None).unwrap(),
         );
