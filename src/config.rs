@@ -89,6 +89,8 @@ pub struct ServeArgs {
     pub metrics: MetricsArgs,
     #[command(flatten)]
     pub mail: MailArgs,
+    #[command(flatten)]
+    pub webhooks: WebhookArgs,
 }
 
 /// Prometheus metrics (`GET /metrics`): off unless one of these is set.
@@ -134,6 +136,21 @@ pub struct MailArgs {
     /// Sender of the mails: `invites@example.com` or `Acme Partners <invites@example.com>`.
     #[arg(long, env = "REFTRACK_MAIL_FROM")]
     pub mail_from: Option<String>,
+}
+
+/// Where outbound webhooks may go.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct WebhookArgs {
+    /// Allow webhook endpoints on loopback, private and link-local addresses (`1`,
+    /// `true`); refused by default, when endpoints are created and at each delivery.
+    #[arg(
+        long = "webhook-allow-private",
+        env = "REFTRACK_WEBHOOK_ALLOW_PRIVATE",
+        value_parser = clap::builder::BoolishValueParser::new(),
+        action = clap::ArgAction::Set,
+        default_value_t = false
+    )]
+    pub allow_private: bool,
 }
 
 /// An `http://` or `https://` URL with a host and no query, for `REFTRACK_PUBLIC_URL`.

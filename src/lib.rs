@@ -74,8 +74,13 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
             "  admin token: the one generated at first start (new one: `reftrack admin rotate-admin-token`)"
         ),
     }
-    let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)).with_mailer(mailer));
+    let app = Arc::new(
+        App::new(store.clone(), Arc::new(SystemClock))
+            .with_mailer(mailer)
+            .allowing_private_webhook_targets(args.webhooks.allow_private),
+    );
     let approvals = tokio::spawn(record_approvals(app.clone()));
+    let webhooks = crate::app::webhooks::worker::Worker::spawn(app.clone());
     let mut state = AppState::new(app, &hash, clients)
         .with_rate_limits(args.rate_limits)
         .with_public_url(args.public_url);
@@ -131,6 +136,7 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
     if let Some(server) = metrics_server {
         server.abort();
     }
+    webhooks.abort();
     if tokio::time::timeout_at(deadline, store.close())
         .await
         .is_err()

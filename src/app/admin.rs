@@ -629,6 +629,10 @@ impl App {
                 let pp = tx
                     .insert_partner_program(program_id, partner_id, status, at)
                     .await?;
+                if status == PartnerStatus::Approved {
+                    let approved = super::management::partner_approved(partner_id);
+                    tx.record_events(program_id, at, &[approved]).await?;
+                }
                 deltas.count_partner_joined(program_id, at);
                 Ok(pp)
             }

@@ -14,6 +14,8 @@ use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
 use crate::domain::lifecycle;
 use crate::domain::status::{PartnerStatus, UnknownValue};
+use crate::domain::webhooks::EventType;
+use crate::store::webhooks::{Event, Subject};
 use crate::store::{
     Link, LinkFilter, Page, Partner, PartnerProgram, ProgramPartnerRow, Record, Workspace,
 };
@@ -24,6 +26,14 @@ use crate::store::{
 pub struct PartnerStatusBody {
     /// `approved`, `pending`, `rejected` or `banned`.
     pub status: String,
+}
+
+/// The event of a partner approved in a program.
+pub(super) fn partner_approved(partner_id: i64) -> Event {
+    Event::new(
+        EventType::PartnerApproved,
+        Subject::ProgramPartner(partner_id),
+    )
 }
 
 /// The filters of the link list.
@@ -164,9 +174,22 @@ impl App {
         if current.status == to {
             return Ok(current);
         }
+        let from = current.status;
+        let at = self.now_ms();
         let changed = self
-            .store
-            .set_partner_status(program_id, partner_id, current.status, to)
+            .write(move |tx, _| {
+                async move {
+                    let changed = tx
+                        .set_partner_status(program_id, partner_id, from, to)
+                        .await?;
+                    if changed.is_some() && to == PartnerStatus::Approved {
+                        tx.record_events(program_id, at, &[partner_approved(partner_id)])
+                            .await?;
+                    }
+                    Ok(changed)
+                }
+                .boxed()
+            })
             .await?;
         self.changed();
         changed.ok_or_else(|| {

@@ -30,6 +30,7 @@ pub mod performance;
 pub mod secrets;
 pub mod stripe;
 pub mod track;
+pub mod webhooks;
 
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
@@ -59,6 +60,10 @@ pub struct App {
     programs: ReadCache<String, Program>,
     user_agents: Mutex<LruCache<String, DeviceInfo>>,
     mailer: Option<Arc<Mailer>>,
+    /// Whether webhook endpoints may be on loopback, private or link-local addresses.
+    private_webhook_targets: bool,
+    /// Wakes the webhook worker: a delivery was made due now.
+    webhooks_due: tokio::sync::Notify,
 }
 
 impl App {
@@ -71,12 +76,21 @@ impl App {
             programs: ReadCache::new(256, cache::TTL),
             user_agents: Mutex::new(LruCache::new(NonZeroUsize::new(4096).expect("non-zero"))),
             mailer: None,
+            private_webhook_targets: false,
+            webhooks_due: tokio::sync::Notify::new(),
         }
     }
 
     /// The same service mailing partner invites through `mailer` (none: nothing is mailed).
     pub fn with_mailer(mut self, mailer: Option<Mailer>) -> Self {
         self.mailer = mailer.map(Arc::new);
+        self
+    }
+
+    /// The same service, allowing webhook endpoints on loopback, private or link-local
+    /// addresses (`REFTRACK_WEBHOOK_ALLOW_PRIVATE=1`) or not.
+    pub fn allowing_private_webhook_targets(mut self, allow: bool) -> Self {
+        self.private_webhook_targets = allow;
         self
     }
 

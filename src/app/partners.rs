@@ -27,7 +27,9 @@ use super::secrets::{generate_token, hash_token};
 use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
 use crate::domain::status::{LinkStatus, PartnerStatus};
+use crate::domain::webhooks::EventType;
 use crate::store::partners::{NewApplicant, PartnerMembership, PartnerPayoutItem};
+use crate::store::webhooks::{Event, Subject};
 use crate::store::{Balance, CommissionRow, Link, LinkFilter, PartnerProgram, Record, StoreError};
 
 /// Prefix of partner session tokens.
@@ -405,6 +407,11 @@ impl App {
                         message.as_deref(),
                     )
                     .await?;
+                    let applied = Event::new(
+                        EventType::PartnerApplied,
+                        Subject::ProgramPartner(partner_id),
+                    );
+                    tx.record_events(program_id, at, &[applied]).await?;
                     deltas.count_partner_joined(program_id, at);
                     Ok(partner_id)
                 })

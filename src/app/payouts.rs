@@ -14,6 +14,8 @@ use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
 use crate::domain::lifecycle::{self, Conflict};
 use crate::domain::status::PayoutStatus;
+use crate::domain::webhooks::EventType;
+use crate::store::webhooks::{Event, Subject};
 use crate::store::{Balance, CommissionFilter, CommissionRow, Page, Payout, Record};
 
 /// The filters of the commission list: `status`, `partner_id`, and `from` / `to` dates
@@ -78,6 +80,13 @@ impl CommissionParams {
             to_ms,
         })
     }
+}
+
+/// `commission.approved` of each of `ids`.
+fn approvals(ids: &[i64]) -> Vec<Event> {
+    ids.iter()
+        .map(|id| Event::new(EventType::CommissionApproved, Subject::Commission(*id)))
+        .collect()
 }
 
 fn conflict(c: Conflict) -> Error {
@@ -191,6 +200,8 @@ impl App {
                         "The commission changed while it was being approved; try again".into(),
                     ));
                 }
+                tx.record_events(c.program_id, at, &approvals(&[id]))
+                    .await?;
                 Ok(())
             }
             .boxed()
@@ -268,7 +279,12 @@ impl App {
             let hold_ms = hold_days * lifecycle::DAY_MS;
             approved += self
                 .write(move |tx, _| {
-                    async move { Ok(tx.approve_due(program_id, hold_ms, at).await?) }.boxed()
+                    async move {
+                        let ids = tx.approve_due(program_id, hold_ms, at).await?;
+                        tx.record_events(program_id, at, &approvals(&ids)).await?;
+                        Ok(ids.len() as u64)
+                    }
+                    .boxed()
                 })
                 .await?;
         }
@@ -289,6 +305,10 @@ impl App {
                     .lock_payout_rules(program_id)
                     .await?
                     .ok_or_else(|| Error::NotFound("Program not found".into()))?;
+                // The approvals the payout is about to record in passing are recorded
+                // first, with their messages.
+                let due = tx.approve_due(program_id, rules.hold_ms, at).await?;
+                tx.record_events(program_id, at, &approvals(&due)).await?;
                 let id = tx.insert_payout(program_id, &rules.currency, at).await?;
                 if tx.claim_commissions(program_id, id, &rules, at).await? == 0 {
                     return Err(Error::Conflict(format!(
@@ -298,6 +318,8 @@ impl App {
                     )));
                 }
                 tx.write_payout_items(id).await?;
+                let created = Event::new(EventType::PayoutCreated, Subject::Payout(id));
+                tx.record_events(program_id, at, &[created]).await?;
                 tx.payout_in_tx(id).await?.ok_or_else(payout_missing)
             }
             .boxed()
@@ -391,6 +413,10 @@ impl App {
                     return Err(Error::Conflict(
                         "The payout changed while this call ran; read it again".into(),
                     ));
+                }
+                if to == PayoutStatus::Paid {
+                    let paid = Event::new(EventType::PayoutPaid, Subject::Payout(id));
+                    tx.record_events(payout.program_id, at, &[paid]).await?;
                 }
                 tx.payout_in_tx(id).await?.ok_or_else(payout_missing)
             }

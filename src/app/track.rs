@@ -19,7 +19,9 @@ use crate::domain::figures::{Deltas, RefundFigures, SaleFigures};
 use crate::domain::lifecycle::{self, RefundEffect};
 use crate::domain::refund::{self, RefundStatus};
 use crate::domain::status::LinkStatus;
+use crate::domain::webhooks::EventType;
 use crate::store::tx::Tx;
+use crate::store::webhooks::{sale_recorded, Event, Subject};
 use crate::store::write::{self, ClickWrite, Job, OnCommit, SaleWrite, Write};
 use crate::store::{
     origin_allowed, ClickDetails, ClickEventRow, Customer, LeadEventRow, NewClick, NewCommission,
@@ -525,7 +527,9 @@ async fn lead_flow(tx: &mut dyn Tx, deltas: &mut Deltas, l: LeadCommand, at: i64
                         is_test: false,
                         at,
                     };
-                    insert_lead_event(tx, &row).await?;
+                    let lead_id = insert_lead_event(tx, &row).await?;
+                    tx.record_events(program_id, at, &[lead_created(lead_id)])
+                        .await?;
                     deltas.count_lead(program_id, None, at);
                     return Ok(());
                 }
@@ -564,9 +568,16 @@ async fn lead_flow(tx: &mut dyn Tx, deltas: &mut Deltas, l: LeadCommand, at: i64
         is_test: false,
         at,
     };
-    insert_lead_event(tx, &row).await?;
+    let lead_id = insert_lead_event(tx, &row).await?;
+    tx.record_events(customer.program_id, at, &[lead_created(lead_id)])
+        .await?;
     deltas.count_lead(customer.program_id, Some(customer.partner_id), at);
     Ok(())
+}
+
+/// The event of a lead.
+fn lead_created(lead_id: i64) -> Event {
+    Event::new(EventType::LeadCreated, Subject::Lead(lead_id))
 }
 
 /// Stores a sale event; a transaction id is accepted once.
@@ -671,6 +682,12 @@ pub(super) async fn sale_flow(
         (None, 0)
     };
     tx.mark_converted(c.id, s.at).await?;
+    let outcome = SaleOutcome {
+        sale_id,
+        commission_id,
+    };
+    tx.record_events(s.program.id, s.at, &sale_recorded(&outcome))
+        .await?;
     deltas.count_sale(SaleFigures {
         program_id: s.program.id,
         partner_id,
@@ -680,10 +697,7 @@ pub(super) async fn sale_flow(
         currency: &s.currency,
         converts: c.first_purchase_date.is_none(),
     });
-    Ok(SaleOutcome {
-        sale_id,
-        commission_id,
-    })
+    Ok(outcome)
 }
 
 /// A plain sale that the committer may record with its batch.
@@ -749,22 +763,37 @@ pub(super) async fn refund_flow(
     )
     .await?;
     let mut deducted_cents = plan.deduction_cents;
+    let mut events = vec![Event::new(
+        EventType::SaleRefunded,
+        Subject::Sale(sale.sale_id),
+    )];
     if let Some(c) = &sale.commission {
         match lifecycle::on_refund(c.state, plan.fully_refunded) {
             RefundEffect::Reduce { reverses, counts } => {
                 tx.reverse_commission(c.id, plan.deduction_cents, reverses, at)
                     .await?;
+                if reverses {
+                    events.push(Event::new(
+                        EventType::CommissionReversed,
+                        Subject::Commission(c.id),
+                    ));
+                }
                 if !counts {
                     deducted_cents = 0;
                 }
             }
             RefundEffect::Clawback if plan.deduction_cents > 0 => {
-                tx.insert_clawback(c.id, plan.deduction_cents, at).await?;
+                let clawback = tx.insert_clawback(c.id, plan.deduction_cents, at).await?;
+                events.push(Event::new(
+                    EventType::CommissionCreated,
+                    Subject::Commission(clawback),
+                ));
             }
             RefundEffect::Clawback => {}
         }
     }
     if !r.test_mode {
+        tx.record_events(program_id, at, &events).await?;
         deltas.count_refund(RefundFigures {
             program_id,
             partner_id: sale.partner_id,

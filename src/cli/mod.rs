@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::app::management::LinkParams;
 use crate::app::{App, Caller, PageParams};
-use crate::config::DatabaseArgs;
+use crate::config::{DatabaseArgs, WebhookArgs};
 use crate::domain::time::SystemClock;
 use crate::store;
 
@@ -27,6 +27,8 @@ use crate::store;
 pub struct AdminArgs {
     #[command(flatten)]
     pub database: DatabaseArgs,
+    #[command(flatten)]
+    pub webhooks: WebhookArgs,
     #[command(subcommand)]
     pub command: AdminCommand,
 }
@@ -126,6 +128,30 @@ pub enum AdminCommand {
         #[command(flatten)]
         paging: Paging,
     },
+    /// List a program's webhook endpoints.
+    ListWebhooks {
+        program_id: i64,
+        #[command(flatten)]
+        paging: Paging,
+    },
+    /// Add a webhook endpoint to a program; prints its secret, this once:
+    /// url=https://… events:='["sale.created","payout.paid"]'
+    AddWebhook {
+        program_id: i64,
+        fields: Vec<String>,
+    },
+    /// Change a webhook endpoint: [url=…] [events:='[…]'] [enabled:=true|false]
+    UpdateWebhook { id: i64, fields: Vec<String> },
+    /// Delete a webhook endpoint with its delivery log.
+    DeleteWebhook { id: i64 },
+    /// List a webhook endpoint's deliveries with their attempts.
+    ListWebhookDeliveries {
+        id: i64,
+        #[command(flatten)]
+        paging: Paging,
+    },
+    /// Make a delivery due now (a running server sends it), with its message id.
+    RetryWebhookDelivery { id: i64, delivery_id: i64 },
     /// Replace the stored admin token with a new one and print it (not needed when
     /// REFTRACK_ADMIN_TOKEN is set, which takes precedence).
     RotateAdminToken,
@@ -292,6 +318,26 @@ impl AdminCommand {
                 app.update_member(caller, workspace_id, user_id, body(&fields)?)
                     .await,
             ),
+            ListWebhooks { program_id, paging } => {
+                answer(app.list_webhooks(caller, program_id, &paging.page()).await)
+            }
+            AddWebhook { program_id, fields } => {
+                answer(app.create_webhook(caller, program_id, body(&fields)?).await)
+            }
+            UpdateWebhook { id, fields } => {
+                answer(app.update_webhook(caller, id, body(&fields)?).await)
+            }
+            DeleteWebhook { id } => answer(
+                app.delete_webhook(caller, id)
+                    .await
+                    .map(|()| serde_json::json!({ "deleted": id })),
+            ),
+            ListWebhookDeliveries { id, paging } => {
+                answer(app.webhook_deliveries(caller, id, &paging.page()).await)
+            }
+            RetryWebhookDelivery { id, delivery_id } => {
+                answer(app.resend_delivery(caller, id, delivery_id).await)
+            }
             RotateAdminToken => crate::app::admin::rotate_admin_token(&**app.store())
                 .await
                 .map(|token| serde_json::json!({ "admin_token": token }))
@@ -304,7 +350,7 @@ impl AdminCommand {
 /// returns whether it succeeded.
 pub async fn run_admin(args: AdminArgs) -> anyhow::Result<bool> {
     let command = args.command;
-    run_on(&args.database, |app| {
+    run_on(&args.database, args.webhooks, |app| {
         async move { command.run(app).await }.boxed()
     })
     .await
@@ -313,12 +359,17 @@ pub async fn run_admin(args: AdminArgs) -> anyhow::Result<bool> {
 /// Opens the database, runs `work` on the service over it, closes the database, and
 /// prints what `work` answered: JSON (`Some`), nothing (`None`: it printed its own
 /// output), or `{"error": …}` on stderr. Returns whether it succeeded.
-pub async fn run_on<W>(database: &DatabaseArgs, work: W) -> anyhow::Result<bool>
+pub async fn run_on<W>(
+    database: &DatabaseArgs,
+    webhooks: WebhookArgs,
+    work: W,
+) -> anyhow::Result<bool>
 where
     W: for<'a> FnOnce(&'a App) -> BoxFuture<'a, Result<Option<Value>, String>>,
 {
     let store = store::open(&database.database_url).await?;
-    let app = App::new(store.clone(), Arc::new(SystemClock));
+    let app = App::new(store.clone(), Arc::new(SystemClock))
+        .allowing_private_webhook_targets(webhooks.allow_private);
     let done = work(&app).await;
     store.close().await;
     match done {

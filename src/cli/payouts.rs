@@ -14,6 +14,7 @@ use crate::app::payouts::{CommissionParams, MarkPaidBody, RejectBody};
 use crate::app::App;
 use crate::app::{Caller, PageParams};
 use crate::config::DatabaseArgs;
+use crate::config::WebhookArgs;
 
 /// Paging of a list that also exports: `--limit`, `--cursor`, `--csv`.
 #[derive(Debug, Clone, Args)]
@@ -227,11 +228,17 @@ impl PayoutsCommand {
 /// Runs one `reftrack commissions` subcommand; returns whether it succeeded.
 pub async fn run_commissions(args: CommissionsArgs) -> anyhow::Result<bool> {
     let command = args.command;
-    run_on(&args.database, |app| command.run(app).boxed()).await
+    run_on(&args.database, WebhookArgs::default(), |app| {
+        command.run(app).boxed()
+    })
+    .await
 }
 
 /// Runs one `reftrack payouts` subcommand; returns whether it succeeded.
 pub async fn run_payouts(args: PayoutsArgs) -> anyhow::Result<bool> {
     let command = args.command;
-    run_on(&args.database, |app| command.run(app).boxed()).await
+    run_on(&args.database, WebhookArgs::default(), |app| {
+        command.run(app).boxed()
+    })
+    .await
 }

@@ -13,3 +13,4 @@ pub mod status;
 pub mod stripe;
 pub mod time;
 pub mod user_agent;
+pub mod webhooks;

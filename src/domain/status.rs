@@ -112,6 +112,18 @@ named_enum! {
 }
 
 named_enum! {
+    /// Where an outbound webhook message stands with its endpoint.
+    DeliveryStatus {
+        /// Not yet accepted by the endpoint; another attempt is scheduled.
+        Pending = "pending",
+        /// The endpoint answered 2xx.
+        Delivered = "delivered",
+        /// Every scheduled attempt failed.
+        Failed = "failed",
+    }
+}
+
+named_enum! {
     /// Whether a referral link records clicks.
     LinkStatus {
         /// Records clicks.

@@ -21,6 +21,7 @@ pub mod session;
 pub mod state;
 pub mod track;
 pub mod tracker;
+pub mod webhook_endpoints;
 pub mod webhooks;
 
 use axum::extract::{DefaultBodyLimit, Request};
@@ -55,7 +56,8 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             admin::router()
                 .merge(lists::router())
                 .merge(payouts::router())
-                .merge(partner::admin_router()),
+                .merge(partner::admin_router())
+                .merge(webhook_endpoints::router()),
         )
         .nest("/api/partner", partner::router())
         .nest("/api/auth", session::router())

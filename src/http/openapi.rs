@@ -31,6 +31,7 @@ use utoipa::Modify;
         (name = "payouts", description = "Commissions, balances and payouts: paying partners (admin token)"),
         (name = "partners", description = "Partner accounts and the partner API (partner session token)"),
         (name = "webhooks", description = "Payment-processor webhooks"),
+        (name = "outbound webhooks", description = "Endpoints a program's events are sent to, signed by the Standard Webhooks scheme, and their delivery log (admin token)"),
         (name = "service", description = "Health, readiness and the tracker script"),
     ),
     modifiers(&SecuritySchemes),
@@ -140,6 +141,7 @@ pub fn finish(mut doc: OpenApi) -> OpenApi {
             &mut item.post,
             &mut item.put,
             &mut item.patch,
+            &mut item.delete,
         ]
         .into_iter()
         .flatten()

@@ -22,6 +22,8 @@ pub enum Record {
     Link(i64),
     Commission(i64),
     Payout(i64),
+    /// A webhook endpoint.
+    Webhook(i64),
 }
 
 impl Record {
@@ -34,6 +36,7 @@ impl Record {
             Record::Link(_) => "Link",
             Record::Commission(_) => "Commission",
             Record::Payout(_) => "Payout",
+            Record::Webhook(_) => "Webhook",
         };
         format!("{what} not found")
     }

@@ -20,13 +20,14 @@ pub mod postgres;
 pub mod sql;
 pub mod sqlite;
 pub mod tx;
+pub mod webhooks;
 pub mod write;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
+use crate::domain::status::{LinkStatus, MembershipStatus, Role};
 pub use dashboard_model::*;
 pub use error::{StoreError, StoreResult};
 pub use management::{LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record};
@@ -34,6 +35,7 @@ pub use model::*;
 pub use partners::{PartnerAccounts, PartnerTx};
 pub use payout_model::*;
 pub use payouts::{PayoutReads, PayoutTx};
+pub use webhooks::{WebhookStore, WebhookTx};
 
 /// One connection pool of a store at one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +63,9 @@ pub enum Backend {
 /// duplicated answer [`StoreError::NotFound`] or [`StoreError::Conflict`] naming what
 /// (`"program"`, `"partner code"`, …); the service layer words the message.
 #[async_trait]
-pub trait Store: PayoutReads + ManagementReads + PartnerAccounts + Send + Sync + 'static {
+pub trait Store:
+    PayoutReads + ManagementReads + PartnerAccounts + WebhookStore + Send + Sync + 'static
+{
     /// The database behind this store.
     fn backend(&self) -> Backend;
     /// Succeeds when the database answers a trivial query.
@@ -123,15 +127,6 @@ pub trait Store: PayoutReads + ManagementReads + PartnerAccounts + Send + Sync +
         program_id: i64,
         partner_id: i64,
     ) -> StoreResult<PartnerProgram>;
-    /// Moves a partner's standing in a program from `from` to `to`; `None` when it was no
-    /// longer `from`.
-    async fn set_partner_status(
-        &self,
-        program_id: i64,
-        partner_id: i64,
-        from: PartnerStatus,
-        to: PartnerStatus,
-    ) -> StoreResult<Option<PartnerProgram>>;
     /// Changes a partner; `NotFound("partner")`.
     async fn update_partner(&self, id: i64, patch: &PartnerPatch) -> StoreResult<Partner>;
     /// Creates a referral link; `NotFound("program" | "partner")`,

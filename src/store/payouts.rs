@@ -58,8 +58,13 @@ pub trait PayoutTx: Send {
     async fn insert_clawback(&mut self, id: i64, amount_cents: i64, at: i64) -> StoreResult<i64>;
     /// Records as `approved` the pending commissions of `program_id` whose hold of
     /// `hold_ms` has passed at `now`, with `approved_at` at the end of their hold; returns
-    /// how many.
-    async fn approve_due(&mut self, program_id: i64, hold_ms: i64, now: i64) -> StoreResult<u64>;
+    /// their ids.
+    async fn approve_due(
+        &mut self,
+        program_id: i64,
+        hold_ms: i64,
+        now: i64,
+    ) -> StoreResult<Vec<i64>>;
 
     /// Locks a program against other payouts being created for it until this transaction
     /// ends, and reads what its payouts are made by; `None` when it does not exist.

@@ -14,12 +14,13 @@ use super::model::{
 };
 use super::partners::PartnerTx;
 use super::payouts::PayoutTx;
+use super::webhooks::WebhookTx;
 use crate::domain::status::PartnerStatus;
 
 /// One open write transaction. Counters are not written here: a flow adds them to the
 /// batch's [`crate::domain::figures::Deltas`], which the committer applies once per batch.
 #[async_trait]
-pub trait Tx: PayoutTx + PartnerTx + Send {
+pub trait Tx: PayoutTx + PartnerTx + WebhookTx + Send {
     /// The customer holding `click_id`, in any program.
     async fn customer_by_click_id(&mut self, click_id: &str) -> StoreResult<Option<Customer>>;
     /// The customer with `customer_key` in `program_id`.
@@ -83,6 +84,15 @@ pub trait Tx: PayoutTx + PartnerTx + Send {
         program_id: i64,
         partner_id: i64,
     ) -> StoreResult<(bool, bool)>;
+    /// Moves a partner's standing in a program from `from` to `to`; `None` when it was no
+    /// longer `from`.
+    async fn set_partner_status(
+        &mut self,
+        program_id: i64,
+        partner_id: i64,
+        from: PartnerStatus,
+        to: PartnerStatus,
+    ) -> StoreResult<Option<PartnerProgram>>;
     /// Creates a partner-program record. `Conflict("partner_program")` when it exists.
     async fn insert_partner_program(
         &mut self,

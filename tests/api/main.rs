@@ -38,3 +38,5 @@ mod track_click;
 mod track_lead;
 mod track_sale;
 mod verify;
+mod webhook_processes;
+mod webhooks;

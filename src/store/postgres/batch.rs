@@ -18,7 +18,7 @@ use crate::domain::figures::{Deltas, SaleFigures};
 use crate::store::committer::MAX_SET_ROWS;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{NewClick, NewSale, SaleOutcome};
-use crate::store::sql::counters;
+use crate::store::sql::{counters, webhooks};
 
 /// The columns of a batch's new clicks.
 const CLICK_COLUMNS: &[&str] = &[
@@ -356,6 +356,7 @@ pub(super) async fn plain_sales(
             converts,
         });
     }
+    webhooks::record_sales::<Postgres>(conn, sales, &outcomes).await?;
     Ok(outcomes)
 }
 

@@ -90,6 +90,9 @@ impl Engine for Postgres {
     const BEGIN_WRITE: &'static str = "BEGIN";
     // Under READ COMMITTED each statement would see its own snapshot.
     const BEGIN_SNAPSHOT: &'static str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+    // Two workers claiming at once each skip the other's rows instead of waiting for
+    // them and then claiming them again.
+    const CLAIM_LOCK: &'static str = "FOR UPDATE OF d SKIP LOCKED";
     // One statement: the purge is a CTE of the insert.
     const CREATE_SESSION: &'static str =
         "WITH purged AS (DELETE FROM sessions WHERE expires_at <= $3) \

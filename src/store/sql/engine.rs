@@ -60,6 +60,10 @@ pub trait Engine:
     const BEGIN_WRITE: &'static str;
     /// Begins a read-only transaction that sees one snapshot from its first read to its end.
     const BEGIN_SNAPSHOT: &'static str;
+    /// What ends the subquery that picks the deliveries a worker claims (its rows `d`):
+    /// where several processes share the database, a lock that skips the rows another
+    /// process is claiming, so that each delivery is claimed by one.
+    const CLAIM_LOCK: &'static str;
     /// Purges the sessions expired at `$3` and stores a new one (`$1` user, `$2` token
     /// hash, `$3` now, `$4` expiry).
     const CREATE_SESSION: &'static str;

@@ -8,7 +8,7 @@ use super::admin::{
     link_from_row, partner_from_row, program_from_row, LINK_COLUMNS, PARTNER_COLUMNS,
     PROGRAM_COLUMNS,
 };
-use super::engine::{stmt, Engine};
+use super::engine::{stmt, Engine, Rec};
 use super::{named, SqlStore, NO_CURSOR};
 use crate::domain::status::{LinkStatus, PartnerStatus};
 use crate::store::error::StoreResult;
@@ -17,6 +17,30 @@ use crate::store::management::{
 };
 use crate::store::model::{Link, Partner, Program, Workspace};
 use crate::store::payout_model::Page;
+
+/// The rows of [`program_partner_row`], a program's partners `pp` with their partner `p`;
+/// a `WHERE` follows.
+pub(super) const PROGRAM_PARTNER_ROWS: &str = "SELECT pp.partner_id, p.name, p.email, \
+    p.code, pp.status, pp.created_at, pp.total_clicks, pp.total_leads, pp.total_sales, \
+    pp.total_revenue_cents, pp.total_commission_cents FROM partner_programs pp \
+    JOIN partners p ON p.id = pp.partner_id";
+
+/// A row of [`PROGRAM_PARTNER_ROWS`].
+pub(super) fn program_partner_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<ProgramPartnerRow> {
+    Ok(ProgramPartnerRow {
+        partner_id: r.try_get_at(0)?,
+        name: r.try_get_at(1)?,
+        email: r.try_get_at(2)?,
+        code: r.try_get_at(3)?,
+        status: named(r, "status")?,
+        created_at: r.try_get_at(5)?,
+        clicks: r.try_get_at(6)?,
+        leads: r.try_get_at(7)?,
+        sales: r.try_get_at(8)?,
+        revenue_cents: r.try_get_at(9)?,
+        commission_cents: r.try_get_at(10)?,
+    })
+}
 
 /// The workspaces where the user `$1` is an active member.
 const MINE: &str =
@@ -74,6 +98,11 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
             Record::Commission(id) => (
                 "SELECT g.workspace_id FROM commissions c \
                  JOIN programs g ON g.id = c.program_id WHERE c.id = $1",
+                id,
+            ),
+            Record::Webhook(id) => (
+                "SELECT g.workspace_id FROM webhook_endpoints w \
+                 JOIN programs g ON g.id = w.program_id WHERE w.id = $1",
                 id,
             ),
             Record::Payout(id) => (
@@ -171,11 +200,7 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
         page: Page,
     ) -> StoreResult<Vec<ProgramPartnerRow>> {
         let sql = format!(
-            "SELECT pp.partner_id, p.name, p.email, p.code, pp.status, pp.created_at, \
-             pp.total_clicks, pp.total_leads, pp.total_sales, pp.total_revenue_cents, \
-             pp.total_commission_cents FROM partner_programs pp \
-             JOIN partners p ON p.id = pp.partner_id \
-             WHERE pp.program_id = $1 AND ($2 IS NULL OR pp.status = $2) \
+            "{PROGRAM_PARTNER_ROWS} WHERE pp.program_id = $1 AND ($2 IS NULL OR pp.status = $2) \
              AND pp.partner_id < COALESCE($3, {NO_CURSOR}) ORDER BY pp.partner_id DESC LIMIT $4"
         );
         let rows = stmt::<DB>(&sql)
@@ -185,23 +210,7 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
             .bind(page.limit)
             .fetch_all(&mut *self.read.acquire().await?)
             .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(ProgramPartnerRow {
-                    partner_id: r.try_get_at(0)?,
-                    name: r.try_get_at(1)?,
-                    email: r.try_get_at(2)?,
-                    code: r.try_get_at(3)?,
-                    status: named(r, "status")?,
-                    created_at: r.try_get_at(5)?,
-                    clicks: r.try_get_at(6)?,
-                    leads: r.try_get_at(7)?,
-                    sales: r.try_get_at(8)?,
-                    revenue_cents: r.try_get_at(9)?,
-                    commission_cents: r.try_get_at(10)?,
-                })
-            })
-            .collect()
+        rows.iter().map(program_partner_row).collect()
     }
 
     async fn list_links(

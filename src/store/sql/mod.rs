@@ -21,6 +21,7 @@ pub mod rows;
 pub mod seed;
 mod tx;
 mod verify;
+pub mod webhooks;
 pub mod write;
 
 use async_trait::async_trait;
@@ -42,7 +43,7 @@ use super::{
     ListedEvent, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram, PaymentAccount,
     PoolUse, Program, ProgramPatch, SessionUser, SetupStatus, Store, User, Workspace,
 };
-use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role, UnknownValue};
+use crate::domain::status::{LinkStatus, MembershipStatus, Role, UnknownValue};
 
 /// A store on a database of engine `DB`: the read pool, the write pool (the same pool on
 /// PostgreSQL) and the group committer writing through it.
@@ -161,17 +162,6 @@ impl<DB: Engine> Store for SqlStore<DB> {
         partner_id: i64,
     ) -> StoreResult<PartnerProgram> {
         admin::partner_program::<DB>(&mut *self.read.acquire().await?, program_id, partner_id).await
-    }
-
-    async fn set_partner_status(
-        &self,
-        program_id: i64,
-        partner_id: i64,
-        from: PartnerStatus,
-        to: PartnerStatus,
-    ) -> StoreResult<Option<PartnerProgram>> {
-        let conn = &mut *self.write.acquire().await?;
-        admin::set_partner_status::<DB>(conn, program_id, partner_id, from, to).await
     }
 
     async fn update_partner(&self, id: i64, patch: &PartnerPatch) -> StoreResult<Partner> {

@@ -86,7 +86,7 @@ fn payout_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Payout> {
 }
 
 /// A payout with its items, on any connection.
-async fn payout_with_items<DB: Engine>(
+pub(super) async fn payout_with_items<DB: Engine>(
     conn: &mut DB::Connection,
     id: i64,
 ) -> StoreResult<Option<Payout>> {
@@ -131,16 +131,25 @@ fn select_commissions() -> String {
     )
 }
 
+/// One commission row at `now`, on any connection.
+pub(super) async fn commission_by_id<DB: Engine>(
+    conn: &mut DB::Connection,
+    id: i64,
+    now: i64,
+) -> StoreResult<Option<CommissionRow>> {
+    let sql = format!("{} WHERE c.id = $2", select_commissions());
+    let row = stmt::<DB>(&sql)
+        .bind(now)
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    row.as_ref().map(commission_row).transpose()
+}
+
 #[async_trait]
 impl<DB: Engine> PayoutReads for SqlStore<DB> {
     async fn commission(&self, id: i64, now: i64) -> StoreResult<Option<CommissionRow>> {
-        let sql = format!("{} WHERE c.id = $2", select_commissions());
-        let row = stmt::<DB>(&sql)
-            .bind(now)
-            .bind(id)
-            .fetch_optional(&mut *self.read.acquire().await?)
-            .await?;
-        row.as_ref().map(commission_row).transpose()
+        commission_by_id::<DB>(&mut *self.read.acquire().await?, id, now).await
     }
 
     async fn commissions(
@@ -311,16 +320,21 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
         .await?)
     }
 
-    async fn approve_due(&mut self, program_id: i64, hold_ms: i64, now: i64) -> StoreResult<u64> {
+    async fn approve_due(
+        &mut self,
+        program_id: i64,
+        hold_ms: i64,
+        now: i64,
+    ) -> StoreResult<Vec<i64>> {
         Ok(stmt::<DB>(
             "UPDATE commissions SET status = 'approved', approved_at = created_at + $1, \
              updated_at = $2 WHERE program_id = $3 AND status = 'pending' \
-             AND created_at <= $2 - $1",
+             AND created_at <= $2 - $1 RETURNING id",
         )
         .bind(hold_ms)
         .bind(now)
         .bind(program_id)
-        .execute(&mut *self.conn)
+        .scalar_all(&mut *self.conn)
         .await?)
     }
 

@@ -305,7 +305,7 @@ const CLICK_CONVERTED: &str = "CASE WHEN ck.first_purchase_date >= c.click_times
 
 /// Whether a listed lead event `l` (its customer `lk`) converted: its customer has
 /// purchased.
-const LEAD_CONVERTED: &str =
+pub(super) const LEAD_CONVERTED: &str =
     "CASE WHEN lk.first_purchase_date IS NOT NULL THEN TRUE ELSE FALSE END";
 
 /// One page of real events matching `f`, newest first (`timestamp DESC, id DESC`, then

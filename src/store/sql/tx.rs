@@ -276,6 +276,17 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .await?)
     }
 
+    async fn set_partner_status(
+        &mut self,
+        program_id: i64,
+        partner_id: i64,
+        from: PartnerStatus,
+        to: PartnerStatus,
+    ) -> StoreResult<Option<PartnerProgram>> {
+        super::admin::set_partner_status::<DB>(&mut self.conn, program_id, partner_id, from, to)
+            .await
+    }
+
     async fn insert_partner_program(
         &mut self,
         program_id: i64,

@@ -19,7 +19,7 @@ use crate::domain::time::day_of;
 use crate::store::committer::MAX_SET_ROWS;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{NewClick, NewSale, SaleOutcome};
-use crate::store::sql::{counters, Engine};
+use crate::store::sql::{counters, webhooks, Engine};
 
 /// How the batches that are transactions of their own begin.
 const BEGIN_WRITE: &str = <Sqlite as Engine>::BEGIN_WRITE;
@@ -408,6 +408,7 @@ pub(super) async fn plain_sales(
             converts,
         });
     }
+    webhooks::record_sales::<Sqlite>(conn, sales, &outcomes).await?;
     Ok(outcomes)
 }
 
@@ -443,6 +444,8 @@ const SALE_BATCH_TABLE: &str = "CREATE TEMP TABLE IF NOT EXISTS sale_batch (idx 
 
 /// The statement of [`commit_plain_sales`] after its `rows` and `ranked`: the sales that
 /// resolve plainly go into `sale_batch`, which the writes of [`record_sales`] then read.
+/// A sale of a program with webhook endpoints is left to the batch's transaction, where
+/// its messages are written with it.
 const RESOLVE_SALE_BATCH: &str = "\
     INSERT INTO temp.sale_batch SELECT r.idx, r.program_id, c.id, c.partner_id, pp.id, \
     c.click_id, COALESCE(r.customer_key, c.customer_key), r.transaction_id, r.amount_cents, \
@@ -452,7 +455,9 @@ const RESOLVE_SALE_BATCH: &str = "\
     JOIN partner_programs pp ON pp.partner_id = c.partner_id AND pp.program_id = c.program_id \
     WHERE r.nth_of_customer = 1 AND r.nth_of_transaction = 1 \
     AND NOT EXISTS (SELECT 1 FROM affiliate_sale_events s \
-    WHERE s.processor_event_id = r.transaction_id)";
+    WHERE s.processor_event_id = r.transaction_id) \
+    AND NOT EXISTS (SELECT 1 FROM webhook_endpoints w \
+    WHERE w.program_id = r.program_id AND w.enabled)";
 
 /// The counters of the sales in `sale_batch`: what [`Deltas::count_sale`] adds for each,
 /// summed per partner-program record, per program day and per partner day.

@@ -135,6 +135,8 @@ impl Engine for Sqlite {
     const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
     // A read transaction of SQLite is one snapshot, from its first read to its end.
     const BEGIN_SNAPSHOT: &'static str = "BEGIN";
+    // One process writes at a time: its claim is the only one.
+    const CLAIM_LOCK: &'static str = "";
     const CREATE_SESSION: &'static str = "DELETE FROM sessions WHERE expires_at <= $3; \
         INSERT INTO sessions (user_id, token_hash, created_at, expires_at) \
         VALUES ($1, $2, $3, $4)";

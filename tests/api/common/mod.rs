@@ -3,6 +3,7 @@
 //! `tower::ServiceExt::oneshot`.
 #![allow(dead_code)]
 
+pub mod receiver;
 pub mod server;
 pub mod smtp;
 
@@ -209,6 +210,13 @@ impl TestApp {
     /// that depend on it (session lifetime, hold periods).
     pub fn with_clock(self, clock: Arc<ManualClock>) -> TestApp {
         let app = App::new(self.store.clone(), clock);
+        self.serving_app(app)
+    }
+
+    /// The same database behind a service that reads the time from `clock` and lets
+    /// webhook endpoints be on loopback addresses (the tests' receivers are).
+    pub fn with_private_webhooks(self, clock: Arc<dyn reftrack::domain::time::Clock>) -> TestApp {
+        let app = App::new(self.store.clone(), clock).allowing_private_webhook_targets(true);
         self.serving_app(app)
     }
 
