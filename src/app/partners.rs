@@ -531,6 +531,7 @@ impl App {
                 Some(partner_id),
                 &short_link,
                 LinkStatus::Active,
+                None,
                 self.now_ms(),
             )
             .await;

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod bearer;
 pub mod client_ip;
+pub mod coupons;
 pub mod dashboard;
 pub mod error;
 pub mod extract;
@@ -14,6 +15,7 @@ pub mod partner;
 pub mod payouts;
 pub mod portal;
 pub mod rate_limit;
+pub mod redirect;
 pub mod request_id;
 pub mod service;
 pub mod session;
@@ -54,6 +56,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             admin::router()
                 .merge(lists::router())
                 .merge(payouts::router())
+                .merge(coupons::router())
                 .merge(partner::admin_router()),
         )
         .nest("/api/partner", partner::router())
@@ -74,6 +77,7 @@ pub fn router(state: AppState) -> Router {
     let (routes, doc) = api();
     routes
         .merge(portal::router())
+        .merge(redirect::router())
         .route_layer(middleware::from_fn(outage::time_limit))
         .merge(openapi::router(&doc))
         .fallback(|| async { Error::not_found("Not found") })

@@ -140,6 +140,7 @@ pub fn finish(mut doc: OpenApi) -> OpenApi {
             &mut item.post,
             &mut item.put,
             &mut item.patch,
+            &mut item.delete,
         ]
         .into_iter()
         .flatten()
