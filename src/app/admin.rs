@@ -20,8 +20,8 @@ use crate::domain::status::{
 };
 use crate::domain::time::iso;
 use crate::store::{
-    Link, LinkPatch, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram,
-    PaymentAccount, Program, ProgramPatch, Record, Store, StoreError, User, Workspace,
+    Link, LinkPatch, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram, PaymentAccount,
+    Program, ProgramPatch, Record, Store, StoreError, User, Workspace,
 };
 
 /// Settings key of the admin token's hash.

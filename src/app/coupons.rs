@@ -34,8 +34,7 @@ pub struct CouponBody {
 fn code(value: &str) -> Result<String> {
     let v = value.trim();
     let fits = (1..=MAX_CODE_LEN).contains(&v.len())
-        && v
-            .bytes()
+        && v.bytes()
             .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_');
     if fits {
         Ok(v.to_string())

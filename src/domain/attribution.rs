@@ -119,9 +119,18 @@ mod tests {
 
     #[test]
     fn a_customer_wins_over_a_coupon() {
-        assert_eq!(sale_source(Some(1), Some('k')), Some(SaleSource::Customer(1)));
-        assert_eq!(sale_source(None::<i32>, Some('k')), Some(SaleSource::Coupon('k')));
-        assert_eq!(sale_source(Some(1), None::<char>), Some(SaleSource::Customer(1)));
+        assert_eq!(
+            sale_source(Some(1), Some('k')),
+            Some(SaleSource::Customer(1))
+        );
+        assert_eq!(
+            sale_source(None::<i32>, Some('k')),
+            Some(SaleSource::Coupon('k'))
+        );
+        assert_eq!(
+            sale_source(Some(1), None::<char>),
+            Some(SaleSource::Customer(1))
+        );
         assert_eq!(sale_source(None::<i32>, None::<char>), None);
     }
 

@@ -53,11 +53,17 @@ mod tests {
     fn a_customer_email_of_the_partner_is_a_self_referral() {
         let partner = ["alice@example.com"];
         assert!(is_self_referral(["ALICE+deal@example.com"], partner));
-        assert!(is_self_referral(["bob@example.com", "alice@example.com"], partner));
+        assert!(is_self_referral(
+            ["bob@example.com", "alice@example.com"],
+            partner
+        ));
         assert!(!is_self_referral(["bob@example.com"], partner));
         assert!(!is_self_referral(["alice@example.org"], partner));
         // Either of the partner's emails counts.
-        assert!(is_self_referral(["al@shop.io"], ["alice@example.com", "Al@Shop.io"]));
+        assert!(is_self_referral(
+            ["al@shop.io"],
+            ["alice@example.com", "Al@Shop.io"]
+        ));
     }
 
     #[test]

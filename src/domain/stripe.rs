@@ -475,7 +475,8 @@ mod tests {
         };
         assert_eq!(p.promotion_code.as_deref(), Some("promo_Z"));
         assert_eq!(p.customer_email.as_deref(), Some("c@x.io"));
-        let neither = json!({"id": "cs_5", "payment_status": "paid", "amount_total": 900, "discounts": []});
+        let neither =
+            json!({"id": "cs_5", "payment_status": "paid", "amount_total": 900, "discounts": []});
         assert_eq!(
             checkout_session(&neither),
             Action::Ignore("no attribution metadata and no promotion code")

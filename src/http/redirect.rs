@@ -49,7 +49,10 @@ padding: 0 1rem; line-height: 1.5\"><h1>Try again soon</h1>\
 fn page(status: StatusCode, html: &'static str) -> Response {
     let mut r = (status, html).into_response();
     let h = r.headers_mut();
-    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    h.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert("x-robots-tag", HeaderValue::from_static("noindex"));
     r

@@ -33,9 +33,7 @@ fn query_of(location: &str) -> Vec<(String, String)> {
 }
 
 fn param<'a>(q: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    q.iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
+    q.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
 /// A GET (or HEAD) of a redirect link with these headers; returns the status and

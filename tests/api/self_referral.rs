@@ -17,7 +17,11 @@ const PASSWORD: &str = "correct horse battery";
 /// The program's commissions, newest first, by transaction id.
 async fn commission(app: &TestApp, seed: &Seed, txn: &str) -> Value {
     let r = app
-        .admin("GET", &format!("/programs/{}/commissions?limit=100", seed.program_id), None)
+        .admin(
+            "GET",
+            &format!("/programs/{}/commissions?limit=100", seed.program_id),
+            None,
+        )
         .await
         .expect(200);
     r.body["data"]

@@ -305,8 +305,8 @@ on_both_backends! {
         let body = promotion_checkout("A1", "promo_1Podcast", "dora@example.com", "{}");
         let r = deliver(&app, seed.program_id, &body).await.expect(200);
         assert_eq!(outcome(&r), "sale recorded");
-        assert_eq!(app.count("SELECT partner_id FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id WHERE s.processor_event_id = 'pi_3QcsA1'").await, seed.partner_id);
-        assert_eq!(app.count("SELECT amount_cents FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id WHERE s.processor_event_id = 'pi_3QcsA1'").await, 1200);
+        assert_eq!(app.count("SELECT c.partner_id FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id WHERE s.processor_event_id = 'pi_3QcsA1'").await, seed.partner_id);
+        assert_eq!(app.count("SELECT c.amount_cents FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id WHERE s.processor_event_id = 'pi_3QcsA1'").await, 1200);
 
         // A promotion code no coupon has: not attributed, and Stripe is not asked to retry.
         let body = promotion_checkout("A2", "promo_unknown", "dora@example.com", "{}");
@@ -322,7 +322,7 @@ on_both_backends! {
         let body = promotion_checkout("A3", "promo_1Carl", "bob@example.com", &meta(&click_id, "bob", seed.program_id));
         let r = deliver(&app, seed.program_id, &body).await.expect(200);
         assert_eq!(outcome(&r), "sale recorded");
-        assert_eq!(app.count("SELECT partner_id FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id WHERE s.processor_event_id = 'pi_3QcsA3'").await, seed.partner_id);
+        assert_eq!(app.count("SELECT c.partner_id FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id WHERE s.processor_event_id = 'pi_3QcsA3'").await, seed.partner_id);
 
         // The checkout's customer email is the partner's own: flagged.
         app.admin("PATCH", &format!("/partners/{carl}"), Some(json!({"email": "carl@example.com"}))).await.expect(200);

@@ -4,8 +4,8 @@
 
 use super::engine::{stmt, Engine, Rec, Stmt};
 use super::{named, named_opt, parse_origins};
-use crate::domain::self_referral::email_key;
 use crate::domain::commission::CommissionRule;
+use crate::domain::self_referral::email_key;
 use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{

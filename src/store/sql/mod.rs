@@ -9,8 +9,8 @@
 //! `store::postgres`.
 
 mod admin;
-mod coupons;
 pub mod counters;
+mod coupons;
 pub mod engine;
 mod management;
 pub mod migrations;

@@ -6,9 +6,9 @@ use async_trait::async_trait;
 use super::admin::{partner_from_row, PARTNER_COLUMNS};
 use super::engine::{stmt, Engine};
 use super::payouts::{balance_row, balance_sums};
-use crate::domain::self_referral::email_key;
 use super::write::WriteConnection;
 use super::{named, SqlStore, NO_CURSOR};
+use crate::domain::self_referral::email_key;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::partners::{
     InviteRow, NewApplicant, PartnerAccount, PartnerAccounts, PartnerCredentials,
@@ -292,9 +292,9 @@ impl<DB: Engine> PartnerTx for WriteConnection<DB> {
         .bind(password_hash)
         .bind(partner_id)
         .bind(email_key(email))
-            .execute(&mut *self.conn)
-            .await
-            .map_err(|e| StoreError::from(e).conflict_on("account email"))?;
+        .execute(&mut *self.conn)
+        .await
+        .map_err(|e| StoreError::from(e).conflict_on("account email"))?;
         stmt::<DB>("DELETE FROM partner_sessions WHERE partner_id = $1")
             .bind(partner_id)
             .execute(&mut *self.conn)

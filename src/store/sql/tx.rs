@@ -4,19 +4,19 @@
 use async_trait::async_trait;
 
 use super::engine::{stmt, Engine};
+use super::flags_text;
 use super::payouts::STATUS;
 use super::write::WriteConnection;
 use super::{named_at, parse_origins};
+use crate::domain::lifecycle::Approval;
 use crate::domain::lifecycle::CommissionState;
+use crate::domain::self_referral::email_key;
 use crate::domain::status::PartnerStatus;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{
     ChargeSale, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
     PartnerProgram, PaymentAccount, RefundableSale, SaleCommission, SaleEventRow,
 };
-use super::flags_text;
-use crate::domain::lifecycle::Approval;
-use crate::domain::self_referral::email_key;
 use crate::store::tx::Tx;
 
 const CUSTOMER: &str = "SELECT id, program_id, click_id, customer_key, customer_status, \

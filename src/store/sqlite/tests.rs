@@ -573,6 +573,7 @@ async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
             (8, "management access".to_string()),
             (9, "partner accounts".to_string()),
             (10, "partner rollups".to_string()),
+            (11, "links and coupons".to_string()),
         ]
     );
     reopened.close().await;
