@@ -148,9 +148,18 @@ on_both_backends! {
             .expect(200);
         assert!(sale.body["commission_id"].is_i64());
 
+        // `aff` is the partner's code, whatever the link's short name.
+        app.admin("POST", "/links", Some(json!({"program_id": seed.program_id, "partner_id": seed.partner_id, "short_link": "podcast-ep-12"})))
+            .await
+            .expect(201);
+        let r = visit(&app, "GET", "/r/podcast-ep-12", &[("user-agent", BROWSER)]).await.expect(302);
+        let q = query_of(r.headers["location"].to_str().unwrap());
+        assert_eq!(param(&q, "aff"), Some(seed.short_link.as_str()), "the seed's partner code");
+        assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_click_events e JOIN referral_links l ON l.id = e.link_id WHERE l.short_link = 'podcast-ep-12'").await, 1);
+
         // Each visit is a click of its own.
         visit(&app, "GET", &format!("/r/{}", seed.short_link), &[("user-agent", BROWSER)]).await.expect(302);
-        assert_eq!(link_clicks(&app, seed.program_id).await, 2);
+        assert_eq!(app.count(&format!("SELECT clicks FROM referral_links WHERE short_link = '{}'", seed.short_link)).await, 2);
     }
 }
 

@@ -182,18 +182,19 @@ test('through a redirect link: the click of rt_click is kept, none is posted, th
   assert.equal(cookie.sameSite, 'Lax');
   assert.equal(cookie.domain, '.shop.test');
   assert.ok(Math.abs(cookie.expires - (Date.now() / 1000 + 7 * DAY)) < 120, 'expires with the program\'s window');
-  assert.equal((await cookieNamed(t.context, `tracker_aff_${s.program}`))[0].value, 'rt-link');
+  // `aff` carries the partner's code (`rt`), not the link's short name.
+  assert.equal((await cookieNamed(t.context, `tracker_aff_${s.program}`))[0].value, 'rt');
   assert.equal(await t.page.evaluate(() => window.reftrack.getClickId()), recorded);
   const landed = new URL(t.page.url());
   assert.equal(landed.pathname, '/rt.html');
   assert.equal(landed.searchParams.get('from'), 'ad');
   assert.equal(landed.searchParams.get('utm_source'), 'mail');
-  assert.equal(landed.searchParams.get('aff'), 'rt-link');
+  assert.equal(landed.searchParams.get('aff'), 'rt');
   assert.equal(landed.searchParams.get('rt_click'), null, 'taken out of the address bar');
   assert.equal(landed.searchParams.get('rt_window'), null);
 
-  // Coming back through the same link on the site: no click either.
-  await t.visit(`http://a.shop.test:${HTTP}/rt.html?aff=rt-link`);
+  // Coming back with the same `aff` on the site: no click either.
+  await t.visit(`http://a.shop.test:${HTTP}/rt.html?aff=rt`);
   await t.waitLog(/no new click/);
   await new Promise((r) => setTimeout(r, 200));
   assert.deepEqual(posted, []);
