@@ -7,22 +7,6 @@ use serde_json::{json, Value};
 
 const SALE: &str = "/api/v1/track/sale";
 
-/// The id of the link `short_link`.
-async fn link_id(app: &TestApp, program_id: i64, short_link: &str) -> i64 {
-    let r = app
-        .admin("GET", &format!("/links?program_id={program_id}"), None)
-        .await
-        .expect(200);
-    r.body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["short_link"] == short_link)
-        .unwrap()["id"]
-        .as_i64()
-        .unwrap()
-}
-
 async fn coupon(app: &TestApp, link: i64, body: Value) -> Reply {
     app.admin("POST", &format!("/links/{link}/coupons"), Some(body))
         .await
@@ -43,7 +27,7 @@ async fn commission_partner(app: &TestApp, sale_id: i64) -> i64 {
 on_both_backends! {
     async fn coupons_are_created_listed_archived_and_shown_on_the_link(app: TestApp) {
         let seed = app.seed().await;
-        let link = link_id(&app, seed.program_id, &seed.short_link).await;
+        let link = app.link_id(&seed.short_link).await;
         let c = coupon(&app, link, json!({"code": " Podcast20 "})).await.expect(201);
         assert_eq!(c.body["code"], "Podcast20");
         assert_eq!(c.body["status"], "active");
@@ -58,7 +42,7 @@ on_both_backends! {
         assert_eq!(r.error(), "A coupon with this code already exists in this program");
         coupon(&app, link, json!({"code": "SPRING", "stripe_promotion_code": "promo_1Spring"})).await.expect(201);
         let (_, bob_link) = app.add_partner(&seed, "bob").await;
-        let bob_link = link_id(&app, seed.program_id, &bob_link).await;
+        let bob_link = app.link_id(&bob_link).await;
         let r = coupon(&app, bob_link, json!({"code": "podcast20"})).await.expect(409);
         assert_eq!(r.error(), "A coupon with this code already exists in this program");
         let r = coupon(&app, bob_link, json!({"code": "BOB", "stripe_promotion_code": "promo_1Spring"})).await.expect(409);
@@ -116,7 +100,7 @@ on_both_backends! {
 
         // Another program may use the same code.
         let other = app.seed().await;
-        let other_link = link_id(&app, other.program_id, &other.short_link).await;
+        let other_link = app.link_id(&other.short_link).await;
         coupon(&app, other_link, json!({"code": "spring"})).await.expect(201);
     }
 }
@@ -124,7 +108,7 @@ on_both_backends! {
 on_both_backends! {
     async fn a_coupon_attributes_a_sale_that_no_click_does(app: TestApp) {
         let seed = app.seed().await;
-        let link = link_id(&app, seed.program_id, &seed.short_link).await;
+        let link = app.link_id(&seed.short_link).await;
         coupon(&app, link, json!({"code": "PODCAST20"})).await.expect(201);
 
         // Only a coupon code, in another case: the link's partner earns.
@@ -166,7 +150,7 @@ on_both_backends! {
         assert!(r.error().contains("coupon_code"), "{}", r.error());
         // A coupon of another program attributes nothing here.
         let other = app.seed().await;
-        let other_link = link_id(&app, other.program_id, &other.short_link).await;
+        let other_link = app.link_id(&other.short_link).await;
         coupon(&app, other_link, json!({"code": "ELSEWHERE"})).await.expect(201);
         sale(&app, &seed, json!({"transaction_id": "c6", "amount_cents": 1000, "coupon_code": "ELSEWHERE"})).await.expect(400);
 
@@ -181,7 +165,7 @@ on_both_backends! {
         assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_sale_events WHERE processor_event_id IN ('c6', 'c7')").await, 0);
 
         // A transaction id is still accepted once.
-        let bob_link_id = link_id(&app, seed.program_id, &bob_link).await;
+        let bob_link_id = app.link_id(&bob_link).await;
         coupon(&app, bob_link_id, json!({"code": "BOB"})).await.expect(201);
         let r = sale(&app, &seed, json!({"transaction_id": "c1", "amount_cents": 1000, "coupon_code": "bob"})).await.expect(409);
         assert_eq!(r.error(), "Duplicate transaction_id. This sale has already been recorded.");

@@ -180,8 +180,7 @@ on_both_backends! {
             .expect(200);
         let r = visit(&app, "GET", &format!("/r/{}", seed.short_link), &browser).await.expect(302);
         assert!(r.headers["location"].to_str().unwrap().starts_with("https://shop.example/?aff="));
-        let links = app.admin("GET", &format!("/links?program_id={}", seed.program_id), None).await.expect(200);
-        let link_id = links.body["data"][0]["id"].as_i64().unwrap();
+        let link_id = app.link_id(&seed.short_link).await;
         let l = app
             .admin("PATCH", &format!("/links/{link_id}"), Some(json!({"destination_url": "https://podcast.example/offer"})))
             .await

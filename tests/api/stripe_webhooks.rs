@@ -294,8 +294,7 @@ fn promotion_checkout(suffix: &str, promo: &str, email: &str, metadata: &str) ->
 on_both_backends! {
     async fn a_promotion_code_attributes_a_checkout_and_a_click_wins(app: TestApp) {
         let (seed, click_id) = setup(&app, "bob").await;
-        let links = app.admin("GET", &format!("/links?program_id={}", seed.program_id), None).await.expect(200);
-        let link = links.body["data"][0]["id"].as_i64().unwrap();
+        let link = app.link_id(&seed.short_link).await;
         app.admin("POST", &format!("/links/{link}/coupons"), Some(json!({"code": "PODCAST20", "stripe_promotion_code": "promo_1Podcast"})))
             .await
             .expect(201);
@@ -314,8 +313,7 @@ on_both_backends! {
         assert!(outcome(&r).starts_with("not attributed: Coupon code not found"), "{}", outcome(&r));
 
         // The metadata's click wins over the promotion code of another partner's link.
-        let carl_link = app.admin("GET", &format!("/links?program_id={}&partner_id={carl}", seed.program_id), None).await.expect(200);
-        let carl_link = carl_link.body["data"][0]["id"].as_i64().unwrap();
+        let carl_link = app.link_id("carl").await;
         app.admin("POST", &format!("/links/{carl_link}/coupons"), Some(json!({"code": "CARL", "stripe_promotion_code": "promo_1Carl"})))
             .await
             .expect(201);
