@@ -539,6 +539,7 @@ async fn create_program(
                 min_payout_cents: None,
                 applications_open: None,
                 partner_links_allowed: None,
+                destination_url: None,
                 workspace_id,
                 name: name.to_string(),
                 cookie_window_days: Some(60),
@@ -630,6 +631,7 @@ async fn run_on<DB: SeedEngine>(
                         partner_id: Some(partner.id),
                         short_link: code.clone(),
                         status: None,
+                        destination_url: None,
                     },
                 )
                 .await?;

@@ -43,8 +43,9 @@ export interface Lead {
 /**
  * Configures the tracker and records the click of the page URL's `aff`. Only the first
  * call per page counts; later ones return its promise. Resolves with the click's answer,
- * or `null` when nothing was sent (no `aff`, or the link of the last click). Never
- * rejects. Outside a browser it does nothing.
+ * or `null` when nothing was sent (no `aff`, the link of the last click, or a click that a
+ * redirect link recorded and named in `rt_click`, whose id is kept). Never rejects.
+ * Outside a browser it does nothing.
  */
 export function init(options: TrackerOptions): Promise<TrackResult | null>;
 

@@ -105,15 +105,37 @@ function createTracker(w, d, o) {
     try { return Intl.DateTimeFormat().resolvedOptions().timeZone; } catch (e) {}
   }
 
+  // A redirect link (/r/<link>) recorded the click already and put its id in rt_click, the
+  // program's cookie window in rt_window: keep the id as a click of the tracker's own would
+  // be kept, post nothing, and take both out of the address bar, so that a copied URL does
+  // not hand this visitor's click id to someone else.
+  function keepRedirectClick(url, aff, lastKey) {
+    var params = url.searchParams, id = params.get('rt_click'), days = +params.get('rt_window');
+    if (!/^cust_\d+_\d+$/.test(id || '')) return false;
+    days = days > 0 ? days : 60;
+    if (api.getClickId() !== id) {
+      setCookie(CLICK, id, days);
+      setCookie(lastKey, aff, days);
+    }
+    log('click recorded by the redirect link', id);
+    try {
+      params['delete']('rt_click');
+      params['delete']('rt_window');
+      history.replaceState(history.state, '', url.pathname + url.search + url.hash);
+    } catch (e) {}
+    return true;
+  }
+
   /** Records the click of the URL's aff. Resolves with the API's answer, or null if none is sent. */
   api.trackClick = function () {
     try {
       if (!programId) return failed('tracker not configured');
-      var aff = new URL(location.href).searchParams.get('aff');
+      var url = new URL(location.href), aff = url.searchParams.get('aff');
       if (!aff) return Promise.resolve(null);
       // The aff of the last tracked click is kept per program beside the click id: the same
       // link again adds no click; another one does, with the click id to reuse (last touch).
       var existing = api.getClickId(), lastKey = 'tracker_aff_' + programId;
+      if (keepRedirectClick(url, aff, lastKey)) return Promise.resolve(null);
       if (existing && getCookie(lastKey) === aff) {
         log('same link, no new click');
         return Promise.resolve(null);

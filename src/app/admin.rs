@@ -14,13 +14,14 @@ use super::{App, Error, Result};
 use crate::domain::access::Access;
 use crate::domain::commission::{CommissionRule, CommissionSpec};
 use crate::domain::money::normalize_currency;
+use crate::domain::redirect;
 use crate::domain::status::{
     LinkStatus, MembershipStatus, PartnerStatus, PayoutMethod, Role, UnknownValue,
 };
 use crate::domain::time::iso;
 use crate::store::{
-    Link, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram, PaymentAccount, Program,
-    ProgramPatch, Record, Store, StoreError, User, Workspace,
+    Link, LinkPatch, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram, PaymentAccount,
+    Program, ProgramPatch, Record, Store, StoreError, User, Workspace,
 };
 
 /// Settings key of the admin token's hash.
@@ -54,6 +55,10 @@ pub struct ProgramBody {
     pub applications_open: Option<bool>,
     /// Whether approved partners may create their own links (default true).
     pub partner_links_allowed: Option<bool>,
+    /// Where the program's redirect links (`GET /r/{short_link}`) send visitors: an
+    /// absolute http or https URL.
+    #[schema(example = "https://shop.example.com/")]
+    pub destination_url: Option<String>,
 }
 
 /// The body of the management call that changes a program; an absent field is left as it is.
@@ -73,6 +78,11 @@ pub struct ProgramPatchBody {
     pub min_payout_cents: Option<i64>,
     pub applications_open: Option<bool>,
     pub partner_links_allowed: Option<bool>,
+    /// Where redirect links send visitors; `null` clears it (links without a destination
+    /// of their own then answer 404).
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub destination_url: Option<Option<String>>,
 }
 
 /// The body of the management call that creates a partner.
@@ -118,13 +128,22 @@ pub struct LinkBody {
     pub partner_id: Option<i64>,
     pub short_link: String,
     pub status: Option<String>,
+    /// Where `GET /r/{short_link}` sends visitors, instead of the program's
+    /// `destination_url`: an absolute http or https URL.
+    #[schema(example = "https://shop.example.com/podcast")]
+    pub destination_url: Option<String>,
 }
 
-/// The body of the management call that changes a link.
+/// The body of the management call that changes a link; an absent field is left as it
+/// is, `null` clears the destination (the program's applies again).
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkPatchBody {
-    pub status: String,
+    /// `active` or `inactive`.
+    pub status: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub destination_url: Option<Option<String>>,
 }
 
 /// The body of the management call that creates a dashboard user.
@@ -304,6 +323,11 @@ fn origins(list: &[String]) -> Result<Vec<String>> {
         .collect()
 }
 
+/// A destination URL of redirect links, or the field's error.
+pub(super) fn destination_url(url: &str) -> Result<String> {
+    redirect::destination(url).map_err(|e| Error::invalid(format!("destination_url {e}")))
+}
+
 fn webhook_secret(secret: Option<String>) -> Result<Option<String>> {
     match secret {
         Some(s) if s.trim().is_empty() || s.len() > 255 => Err(Error::invalid(
@@ -346,6 +370,8 @@ pub struct ProgramView {
     pub applications_open: bool,
     /// Whether approved partners may create their own links.
     pub partner_links_allowed: bool,
+    /// Where the program's redirect links send visitors.
+    pub destination_url: Option<String>,
     /// Whether a Stripe webhook signing secret is set (the secret is never shown).
     pub stripe_webhook_secret_set: bool,
     /// The first characters of the API key, to tell keys apart.
@@ -375,6 +401,7 @@ pub fn program_view(p: &Program, api_token: Option<&str>) -> ProgramView {
         min_payout_cents: p.min_payout_cents,
         applications_open: p.applications_open,
         partner_links_allowed: p.partner_links_allowed,
+        destination_url: p.destination_url.clone(),
         stripe_webhook_secret_set: p.stripe_webhook_secret.is_some(),
         api_token_prefix: p.api_token_prefix.clone(),
         payment_account: PaymentAccountView {
@@ -423,6 +450,11 @@ impl App {
             min_payout_cents: min_payout(b.min_payout_cents.unwrap_or(5000))?,
             applications_open: b.applications_open.unwrap_or(false),
             partner_links_allowed: b.partner_links_allowed.unwrap_or(true),
+            destination_url: b
+                .destination_url
+                .as_deref()
+                .map(destination_url)
+                .transpose()?,
             api_token_hash: secrets::hash_token(&token),
             api_token_prefix: secrets::token_prefix(&token),
         };
@@ -466,6 +498,10 @@ impl App {
             min_payout_cents: b.min_payout_cents.map(min_payout).transpose()?,
             applications_open: b.applications_open,
             partner_links_allowed: b.partner_links_allowed,
+            destination_url: b
+                .destination_url
+                .map(|d| d.as_deref().map(destination_url).transpose())
+                .transpose()?,
         };
         let done = self.store.update_program(id, &patch, self.now_ms()).await;
         self.changed();
@@ -651,6 +687,11 @@ impl App {
         }
         let short_link = short_link(&b.short_link)?;
         let status: LinkStatus = one_of("status", b.status.as_deref().unwrap_or("active"))?;
+        let destination = b
+            .destination_url
+            .as_deref()
+            .map(destination_url)
+            .transpose()?;
         let done = self
             .store
             .create_link(
@@ -658,6 +699,7 @@ impl App {
                 b.partner_id,
                 short_link,
                 status,
+                destination.as_deref(),
                 self.now_ms(),
             )
             .await;
@@ -671,11 +713,17 @@ impl App {
         Ok(self.store.link(id).await?)
     }
 
-    /// Changes a link's status.
+    /// Changes a link's status or destination.
     pub async fn update_link(&self, caller: &Caller, id: i64, b: LinkPatchBody) -> Result<Link> {
         self.allow(caller, Record::Link(id), Access::Change).await?;
-        let status: LinkStatus = one_of("status", &b.status)?;
-        let done = self.store.set_link_status(id, status).await;
+        let patch = LinkPatch {
+            status: b.status.map(|s| one_of("status", &s)).transpose()?,
+            destination_url: b
+                .destination_url
+                .map(|d| d.as_deref().map(destination_url).transpose())
+                .transpose()?,
+        };
+        let done = self.store.update_link(id, &patch).await;
         self.changed();
         Ok(done?)
     }

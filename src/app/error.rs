@@ -65,6 +65,10 @@ fn conflict_text(what: &str) -> String {
         "email" => "A user with this email already exists".into(),
         "membership" => "This user is already a member of this workspace".into(),
         "transaction_id" => "Duplicate transaction_id. This sale has already been recorded.".into(),
+        "coupon code" => "A coupon with this code already exists in this program".into(),
+        "stripe_promotion_code" => {
+            "A coupon with this stripe_promotion_code already exists in this program".into()
+        }
         other => format!("Already exists: {other}"),
     }
 }

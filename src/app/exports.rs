@@ -74,7 +74,7 @@ fn time(ms: Option<i64>) -> String {
 }
 
 /// The header row of a commission export.
-pub const COMMISSION_HEADER: [&str; 14] = [
+pub const COMMISSION_HEADER: [&str; 15] = [
     "id",
     "partner_id",
     "sale_id",
@@ -89,6 +89,7 @@ pub const COMMISSION_HEADER: [&str; 14] = [
     "payout_id",
     "original_commission_id",
     "reject_reason",
+    "flags",
 ];
 
 /// Commission rows as CSV, with the header row when `header`.
@@ -113,6 +114,11 @@ pub fn commissions_csv(rows: &[CommissionRow], header: bool) -> Vec<u8> {
             opt(c.payout_id),
             opt(c.original_commission_id),
             opt(c.reject_reason.as_deref()),
+            c.flags
+                .iter()
+                .map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join(";"),
         ]);
     }
     sheet.bytes()

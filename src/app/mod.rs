@@ -14,10 +14,13 @@
 //! - [`partners`]: partner accounts, applications and the partner API; [`invite_mail`]
 //!   the mail that carries an invite.
 //! - [`performance`]: daily figures, totals and trends of a program or of a partner.
+//! - [`redirect`]: redirect links, whose visits are clicks; [`coupons`]: coupon codes of
+//!   links, which attribute sales.
 
 pub mod access;
 pub mod admin;
 pub mod cache;
+pub mod coupons;
 pub mod dashboard;
 mod error;
 pub mod exports;
@@ -27,6 +30,7 @@ mod pages;
 pub mod partners;
 pub mod payouts;
 pub mod performance;
+pub mod redirect;
 pub mod secrets;
 pub mod stripe;
 pub mod track;

@@ -562,6 +562,7 @@ impl App {
                 Some(partner_id),
                 &short_link,
                 LinkStatus::Active,
+                None,
                 self.now_ms(),
             )
             .await;

@@ -56,6 +56,9 @@ fn payment_sale(p: &Payment) -> SaleCommand {
         product_id: None,
         metadata: Some(metadata.to_string()),
         test_mode: false,
+        coupon_code: None,
+        promotion_code: p.promotion_code.clone(),
+        customer_email: p.customer_email.clone(),
     }
 }
 

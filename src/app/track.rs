@@ -12,20 +12,21 @@ use futures::FutureExt;
 use tokio::sync::oneshot;
 
 use super::{dropped, App, Error, Result};
-use crate::domain::attribution::{self, AffError};
+use crate::domain::attribution::{self, AffError, SaleSource};
 use crate::domain::click_id;
 use crate::domain::commission;
 use crate::domain::figures::{Deltas, RefundFigures, SaleFigures};
 use crate::domain::lifecycle::{self, RefundEffect};
 use crate::domain::refund::{self, RefundStatus};
-use crate::domain::status::LinkStatus;
+use crate::domain::self_referral;
+use crate::domain::status::{CommissionFlag, CustomerStatus, LinkStatus};
 use crate::domain::webhooks::EventType;
 use crate::store::tx::Tx;
 use crate::store::webhooks::{sale_recorded, Event, Subject};
 use crate::store::write::{self, ClickWrite, Job, OnCommit, SaleWrite, Write};
 use crate::store::{
-    origin_allowed, ClickDetails, ClickEventRow, Customer, LeadEventRow, NewClick, NewCommission,
-    NewCustomer, NewSale, Program, SaleEventRow, SaleOutcome, SaleProgram,
+    origin_allowed, ClickDetails, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewClick,
+    NewCommission, NewCustomer, NewSale, Program, SaleEventRow, SaleOutcome, SaleProgram,
 };
 
 /// The answer to a click for an origin the program does not list.
@@ -100,6 +101,12 @@ pub struct SaleCommand {
     /// A JSON object, as text.
     pub metadata: Option<String>,
     pub test_mode: bool,
+    /// A coupon code the customer used: attributes the sale when no customer does.
+    pub coupon_code: Option<String>,
+    /// The Stripe promotion code (`promo_…`) of a payment, matched like a coupon code.
+    pub promotion_code: Option<String>,
+    /// The customer's email, for the self-referral check.
+    pub customer_email: Option<String>,
 }
 
 /// A refund, as the tracking API or a payment processor reports it.
@@ -141,7 +148,7 @@ impl App {
     }
 
     /// A referral link by its code (cached briefly).
-    async fn link_target(&self, code: &str) -> Result<Option<crate::store::LinkTarget>> {
+    pub(super) async fn link_target(&self, code: &str) -> Result<Option<crate::store::LinkTarget>> {
         if let Some(t) = self.links.get(code) {
             return Ok(Some(t));
         }
@@ -317,7 +324,11 @@ impl App {
     /// the figures, in one transaction. A transaction id is accepted once, across all
     /// programs.
     pub async fn track_sale(&self, program: &Program, s: SaleCommand) -> Result<SaleOutcome> {
-        if !s.test_mode && s.customer_key.is_none() && s.click_id.is_none() {
+        if !s.test_mode
+            && s.customer_key.is_none()
+            && s.click_id.is_none()
+            && s.coupon_code.is_none()
+        {
             return Err(Error::invalid(
                 "Customer not found. Provide customer_key or click_id.",
             ));
@@ -360,6 +371,9 @@ impl App {
             metadata: s.metadata,
             is_test: s.test_mode,
             at,
+            coupon_key: s.coupon_code.as_deref().map(attribution::coupon_key),
+            promotion_code: s.promotion_code,
+            customer_email: s.customer_email,
         }
     }
 
@@ -411,6 +425,7 @@ async fn click_flow(
             let customer = NewCustomer {
                 program_id: c.program_id,
                 click_id: &c.click_id,
+                customer_key: None,
                 partner_id: c.partner_id,
                 link_id: c.link_id,
                 at: c.at,
@@ -588,29 +603,107 @@ async fn insert_sale_event(tx: &mut dyn Tx, row: &SaleEventRow<'_>) -> Result<i6
         .map_err(|e| e.conflict_on("transaction_id"))?)
 }
 
-/// The customer of a sale in its program: by customer key, then by click id. A customer
-/// of another program is "no attribution".
-async fn sale_customer(tx: &mut dyn Tx, s: &NewSale) -> Result<Customer> {
+/// The customer of a sale in its program: by customer key, then by click id; else why
+/// there is none (a customer of another program is "no attribution").
+async fn sale_customer(
+    tx: &mut dyn Tx,
+    s: &NewSale,
+) -> Result<std::result::Result<Customer, &'static str>> {
     let mut elsewhere = false;
     if let Some(key) = s.customer_key.as_deref() {
         if let Some(c) = tx.customer_by_key(s.program.id, key).await? {
-            return Ok(c);
+            return Ok(Ok(c));
         }
         elsewhere = tx.customer_key_exists(key).await?;
     }
     if let Some(click_id) = s.click_id.as_deref() {
         if let Some(c) = tx.customer_by_click_id(click_id).await? {
             if c.program_id == s.program.id {
-                return Ok(c);
+                return Ok(Ok(c));
             }
             elsewhere = true;
         }
     }
-    Err(Error::invalid(if elsewhere {
+    Ok(Err(if elsewhere {
         "No affiliate attribution found for this customer in this program"
+    } else if s.coupon_key.is_some() || s.promotion_code.is_some() {
+        "Coupon code not found. Provide a coupon_code of an active link, customer_key or click_id."
     } else {
         "Customer not found. Provide customer_key or click_id."
     }))
+}
+
+/// The customer a sale's coupon brings: a new customer of the coupon's link and partner
+/// (with the sale's customer key, so that the customer's later sales stay the partner's),
+/// as a click would have made it.
+async fn coupon_customer(tx: &mut dyn Tx, s: &NewSale, k: CouponTarget) -> Result<Customer> {
+    let click_id = click_id::generate(s.at);
+    let new = NewCustomer {
+        program_id: s.program.id,
+        click_id: &click_id,
+        customer_key: s.customer_key.as_deref(),
+        partner_id: k.partner_id,
+        link_id: k.link_id,
+        at: s.at,
+    };
+    let id = tx.insert_customer(&new).await?;
+    Ok(Customer {
+        id,
+        program_id: s.program.id,
+        click_id,
+        customer_key: s.customer_key.clone(),
+        customer_status: CustomerStatus::Click,
+        partner_id: Some(k.partner_id),
+        first_purchase_date: None,
+        email: None,
+    })
+}
+
+/// The sale's attribution: its customer, else the coupon it names (a click attribution
+/// wins, [`attribution::sale_source`]), else the reason there is none.
+async fn attributed_customer(tx: &mut dyn Tx, s: &NewSale) -> Result<Customer> {
+    let found = sale_customer(tx, s).await?;
+    let coupon = match &found {
+        Err(_) if s.coupon_key.is_some() || s.promotion_code.is_some() => {
+            tx.coupon_target(
+                s.program.id,
+                s.coupon_key.as_deref(),
+                s.promotion_code.as_deref(),
+            )
+            .await?
+        }
+        _ => None,
+    };
+    let missing = found.as_ref().err().copied();
+    match attribution::sale_source(found.ok(), coupon) {
+        Some(SaleSource::Customer(c)) => Ok(c),
+        Some(SaleSource::Coupon(k)) => coupon_customer(tx, s, k).await,
+        None => Err(Error::invalid(missing.unwrap_or_default())),
+    }
+}
+
+/// The flags of a sale's commission: `self_referral` when one of the customer's emails
+/// (its lead's, the sale's) is one of the partner's.
+async fn commission_flags(
+    tx: &mut dyn Tx,
+    c: &Customer,
+    s: &NewSale,
+    partner_id: i64,
+) -> Result<Vec<CommissionFlag>> {
+    let customer: Vec<&str> = [c.email.as_deref(), s.customer_email.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if customer.is_empty() {
+        return Ok(Vec::new());
+    }
+    let partner = tx.partner_emails(partner_id).await?;
+    let own = self_referral::is_self_referral(customer, partner.iter().map(String::as_str));
+    Ok(if own {
+        vec![CommissionFlag::SelfReferral]
+    } else {
+        Vec::new()
+    })
 }
 
 /// A sale: the sale event, its commission, the customer's conversion and the figures.
@@ -635,7 +728,7 @@ pub(super) async fn sale_flow(
             commission_id: None,
         });
     }
-    let c = sale_customer(tx, &s).await?;
+    let c = attributed_customer(tx, &s).await?;
     let mut partner_id = c.partner_id;
     let mut first_sale_at = None;
     if let Some(sub) = s.subscription_id.as_deref() {
@@ -665,6 +758,7 @@ pub(super) async fn sale_flow(
     let earns = !s.is_recurring
         || commission::recurring_earns(s.program.recurring_commission_months, first_sale_at, s.at);
     let (commission_id, commission_cents) = if earns {
+        let flags = commission_flags(tx, &c, &s, partner_id).await?;
         let commission = NewCommission {
             program_id: s.program.id,
             sale_id,
@@ -673,6 +767,8 @@ pub(super) async fn sale_flow(
             amount_cents: s.commission_cents,
             currency: &s.currency,
             at: s.at,
+            flags: &flags,
+            approval: lifecycle::approval(&flags),
         };
         (
             Some(tx.insert_commission(&commission).await?),

@@ -40,7 +40,7 @@ pub enum AdminCommand {
     CreateWorkspace { fields: Vec<String> },
     /// Create a program: workspace_id:=1 name=… [cookie_window_days:=60] [currency=usd]
     /// [commission:='{"type":"percentage","percent":30}'] [recurring_commission_months:=12]
-    /// [allowed_origins:='["https://shop.example"]']
+    /// [allowed_origins:='["https://shop.example"]'] [destination_url=https://…]
     CreateProgram { fields: Vec<String> },
     /// Show a program.
     GetProgram { id: i64 },
@@ -63,11 +63,26 @@ pub enum AdminCommand {
         fields: Vec<String>,
     },
     /// Create a referral link: program_id:=1 partner_id:=1 short_link=… [status=active]
+    /// [destination_url=https://…]
     CreateLink { fields: Vec<String> },
-    /// Show a referral link with its click counter.
+    /// Show a referral link with its click counter and coupon codes.
     GetLink { id: i64 },
-    /// Change a link's status: status=active|inactive
+    /// Change a link: [status=active|inactive] [destination_url=…] (`destination_url:=null`
+    /// clears)
     UpdateLink { id: i64, fields: Vec<String> },
+    /// Create a coupon code on a link: code=… [stripe_promotion_code=promo_…]
+    CreateCoupon { link_id: i64, fields: Vec<String> },
+    /// List a link's coupon codes.
+    ListCoupons {
+        link_id: i64,
+        /// active or archived.
+        #[arg(long)]
+        status: Option<String>,
+        #[command(flatten)]
+        paging: Paging,
+    },
+    /// Archive a coupon code: it attributes no more sales.
+    ArchiveCoupon { link_id: i64, coupon_id: i64 },
     /// Create a dashboard user: email=… password=… [name=…]
     CreateUser { fields: Vec<String> },
     /// Add a user to a workspace: user_id:=1 role=owner|admin|member|viewer [status=active]
@@ -304,6 +319,20 @@ impl AdminCommand {
             ),
             CreateLink { fields } => answer(app.create_link(caller, body(&fields)?).await),
             GetLink { id } => answer(app.link(caller, id).await),
+            CreateCoupon { link_id, fields } => {
+                answer(app.create_coupon(caller, link_id, body(&fields)?).await)
+            }
+            ListCoupons {
+                link_id,
+                status,
+                paging,
+            } => answer(
+                app.link_coupons(caller, link_id, status.as_deref(), &paging.page())
+                    .await,
+            ),
+            ArchiveCoupon { link_id, coupon_id } => {
+                answer(app.archive_coupon(caller, link_id, coupon_id).await)
+            }
             UpdateLink { id, fields } => answer(app.update_link(caller, id, body(&fields)?).await),
             CreateUser { fields } => answer(app.create_user(caller, body(&fields)?).await),
             AddMember {

@@ -1,5 +1,5 @@
-//! Attribution rules: the `aff` parameter, customer states, last touch and the
-//! lead transition.
+//! Attribution rules: the `aff` parameter, customer states, last touch, the lead
+//! transition, and who a sale belongs to (its customer's partner, else a coupon's).
 
 pub use crate::domain::status::CustomerStatus;
 
@@ -55,6 +55,33 @@ pub fn reuse_customer(existing_customer_program: Option<i64>, link_program: i64)
     existing_customer_program == Some(link_program)
 }
 
+/// What attributes a sale to a partner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SaleSource<C, K> {
+    /// Its customer, found by customer key or click id: the partner of the customer's
+    /// last click.
+    Customer(C),
+    /// A coupon code the sale names (or a payment's promotion code): the partner of the
+    /// coupon's link.
+    Coupon(K),
+}
+
+/// Who a sale belongs to: its customer when one is found (a click attribution wins),
+/// else the coupon it names, else nobody.
+pub fn sale_source<C, K>(customer: Option<C>, coupon: Option<K>) -> Option<SaleSource<C, K>> {
+    match (customer, coupon) {
+        (Some(c), _) => Some(SaleSource::Customer(c)),
+        (None, Some(k)) => Some(SaleSource::Coupon(k)),
+        (None, None) => None,
+    }
+}
+
+/// A coupon code as it is compared: trimmed and lowercase (codes are unique per program
+/// whatever their case).
+pub fn coupon_key(code: &str) -> String {
+    code.trim().to_lowercase()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +115,29 @@ mod tests {
             CustomerStatus::Conversion.to_lead().unwrap_err(),
             "Customer status cannot be updated to lead. Current status: conversion"
         );
+    }
+
+    #[test]
+    fn a_customer_wins_over_a_coupon() {
+        assert_eq!(
+            sale_source(Some(1), Some('k')),
+            Some(SaleSource::Customer(1))
+        );
+        assert_eq!(
+            sale_source(None::<i32>, Some('k')),
+            Some(SaleSource::Coupon('k'))
+        );
+        assert_eq!(
+            sale_source(Some(1), None::<char>),
+            Some(SaleSource::Customer(1))
+        );
+        assert_eq!(sale_source(None::<i32>, None::<char>), None);
+    }
+
+    #[test]
+    fn coupon_codes_compare_without_case() {
+        assert_eq!(coupon_key(" Podcast20 "), "podcast20");
+        assert_eq!(coupon_key("PODCAST20"), coupon_key("podcast20"));
     }
 
     #[test]

@@ -14,8 +14,11 @@
 //!     ▼                                                           commission)
 //!  reversed
 //! ```
+//!
+//! A commission flagged as a self-referral skips "hold passes": only an owner's approval
+//! moves it on ([`approval`]).
 
-use super::status::{CommissionStatus, PartnerStatus, PayoutStatus};
+use super::status::{CommissionFlag, CommissionStatus, PartnerStatus, PayoutStatus};
 
 /// Milliseconds in a day of hold.
 pub const DAY_MS: i64 = 86_400_000;
@@ -33,6 +36,25 @@ pub struct CommissionState {
 /// says which state it is in (the client reads it with a 409).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conflict(pub String);
+
+/// How a new sale commission comes due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// `approved` once the program's hold period has passed (or earlier by an owner).
+    AfterHold,
+    /// `pending` until an owner approves it, whatever the hold period.
+    ByOwner,
+}
+
+/// The approval a new commission with these flags gets: a self-referral waits for an
+/// owner, any other commission comes due after the hold.
+pub fn approval(flags: &[CommissionFlag]) -> Approval {
+    if flags.contains(&CommissionFlag::SelfReferral) {
+        Approval::ByOwner
+    } else {
+        Approval::AfterHold
+    }
+}
 
 /// `pending` → `approved`, ahead of the hold.
 pub fn approve(c: CommissionState) -> Result<CommissionStatus, Conflict> {
@@ -148,6 +170,14 @@ mod tests {
 
     fn c(status: CommissionStatus, held: bool) -> CommissionState {
         CommissionState { status, held }
+    }
+
+    #[test]
+    fn self_referrals_wait_for_an_owner() {
+        assert_eq!(approval(&[]), Approval::AfterHold);
+        assert_eq!(approval(&[CommissionFlag::SelfReferral]), Approval::ByOwner);
+        // Approving it is the owner's ordinary approval of a pending commission.
+        assert_eq!(approve(c(Pending, false)), Ok(Approved));
     }
 
     #[test]

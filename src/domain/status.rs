@@ -172,6 +172,26 @@ named_enum! {
 }
 
 named_enum! {
+    /// Something an owner should know about a commission before paying it.
+    CommissionFlag {
+        /// The sale's customer has the partner's email: the partner bought through its
+        /// own link or coupon. The commission waits for an owner's approval.
+        #[serde(rename = "self_referral")]
+        SelfReferral = "self_referral",
+    }
+}
+
+named_enum! {
+    /// Whether a coupon code attributes sales.
+    CouponStatus {
+        /// Attributes sales to its link's partner.
+        Active = "active",
+        /// Kept for the record; attributes nothing, and its code may be used again.
+        Archived = "archived",
+    }
+}
+
+named_enum! {
     /// Where a payout stands.
     PayoutStatus {
         /// Created; its commissions are held by it until it is paid or cancelled.
@@ -242,6 +262,12 @@ mod tests {
         assert_eq!(
             "x".parse::<LinkStatus>().unwrap_err().message("status"),
             "status must be one of: active, inactive"
+        );
+        let flag = CommissionFlag::SelfReferral;
+        assert_eq!(flag.as_str().parse::<CommissionFlag>(), Ok(flag));
+        assert_eq!(
+            serde_json::to_value(flag).unwrap(),
+            serde_json::json!("self_referral")
         );
     }
 

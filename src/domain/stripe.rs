@@ -122,6 +122,11 @@ pub struct Payment {
     pub subscription_id: Option<String>,
     pub payment_intent: Option<String>,
     pub charge: Option<String>,
+    /// The first promotion code (`promo_…`) of the checkout's discounts: it attributes
+    /// the sale like a coupon code when the metadata does not.
+    pub promotion_code: Option<String>,
+    /// The customer's email as the checkout collected it, for the self-referral check.
+    pub customer_email: Option<String>,
 }
 
 /// A refund of a charge: `amount_refunded` is the cumulative total Stripe reports.
@@ -209,12 +214,25 @@ fn amount_of(object: &Value, key: &str) -> Option<i64> {
     object.get(key).and_then(Value::as_i64)
 }
 
+/// The promotion code of a checkout session's first discount that has one; Stripe sends
+/// its id, or the object when expanded.
+fn promotion_code(s: &Value) -> Option<String> {
+    s.get("discounts")?
+        .as_array()?
+        .iter()
+        .find_map(|d| id_of(d, "promotion_code"))
+        .filter(|id| id.starts_with("promo_"))
+}
+
 fn checkout_session(s: &Value) -> Action {
     if str_of(s, "payment_status") != Some("paid") {
         return Action::Ignore("checkout session is not paid");
     }
-    let Some(attribution) = Attribution::from_metadata(s.get("metadata")) else {
-        return Action::Ignore("no attribution metadata");
+    let promotion_code = promotion_code(s);
+    let attribution = match Attribution::from_metadata(s.get("metadata")) {
+        Some(a) => a,
+        None if promotion_code.is_some() => Attribution::default(),
+        None => return Action::Ignore("no attribution metadata and no promotion code"),
     };
     let Some(amount) = amount_of(s, "amount_total").filter(|a| *a > 0) else {
         return Action::Ignore("nothing was paid");
@@ -239,6 +257,13 @@ fn checkout_session(s: &Value) -> Action {
         subscription_id: subscription,
         payment_intent,
         charge: None,
+        promotion_code,
+        customer_email: s
+            .pointer("/customer_details/email")
+            .and_then(Value::as_str)
+            .or_else(|| str_of(s, "customer_email"))
+            .filter(|e| !e.trim().is_empty())
+            .map(str::to_string),
     })
 }
 
@@ -272,6 +297,8 @@ fn invoice(i: &Value) -> Action {
         subscription_id: subscription,
         payment_intent: id_of(i, "payment_intent").or(first_payment_intent),
         charge: id_of(i, "charge"),
+        promotion_code: None,
+        customer_email: str_of(i, "customer_email").map(str::to_string),
     })
 }
 
@@ -425,6 +452,34 @@ mod tests {
         assert_eq!(
             checkout_session(&unpaid),
             Action::Ignore("checkout session is not paid")
+        );
+    }
+
+    #[test]
+    fn a_promotion_code_attributes_a_checkout_without_metadata() {
+        let s = json!({"id": "cs_3", "payment_status": "paid", "amount_total": 900, "currency": "usd",
+            "payment_intent": "pi_3", "metadata": {},
+            "customer_details": {"email": "Bob@Example.com"},
+            "discounts": [{"coupon": "co_1", "promotion_code": null},
+                          {"coupon": "co_2", "promotion_code": {"id": "promo_ABC", "object": "promotion_code"}}]});
+        let Action::Sale(p) = checkout_session(&s) else {
+            panic!()
+        };
+        assert_eq!(p.promotion_code.as_deref(), Some("promo_ABC"));
+        assert_eq!(p.attribution, Attribution::default());
+        assert_eq!(p.customer_email.as_deref(), Some("Bob@Example.com"));
+        let plain = json!({"id": "cs_4", "payment_status": "paid", "amount_total": 900,
+            "discounts": [{"promotion_code": "promo_Z"}], "customer_email": "c@x.io"});
+        let Action::Sale(p) = checkout_session(&plain) else {
+            panic!()
+        };
+        assert_eq!(p.promotion_code.as_deref(), Some("promo_Z"));
+        assert_eq!(p.customer_email.as_deref(), Some("c@x.io"));
+        let neither =
+            json!({"id": "cs_5", "payment_status": "paid", "amount_total": 900, "discounts": []});
+        assert_eq!(
+            checkout_session(&neither),
+            Action::Ignore("no attribution metadata and no promotion code")
         );
     }
 

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod bearer;
 pub mod client_ip;
+pub mod coupons;
 pub mod dashboard;
 pub mod error;
 pub mod extract;
@@ -15,6 +16,7 @@ pub mod partner;
 pub mod payouts;
 pub mod portal;
 pub mod rate_limit;
+pub mod redirect;
 pub mod request_id;
 pub mod service;
 pub mod session;
@@ -56,6 +58,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             admin::router()
                 .merge(lists::router())
                 .merge(payouts::router())
+                .merge(coupons::router())
                 .merge(partner::admin_router())
                 .merge(webhook_endpoints::router()),
         )
@@ -81,6 +84,7 @@ pub fn router(state: AppState) -> Router {
     };
     let router = routes
         .merge(portal::router())
+        .merge(redirect::router())
         .route_layer(middleware::from_fn(outage::time_limit))
         .merge(openapi::router(&doc))
         .merge(scrape)

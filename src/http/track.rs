@@ -4,7 +4,7 @@
 
 use axum::extract::{Request, State};
 use axum::http::header::{ORIGIN, USER_AGENT};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::options;
@@ -252,7 +252,8 @@ pub struct LeadRequest {
 
 impl TrackRequest for LeadRequest {}
 
-/// Body of `POST /track/sale`. One of `customer_key` or `click_id` must resolve a customer.
+/// Body of `POST /track/sale`. `customer_key` or `click_id` must resolve a customer, or
+/// `coupon_code` name an active coupon.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct SaleRequest {
     /// Idempotency key, globally unique; optional in test mode.
@@ -290,6 +291,17 @@ pub struct SaleRequest {
     #[schema(value_type = Option<Object>)]
     #[serde(default)]
     pub metadata: Object,
+    /// A coupon code the customer used (any case). When neither `customer_key` nor
+    /// `click_id` finds a customer, the sale is attributed to the partner of the link
+    /// holding this code; a click attribution wins.
+    #[schema(value_type = Option<String>, max_length = 255, example = "PODCAST20")]
+    #[serde(default)]
+    pub coupon_code: Id,
+    /// The customer's email: a sale whose customer has the partner's email (case and
+    /// `+tag` ignored) is flagged `self_referral` and waits for an owner's approval.
+    #[schema(value_type = Option<String>, max_length = 255)]
+    #[serde(default)]
+    pub customer_email: Id,
     #[serde(default, deserialize_with = "nested")]
     pub additional_data: Option<AdditionalData>,
 }
@@ -369,7 +381,39 @@ impl Caller {
             .and_then(|v| v.to_str().ok())
             .map(|s| truncate(s, MAX_ID_LEN))
     }
+
+    /// A header's value as text, cut to `max` bytes.
+    pub(super) fn header(&self, name: HeaderName, max: usize) -> Option<String> {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|s| truncate(s, max))
+    }
+
+    /// The client's IP: the peer, or what a trusted proxy says it forwards for.
+    pub(super) fn client_ip(&self, state: &AppState) -> Option<std::net::IpAddr> {
+        state.clients.client_ip(self.peer, &self.headers)
+    }
+
+    /// What the server derives of a visit: device, OS and browser of `user_agent`, and
+    /// the client's geo.
+    pub(super) fn derived_details(&self, state: &AppState, user_agent: &str) -> ClickDetails {
+        let device = state.app.device_info(user_agent);
+        let geo = state.clients.geo(self.peer, &self.headers);
+        ClickDetails {
+            geo_country: geo.country,
+            geo_region: geo.region,
+            geo_city: geo.city,
+            device_type: device.device_type,
+            device_os: device.device_os,
+            browser_name: device.browser_name,
+            ..ClickDetails::default()
+        }
+    }
 }
+
+/// Longest user agent read from a header.
+pub(super) const MAX_USER_AGENT_LEN: usize = 1024;
 
 fn forbidden_origin() -> Error {
     Error::Forbidden("Origin not allowed".into())
@@ -423,16 +467,8 @@ fn click_details(state: &AppState, caller: &Caller, b: ClickRequest) -> ClickDet
     let user_agent = b
         .user_agent
         .0
-        .or_else(|| {
-            caller
-                .headers
-                .get(USER_AGENT)
-                .and_then(|v| v.to_str().ok())
-                .map(|s| truncate(s, 1024))
-        })
+        .or_else(|| caller.header(USER_AGENT, MAX_USER_AGENT_LEN))
         .unwrap_or_default();
-    let device = state.app.device_info(&user_agent);
-    let geo = state.clients.geo(caller.peer, &caller.headers);
     ClickDetails {
         session_id: b.session_id.cut(MAX_ID_LEN),
         page_url: b.page_url.0,
@@ -442,12 +478,7 @@ fn click_details(state: &AppState, caller: &Caller, b: ClickRequest) -> ClickDet
         viewport_size: b.viewport_size.cut(64),
         language: b.language.cut(64),
         timezone: b.timezone.cut(64),
-        geo_country: geo.country,
-        geo_region: geo.region,
-        geo_city: geo.city,
-        device_type: device.device_type,
-        device_os: device.device_os,
-        browser_name: device.browser_name,
+        ..caller.derived_details(state, &user_agent)
     }
 }
 
@@ -588,7 +619,8 @@ async fn lead(
 
 /// Record a sale and its commission.
 ///
-/// Resolves the customer by `customer_key`, then `click_id`; stores the sale,
+/// Resolves the customer by `customer_key`, then `click_id`, else the link of
+/// `coupon_code`; stores the sale,
 /// the commission of the program's rule, the customer's conversion and the figures in one
 /// transaction. A `transaction_id` is accepted once, across all programs.
 #[utoipa::path(
@@ -599,7 +631,7 @@ async fn lead(
     security(("api_key" = [])),
     responses(
         (status = 200, description = "Sale recorded (or the test-mode body)", body = SaleResponse),
-        (status = 400, description = "Invalid field, customer not found, or no attribution", body = ErrorBody),
+        (status = 400, description = "Invalid field, customer or coupon code not found, or no attribution", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 409, description = "Duplicate transaction_id", body = ErrorBody),
     ),
@@ -630,6 +662,9 @@ async fn sale(
         product_id: body.product_id.0,
         metadata: body.metadata.0.map(|m| Value::Object(m).to_string()),
         test_mode,
+        coupon_code: body.coupon_code.0,
+        promotion_code: None,
+        customer_email: body.customer_email.0,
     };
     let outcome = state.app.track_sale(&program, command).await?;
     if test_mode {

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::domain::status::{LinkStatus, MembershipStatus, Role};
+use crate::domain::status::{CouponStatus, LinkStatus, MembershipStatus, Role};
 pub use dashboard_model::*;
 pub use error::{StoreError, StoreResult};
 pub use management::{LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record};
@@ -137,12 +137,33 @@ pub trait Store:
         partner_id: Option<i64>,
         short_link: &str,
         status: LinkStatus,
+        destination_url: Option<&str>,
         at: i64,
     ) -> StoreResult<Link>;
     /// One link; `NotFound("link")`.
     async fn link(&self, id: i64) -> StoreResult<Link>;
-    /// Changes a link's status; `NotFound("link")`.
-    async fn set_link_status(&self, id: i64, status: LinkStatus) -> StoreResult<Link>;
+    /// Changes a link; `NotFound("link")`.
+    async fn update_link(&self, id: i64, patch: &LinkPatch) -> StoreResult<Link>;
+    /// Creates a coupon code of a link; `NotFound("link")`, `Conflict("coupon code")` or
+    /// `Conflict("stripe_promotion_code")` when an active coupon of the program has it.
+    async fn create_coupon(&self, c: &NewCoupon, at: i64) -> StoreResult<Coupon>;
+    /// One page of a link's coupons, newest first; only those of `status` when set.
+    async fn link_coupons(
+        &self,
+        link_id: i64,
+        status: Option<CouponStatus>,
+        page: Page,
+    ) -> StoreResult<Vec<Coupon>>;
+    /// One coupon of a link; `NotFound("coupon")`.
+    async fn coupon(&self, link_id: i64, coupon_id: i64) -> StoreResult<Coupon>;
+    /// Archives an active coupon of a link; `None` when it was archived already.
+    /// `NotFound("coupon")`.
+    async fn archive_coupon(
+        &self,
+        link_id: i64,
+        coupon_id: i64,
+        at: i64,
+    ) -> StoreResult<Option<Coupon>>;
     /// Creates a dashboard user; `Conflict("email")`.
     async fn create_user(
         &self,

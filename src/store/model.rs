@@ -3,8 +3,10 @@
 use serde::Serialize;
 
 use crate::domain::commission::CommissionRule;
+use crate::domain::lifecycle::Approval;
 use crate::domain::status::{
-    CustomerStatus, LinkStatus, MembershipStatus, PartnerStatus, PayoutMethod, Role,
+    CommissionFlag, CouponStatus, CustomerStatus, LinkStatus, MembershipStatus, PartnerStatus,
+    PayoutMethod, Role,
 };
 use crate::domain::time::iso;
 
@@ -64,6 +66,8 @@ pub struct Program {
     pub applications_open: bool,
     /// Whether approved partners may create their own links.
     pub partner_links_allowed: bool,
+    /// Where the program's redirect links send visitors (a link's own wins).
+    pub destination_url: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -105,6 +109,7 @@ pub struct NewProgram {
     pub min_payout_cents: i64,
     pub applications_open: bool,
     pub partner_links_allowed: bool,
+    pub destination_url: Option<String>,
     pub api_token_hash: String,
     pub api_token_prefix: String,
 }
@@ -123,6 +128,7 @@ pub struct ProgramPatch {
     pub min_payout_cents: Option<i64>,
     pub applications_open: Option<bool>,
     pub partner_links_allowed: Option<bool>,
+    pub destination_url: Option<Option<String>>,
 }
 
 /// A partner (affiliate).
@@ -176,6 +182,10 @@ pub struct Link {
     pub partner_id: Option<i64>,
     pub short_link: String,
     pub status: LinkStatus,
+    /// Where `GET /r/{short_link}` sends visitors; null: the program's destination.
+    pub destination_url: Option<String>,
+    /// The link's active coupon codes.
+    pub coupon_codes: Vec<String>,
     pub clicks: i64,
     #[serde(serialize_with = "iso_ms_opt")]
     #[schema(value_type = Option<String>, format = DateTime)]
@@ -195,6 +205,51 @@ pub struct LinkTarget {
     pub partner_code: Option<String>,
     pub cookie_window_days: i64,
     pub allowed_origins: Vec<String>,
+    /// Where a redirect through the link goes: its own destination, else its program's.
+    pub destination_url: Option<String>,
+}
+
+/// A change to a link: `None` leaves a field as it is, `Some(None)` clears it.
+#[derive(Debug, Clone, Default)]
+pub struct LinkPatch {
+    pub status: Option<LinkStatus>,
+    pub destination_url: Option<Option<String>>,
+}
+
+/// A coupon code of a link.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Coupon {
+    pub id: i64,
+    pub program_id: i64,
+    pub link_id: i64,
+    /// The code as it was created; sales match it whatever its case.
+    pub code: String,
+    /// The id (`promo_…`) of the Stripe promotion code a checkout names for it.
+    pub stripe_promotion_code: Option<String>,
+    pub status: CouponStatus,
+    #[serde(serialize_with = "iso_ms")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: i64,
+    #[serde(serialize_with = "iso_ms_opt")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub archived_at: Option<i64>,
+}
+
+/// A new coupon code, validated.
+#[derive(Debug, Clone)]
+pub struct NewCoupon {
+    pub link_id: i64,
+    pub code: String,
+    /// [`crate::domain::attribution::coupon_key`] of the code.
+    pub code_key: String,
+    pub stripe_promotion_code: Option<String>,
+}
+
+/// The partner a coupon attributes a sale to: its link's, while the link is active.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CouponTarget {
+    pub link_id: i64,
+    pub partner_id: i64,
 }
 
 /// A dashboard user (the password hash never leaves the store).
@@ -263,13 +318,16 @@ pub struct Customer {
     pub customer_status: CustomerStatus,
     pub partner_id: Option<i64>,
     pub first_purchase_date: Option<i64>,
+    /// The email its lead gave.
+    pub email: Option<String>,
 }
 
-/// A customer created by a click.
+/// A customer created by a click, or by a sale a coupon attributes.
 #[derive(Debug, Clone)]
 pub struct NewCustomer<'a> {
     pub program_id: i64,
     pub click_id: &'a str,
+    pub customer_key: Option<&'a str>,
     pub partner_id: i64,
     pub link_id: i64,
     pub at: i64,
@@ -329,14 +387,27 @@ pub struct NewSale {
     pub at: i64,
     /// What the sale earns under its program's rule, computed once by the service layer.
     pub commission_cents: i64,
+    /// The coupon code the sale names, as compared
+    /// ([`crate::domain::attribution::coupon_key`]).
+    pub coupon_key: Option<String>,
+    /// The Stripe promotion code (`promo_…`) a payment names.
+    pub promotion_code: Option<String>,
+    /// The customer's email as the sale or the payment gives it.
+    pub customer_email: Option<String>,
 }
 
 impl NewSale {
     /// Whether the committer may record this sale set-based with others: a live sale
     /// outside a subscription and not flagged recurring, whose commission depends on
-    /// nothing but its program and amount.
+    /// nothing but its program and amount, and that names no coupon and no email (those
+    /// may attribute it or flag it, which only its flow decides).
     pub fn is_plain(&self) -> bool {
-        !self.is_test && self.subscription_id.is_none() && !self.is_recurring
+        !self.is_test
+            && self.subscription_id.is_none()
+            && !self.is_recurring
+            && self.coupon_key.is_none()
+            && self.promotion_code.is_none()
+            && self.customer_email.is_none()
     }
 }
 
@@ -360,6 +431,10 @@ pub struct NewCommission<'a> {
     pub amount_cents: i64,
     pub currency: &'a str,
     pub at: i64,
+    /// What an owner should know about it.
+    pub flags: &'a [CommissionFlag],
+    /// How it comes due.
+    pub approval: Approval,
 }
 
 /// What a recorded sale produced.

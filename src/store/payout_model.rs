@@ -5,7 +5,9 @@ use serde::Serialize;
 
 use super::model::{iso_ms, iso_ms_opt};
 use crate::domain::lifecycle::CommissionState;
-use crate::domain::status::{CommissionKind, CommissionStatus, PayoutMethod, PayoutStatus};
+use crate::domain::status::{
+    CommissionFlag, CommissionKind, CommissionStatus, PayoutMethod, PayoutStatus,
+};
 
 /// One page of a list: at most `limit` rows, newest first, after the row `before` (the
 /// last id of the previous page).
@@ -54,6 +56,9 @@ pub struct CommissionRow {
     pub paid_at: Option<i64>,
     /// The payout holding it (pending) or that paid it.
     pub payout_id: Option<i64>,
+    /// What an owner should know before paying it: `self_referral` (the customer has the
+    /// partner's email; it stays pending until an owner approves it).
+    pub flags: Vec<CommissionFlag>,
 }
 
 /// A partner's money in a program, in cents.

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 
 use super::error::StoreResult;
 use super::model::{
-    ChargeSale, ClickEventRow, Customer, LeadEventRow, NewCommission, NewCustomer, PartnerProgram,
-    PaymentAccount, RefundableSale, SaleEventRow,
+    ChargeSale, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
+    PartnerProgram, PaymentAccount, RefundableSale, SaleEventRow,
 };
 use super::partners::PartnerTx;
 use super::payouts::PayoutTx;
@@ -41,8 +41,8 @@ pub trait Tx: PayoutTx + PartnerTx + WebhookTx + Send {
         link_id: i64,
         at: i64,
     ) -> StoreResult<()>;
-    /// Moves a customer from `click` to `lead`, with its key and email; false when it was
-    /// no longer in `click`.
+    /// Moves a customer from `click` to `lead`, with its key and email (kept with its
+    /// self-referral key); false when it was no longer in `click`.
     async fn mark_lead(
         &mut self,
         customer_id: i64,
@@ -63,6 +63,18 @@ pub trait Tx: PayoutTx + PartnerTx + WebhookTx + Send {
     async fn insert_sale_event(&mut self, e: &SaleEventRow<'_>) -> StoreResult<i64>;
     /// Stores a commission; returns its id.
     async fn insert_commission(&mut self, c: &NewCommission<'_>) -> StoreResult<i64>;
+
+    /// The link and partner of the active coupon of `program_id` whose code key is
+    /// `code_key`, else of the one with `promotion_code`, while its link is active and has
+    /// a partner.
+    async fn coupon_target(
+        &mut self,
+        program_id: i64,
+        code_key: Option<&str>,
+        promotion_code: Option<&str>,
+    ) -> StoreResult<Option<CouponTarget>>;
+    /// A partner's emails: its contact email and its sign-in email, those it has.
+    async fn partner_emails(&mut self, partner_id: i64) -> StoreResult<Vec<String>>;
 
     /// The allowed origins of a program; `None` when it does not exist.
     async fn program_origins(&mut self, program_id: i64) -> StoreResult<Option<Vec<String>>>;

@@ -275,3 +275,59 @@ on_both_backends! {
         assert_eq!(app.count(&totals(api.program_id)).await, app.count(&totals(hook.program_id)).await);
     }
 }
+
+/// A paid checkout with the promotion code `promo`, the customer email `email` and the
+/// attribution metadata `metadata`.
+fn promotion_checkout(suffix: &str, promo: &str, email: &str, metadata: &str) -> String {
+    fixture(
+        "checkout.session.completed.promotion",
+        &[
+            ("EVENT_ID", &format!("evt_promo_{suffix}")),
+            ("SUFFIX", suffix),
+            ("PROMOTION_CODE", promo),
+            ("EMAIL", email),
+            ("METADATA", metadata),
+        ],
+    )
+}
+
+on_both_backends! {
+    async fn a_promotion_code_attributes_a_checkout_and_a_click_wins(app: TestApp) {
+        let (seed, click_id) = setup(&app, "bob").await;
+        let link = app.link_id(&seed.short_link).await;
+        app.admin("POST", &format!("/links/{link}/coupons"), Some(json!({"code": "PODCAST20", "stripe_promotion_code": "promo_1Podcast"})))
+            .await
+            .expect(201);
+        let (carl, _) = app.add_partner(&seed, "carl").await;
+
+        // No metadata: the promotion code names the coupon, whose partner earns.
+        let body = promotion_checkout("A1", "promo_1Podcast", "dora@example.com", "{}");
+        let r = deliver(&app, seed.program_id, &body).await.expect(200);
+        assert_eq!(outcome(&r), "sale recorded");
+        assert_eq!(app.count("SELECT c.partner_id FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id WHERE s.processor_event_id = 'pi_3QcsA1'").await, seed.partner_id);
+        assert_eq!(app.count("SELECT c.amount_cents FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id WHERE s.processor_event_id = 'pi_3QcsA1'").await, 1200);
+
+        // A promotion code no coupon has: not attributed, and Stripe is not asked to retry.
+        let body = promotion_checkout("A2", "promo_unknown", "dora@example.com", "{}");
+        let r = deliver(&app, seed.program_id, &body).await.expect(200);
+        assert!(outcome(&r).starts_with("not attributed: Coupon code not found"), "{}", outcome(&r));
+
+        // The metadata's click wins over the promotion code of another partner's link.
+        let carl_link = app.link_id("carl").await;
+        app.admin("POST", &format!("/links/{carl_link}/coupons"), Some(json!({"code": "CARL", "stripe_promotion_code": "promo_1Carl"})))
+            .await
+            .expect(201);
+        let body = promotion_checkout("A3", "promo_1Carl", "bob@example.com", &meta(&click_id, "bob", seed.program_id));
+        let r = deliver(&app, seed.program_id, &body).await.expect(200);
+        assert_eq!(outcome(&r), "sale recorded");
+        assert_eq!(app.count("SELECT c.partner_id FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id WHERE s.processor_event_id = 'pi_3QcsA3'").await, seed.partner_id);
+
+        // The checkout's customer email is the partner's own: flagged.
+        app.admin("PATCH", &format!("/partners/{carl}"), Some(json!({"email": "carl@example.com"}))).await.expect(200);
+        let body = promotion_checkout("A4", "promo_1Carl", "Carl+test@Example.com", "{}");
+        deliver(&app, seed.program_id, &body).await.expect(200);
+        let r = app.admin("GET", &format!("/programs/{}/commissions?partner_id={carl}", seed.program_id), None).await.expect(200);
+        assert_eq!(r.body["data"][0]["transaction_id"], "pi_3QcsA4");
+        assert_eq!(r.body["data"][0]["flags"], json!(["self_referral"]));
+    }
+}

@@ -201,10 +201,11 @@ export function setup() {
 /** A fresh browser context with these Playwright options (viewport, permissions, …). */
 export const newContext = (options) => browser.newContext(options);
 
-// A fresh context (its own cookie jar) whose page records page errors, console errors and
-// tracker logs. visit() waits for the page's load and for `ready` to be true in it.
-export async function open({ ready = () => window.reftrack } = {}) {
-  const context = await browser.newContext();
+// A fresh context (its own cookie jar, made with Playwright's `contextOptions`) whose page
+// records page errors, console errors and tracker logs. visit() waits for the page's load
+// and for `ready` to be true in it.
+export async function open({ ready = () => window.reftrack, contextOptions } = {}) {
+  const context = await browser.newContext(contextOptions);
   const p = await context.newPage();
   const errors = [], logs = [], consoleErrors = [];
   p.on('pageerror', (e) => errors.push(e));

@@ -14,6 +14,9 @@ import {
 
 setup();
 
+/** A desktop Chrome's user agent (headless Chromium names itself a bot). */
+const BROWSER_UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36';
+
 /** A test page at `p` loading the tracker with these data- attributes. */
 function page(p, { program, src = '/tracker.js', apiHost, cookieDomain, debug = true, head = '' }) {
   const attrs = [
@@ -157,6 +160,50 @@ test('last touch: same link adds no click, another partner re-points the same cu
   // A second lead is refused by the server: the promise still resolves.
   const again = await t.page.evaluate(() => window.reftrack.trackLead({ customer_key: 'user-42' }).then((r) => r, () => 'rejected'));
   assert.equal(again.success, false);
+  assert.deepEqual(t.errors, []);
+  await t.context.close();
+});
+
+test('through a redirect link: the click of rt_click is kept, none is posted, the address bar is cleaned', async () => {
+  const s = await seed({ window: 7, partners: ['rt'] });
+  page('/rt.html', { program: s.program });
+  await admin('PATCH', `/programs/${s.program}`, { destination_url: `http://a.shop.test:${HTTP}/rt.html?from=ad` });
+  // Headless Chromium says so in its user agent, which makes it a bot to the redirect.
+  const t = await open({ contextOptions: { userAgent: BROWSER_UA } });
+  const posted = [];
+  t.page.on('request', (r) => { if (r.url().includes('/api/v1/track/click')) posted.push(r.url()); });
+
+  await t.visit(`${api}/r/rt-link?utm_source=mail`);
+  await t.waitLog(/click recorded by the redirect link/);
+  const recorded = sql(`SELECT click_id FROM affiliate_click_events WHERE link_id = ${s.links.rt}`);
+  assert.match(recorded, /^cust_\d+_\d+$/, 'the redirect recorded one click');
+  const cookie = await clickCookie(t.context);
+  assert.equal(cookie.value, recorded, 'the cookie holds the redirect\'s click id');
+  assert.equal(cookie.sameSite, 'Lax');
+  assert.equal(cookie.domain, '.shop.test');
+  assert.ok(Math.abs(cookie.expires - (Date.now() / 1000 + 7 * DAY)) < 120, 'expires with the program\'s window');
+  // `aff` carries the partner's code (`rt`), not the link's short name.
+  assert.equal((await cookieNamed(t.context, `tracker_aff_${s.program}`))[0].value, 'rt');
+  assert.equal(await t.page.evaluate(() => window.reftrack.getClickId()), recorded);
+  const landed = new URL(t.page.url());
+  assert.equal(landed.pathname, '/rt.html');
+  assert.equal(landed.searchParams.get('from'), 'ad');
+  assert.equal(landed.searchParams.get('utm_source'), 'mail');
+  assert.equal(landed.searchParams.get('aff'), 'rt');
+  assert.equal(landed.searchParams.get('rt_click'), null, 'taken out of the address bar');
+  assert.equal(landed.searchParams.get('rt_window'), null);
+
+  // Coming back with the same `aff` on the site: no click either.
+  await t.visit(`http://a.shop.test:${HTTP}/rt.html?aff=rt`);
+  await t.waitLog(/no new click/);
+  await new Promise((r) => setTimeout(r, 200));
+  assert.deepEqual(posted, []);
+  assert.equal(await clicksOf(s.links.rt), 1);
+
+  // The click attributes a browser-mode lead.
+  const lead = await t.page.evaluate(() => window.reftrack.trackLead({ customer_key: 'rt-user' }));
+  assert.equal(lead.success, true, JSON.stringify(lead));
+  assert.equal(sql(`SELECT customer_status FROM customers WHERE click_id = '${recorded}'`), 'lead');
   assert.deepEqual(t.errors, []);
   await t.context.close();
 });

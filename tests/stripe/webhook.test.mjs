@@ -143,3 +143,61 @@ test('signed checkout, refund and account events produce the sale, the refund an
   assert.equal(status.body.data.stepStatuses.payments, 'complete');
   assert.equal(status.body.data.statistics.payments.stripeAccountId, 'acct_1QcsConnect01');
 });
+
+test('a signed checkout with a promotion code is attributed to the coupon\'s partner; a click wins', async () => {
+  const ws = await call('POST', '/api/admin/workspaces', { name: 'Coupons' }, ADMIN);
+  const program = await call('POST', '/api/admin/programs', {
+    workspace_id: ws.body.id, name: 'Coupons', stripe_webhook_secret: SECRET,
+    commission: { type: 'percentage', percent: 25 },
+  }, ADMIN);
+  assert.equal(program.status, 201);
+  const pid = program.body.id;
+  const links = {};
+  for (const code of ['podcaster', 'blogger']) {
+    const partner = await call('POST', '/api/admin/partners', { name: code, code, email: `${code}@example.com` }, ADMIN);
+    await call('POST', `/api/admin/programs/${pid}/partners`, { partner_id: partner.body.id }, ADMIN);
+    const link = await call('POST', '/api/admin/links', { program_id: pid, partner_id: partner.body.id, short_link: `${code}-l` }, ADMIN);
+    links[code] = { link: link.body.id, partner: partner.body.id };
+  }
+  const c = await call('POST', `/api/admin/links/${links.podcaster.link}/coupons`, { code: 'PODCAST25', stripe_promotion_code: 'promo_1Podcast25' }, ADMIN);
+  assert.equal(c.status, 201, JSON.stringify(c.body));
+
+  const checkout = (suffix, metadata, email = 'listener@example.com') => fixture('checkout.session.completed.promotion', {
+    EVENT_ID: `evt_e2e_promo_${suffix}`, SUFFIX: suffix, PROMOTION_CODE: 'promo_1Podcast25', EMAIL: email, METADATA: metadata,
+  });
+  const commissionsOf = async (partner) =>
+    (await call('GET', `/api/admin/programs/${pid}/commissions?partner_id=${partner}`, undefined, ADMIN)).body.data;
+
+  // No metadata at all: the promotion code names the coupon.
+  let payload = checkout('P1', '{}');
+  let r = await deliver(pid, payload, signed(payload));
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.outcome, 'sale recorded');
+  let rows = await commissionsOf(links.podcaster.partner);
+  assert.equal(rows.length, 1);
+  assert.equal(rows[0].transaction_id, 'pi_3QcsP1');
+  assert.equal(rows[0].amount_cents, 1000);
+  assert.deepEqual(rows[0].flags, []);
+
+  // The same body altered after signing is refused.
+  r = await deliver(pid, payload.replace('promo_1Podcast25', 'promo_1Other'), signed(payload));
+  assert.equal(r.status, 400);
+
+  // A click of the blogger's link in the metadata wins over the podcaster's code.
+  const click = await call('POST', '/api/v1/track/click', { affiliate_url: 'https://shop.example.com/?aff=blogger-l' });
+  const metadata = JSON.stringify({ tracker_click_id: click.body.click_id, program_id: String(pid) });
+  payload = checkout('P2', metadata);
+  r = await deliver(pid, payload, signed(payload));
+  assert.equal(r.body.outcome, 'sale recorded');
+  rows = await commissionsOf(links.blogger.partner);
+  assert.deepEqual(rows.map((x) => x.transaction_id), ['pi_3QcsP2']);
+
+  // The podcaster buying with its own code: flagged, held for the owner.
+  payload = checkout('P3', '{}', 'Podcaster+shop@Example.com');
+  r = await deliver(pid, payload, signed(payload));
+  assert.equal(r.body.outcome, 'sale recorded');
+  rows = await commissionsOf(links.podcaster.partner);
+  assert.equal(rows[0].transaction_id, 'pi_3QcsP3');
+  assert.deepEqual(rows[0].flags, ['self_referral']);
+  assert.equal(rows[0].status, 'pending');
+});

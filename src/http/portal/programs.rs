@@ -16,6 +16,7 @@ use crate::app::exports;
 use crate::app::partners::{PartnerLinkBody, PartnerProgramView, MAX_PARTNER_LINKS};
 use crate::app::payouts::CommissionParams;
 use crate::domain::money::display_amount;
+use crate::domain::status::CommissionFlag;
 use crate::http::payouts::csv_stream;
 use crate::http::AppState;
 
@@ -189,6 +190,8 @@ struct CommissionView {
     amount: String,
     status: &'static str,
     clawback: bool,
+    /// Waits for the owner's review: the customer has the partner's email.
+    self_referral: bool,
     paid: Option<Moment>,
 }
 
@@ -249,6 +252,7 @@ pub(super) async fn commissions(
             amount: display_amount(c.amount_cents, &c.currency),
             status: c.status.as_str(),
             clawback: c.kind.as_str() == "clawback",
+            self_referral: c.flags.contains(&CommissionFlag::SelfReferral),
             paid: c.paid_at.map(Moment::of),
             transaction_id: c.transaction_id,
         })

@@ -18,7 +18,7 @@ use crate::domain::figures::{Deltas, SaleFigures};
 use crate::store::committer::MAX_SET_ROWS;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{NewClick, NewSale, SaleOutcome};
-use crate::store::sql::{counters, webhooks};
+use crate::store::sql::{counters, webhooks, NO_SELF_REFERRAL};
 
 /// The columns of a batch's new clicks.
 const CLICK_COLUMNS: &[&str] = &[
@@ -172,7 +172,7 @@ const SALE_KEY_COLUMNS: &[&str] = &[
 /// The query that resolves `n` plain sales (1 to [`MAX_SET_ROWS`]): per sale (by `idx`),
 /// its customer in the sale's program, that customer's partner-program record, and
 /// whether the transaction id is already recorded. Sales whose customer is not in the
-/// program have no row.
+/// program, or that may be self-referrals ([`NO_SELF_REFERRAL`]), have no row.
 fn resolve_sales_sql(n: usize) -> &'static str {
     static SQL: OnceLock<Vec<String>> = OnceLock::new();
     rows::sized(&SQL, n, |n| {
@@ -183,7 +183,8 @@ fn resolve_sales_sql(n: usize) -> &'static str {
              WHERE s.processor_event_id = rows.transaction_id) \
              FROM rows JOIN customers c ON c.id = {SALE_CUSTOMER_ID} \
              LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
-             AND pp.program_id = c.program_id",
+             AND pp.program_id = c.program_id \
+             LEFT JOIN partners pa ON pa.id = c.partner_id WHERE {NO_SELF_REFERRAL}",
             rows::cte(n, SALE_KEY_COLUMNS),
         )
     })

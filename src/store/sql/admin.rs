@@ -5,10 +5,11 @@
 use super::engine::{stmt, Engine, Rec, Stmt};
 use super::{named, named_opt, parse_origins};
 use crate::domain::commission::CommissionRule;
+use crate::domain::self_referral::email_key;
 use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{
-    origin_allowed, Link, LinkTarget, Membership, NewProgram, Partner, PartnerPatch,
+    origin_allowed, Link, LinkPatch, LinkTarget, Membership, NewProgram, Partner, PartnerPatch,
     PartnerProgram, PaymentAccount, Program, ProgramPatch, User, Workspace,
 };
 
@@ -75,7 +76,7 @@ pub(super) const PROGRAM_COLUMNS: &str =
     recurring_commission_months, allowed_origins, stripe_webhook_secret, payment_status, \
     payment_account_id, charges_enabled, payouts_enabled, details_submitted, connection_date, \
     commission_hold_days, min_payout_cents, applications_open, partner_links_allowed, \
-    created_at, updated_at";
+    destination_url, created_at, updated_at";
 
 pub(super) fn program_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Program> {
     let commission = match r.try_get::<String>("commission_type")?.as_str() {
@@ -111,6 +112,7 @@ pub(super) fn program_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Program> 
         min_payout_cents: r.try_get("min_payout_cents")?,
         applications_open: r.try_get("applications_open")?,
         partner_links_allowed: r.try_get("partner_links_allowed")?,
+        destination_url: r.try_get("destination_url")?,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
@@ -163,9 +165,9 @@ pub(super) async fn create_program<DB: Engine>(
          cookie_window_days, currency, commission_type, commission_bps, \
          commission_amount_cents, recurring_commission_months, allowed_origins, \
          stripe_webhook_secret, commission_hold_days, min_payout_cents, applications_open, \
-         partner_links_allowed, created_at, updated_at) \
+         partner_links_allowed, destination_url, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15, $16, $17, \
-         $13, $13) \
+         $18, $13, $13) \
          RETURNING {PROGRAM_COLUMNS}"
     );
     let row = stmt::<DB>(&sql)
@@ -186,6 +188,7 @@ pub(super) async fn create_program<DB: Engine>(
         .bind(p.min_payout_cents)
         .bind(p.applications_open)
         .bind(p.partner_links_allowed)
+        .bind(&p.destination_url)
         .fetch_one(&mut *conn)
         .await?;
     program_from_row(&row)
@@ -242,6 +245,7 @@ pub(super) async fn update_program<DB: Engine>(
          min_payout_cents = COALESCE($16, min_payout_cents), \
          applications_open = COALESCE($17, applications_open), \
          partner_links_allowed = COALESCE($18, partner_links_allowed), \
+         destination_url = CASE WHEN $19 THEN $20 ELSE destination_url END, \
          updated_at = $13 WHERE id = $14 RETURNING {PROGRAM_COLUMNS}"
     );
     let query = stmt::<DB>(&sql)
@@ -262,7 +266,9 @@ pub(super) async fn update_program<DB: Engine>(
         .bind(patch.commission_hold_days)
         .bind(patch.min_payout_cents)
         .bind(patch.applications_open)
-        .bind(patch.partner_links_allowed);
+        .bind(patch.partner_links_allowed)
+        .bind(patch.destination_url.is_some())
+        .bind(patch.destination_url.clone().flatten());
     returned_program(query, &mut *conn).await
 }
 
@@ -332,8 +338,8 @@ pub(super) async fn create_partner<DB: Engine>(
     at: i64,
 ) -> StoreResult<Partner> {
     let sql = format!(
-        "INSERT INTO partners (name, code, email, workspace_id, created_at) \
-         VALUES ($1, $2, $3, $4, $5) RETURNING {PARTNER_COLUMNS}"
+        "INSERT INTO partners (name, code, email, email_key, workspace_id, created_at) \
+         VALUES ($1, $2, $3, $6, $4, $5) RETURNING {PARTNER_COLUMNS}"
     );
     let row = stmt::<DB>(&sql)
         .bind(name)
@@ -341,6 +347,7 @@ pub(super) async fn create_partner<DB: Engine>(
         .bind(email)
         .bind(workspace_id)
         .bind(at)
+        .bind(email.map(email_key))
         .fetch_one(&mut *conn)
         .await
         .map_err(|e| StoreError::from(e).conflict_on("partner code"))?;
@@ -356,6 +363,7 @@ pub(super) async fn update_partner<DB: Engine>(
     let sql = format!(
         "UPDATE partners SET name = COALESCE($1, name), \
          email = CASE WHEN $2 THEN $3 ELSE email END, \
+         email_key = CASE WHEN $2 THEN $9 ELSE email_key END, \
          payout_method = CASE WHEN $4 THEN $5 ELSE payout_method END, \
          payout_email = CASE WHEN $6 THEN $7 ELSE payout_email END \
          WHERE id = $8 RETURNING {PARTNER_COLUMNS}"
@@ -369,6 +377,7 @@ pub(super) async fn update_partner<DB: Engine>(
         .bind(patch.payout_email.is_some())
         .bind(patch.payout_email.clone().flatten())
         .bind(id)
+        .bind(patch.email.clone().flatten().as_deref().map(email_key))
         .fetch_optional(&mut *conn)
         .await?;
     match row {
@@ -423,7 +432,9 @@ pub(super) async fn set_partner_status<DB: Engine>(
 
 /// The columns of a [`Link`], for [`link_from_row`].
 pub(super) const LINK_COLUMNS: &str =
-    "id, program_id, partner_id, short_link, status, clicks, last_clicked, created_at";
+    "id, program_id, partner_id, short_link, status, destination_url, clicks, last_clicked, \
+    created_at, (SELECT string_agg(k.code, ',' ORDER BY k.id) FROM coupons k \
+    WHERE k.link_id = referral_links.id AND k.archived_at IS NULL) AS coupon_codes";
 
 pub(super) fn link_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Link> {
     Ok(Link {
@@ -432,6 +443,12 @@ pub(super) fn link_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Link> {
         partner_id: r.try_get("partner_id")?,
         short_link: r.try_get("short_link")?,
         status: named(r, "status")?,
+        destination_url: r.try_get("destination_url")?,
+        // Codes hold no commas (see the coupon code rule).
+        coupon_codes: r
+            .try_get::<Option<String>>("coupon_codes")?
+            .map(|codes| codes.split(',').map(str::to_string).collect())
+            .unwrap_or_default(),
         clicks: r.try_get("clicks")?,
         last_clicked: r.try_get("last_clicked")?,
         created_at: r.try_get("created_at")?,
@@ -445,6 +462,7 @@ pub(super) async fn create_link<DB: Engine>(
     partner_id: Option<i64>,
     short_link: &str,
     status: LinkStatus,
+    destination_url: Option<&str>,
     at: i64,
 ) -> StoreResult<Link> {
     if !exists::<DB>(
@@ -467,20 +485,20 @@ pub(super) async fn create_link<DB: Engine>(
             return Err(StoreError::NotFound("partner"));
         }
     }
-    let sql = format!(
-        "INSERT INTO referral_links (program_id, partner_id, short_link, status, created_at) \
-         VALUES ($1, $2, $3, $4, $5) RETURNING {LINK_COLUMNS}"
-    );
-    let row = stmt::<DB>(&sql)
-        .bind(program_id)
-        .bind(partner_id)
-        .bind(short_link)
-        .bind(status.as_str())
-        .bind(at)
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(|e| StoreError::from(e).conflict_on("short_link"))?;
-    link_from_row(&row)
+    let id: i64 = stmt::<DB>(
+        "INSERT INTO referral_links (program_id, partner_id, short_link, status, \
+         destination_url, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+    )
+    .bind(program_id)
+    .bind(partner_id)
+    .bind(short_link)
+    .bind(status.as_str())
+    .bind(destination_url)
+    .bind(at)
+    .scalar(&mut *conn)
+    .await
+    .map_err(|e| StoreError::from(e).conflict_on("short_link"))?;
+    link::<DB>(conn, id).await
 }
 
 /// One link; `NotFound("link")`.
@@ -492,23 +510,26 @@ pub(super) async fn link<DB: Engine>(conn: &mut DB::Connection, id: i64) -> Stor
     }
 }
 
-/// Changes a link's status; `NotFound("link")`.
-pub(super) async fn set_link_status<DB: Engine>(
+/// Changes the fields of a link that `patch` sets; `NotFound("link")`.
+pub(super) async fn update_link<DB: Engine>(
     conn: &mut DB::Connection,
     id: i64,
-    status: LinkStatus,
+    patch: &LinkPatch,
 ) -> StoreResult<Link> {
-    let sql =
-        format!("UPDATE referral_links SET status = $1 WHERE id = $2 RETURNING {LINK_COLUMNS}");
-    match stmt::<DB>(&sql)
-        .bind(status.as_str())
-        .bind(id)
-        .fetch_optional(&mut *conn)
-        .await?
-    {
-        Some(row) => link_from_row(&row),
-        None => Err(StoreError::NotFound("link")),
+    let changed = stmt::<DB>(
+        "UPDATE referral_links SET status = COALESCE($1, status), \
+         destination_url = CASE WHEN $2 THEN $3 ELSE destination_url END WHERE id = $4",
+    )
+    .bind(patch.status.map(LinkStatus::as_str))
+    .bind(patch.destination_url.is_some())
+    .bind(patch.destination_url.clone().flatten())
+    .bind(id)
+    .execute(&mut *conn)
+    .await?;
+    if changed == 0 {
+        return Err(StoreError::NotFound("link"));
     }
+    link::<DB>(conn, id).await
 }
 
 /// Creates a dashboard user; `Conflict("email")`.
@@ -621,7 +642,7 @@ pub(super) async fn link_target<DB: Engine>(
 ) -> StoreResult<Option<LinkTarget>> {
     let row = stmt::<DB>(
         "SELECT l.id, l.status, l.program_id, l.partner_id, pa.code, p.cookie_window_days, \
-         p.allowed_origins \
+         p.allowed_origins, COALESCE(l.destination_url, p.destination_url) AS destination_url \
          FROM referral_links l \
          JOIN programs p ON p.id = l.program_id \
          LEFT JOIN partners pa ON pa.id = l.partner_id \
@@ -639,6 +660,7 @@ pub(super) async fn link_target<DB: Engine>(
         partner_code: r.try_get("code")?,
         cookie_window_days: r.try_get("cookie_window_days")?,
         allowed_origins: parse_origins(&r.try_get::<String>("allowed_origins")?),
+        destination_url: r.try_get("destination_url")?,
     }))
 }
 

@@ -10,6 +10,7 @@
 
 mod admin;
 pub mod counters;
+mod coupons;
 pub mod engine;
 mod management;
 pub mod migrations;
@@ -32,6 +33,15 @@ use sqlx::Pool;
 /// `($n IS NULL OR id < $n)` makes every later page scan the rows before it.
 pub(super) const NO_CURSOR: &str = "9223372036854775807";
 
+/// Whether the emails of a sale's customer `c` and of its partner `pa` (`LEFT JOIN`ed)
+/// show, by their stored self-referral keys, that the sale is no self-referral. A sale
+/// that fails it (the keys match, or an email predates its key) is left to its own flow,
+/// which applies the rule ([`crate::domain::self_referral`]) and flags it.
+pub const NO_SELF_REFERRAL: &str = "(c.email IS NULL OR (c.email_key IS NOT NULL \
+    AND (pa.email IS NULL OR (pa.email_key IS NOT NULL AND pa.email_key <> c.email_key)) \
+    AND (pa.account_email IS NULL OR (pa.account_email_key IS NOT NULL \
+    AND pa.account_email_key <> c.email_key))))";
+
 pub use engine::Engine;
 use engine::{stmt, Rec};
 
@@ -39,11 +49,14 @@ use super::committer::{CommitStats, Committer};
 use super::error::{StoreError, StoreResult};
 use super::write::Write;
 use super::{
-    integrity, Backend, Credentials, DailyRollup, DashboardProgram, EventFilter, Link, LinkTarget,
-    ListedEvent, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram, PaymentAccount,
-    PoolUse, Program, ProgramPatch, SessionUser, SetupStatus, Store, User, Workspace,
+    integrity, Backend, Coupon, Credentials, DailyRollup, DashboardProgram, EventFilter, Link,
+    LinkPatch, LinkTarget, ListedEvent, Membership, NewCoupon, NewProgram, Page, Partner,
+    PartnerPatch, PartnerProgram, PaymentAccount, PoolUse, Program, ProgramPatch, SessionUser,
+    SetupStatus, Store, User, Workspace,
 };
-use crate::domain::status::{LinkStatus, MembershipStatus, Role, UnknownValue};
+use crate::domain::status::{
+    CommissionFlag, CouponStatus, LinkStatus, MembershipStatus, Role, UnknownValue,
+};
 
 /// A store on a database of engine `DB`: the read pool, the write pool (the same pool on
 /// PostgreSQL) and the group committer writing through it.
@@ -174,6 +187,7 @@ impl<DB: Engine> Store for SqlStore<DB> {
         partner_id: Option<i64>,
         short_link: &str,
         status: LinkStatus,
+        destination_url: Option<&str>,
         at: i64,
     ) -> StoreResult<Link> {
         admin::create_link::<DB>(
@@ -182,6 +196,7 @@ impl<DB: Engine> Store for SqlStore<DB> {
             partner_id,
             short_link,
             status,
+            destination_url,
             at,
         )
         .await
@@ -191,8 +206,34 @@ impl<DB: Engine> Store for SqlStore<DB> {
         admin::link::<DB>(&mut *self.read.acquire().await?, id).await
     }
 
-    async fn set_link_status(&self, id: i64, status: LinkStatus) -> StoreResult<Link> {
-        admin::set_link_status::<DB>(&mut *self.write.acquire().await?, id, status).await
+    async fn update_link(&self, id: i64, patch: &LinkPatch) -> StoreResult<Link> {
+        admin::update_link::<DB>(&mut *self.write.acquire().await?, id, patch).await
+    }
+
+    async fn create_coupon(&self, c: &NewCoupon, at: i64) -> StoreResult<Coupon> {
+        coupons::create::<DB>(&mut *self.write.acquire().await?, c, at).await
+    }
+
+    async fn link_coupons(
+        &self,
+        link_id: i64,
+        status: Option<CouponStatus>,
+        page: Page,
+    ) -> StoreResult<Vec<Coupon>> {
+        coupons::of_link::<DB>(&mut *self.read.acquire().await?, link_id, status, page).await
+    }
+
+    async fn coupon(&self, link_id: i64, coupon_id: i64) -> StoreResult<Coupon> {
+        coupons::one::<DB>(&mut *self.read.acquire().await?, link_id, coupon_id).await
+    }
+
+    async fn archive_coupon(
+        &self,
+        link_id: i64,
+        coupon_id: i64,
+        at: i64,
+    ) -> StoreResult<Option<Coupon>> {
+        coupons::archive::<DB>(&mut *self.write.acquire().await?, link_id, coupon_id, at).await
     }
 
     async fn create_user(
@@ -389,6 +430,28 @@ where
         .map(T::try_from)
         .transpose()
         .map_err(|e| unreadable(column, e))
+}
+
+/// Commission flags as stored: their names, comma-separated; null when there are none.
+fn flags_text(flags: &[CommissionFlag]) -> Option<String> {
+    (!flags.is_empty()).then(|| {
+        flags
+            .iter()
+            .map(|f| f.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    })
+}
+
+/// Reads the commission flags of [`flags_text`] from `column`.
+fn flags<DB: Engine>(row: &Rec<DB>, column: &str) -> StoreResult<Vec<CommissionFlag>> {
+    let stored: Option<String> = row.try_get(column)?;
+    stored
+        .iter()
+        .flat_map(|s| s.split(','))
+        .filter(|f| !f.is_empty())
+        .map(|f| f.parse().map_err(|e| unreadable(column, e)))
+        .collect()
 }
 
 /// A stored name outside its set: the data, not the request, is wrong.

@@ -8,6 +8,7 @@ use super::engine::{stmt, Engine};
 use super::payouts::{balance_row, balance_sums};
 use super::write::WriteConnection;
 use super::{named, SqlStore, NO_CURSOR};
+use crate::domain::self_referral::email_key;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::partners::{
     InviteRow, NewApplicant, PartnerAccount, PartnerAccounts, PartnerCredentials,
@@ -283,13 +284,17 @@ impl<DB: Engine> PartnerTx for WriteConnection<DB> {
         email: &str,
         password_hash: &str,
     ) -> StoreResult<()> {
-        stmt::<DB>("UPDATE partners SET account_email = $1, password_hash = $2 WHERE id = $3")
-            .bind(email)
-            .bind(password_hash)
-            .bind(partner_id)
-            .execute(&mut *self.conn)
-            .await
-            .map_err(|e| StoreError::from(e).conflict_on("account email"))?;
+        stmt::<DB>(
+            "UPDATE partners SET account_email = $1, account_email_key = $4, \
+             password_hash = $2 WHERE id = $3",
+        )
+        .bind(email)
+        .bind(password_hash)
+        .bind(partner_id)
+        .bind(email_key(email))
+        .execute(&mut *self.conn)
+        .await
+        .map_err(|e| StoreError::from(e).conflict_on("account email"))?;
         stmt::<DB>("DELETE FROM partner_sessions WHERE partner_id = $1")
             .bind(partner_id)
             .execute(&mut *self.conn)
@@ -316,8 +321,9 @@ impl<DB: Engine> PartnerTx for WriteConnection<DB> {
             return Err(StoreError::Conflict("account email"));
         }
         let row = stmt::<DB>(
-            "INSERT INTO partners (name, code, email, account_email, password_hash, \
-             workspace_id, created_at) VALUES ($1, $2, $3, $3, $4, $5, $6) RETURNING id",
+            "INSERT INTO partners (name, code, email, account_email, email_key, \
+             account_email_key, password_hash, workspace_id, created_at) \
+             VALUES ($1, $2, $3, $3, $7, $7, $4, $5, $6) RETURNING id",
         )
         .bind(a.name)
         .bind(a.code)
@@ -325,6 +331,7 @@ impl<DB: Engine> PartnerTx for WriteConnection<DB> {
         .bind(a.password_hash)
         .bind(a.workspace_id)
         .bind(at)
+        .bind(email_key(a.email))
         .fetch_one(&mut *self.conn)
         .await
         .map_err(|e| StoreError::from(e).conflict_on("partner code"))?;

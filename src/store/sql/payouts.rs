@@ -2,13 +2,14 @@
 //! and commission and payout changes (on the committer's transaction).
 //!
 //! The hold period is applied by one expression, [`STATUS`]: a stored `pending`
-//! commission whose program's hold has passed at `$1` (now) is `approved`.
+//! commission whose program's hold has passed at `$1` (now) is `approved`, unless it waits
+//! for an owner's approval (`manual_approval`, a self-referral).
 
 use async_trait::async_trait;
 
 use super::engine::{stmt, Engine, Rec};
 use super::write::WriteConnection;
-use super::{named, named_opt, SqlStore, NO_CURSOR};
+use super::{flags, named, named_opt, SqlStore, NO_CURSOR};
 use crate::domain::lifecycle::{CommissionState, DAY_MS};
 use crate::domain::status::{CommissionStatus, PayoutStatus};
 use crate::store::error::StoreResult;
@@ -18,7 +19,7 @@ use crate::store::payout_model::{
 use crate::store::payouts::{PayoutReads, PayoutTx};
 
 /// A commission `c`'s status at `$1`, its program `p` joined.
-pub(super) const STATUS: &str = "(CASE WHEN c.status = 'pending' \
+pub(super) const STATUS: &str = "(CASE WHEN c.status = 'pending' AND NOT c.manual_approval \
     AND c.created_at + p.commission_hold_days * 86400000 <= $1 THEN 'approved' \
     ELSE c.status END)";
 
@@ -44,7 +45,7 @@ pub(super) fn balance_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Balance> {
 }
 
 /// A commission `c`'s approval time at `$1`, its program `p` joined.
-const APPROVED_AT: &str = "(CASE WHEN c.status = 'pending' \
+const APPROVED_AT: &str = "(CASE WHEN c.status = 'pending' AND NOT c.manual_approval \
     AND c.created_at + p.commission_hold_days * 86400000 <= $1 \
     THEN c.created_at + p.commission_hold_days * 86400000 ELSE c.approved_at END)";
 
@@ -64,6 +65,7 @@ fn commission_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<CommissionRow> {
         approved_at: r.try_get("approved_at")?,
         paid_at: r.try_get("paid_at")?,
         payout_id: r.try_get("payout_id")?,
+        flags: flags(r, "flags")?,
     })
 }
 
@@ -125,7 +127,7 @@ fn select_commissions() -> String {
         "SELECT c.id, c.partner_id, c.sale_id, s.processor_event_id AS transaction_id, \
          c.kind, c.amount_cents - c.reversed_cents AS amount_cents, c.currency, \
          {STATUS} AS status, c.original_commission_id, c.reject_reason, c.created_at, \
-         {APPROVED_AT} AS approved_at, c.paid_at, c.payout_id \
+         {APPROVED_AT} AS approved_at, c.paid_at, c.payout_id, c.flags \
          FROM commissions c JOIN programs p ON p.id = c.program_id \
          JOIN affiliate_sale_events s ON s.id = c.sale_id"
     )
@@ -235,12 +237,13 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
 
 /// Whether a commission (its columns prefixed by `prefix`) is due and no payout holds it,
 /// in the program's currency `$4`: recorded as approved, or pending past its hold (`$5`
-/// milliseconds before now, `$1`).
+/// milliseconds before now, `$1`) and not waiting for an owner.
 fn due_unheld(prefix: &str) -> String {
     format!(
         "{prefix}payout_id IS NULL AND {prefix}currency = $4 \
          AND ({prefix}status = 'approved' \
-         OR ({prefix}status = 'pending' AND {prefix}created_at <= $1 - $5))"
+         OR ({prefix}status = 'pending' AND NOT {prefix}manual_approval \
+         AND {prefix}created_at <= $1 - $5))"
     )
 }
 
@@ -329,7 +332,7 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
         Ok(stmt::<DB>(
             "UPDATE commissions SET status = 'approved', approved_at = created_at + $1, \
              updated_at = $2 WHERE program_id = $3 AND status = 'pending' \
-             AND created_at <= $2 - $1 RETURNING id",
+             AND NOT manual_approval AND created_at <= $2 - $1 RETURNING id",
         )
         .bind(hold_ms)
         .bind(now)

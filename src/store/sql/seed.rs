@@ -8,6 +8,7 @@ use sqlx::Connection;
 
 use super::engine::{stmt, Engine, Stmt};
 use crate::domain::figures::Deltas;
+use crate::domain::self_referral::email_key;
 use crate::seed::{Chunk, NewSeedPartner, SeedPartner};
 
 /// Rows per multi-row INSERT: 22 columns stay below SQLite's 32,766 bound parameters.
@@ -181,11 +182,11 @@ impl<DB: SeedEngine> Seeder<DB> {
         let mut tx = self.conn.begin().await?;
         for rows in c.customers.chunks(ROWS) {
             let sql = insert::<DB>(
-                "customers (id, program_id, click_id, customer_key, email, \
+                "customers (id, program_id, click_id, customer_key, email, email_key, \
                  customer_status, partner_id, link_id, signup_date, first_purchase_date, \
                  created_at, updated_at)",
                 rows.len(),
-                12,
+                13,
             );
             let mut q: Stmt<'_, DB> = stmt::<DB>(&sql);
             for r in rows {
@@ -195,6 +196,7 @@ impl<DB: SeedEngine> Seeder<DB> {
                     .bind(&r.click_id)
                     .bind(&r.customer_key)
                     .bind(&r.email)
+                    .bind(r.email.as_deref().map(email_key))
                     .bind(r.status)
                     .bind(r.partner_id)
                     .bind(r.link_id)

@@ -4,20 +4,23 @@
 use async_trait::async_trait;
 
 use super::engine::{stmt, Engine};
+use super::flags_text;
 use super::payouts::STATUS;
 use super::write::WriteConnection;
 use super::{named_at, parse_origins};
+use crate::domain::lifecycle::Approval;
 use crate::domain::lifecycle::CommissionState;
+use crate::domain::self_referral::email_key;
 use crate::domain::status::PartnerStatus;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{
-    ChargeSale, ClickEventRow, Customer, LeadEventRow, NewCommission, NewCustomer, PartnerProgram,
-    PaymentAccount, RefundableSale, SaleCommission, SaleEventRow,
+    ChargeSale, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
+    PartnerProgram, PaymentAccount, RefundableSale, SaleCommission, SaleEventRow,
 };
 use crate::store::tx::Tx;
 
 const CUSTOMER: &str = "SELECT id, program_id, click_id, customer_key, customer_status, \
-    partner_id, first_purchase_date FROM customers";
+    partner_id, first_purchase_date, email FROM customers";
 
 #[async_trait]
 impl<DB: Engine> Tx for WriteConnection<DB> {
@@ -54,14 +57,16 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
 
     async fn insert_customer(&mut self, c: &NewCustomer<'_>) -> StoreResult<i64> {
         Ok(stmt::<DB>(
-            "INSERT INTO customers (program_id, click_id, customer_status, partner_id, link_id, \
-             created_at, updated_at) VALUES ($1, $2, 'click', $3, $4, $5, $5) RETURNING id",
+            "INSERT INTO customers (program_id, click_id, customer_key, customer_status, \
+             partner_id, link_id, created_at, updated_at) \
+             VALUES ($1, $2, $6, 'click', $3, $4, $5, $5) RETURNING id",
         )
         .bind(c.program_id)
         .bind(c.click_id)
         .bind(c.partner_id)
         .bind(c.link_id)
         .bind(c.at)
+        .bind(c.customer_key)
         .scalar(&mut *self.conn)
         .await?)
     }
@@ -94,13 +99,15 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
     ) -> StoreResult<bool> {
         let updated = stmt::<DB>(
             "UPDATE customers SET customer_status = 'lead', signup_date = $1, \
-             customer_key = $2, email = COALESCE($3, email), updated_at = $1 \
+             customer_key = $2, email = COALESCE($3, email), \
+             email_key = CASE WHEN $3 IS NULL THEN email_key ELSE $5 END, updated_at = $1 \
              WHERE id = $4 AND customer_status = 'click'",
         )
         .bind(at)
         .bind(customer_key)
         .bind(email)
         .bind(customer_id)
+        .bind(email.map(email_key))
         .execute(&mut *self.conn)
         .await?;
         Ok(updated == 1)
@@ -208,8 +215,8 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
     async fn insert_commission(&mut self, c: &NewCommission<'_>) -> StoreResult<i64> {
         Ok(stmt::<DB>(
             "INSERT INTO commissions (program_id, sale_id, partner_id, partner_program_id, \
-             amount_cents, currency, status, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7) RETURNING id",
+             amount_cents, currency, status, flags, manual_approval, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, 'pending', $8, $9, $7, $7) RETURNING id",
         )
         .bind(c.program_id)
         .bind(c.sale_id)
@@ -218,8 +225,50 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .bind(c.amount_cents)
         .bind(c.currency)
         .bind(c.at)
+        .bind(flags_text(c.flags))
+        .bind(c.approval == Approval::ByOwner)
         .scalar(&mut *self.conn)
         .await?)
+    }
+
+    async fn coupon_target(
+        &mut self,
+        program_id: i64,
+        code_key: Option<&str>,
+        promotion_code: Option<&str>,
+    ) -> StoreResult<Option<CouponTarget>> {
+        // A code names its coupon first; the promotion code only when no code matched.
+        let row = stmt::<DB>(
+            "SELECT l.id, l.partner_id FROM coupons k \
+             JOIN referral_links l ON l.id = k.link_id \
+             WHERE k.program_id = $1 AND k.archived_at IS NULL \
+             AND (k.code_key = $2 OR k.stripe_promotion_code = $3) \
+             AND l.status = 'active' AND l.partner_id IS NOT NULL \
+             ORDER BY CASE WHEN k.code_key = $2 THEN 0 ELSE 1 END LIMIT 1",
+        )
+        .bind(program_id)
+        .bind(code_key)
+        .bind(promotion_code)
+        .fetch_optional(&mut *self.conn)
+        .await?;
+        row.map(|r| {
+            Ok(CouponTarget {
+                link_id: r.try_get_at(0)?,
+                partner_id: r.try_get_at(1)?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn partner_emails(&mut self, partner_id: i64) -> StoreResult<Vec<String>> {
+        let row = stmt::<DB>("SELECT email, account_email FROM partners WHERE id = $1")
+            .bind(partner_id)
+            .fetch_optional(&mut *self.conn)
+            .await?;
+        let Some(r) = row else { return Ok(Vec::new()) };
+        let (email, account): (Option<String>, Option<String>) =
+            (r.try_get_at(0)?, r.try_get_at(1)?);
+        Ok(email.into_iter().chain(account).collect())
     }
 
     async fn program_origins(&mut self, program_id: i64) -> StoreResult<Option<Vec<String>>> {

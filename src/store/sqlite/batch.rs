@@ -19,7 +19,7 @@ use crate::domain::time::day_of;
 use crate::store::committer::MAX_SET_ROWS;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{NewClick, NewSale, SaleOutcome};
-use crate::store::sql::{counters, webhooks, Engine};
+use crate::store::sql::{counters, webhooks, Engine, NO_SELF_REFERRAL};
 
 /// How the batches that are transactions of their own begin.
 const BEGIN_WRITE: &str = <Sqlite as Engine>::BEGIN_WRITE;
@@ -192,7 +192,7 @@ const SALE_KEY_COLUMNS: &[&str] = &[
 /// The query that resolves `n` plain sales (1 to [`MAX_SET_ROWS`]): per sale (by `idx`),
 /// its customer in the sale's program, that customer's partner-program record, and
 /// whether the transaction id is already recorded. Sales whose customer is not in the
-/// program have no row.
+/// program, or that may be self-referrals ([`NO_SELF_REFERRAL`]), have no row.
 fn resolve_sales_sql(n: usize) -> &'static str {
     static SQL: OnceLock<Vec<String>> = OnceLock::new();
     rows::sized(&SQL, n, |n| {
@@ -203,7 +203,8 @@ fn resolve_sales_sql(n: usize) -> &'static str {
              WHERE s.processor_event_id = rows.transaction_id) \
              FROM rows JOIN customers c ON c.id = {SALE_CUSTOMER_ID} \
              LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
-             AND pp.program_id = c.program_id",
+             AND pp.program_id = c.program_id \
+             LEFT JOIN partners pa ON pa.id = c.partner_id WHERE {NO_SELF_REFERRAL}",
             rows::cte(n, SALE_KEY_COLUMNS),
         )
     })
@@ -443,21 +444,26 @@ const SALE_BATCH_TABLE: &str = "CREATE TEMP TABLE IF NOT EXISTS sale_batch (idx 
     day TEXT, converts INTEGER)";
 
 /// The statement of [`commit_plain_sales`] after its `rows` and `ranked`: the sales that
-/// resolve plainly go into `sale_batch`, which the writes of [`record_sales`] then read.
-/// A sale of a program with webhook endpoints is left to the batch's transaction, where
-/// its messages are written with it.
-const RESOLVE_SALE_BATCH: &str = "\
-    INSERT INTO temp.sale_batch SELECT r.idx, r.program_id, c.id, c.partner_id, pp.id, \
+/// resolve plainly (and are no self-referrals, [`NO_SELF_REFERRAL`]) go into
+/// `sale_batch`, which the writes of [`record_sales`] then read. A sale of a program with
+/// webhook endpoints is left to the batch's transaction, where its messages are written
+/// with it.
+fn resolve_sale_batch() -> String {
+    format!(
+        "INSERT INTO temp.sale_batch SELECT r.idx, r.program_id, c.id, c.partner_id, pp.id, \
     c.click_id, COALESCE(r.customer_key, c.customer_key), r.transaction_id, r.amount_cents, \
     r.currency, r.sale_type, r.product_id, r.metadata, r.at, r.commission, \
     r.revenue_hundredths, r.commission_hundredths, r.day, c.first_purchase_date IS NULL \
     FROM ranked r JOIN customers c ON c.id = r.customer_id \
     JOIN partner_programs pp ON pp.partner_id = c.partner_id AND pp.program_id = c.program_id \
-    WHERE r.nth_of_customer = 1 AND r.nth_of_transaction = 1 \
+    LEFT JOIN partners pa ON pa.id = c.partner_id \
+    WHERE r.nth_of_customer = 1 AND r.nth_of_transaction = 1 AND {NO_SELF_REFERRAL} \
     AND NOT EXISTS (SELECT 1 FROM affiliate_sale_events s \
     WHERE s.processor_event_id = r.transaction_id) \
     AND NOT EXISTS (SELECT 1 FROM webhook_endpoints w \
-    WHERE w.program_id = r.program_id AND w.enabled)";
+    WHERE w.program_id = r.program_id AND w.enabled)"
+    )
+}
 
 /// The counters of the sales in `sale_batch`: what [`Deltas::count_sale`] adds for each,
 /// summed per partner-program record, per program day and per partner day.
@@ -514,9 +520,10 @@ fn commit_sale_batch_sql(n: usize) -> &'static str {
              ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY idx) AS nth_of_customer, \
              ROW_NUMBER() OVER (PARTITION BY transaction_id ORDER BY idx) AS nth_of_transaction \
              FROM (SELECT rows.*, {SALE_CUSTOMER_ID} AS customer_id FROM rows)) \
-             {RESOLVE_SALE_BATCH}; {sales}; {commissions}; {customers}; \
+             {}; {sales}; {commissions}; {customers}; \
              {SALE_BATCH_COUNTERS}; {}; COMMIT",
             rows::cte(n, BATCH_SALE_COLUMNS),
+            resolve_sale_batch(),
             sale_batch_ids(&ids)
         )
     })

@@ -53,6 +53,7 @@ async fn fixture() -> Fixture {
                 min_payout_cents: 5_000,
                 applications_open: false,
                 partner_links_allowed: true,
+                destination_url: None,
                 api_token_hash: "hash".into(),
                 api_token_prefix: "rt_".into(),
             },
@@ -90,6 +91,7 @@ async fn fixture() -> Fixture {
             Some(partner.id),
             "a-link",
             LinkStatus::Active,
+            None,
             AT,
         )
         .await
@@ -139,6 +141,9 @@ impl Fixture {
             is_test: false,
             at: AT + 3_600_000,
             commission_cents: commission.amount_for(amount_cents),
+            coupon_key: None,
+            promotion_code: None,
+            customer_email: None,
         }
     }
 
@@ -186,12 +191,12 @@ async fn management_records_and_their_errors() {
         .unwrap_err()
         .is_conflict("partner code"));
     assert!(s
-        .create_link(f.program_id, None, "a-link", LinkStatus::Active, AT)
+        .create_link(f.program_id, None, "a-link", LinkStatus::Active, None, AT)
         .await
         .unwrap_err()
         .is_conflict("short_link"));
     assert!(matches!(
-        s.create_link(f.program_id, Some(999), "x", LinkStatus::Active, AT)
+        s.create_link(f.program_id, Some(999), "x", LinkStatus::Active, None, AT)
             .await,
         Err(StoreError::NotFound("partner"))
     ));
@@ -236,7 +241,13 @@ async fn management_records_and_their_errors() {
     ));
 
     let link = s
-        .set_link_status(f.link_id, LinkStatus::Inactive)
+        .update_link(
+            f.link_id,
+            &crate::store::LinkPatch {
+                status: Some(LinkStatus::Inactive),
+                ..Default::default()
+            },
+        )
         .await
         .expect("link");
     assert_eq!(link.status, LinkStatus::Inactive);
@@ -442,6 +453,7 @@ impl ClickWrite for TestClick {
                     .insert_customer(&NewCustomer {
                         program_id: c.program_id,
                         click_id: &c.click_id,
+                        customer_key: None,
                         partner_id: c.partner_id,
                         link_id: c.link_id,
                         at: c.at,
@@ -561,6 +573,7 @@ async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
             (8, "management access".to_string()),
             (9, "partner accounts".to_string()),
             (10, "partner rollups".to_string()),
+            (11, "links and coupons".to_string()),
         ]
     );
     reopened.close().await;

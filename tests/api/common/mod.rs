@@ -465,6 +465,22 @@ impl TestApp {
         click_id
     }
 
+    /// The id of the link `short_link` (through the management API's link list).
+    pub async fn link_id(&self, short_link: &str) -> i64 {
+        let r = self
+            .admin("GET", "/links?limit=100", None)
+            .await
+            .expect(200);
+        r.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["short_link"] == short_link)
+            .unwrap_or_else(|| panic!("no link {short_link}"))["id"]
+            .as_i64()
+            .unwrap()
+    }
+
     /// Runs a query returning one integer.
     pub async fn count(&self, sql: &str) -> i64 {
         reftrack_count(&self.database_url, sql).await
