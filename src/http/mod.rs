@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod bearer;
 pub mod client_ip;
+pub mod console;
 pub mod dashboard;
 pub mod error;
 pub mod extract;
@@ -10,6 +11,7 @@ pub mod fields;
 pub mod lists;
 pub mod openapi;
 pub mod outage;
+pub mod pages;
 pub mod partner;
 pub mod payouts;
 pub mod portal;
@@ -74,6 +76,8 @@ pub fn router(state: AppState) -> Router {
     let (routes, doc) = api();
     routes
         .merge(portal::router())
+        .merge(console::router())
+        .merge(pages::assets::router())
         .route_layer(middleware::from_fn(outage::time_limit))
         .merge(openapi::router(&doc))
         .fallback(|| async { Error::not_found("Not found") })

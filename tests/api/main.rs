@@ -14,6 +14,7 @@ mod abuse;
 mod admin_api;
 mod backup;
 mod bad_input;
+mod console;
 mod crash;
 mod dashboard_auth;
 mod dashboard_reports;

@@ -5,14 +5,11 @@
 use axum::body::Body;
 use axum::http::Request;
 
+use crate::common::pages::{self, html, location, set_cookie, HOST, ORIGIN};
 use crate::common::*;
 use serde_json::json;
 
-const HOST: &str = "portal.test";
-const ORIGIN: &str = "http://portal.test";
-
-/// A page request: `cookie` is the session cookie's value, `form` an urlencoded body
-/// (sent as a POST from this site, unless `origin` says otherwise).
+/// A page request with the portal's cookie.
 async fn page(
     app: &TestApp,
     method: &str,
@@ -21,24 +18,8 @@ async fn page(
     form: Option<&str>,
     origin: Option<&str>,
 ) -> Reply {
-    let mut req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", HOST);
-    if let Some(c) = cookie {
-        req = req.header("cookie", format!("other=1; rt_partner={c}"));
-    }
-    if let Some(o) = origin {
-        req = req.header("origin", o);
-    }
-    let body = match form {
-        Some(f) => {
-            req = req.header("content-type", "application/x-www-form-urlencoded");
-            Body::from(f.to_string())
-        }
-        None => Body::empty(),
-    };
-    app.raw(req.body(body).unwrap()).await
+    let cookie = cookie.map(|c| format!("rt_partner={c}"));
+    pages::page(app, method, path, cookie.as_deref(), form, origin).await
 }
 
 async fn get(app: &TestApp, path: &str, cookie: Option<&str>) -> Reply {
@@ -49,21 +30,9 @@ async fn post(app: &TestApp, path: &str, cookie: Option<&str>, form: &str) -> Re
     page(app, "POST", path, cookie, Some(form), Some(ORIGIN)).await
 }
 
-fn html(r: &Reply) -> &str {
-    r.body
-        .as_str()
-        .unwrap_or_else(|| panic!("not HTML: {}", r.body))
-}
-
-fn location(r: &Reply) -> &str {
-    r.headers["location"].to_str().unwrap()
-}
-
 /// The session token a response's `Set-Cookie` carries (empty when it clears it).
 fn session_cookie(r: &Reply) -> String {
-    let set = r.headers["set-cookie"].to_str().unwrap();
-    let value = set.strip_prefix("rt_partner=").unwrap();
-    value.split(';').next().unwrap().to_string()
+    set_cookie(r, "rt_partner")
 }
 
 /// Accepts an invite on the page; the session cookie it sets.
@@ -220,7 +189,7 @@ on_both_backends! {
         let mut req = Request::post("/partner/settings")
             .header("host", HOST)
             .header("cookie", format!("rt_partner={cookie}"))
-            .header("referer", "http://portal.test/partner/settings")
+            .header("referer", format!("{ORIGIN}/partner/settings"))
             .header("content-type", "application/x-www-form-urlencoded");
         let r = app.raw(req.body(Body::from("name=Alice+B&payout_method=&payout_email=")).unwrap()).await.expect(303);
         assert_eq!(location(&r), "/partner/settings?done=profile");

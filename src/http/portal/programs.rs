@@ -8,14 +8,15 @@ use axum::http::StatusCode;
 
 use super::session::{see_other, Signed};
 use super::view::{
-    notice, ok, place_error, program_tabs, render, Chrome, Field, Moment, NavItem, PageResult,
-    Posted, ProgramId, Query, Section,
+    self, notice, ok, place_error, program_tabs, render, Chrome, Field, Moment, NavItem,
+    PageResult, Posted, ProgramId, Query, Section,
 };
 use crate::app;
 use crate::app::exports;
 use crate::app::partners::{PartnerLinkBody, PartnerProgramView, MAX_PARTNER_LINKS};
 use crate::app::payouts::CommissionParams;
 use crate::domain::money::display_amount;
+use crate::http::pages::view::share_text;
 use crate::http::payouts::csv_stream;
 use crate::http::AppState;
 
@@ -40,7 +41,7 @@ impl ProgramFrame {
     ) -> app::Result<ProgramFrame> {
         let program = s.app.partner_program(partner_id, program_id).await?;
         let me = s.app.partner_me(partner_id).await?;
-        let chrome = Chrome::signed_in(format!("{title} · {}", program.name), &me, Section::None)
+        let chrome = view::signed_in(format!("{title} · {}", program.name), &me, Section::None)
             .with_notice(notice(q.text("done").as_deref()));
         let href = format!(
             "/partner/programs/{program_id}/{}",
@@ -90,15 +91,6 @@ struct LinkRow {
     created: Moment,
 }
 
-/// The address or parameter a partner shares for `short_link`.
-fn share_text(program: &PartnerProgramView, short_link: &str) -> String {
-    let aff: String = url::form_urlencoded::byte_serialize(short_link.as_bytes()).collect();
-    match program.allowed_origins.first() {
-        Some(origin) => format!("{}/?aff={aff}", origin.trim_end_matches('/')),
-        None => format!("?aff={aff}"),
-    }
-}
-
 async fn links_page(s: &AppState, p: &Signed, id: i64, q: &Posted) -> app::Result<LinksPage> {
     let frame = ProgramFrame::load(s, p.partner_id, id, "Links", q).await?;
     let page = q.page();
@@ -107,7 +99,7 @@ async fn links_page(s: &AppState, p: &Signed, id: i64, q: &Posted) -> app::Resul
         .data
         .iter()
         .map(|l| LinkRow {
-            share: share_text(&frame.program, &l.short_link),
+            share: share_text(&frame.program.allowed_origins, &l.short_link),
             short_link: l.short_link.clone(),
             clicks: l.clicks,
             active: l.status.as_str() == "active",

@@ -38,9 +38,10 @@ use super::committer::Committer;
 use super::error::{StoreError, StoreResult};
 use super::write::Write;
 use super::{
-    integrity, Backend, Credentials, DailyRollup, DashboardProgram, EventFilter, Link, LinkTarget,
-    ListedEvent, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram, PaymentAccount,
-    Program, ProgramPatch, SessionUser, SetupStatus, Store, User, Workspace,
+    integrity, Backend, Credentials, DailyRollup, DashboardProgram, EventFilter, FirstRunRecords,
+    Link, LinkTarget, ListedEvent, Membership, NewOwner, NewProgram, Partner, PartnerPatch,
+    PartnerProgram, PaymentAccount, Program, ProgramPatch, SessionUser, SetupStatus, Store, User,
+    Workspace,
 };
 use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role, UnknownValue};
 
@@ -200,6 +201,19 @@ impl<DB: Engine> Store for SqlStore<DB> {
             at,
         )
         .await
+    }
+
+    async fn has_users(&self) -> StoreResult<bool> {
+        admin::has_users::<DB>(&mut *self.read.acquire().await?).await
+    }
+
+    async fn first_run(
+        &self,
+        owner: &NewOwner<'_>,
+        p: &NewProgram,
+        at: i64,
+    ) -> StoreResult<FirstRunRecords> {
+        admin::first_run::<DB>(&mut *self.write.acquire().await?, owner, p, at).await
     }
 
     async fn add_member(

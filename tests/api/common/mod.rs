@@ -3,6 +3,7 @@
 //! `tower::ServiceExt::oneshot`.
 #![allow(dead_code)]
 
+pub mod pages;
 pub mod server;
 
 use std::sync::Arc;
