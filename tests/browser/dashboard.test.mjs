@@ -75,7 +75,7 @@ test('first run: setup, the install snippets, and a click, lead and sale on the 
   await page.getByRole('link', { name: 'Partners' }).click();
   await page.getByLabel('Name', { exact: true }).fill('Alice Example');
   await page.getByLabel('Email').fill('alice@acme.test');
-  await page.getByLabel('Code').fill('alice');
+  await page.getByLabel('Code', { exact: true }).fill('alice');
   await page.getByRole('button', { name: 'Add partner' }).click();
   await page.locator('#invite-url').waitFor();
   assert.match(await page.locator('#invite-url').inputValue(), /\/partner\/invite\?token=rti_/);
@@ -321,6 +321,7 @@ test('a viewer sees everything but the events and can change nothing; an expired
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: 'status=banned&confirm=yes',
     });
+    await r.text();
     return r.status;
   }, program);
   assert.equal(status, 403);

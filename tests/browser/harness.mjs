@@ -287,7 +287,12 @@ export async function shoot(page, name) {
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
     if (width === 375) {
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-      assert.ok(overflow <= 0, `${name} scrolls sideways at 375 px by ${overflow} px`);
+      // What sticks out, named for the failure message.
+      const wide = overflow <= 0 ? [] : await page.evaluate(() => [...document.querySelectorAll('body *')]
+        .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
+        .slice(0, 5)
+        .map((e) => `${e.tagName.toLowerCase()}${e.id ? '#' + e.id : ''}${e.className ? '.' + String(e.className).split(' ').join('.') : ''}`));
+      assert.ok(overflow <= 0, `${name} scrolls sideways at 375 px by ${overflow} px: ${wide.join(', ')}`);
     }
     await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
   }
