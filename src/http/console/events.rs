@@ -81,8 +81,8 @@ fn row(e: &ListedEvent, currency: &str) -> EventRow {
                 details: [
                     some("Page", &c.page_url),
                     some("From", &c.referrer_url),
-                    (!place.is_empty()).then(|| ("Where", place)),
-                    (!device.is_empty()).then(|| ("Device", device)),
+                    (!place.is_empty()).then_some(("Where", place)),
+                    (!device.is_empty()).then_some(("Device", device)),
                     c.converted.then(|| ("Converted", "yes".to_string())),
                 ]
                 .into_iter()

@@ -31,8 +31,8 @@ struct SetupPage {
     checklist: Checklist,
     /// The tracker's `<script>` tag.
     tag: String,
-    lead: Vec<Snippet>,
-    sale: Vec<Snippet>,
+    /// The lead's snippets, then the sale's.
+    snippets: [SnippetGroup; 2],
     /// The token, when this page issued it.
     token: Option<String>,
     token_prefix: String,
@@ -58,6 +58,12 @@ struct Step {
     detail: String,
     /// When the step's latest event arrived.
     at: Option<Moment>,
+}
+
+/// The snippets of one call.
+struct SnippetGroup {
+    title: &'static str,
+    snippets: Vec<Snippet>,
 }
 
 /// A snippet of code to copy.
@@ -249,29 +255,37 @@ pub(super) async fn setup_page(
     let page = SetupPage {
         checklist: checklist(s, &frame).await?,
         tag: format!("<script src=\"{base}/tracker.js\" data-program-id=\"{id}\" async></script>"),
-        lead: snippets(
-            "lead",
-            &base,
-            "/api/v1/track/lead",
-            shown,
-            &[
-                ("click_id", "\"CLICK_ID_FROM_THE_COOKIE\""),
-                ("customer_key", "\"user_123\""),
-                ("email", "\"customer@example.com\""),
-            ],
-        ),
-        sale: snippets(
-            "sale",
-            &base,
-            "/api/v1/track/sale",
-            shown,
-            &[
-                ("transaction_id", "\"order_1001\""),
-                ("amount_cents", "4900"),
-                ("currency", &currency),
-                ("customer_key", "\"user_123\""),
-            ],
-        ),
+        snippets: [
+            SnippetGroup {
+                title: "Lead",
+                snippets: snippets(
+                    "lead",
+                    &base,
+                    "/api/v1/track/lead",
+                    shown,
+                    &[
+                        ("click_id", "\"CLICK_ID_FROM_THE_COOKIE\""),
+                        ("customer_key", "\"user_123\""),
+                        ("email", "\"customer@example.com\""),
+                    ],
+                ),
+            },
+            SnippetGroup {
+                title: "Sale",
+                snippets: snippets(
+                    "sale",
+                    &base,
+                    "/api/v1/track/sale",
+                    shown,
+                    &[
+                        ("transaction_id", "\"order_1001\""),
+                        ("amount_cents", "4900"),
+                        ("currency", &currency),
+                        ("customer_key", "\"user_123\""),
+                    ],
+                ),
+            },
+        ],
         token,
         token_prefix: frame.program.api_token_prefix.clone(),
         webhook_url: format!("{base}/api/webhooks/stripe/{id}"),

@@ -19,7 +19,7 @@ use crate::domain::money::display_amount;
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
     ok, place_error, render, Chrome, Field, Moment, PageError, PageResult, Posted, ProgramId,
-    Query, NOT_YOURS,
+    Query, COMMISSION_STATUSES, NOT_YOURS,
 };
 use crate::http::payouts::{csv_response, csv_stream};
 use crate::http::AppState;
@@ -36,15 +36,15 @@ async fn names(
     s.app.partner_names(caller, program_id, &ids).await
 }
 
-/// The statuses of the commission filter (the empty value is every status).
-const STATUSES: [(&str, &str); 6] = [
-    ("", "All"),
-    ("pending", "Pending"),
-    ("approved", "Approved"),
-    ("paid", "Paid"),
-    ("reversed", "Reversed"),
-    ("rejected", "Rejected"),
-];
+/// The commission filter a page's query names.
+fn commission_params(q: &Posted) -> CommissionParams {
+    CommissionParams {
+        status: q.text("status"),
+        partner_id: q.text("partner_id"),
+        from: q.text("from"),
+        to: q.text("to"),
+    }
+}
 
 #[derive(Template)]
 #[template(path = "console/commissions.html")]
@@ -116,12 +116,7 @@ async fn commissions_page(s: &AppState, frame: Frame, q: &Posted) -> app::Result
         Field::new("partner_id", "Partner").with(q.text("partner_id").unwrap_or_default());
     let mut from = Field::new("from", "From").with(q.text("from").unwrap_or_default());
     let mut to = Field::new("to", "To").with(q.text("to").unwrap_or_default());
-    let params = CommissionParams {
-        status: q.text("status"),
-        partner_id: q.text("partner_id"),
-        from: q.text("from"),
-        to: q.text("to"),
-    };
+    let params = commission_params(q);
     let (listed, filter_error) = match s
         .app
         .list_commissions(&frame.caller, id, &params, &q.page())
@@ -176,7 +171,7 @@ async fn commissions_page(s: &AppState, frame: Frame, q: &Posted) -> app::Result
     };
     let cursor = q.text("cursor").map(|c| format!("cursor={c}"));
     Ok(CommissionsPage {
-        statuses: STATUSES
+        statuses: COMMISSION_STATUSES
             .iter()
             .map(|(v, l)| (*v, *l, *v == status.value))
             .collect(),
@@ -237,13 +232,10 @@ pub(super) async fn commissions_csv(
     Query(q): Query,
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Commissions, None).await?;
-    let params = CommissionParams {
-        status: q.text("status"),
-        partner_id: q.text("partner_id"),
-        from: q.text("from"),
-        to: q.text("to"),
-    };
-    let chunks = s.app.export_commissions(&frame.caller, id, &params).await?;
+    let chunks = s
+        .app
+        .export_commissions(&frame.caller, id, &commission_params(&q))
+        .await?;
     Ok(csv_stream(
         &format!("program-{id}-commissions.csv"),
         chunks,
@@ -251,8 +243,15 @@ pub(super) async fn commissions_csv(
     ))
 }
 
-/// The commission `commission_id` when it is one of program `id`'s (404 otherwise).
-async fn own_commission(s: &AppState, frame: &Frame, commission_id: i64) -> Result<(), PageError> {
+/// The frame of program `id`'s commissions, for a change to its commission
+/// `commission_id` (404 when that commission is not one of the program's).
+async fn commission_frame(
+    s: &AppState,
+    user: &Signed,
+    id: i64,
+    commission_id: i64,
+) -> Result<Frame, PageError> {
+    let frame = Frame::load(s, user, id, Tab::Commissions, None).await?;
     let params = CommissionParams::default();
     // Reads the program's commission list at this id: a commission of another program
     // is not found there, whatever its workspace.
@@ -265,7 +264,7 @@ async fn own_commission(s: &AppState, frame: &Frame, commission_id: i64) -> Resu
         .list_commissions(&frame.caller, frame.program.id, &params, &page)
         .await?;
     if found.data.first().map(|c| c.id) == Some(commission_id) {
-        Ok(())
+        Ok(frame)
     } else {
         Err(PageError::new(StatusCode::NOT_FOUND, NOT_YOURS))
     }
@@ -279,8 +278,7 @@ pub(super) async fn approve(
     body: Bytes,
 ) -> PageResult {
     let form = Posted::parse(&body);
-    let frame = Frame::load(&s, &user, id, Tab::Commissions, None).await?;
-    own_commission(&s, &frame, commission_id).await?;
+    let frame = commission_frame(&s, &user, id, commission_id).await?;
     s.app
         .approve_commission(&frame.caller, commission_id)
         .await?;
@@ -300,8 +298,7 @@ pub(super) async fn reject(
     body: Bytes,
 ) -> PageResult {
     let form = Posted::parse(&body);
-    let frame = Frame::load(&s, &user, id, Tab::Commissions, None).await?;
-    own_commission(&s, &frame, commission_id).await?;
+    let frame = commission_frame(&s, &user, id, commission_id).await?;
     let b = RejectBody {
         reason: form.get("reason"),
     };

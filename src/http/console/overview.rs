@@ -238,18 +238,11 @@ async fn live_view(
     let figures = series
         .iter()
         .zip(trends)
-        .map(|(s, t)| {
-            let total: i64 = s.values.iter().sum();
-            Figure {
-                label: s.label,
-                value: if s.money {
-                    display_amount(total, currency)
-                } else {
-                    total.to_string()
-                },
-                direction: t.trend_direction.clone(),
-                trend: trend_text(t),
-            }
+        .map(|(s, t)| Figure {
+            label: s.label,
+            value: s.total(currency),
+            direction: t.trend_direction.clone(),
+            trend: trend_text(t),
         })
         .collect();
     let params = app::performance::PerformanceParams {
@@ -315,22 +308,15 @@ async fn test_view(
     let series = series(clicks, leads, sales, revenue, commission);
     let figures = series
         .iter()
-        .map(|s| {
-            let total: i64 = s.values.iter().sum();
-            Figure {
-                label: s.label,
-                value: if s.money {
-                    display_amount(total, currency)
-                } else {
-                    total.to_string()
-                },
-                direction: "stable".into(),
-                trend: if s.key == "earnings" {
-                    "test sales earn no commission".into()
-                } else {
-                    "test events".into()
-                },
-            }
+        .map(|s| Figure {
+            label: s.label,
+            value: s.total(currency),
+            direction: "stable".into(),
+            trend: if s.key == "earnings" {
+                "test sales earn no commission".into()
+            } else {
+                "test events".into()
+            },
         })
         .collect();
     let chart = chart::chart(days, &series, currency);

@@ -24,6 +24,22 @@ pub struct Series {
     pub values: Vec<i64>,
 }
 
+impl Series {
+    /// A value of the series as a page shows it: money in `currency`, or a count.
+    pub fn show(&self, value: i64, currency: &str) -> String {
+        if self.money {
+            display_amount(value, currency)
+        } else {
+            value.to_string()
+        }
+    }
+
+    /// The total of the range, shown.
+    pub fn total(&self, currency: &str) -> String {
+        self.show(self.values.iter().sum(), currency)
+    }
+}
+
 /// One figure's chart, ready for the page.
 pub struct Panel {
     /// The chart's CSS key.
@@ -140,13 +156,6 @@ pub fn chart(days: &[NaiveDate], series: &[Series], currency: &str) -> Chart {
         .iter()
         .map(|(first, last)| period(days[*first], days[*last]))
         .collect();
-    let show = |money: bool, n: i64| {
-        if money {
-            display_amount(n, currency)
-        } else {
-            n.to_string()
-        }
-    };
     let sums: Vec<Vec<i64>> = series
         .iter()
         .map(|s| {
@@ -164,8 +173,8 @@ pub fn chart(days: &[NaiveDate], series: &[Series], currency: &str) -> Chart {
             Panel {
                 key: s.key,
                 label: s.label,
-                total: show(s.money, bars.iter().sum()),
-                svg: svg(s.label, &labelled, &|n| show(s.money, n)),
+                total: s.total(currency),
+                svg: svg(s.label, &labelled, &|n| s.show(n, currency)),
             }
         })
         .collect();
@@ -177,7 +186,7 @@ pub fn chart(days: &[NaiveDate], series: &[Series], currency: &str) -> Chart {
             cells: series
                 .iter()
                 .zip(&sums)
-                .map(|(s, bars)| show(s.money, bars[i]))
+                .map(|(s, bars)| s.show(bars[i], currency))
                 .collect(),
         })
         .collect();

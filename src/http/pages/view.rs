@@ -445,6 +445,17 @@ pub fn place_error(text: &str, fields: &mut [&mut Field]) -> Option<String> {
     }
 }
 
+/// The commission statuses a list filters on, with their words (the empty value is
+/// every status).
+pub const COMMISSION_STATUSES: [(&str, &str); 6] = [
+    ("", "All"),
+    ("pending", "Pending"),
+    ("approved", "Approved"),
+    ("paid", "Paid"),
+    ("reversed", "Reversed"),
+    ("rejected", "Rejected"),
+];
+
 /// What a partner shares for its link `short_link` in a program whose site is at
 /// `origins` (the first): an address on that site, or, without one, the `aff` parameter
 /// to add to any page of the site that carries the tracker.

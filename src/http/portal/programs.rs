@@ -16,7 +16,7 @@ use crate::app::exports;
 use crate::app::partners::{PartnerLinkBody, PartnerProgramView, MAX_PARTNER_LINKS};
 use crate::app::payouts::CommissionParams;
 use crate::domain::money::display_amount;
-use crate::http::pages::view::share_text;
+use crate::http::pages::view::{share_text, COMMISSION_STATUSES};
 use crate::http::payouts::csv_stream;
 use crate::http::AppState;
 
@@ -190,16 +190,6 @@ struct StatusOption {
     selected: bool,
 }
 
-/// The statuses of the filter (the empty value is every status).
-const STATUSES: [(&str, &str); 6] = [
-    ("", "All"),
-    ("pending", "Pending"),
-    ("approved", "Approved"),
-    ("paid", "Paid"),
-    ("reversed", "Reversed"),
-    ("rejected", "Rejected"),
-];
-
 /// `GET /partner/programs/{id}/commissions?status=…&cursor=…`.
 pub(super) async fn commissions(
     State(s): State<AppState>,
@@ -252,7 +242,7 @@ pub(super) async fn commissions(
         program_name: frame.program.name,
         program_id: id,
         rows,
-        statuses: STATUSES
+        statuses: COMMISSION_STATUSES
             .iter()
             .map(|(value, label)| StatusOption {
                 value,
