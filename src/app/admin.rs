@@ -20,8 +20,8 @@ use crate::domain::status::{
 };
 use crate::domain::time::iso;
 use crate::store::{
-    Link, LinkPatch, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram, PaymentAccount,
-    Program, ProgramPatch, Record, Store, StoreError, User, Workspace,
+    Link, LinkPatch, MemberRow, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram,
+    PaymentAccount, Program, ProgramPatch, Record, Store, StoreError, User, Workspace,
 };
 
 /// Settings key of the admin token's hash.
@@ -337,6 +337,39 @@ fn webhook_secret(secret: Option<String>) -> Result<Option<String>> {
     }
 }
 
+/// The program a create body asks for, validated, with its new API token (whose hash
+/// the program keeps).
+pub(super) fn new_program(b: ProgramBody) -> Result<(NewProgram, String)> {
+    let token = secrets::generate_token(API_TOKEN_PREFIX);
+    let program = NewProgram {
+        workspace_id: b.workspace_id,
+        name: name("name", &b.name, 200)?,
+        cookie_window_days: window_days(b.cookie_window_days.unwrap_or(60))?,
+        currency: currency(b.currency.as_deref().unwrap_or("usd"))?,
+        commission: b
+            .commission
+            .as_ref()
+            .map(commission)
+            .transpose()?
+            .unwrap_or_default(),
+        recurring_commission_months: recurring_months(b.recurring_commission_months)?,
+        allowed_origins: origins(&b.allowed_origins.unwrap_or_default())?,
+        stripe_webhook_secret: webhook_secret(b.stripe_webhook_secret)?,
+        commission_hold_days: hold_days(b.commission_hold_days.unwrap_or(30))?,
+        min_payout_cents: min_payout(b.min_payout_cents.unwrap_or(5000))?,
+        applications_open: b.applications_open.unwrap_or(false),
+        partner_links_allowed: b.partner_links_allowed.unwrap_or(true),
+        destination_url: b
+            .destination_url
+            .as_deref()
+            .map(destination_url)
+            .transpose()?,
+        api_token_hash: secrets::hash_token(&token),
+        api_token_prefix: secrets::token_prefix(&token),
+    };
+    Ok((program, token))
+}
+
 /// The payment-processor account of a program (what the status endpoint reports).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PaymentAccountView {
@@ -431,33 +464,7 @@ impl App {
     pub async fn create_program(&self, caller: &Caller, b: ProgramBody) -> Result<ProgramView> {
         self.allow(caller, Record::Workspace(b.workspace_id), Access::Change)
             .await?;
-        let token = secrets::generate_token(API_TOKEN_PREFIX);
-        let program = NewProgram {
-            workspace_id: b.workspace_id,
-            name: name("name", &b.name, 200)?,
-            cookie_window_days: window_days(b.cookie_window_days.unwrap_or(60))?,
-            currency: currency(b.currency.as_deref().unwrap_or("usd"))?,
-            commission: b
-                .commission
-                .as_ref()
-                .map(commission)
-                .transpose()?
-                .unwrap_or_default(),
-            recurring_commission_months: recurring_months(b.recurring_commission_months)?,
-            allowed_origins: origins(&b.allowed_origins.unwrap_or_default())?,
-            stripe_webhook_secret: webhook_secret(b.stripe_webhook_secret)?,
-            commission_hold_days: hold_days(b.commission_hold_days.unwrap_or(30))?,
-            min_payout_cents: min_payout(b.min_payout_cents.unwrap_or(5000))?,
-            applications_open: b.applications_open.unwrap_or(false),
-            partner_links_allowed: b.partner_links_allowed.unwrap_or(true),
-            destination_url: b
-                .destination_url
-                .as_deref()
-                .map(destination_url)
-                .transpose()?,
-            api_token_hash: secrets::hash_token(&token),
-            api_token_prefix: secrets::token_prefix(&token),
-        };
+        let (program, token) = new_program(b)?;
         let program = self.store.create_program(&program, self.now_ms()).await?;
         Ok(program_view(&program, Some(&token)))
     }
@@ -731,12 +738,7 @@ impl App {
     /// Creates a dashboard user; the email is normalised, the password hashed.
     pub async fn create_user(&self, caller: &Caller, b: UserBody) -> Result<User> {
         caller.operator_only("create users")?;
-        let email = b.email.trim().to_ascii_lowercase();
-        if !email.contains('@') || email.len() > 255 {
-            return Err(Error::invalid("email must be an email address"));
-        }
-        check_password("password", &b.password)?;
-        let display = b.name.map(|n| name("name", &n, 200)).transpose()?;
+        let (email, display) = user_fields(&b)?;
         let hash = hashed_password(b.password).await?;
         Ok(self
             .store
@@ -798,6 +800,77 @@ impl App {
             .store
             .update_member(workspace_id, user_id, role, status)
             .await?)
+    }
+}
+
+/// A new user's normalised email and display name, once its body is valid.
+pub(super) fn user_fields(b: &UserBody) -> Result<(String, Option<String>)> {
+    let email = b.email.trim().to_ascii_lowercase();
+    if !email.contains('@') || email.len() > 255 {
+        return Err(Error::invalid("email must be an email address"));
+    }
+    check_password("password", &b.password)?;
+    let display = b
+        .name
+        .as_deref()
+        .map(|n| name("name", n, 200))
+        .transpose()?;
+    Ok((email, display))
+}
+
+impl App {
+    /// Every member of a workspace, with its user's email and name.
+    pub async fn workspace_members(
+        &self,
+        caller: &Caller,
+        workspace_id: i64,
+    ) -> Result<Vec<MemberRow>> {
+        let record = Record::Workspace(workspace_id);
+        self.allow(caller, record, Access::Read).await?;
+        if self.store.workspaces_of(record).await?.is_empty() {
+            return Err(Error::NotFound(record.not_found()));
+        }
+        Ok(self.store.workspace_members(workspace_id).await?)
+    }
+
+    /// Adds the user who signs in with `email` to a workspace (as [`Self::add_member`]).
+    /// Only whoever may manage the workspace's members learns whether such a user exists.
+    pub async fn add_member_by_email(
+        &self,
+        caller: &Caller,
+        workspace_id: i64,
+        email: &str,
+        role: &str,
+    ) -> Result<Membership> {
+        self.allow(
+            caller,
+            Record::Workspace(workspace_id),
+            Access::ManageMembers,
+        )
+        .await?;
+        let email = email.trim().to_ascii_lowercase();
+        if email.is_empty() {
+            return Err(Error::invalid("email must be an email address"));
+        }
+        let user = self.store.user_credentials(&email).await?.ok_or_else(|| {
+            Error::invalid(
+                "email is not the email of a user of this server: the operator creates \
+                 users (reftrack admin create-user)",
+            )
+        })?;
+        let b = MemberBody {
+            user_id: user.user_id,
+            role: role.to_string(),
+            status: None,
+        };
+        self.add_member(caller, workspace_id, b)
+            .await
+            .map_err(|e| match e {
+                Error::Conflict(_) => {
+                    Error::Conflict("email is already a member of this workspace".into())
+                }
+                other => other,
+            })
     }
 }
 

@@ -142,24 +142,42 @@ impl App {
         Ok(self.store.setup_status(program_id).await?)
     }
 
-    /// How many real events of a program match `filter`.
-    pub async fn count_events(&self, program_id: i64, filter: &EventFilter) -> Result<i64> {
-        Ok(self.store.count_events(program_id, filter).await?)
-    }
-
-    /// One page of a program's real events matching `filter`, newest first.
-    pub async fn list_events(
+    /// One page (1-indexed, `page_size` events) of a program's events matching
+    /// `filter`, newest first, with their total; a page past the end is empty. The
+    /// caller has been allowed to list them.
+    pub async fn events_page(
         &self,
         program_id: i64,
         filter: &EventFilter,
-        limit: i64,
-        offset: i64,
-    ) -> Result<Vec<ListedEvent>> {
-        Ok(self
-            .store
-            .list_events(program_id, filter, limit, offset)
-            .await?)
+        page: i64,
+        page_size: i64,
+    ) -> Result<EventsPage> {
+        let total = self.store.count_events(program_id, filter).await?;
+        let page_count = (total + page_size - 1) / page_size;
+        let data = match (page - 1).checked_mul(page_size) {
+            Some(offset) if offset < total => {
+                self.store
+                    .list_events(program_id, filter, page_size, offset)
+                    .await?
+            }
+            _ => vec![],
+        };
+        Ok(EventsPage {
+            data,
+            total,
+            page_count,
+        })
     }
+}
+
+/// One page of a program's events and how many match.
+#[derive(Debug)]
+pub struct EventsPage {
+    pub data: Vec<ListedEvent>,
+    /// Events matching the filter, on every page.
+    pub total: i64,
+    /// Pages of that many.
+    pub page_count: i64,
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //! and a partner's standing in a program. A dashboard user's lists hold only its own
 //! workspaces' records; the operator's hold everything.
 
+use std::collections::HashMap;
+
 use futures::stream::BoxStream;
 use futures::FutureExt;
 use serde::Deserialize;
@@ -220,5 +222,54 @@ impl App {
             .list_links(caller.member(), filter, probe(page))
             .await?;
         Ok(listed(rows, page, |l| l.id))
+    }
+
+    /// A program's partner with its totals there; 404 when it is not in the program.
+    pub async fn program_partner(
+        &self,
+        caller: &Caller,
+        program_id: i64,
+        partner_id: i64,
+    ) -> Result<ProgramPartnerRow> {
+        self.allow(caller, Record::Program(program_id), Access::Read)
+            .await?;
+        // The list's keyset page of one row starting at this partner.
+        let page = Page {
+            limit: 1,
+            before: partner_id.checked_add(1),
+        };
+        self.store
+            .program_partners(program_id, None, page)
+            .await?
+            .into_iter()
+            .find(|r| r.partner_id == partner_id)
+            .ok_or_else(|| Error::NotFound("Partner not found".into()))
+    }
+
+    /// A partner's record (name, emails, payout details).
+    pub async fn partner(&self, caller: &Caller, partner_id: i64) -> Result<Partner> {
+        self.allow(caller, Record::Partner(partner_id), Access::Read)
+            .await?;
+        Ok(self.store.partner_account(partner_id).await?.partner)
+    }
+
+    /// The names of those of `ids` that are partners of the program, by id.
+    pub async fn partner_names(
+        &self,
+        caller: &Caller,
+        program_id: i64,
+        ids: &[i64],
+    ) -> Result<HashMap<i64, String>> {
+        self.allow(caller, Record::Program(program_id), Access::Read)
+            .await?;
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(self
+            .store
+            .partner_names(program_id, &ids)
+            .await?
+            .into_iter()
+            .collect())
     }
 }

@@ -10,7 +10,8 @@
 //! - [`stripe`]: a verified payment-processor event, with its sale or refund.
 //! - [`admin`]: the management operations; [`management`] their lists; [`access`] who
 //!   may call them; [`payouts`] paying partners.
-//! - [`dashboard`]: sign-in, sessions and the dashboard's reads.
+//! - [`dashboard`]: sign-in, sessions and the dashboard's reads; [`first_run`] the
+//!   setup of a server that has no user yet.
 //! - [`partners`]: partner accounts, applications and the partner API; [`invite_mail`]
 //!   the mail that carries an invite.
 //! - [`performance`]: daily figures, totals and trends of a program or of a partner.
@@ -24,6 +25,7 @@ pub mod coupons;
 pub mod dashboard;
 mod error;
 pub mod exports;
+pub mod first_run;
 pub mod invite_mail;
 pub mod management;
 mod pages;

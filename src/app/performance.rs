@@ -7,11 +7,13 @@ use std::collections::HashMap;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::access::Caller;
 use super::{App, Error, Result};
+use crate::domain::access::Access;
 use crate::domain::metrics::{self, average_dollars, day_text, percent, trend, ResolvedRange};
 use crate::domain::money::dollars;
 use crate::domain::time::{date_of, iso};
-use crate::store::DailyRollup;
+use crate::store::{DailyRollup, Record, TopPartner};
 
 /// The range asked for: a `period` (`7d` default, `30d`, `90d`, `all`), or `date_from`
 /// and `date_to` together (ISO 8601 dates or timestamps).
@@ -137,7 +139,7 @@ fn trend_view(cur: i64, prev: i64) -> TrendView {
 }
 
 /// The answer for `range` from its rollup `rows` (the range and the window before it).
-fn performance(range: &ResolvedRange, rows: &[DailyRollup]) -> PerformanceResponse {
+pub fn performance(range: &ResolvedRange, rows: &[DailyRollup]) -> PerformanceResponse {
     let current_from = day_text(range.current.from);
     let by_day: HashMap<&str, &DailyRollup> = rows.iter().map(|r| (r.day.as_str(), r)).collect();
     let (mut cur, mut prev) = (Totals::default(), Totals::default());
@@ -220,6 +222,19 @@ impl App {
         created_at: i64,
         params: &PerformanceParams,
     ) -> Result<PerformanceResponse> {
+        let (range, rows) = self.program_rollups(program_id, created_at, params).await?;
+        Ok(performance(&range, &rows))
+    }
+
+    /// The range `params` name for a program created at `created_at`, and the program's
+    /// daily rollups over it and the window before it (days without events have no
+    /// row); the caller has been allowed to read them.
+    pub async fn program_rollups(
+        &self,
+        program_id: i64,
+        created_at: i64,
+        params: &PerformanceParams,
+    ) -> Result<(ResolvedRange, Vec<DailyRollup>)> {
         let range = self.range(params, created_at)?;
         let rows = self
             .store
@@ -229,7 +244,7 @@ impl App {
                 &day_text(range.current.to),
             )
             .await?;
-        Ok(performance(&range, &rows))
+        Ok((range, rows))
     }
 
     /// The figures of a partner's own links in a program where it is approved (`partners`
@@ -267,5 +282,29 @@ impl App {
             )
             .await?;
         Ok((range, rows))
+    }
+
+    /// The `limit` partners of a program with the most revenue over the current range
+    /// of `params` (then the most clicks), with their figures there.
+    pub async fn top_partners(
+        &self,
+        caller: &Caller,
+        program_id: i64,
+        params: &PerformanceParams,
+        limit: i64,
+    ) -> Result<Vec<TopPartner>> {
+        self.allow(caller, Record::Program(program_id), Access::Read)
+            .await?;
+        let program = self.program(program_id).await?;
+        let range = self.range(params, program.created_at)?;
+        Ok(self
+            .store
+            .top_partners(
+                program_id,
+                &day_text(range.current.from),
+                &day_text(range.current.to),
+                limit,
+            )
+            .await?)
     }
 }

@@ -74,6 +74,31 @@ pub fn major_units_text(amount: i64, currency: &str) -> String {
     format!("{sign}{}.{:02}", abs / 100, abs % 100)
 }
 
+/// A non-negative amount typed in major units (`50`, `50.5`, `1,250.00`) in the
+/// currency's smallest unit: at most two decimals, none for zero-decimal currencies;
+/// `None` when it is not such an amount.
+pub fn parse_major_units(text: &str, currency: &str) -> Option<i64> {
+    let text: String = text.trim().chars().filter(|c| *c != ',').collect();
+    let (whole, fraction) = match text.split_once('.') {
+        Some((_, "")) => return None,
+        Some((w, f)) => (w, f),
+        None => (text.as_str(), ""),
+    };
+    let places = if is_zero_decimal(currency) { 0 } else { 2 };
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(fraction) || fraction.len() > places {
+        return None;
+    }
+    let whole: i64 = whole.parse().ok()?;
+    let fraction: i64 = if fraction.is_empty() {
+        0
+    } else {
+        format!("{fraction:0<2}").parse().ok()?
+    };
+    let scale = if places == 0 { 1 } else { 100 };
+    whole.checked_mul(scale)?.checked_add(fraction)
+}
+
 /// An amount in a currency's smallest unit as a person reads it: the currency's sign
 /// where it has a common one (`$`, `€`, `£`, `¥`), else its code after the number, with
 /// thousands grouped (`123456` usd → `"$1,234.56"`, `-500` eur → `"-€5.00"`, `1000` jpy
@@ -163,5 +188,18 @@ mod tests {
         assert_eq!(from_hundredths(hundredths(1000, "jpy"), "jpy"), 1000);
         assert_eq!(from_hundredths(1050, "usd"), 1050);
         assert_eq!(major_units(1050, "usd"), 10.5);
+    }
+
+    #[test]
+    fn typed_amounts_read_in_the_smallest_unit() {
+        assert_eq!(parse_major_units("50", "usd"), Some(5000));
+        assert_eq!(parse_major_units(" 50.5 ", "usd"), Some(5050));
+        assert_eq!(parse_major_units("1,250.00", "eur"), Some(125_000));
+        assert_eq!(parse_major_units("0.07", "usd"), Some(7));
+        assert_eq!(parse_major_units("1000", "jpy"), Some(1000));
+        for bad in ["", "-5", "5.001", "abc", "5.", ".5", "1e3"] {
+            assert_eq!(parse_major_units(bad, "usd"), None, "{bad}");
+        }
+        assert_eq!(parse_major_units("10.5", "jpy"), None);
     }
 }

@@ -204,6 +204,7 @@ impl EventsQuery {
         }
         Ok(EventFilter {
             kinds,
+            test: false,
             from_ms,
             to_ms,
         })
@@ -374,25 +375,18 @@ async fn events(
         )));
     }
     let filter = q.filter()?;
-    let total = s.app.count_events(program_id, &filter).await?;
-    let page_count = (total + page_size - 1) / page_size;
-    let offset = (page - 1).checked_mul(page_size);
-    let data = match offset {
-        Some(offset) if offset < total => {
-            s.app
-                .list_events(program_id, &filter, page_size, offset)
-                .await?
-        }
-        _ => vec![],
-    };
+    let found = s
+        .app
+        .events_page(program_id, &filter, page, page_size)
+        .await?;
     Ok(Json(EventsResponse {
-        data,
+        data: found.data,
         meta: EventsMeta {
             pagination: Pagination {
                 page,
                 page_size,
-                page_count,
-                total,
+                page_count: found.page_count,
+                total: found.total,
             },
         },
     }))

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod bearer;
 pub mod client_ip;
+pub mod console;
 pub mod coupons;
 pub mod dashboard;
 pub mod error;
@@ -12,6 +13,7 @@ pub mod lists;
 pub mod metrics;
 pub mod openapi;
 pub mod outage;
+pub mod pages;
 pub mod partner;
 pub mod payouts;
 pub mod portal;
@@ -85,6 +87,8 @@ pub fn router(state: AppState) -> Router {
     let router = routes
         .merge(portal::router())
         .merge(redirect::router())
+        .merge(console::router())
+        .merge(pages::assets::router())
         .route_layer(middleware::from_fn(outage::time_limit))
         .merge(openapi::router(&doc))
         .merge(scrape)

@@ -104,7 +104,7 @@ impl CommissionQuery {
 }
 
 /// A `text/csv` answer of `file_name`.
-fn csv_response(file_name: &str, body: Body) -> Response {
+pub(super) fn csv_response(file_name: &str, body: Body) -> Response {
     (
         [
             (CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),

@@ -116,9 +116,16 @@ async fn login(
     State(s): State<AppState>,
     JsonBody(b): JsonBody<LoginBody>,
 ) -> Result<Json<LoginResponse>> {
-    let email = b.email.trim().to_ascii_lowercase();
-    let session = throttled(&s, &email, s.app.login(&email, b.password)).await?;
+    let session = sign_in(&s, &b.email, b.password).await?;
     Ok(session_answer(session))
+}
+
+/// Signs a dashboard user in by email and password, under the per-account lockout (429
+/// while the account is locked out after repeated failures): the API's and the owner's
+/// pages' way.
+pub(super) async fn sign_in(s: &AppState, email: &str, password: String) -> Result<NewSession> {
+    let email = email.trim().to_ascii_lowercase();
+    throttled(s, &email, s.app.login(&email, password)).await
 }
 
 /// A sign-in `attempt` of `account`, refused with 429 while the account is locked out

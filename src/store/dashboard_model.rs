@@ -127,11 +127,14 @@ impl EventKind {
     }
 }
 
-/// Which real events to count or list.
+/// Which events to count or list: real ones, or test-mode ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventFilter {
     /// Kinds to include (non-empty).
     pub kinds: Vec<EventKind>,
+    /// Test-mode events instead of real ones (the tracking interface's listing has only
+    /// real ones; the owner's dashboard shows test events in its test mode).
+    pub test: bool,
     /// Inclusive lower bound on the event timestamp (epoch ms).
     pub from_ms: Option<i64>,
     /// Inclusive upper bound on the event timestamp (epoch ms).

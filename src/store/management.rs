@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use super::error::StoreResult;
-use super::model::{iso_ms, Link, Partner, Program, Workspace};
+use super::model::{iso_ms, Link, MemberRow, Partner, Program, Workspace};
 use super::payout_model::Page;
 use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
 
@@ -71,6 +71,20 @@ pub struct ProgramPartnerRow {
     pub commission_cents: i64,
 }
 
+/// A partner's figures in a program over a range of days, from its daily rollups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopPartner {
+    pub partner_id: i64,
+    pub name: String,
+    pub clicks: i64,
+    pub leads: i64,
+    pub sales: i64,
+    /// Hundredths of the major unit, as the rollups keep them.
+    pub revenue_hundredths: i64,
+    /// Hundredths of the major unit.
+    pub commission_hundredths: i64,
+}
+
 /// Which links a list holds.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LinkFilter {
@@ -121,4 +135,18 @@ pub trait ManagementReads: Send + Sync {
         filter: LinkFilter,
         page: Page,
     ) -> StoreResult<Vec<Link>>;
+    /// Every member of a workspace with its user's email and name, by user id.
+    async fn workspace_members(&self, workspace_id: i64) -> StoreResult<Vec<MemberRow>>;
+    /// The `limit` partners of a program with the most revenue from `from_day` to
+    /// `to_day` (inclusive), then the most clicks; partners without activity then are
+    /// left out.
+    async fn top_partners(
+        &self,
+        program_id: i64,
+        from_day: &str,
+        to_day: &str,
+        limit: i64,
+    ) -> StoreResult<Vec<TopPartner>>;
+    /// The names of those of `ids` that are partners of the program.
+    async fn partner_names(&self, program_id: i64, ids: &[i64]) -> StoreResult<Vec<(i64, String)>>;
 }

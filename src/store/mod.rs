@@ -30,7 +30,9 @@ use async_trait::async_trait;
 use crate::domain::status::{CouponStatus, LinkStatus, MembershipStatus, Role};
 pub use dashboard_model::*;
 pub use error::{StoreError, StoreResult};
-pub use management::{LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record};
+pub use management::{
+    LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record, TopPartner,
+};
 pub use model::*;
 pub use partners::{PartnerAccounts, PartnerTx};
 pub use payout_model::*;
@@ -172,6 +174,17 @@ pub trait Store:
         name: Option<&str>,
         at: i64,
     ) -> StoreResult<User>;
+    /// Whether any dashboard user exists.
+    async fn has_users(&self) -> StoreResult<bool>;
+    /// The first run of a server: its first workspace, its owner (an active `owner`
+    /// membership) and its first program (`p.workspace_id` is ignored), in one
+    /// transaction; `Conflict("first run")` when it has run before or a user exists.
+    async fn first_run(
+        &self,
+        owner: &NewOwner<'_>,
+        p: &NewProgram,
+        at: i64,
+    ) -> StoreResult<FirstRunRecords>;
     /// Adds a user to a workspace; `NotFound("workspace" | "user")`,
     /// `Conflict("membership")`.
     async fn add_member(

@@ -263,6 +263,37 @@ pub struct User {
     pub created_at: i64,
 }
 
+/// The first user of a server, owner of its first workspace (see [`super::Store::first_run`]).
+#[derive(Debug, Clone)]
+pub struct NewOwner<'a> {
+    pub workspace_name: &'a str,
+    /// Normalised.
+    pub email: &'a str,
+    pub password_hash: &'a str,
+    pub name: Option<&'a str>,
+}
+
+/// What the first run created.
+#[derive(Debug, Clone)]
+pub struct FirstRunRecords {
+    pub workspace: Workspace,
+    pub user: User,
+    pub program: Program,
+}
+
+/// A member of a workspace, with the user's email and name.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct MemberRow {
+    pub user_id: i64,
+    pub email: String,
+    pub name: Option<String>,
+    pub role: Role,
+    pub status: MembershipStatus,
+    #[serde(serialize_with = "iso_ms")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: i64,
+}
+
 /// A user's role and status in a workspace.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Membership {

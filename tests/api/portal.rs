@@ -5,74 +5,20 @@
 use axum::body::Body;
 use axum::http::Request;
 
+use crate::common::pages::{html, location, HOST, ORIGIN, PORTAL};
 use crate::common::*;
 use serde_json::json;
-
-const HOST: &str = "portal.test";
-const ORIGIN: &str = "http://portal.test";
-
-/// A page request: `cookie` is the session cookie's value, `form` an urlencoded body
-/// (sent as a POST from this site, unless `origin` says otherwise).
-async fn page(
-    app: &TestApp,
-    method: &str,
-    path: &str,
-    cookie: Option<&str>,
-    form: Option<&str>,
-    origin: Option<&str>,
-) -> Reply {
-    let mut req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", HOST);
-    if let Some(c) = cookie {
-        req = req.header("cookie", format!("other=1; rt_partner={c}"));
-    }
-    if let Some(o) = origin {
-        req = req.header("origin", o);
-    }
-    let body = match form {
-        Some(f) => {
-            req = req.header("content-type", "application/x-www-form-urlencoded");
-            Body::from(f.to_string())
-        }
-        None => Body::empty(),
-    };
-    app.raw(req.body(body).unwrap()).await
-}
-
-async fn get(app: &TestApp, path: &str, cookie: Option<&str>) -> Reply {
-    page(app, "GET", path, cookie, None, None).await
-}
-
-async fn post(app: &TestApp, path: &str, cookie: Option<&str>, form: &str) -> Reply {
-    page(app, "POST", path, cookie, Some(form), Some(ORIGIN)).await
-}
-
-fn html(r: &Reply) -> &str {
-    r.body
-        .as_str()
-        .unwrap_or_else(|| panic!("not HTML: {}", r.body))
-}
-
-fn location(r: &Reply) -> &str {
-    r.headers["location"].to_str().unwrap()
-}
-
-/// The session token a response's `Set-Cookie` carries (empty when it clears it).
-fn session_cookie(r: &Reply) -> String {
-    let set = r.headers["set-cookie"].to_str().unwrap();
-    let value = set.strip_prefix("rt_partner=").unwrap();
-    value.split(';').next().unwrap().to_string()
-}
 
 /// Accepts an invite on the page; the session cookie it sets.
 async fn accepted(app: &TestApp, partner_id: i64, email: &str) -> String {
     let token = app.invite_token(partner_id, email).await;
     let form = format!("token={token}&password=partner+password&confirm=partner+password");
-    let r = post(app, "/partner/invite", None, &form).await.expect(303);
+    let r = PORTAL
+        .post(app, "/partner/invite", None, &form)
+        .await
+        .expect(303);
     assert_eq!(location(&r), "/partner?done=welcome");
-    session_cookie(&r)
+    PORTAL.session(&r)
 }
 
 on_both_backends! {
@@ -80,49 +26,49 @@ on_both_backends! {
         let seed = app.seed().await;
         let p = seed.program_id;
         let token = app.invite_token(seed.partner_id, "alice@example.com").await;
-        let r = get(&app, &format!("/partner/invite?token={token}"), None).await.expect(200);
+        let r = PORTAL.get(&app, &format!("/partner/invite?token={token}"), None).await.expect(200);
         assert!(html(&r).contains("Set your password"));
         let csp = r.headers["content-security-policy"].to_str().unwrap();
         assert!(csp.contains("default-src 'self'") && csp.contains("script-src 'self'"), "{csp}");
         assert_eq!(r.headers["cache-control"], "no-store");
-        let r = get(&app, "/partner/invite", None).await.expect(400);
+        let r = PORTAL.get(&app, "/partner/invite", None).await.expect(400);
         assert!(html(&r).contains("This invite link is not valid"));
 
         // Errors of the invite, in the service's words.
         let form = format!("token={token}&password=short&confirm=short");
-        let r = post(&app, "/partner/invite", None, &form).await.expect(400);
+        let r = PORTAL.post(&app, "/partner/invite", None, &form).await.expect(400);
         assert!(html(&r).contains("id=\"f-password-error\">New password must be 8 to 1024 characters"), "{}", html(&r));
         let form = format!("token={token}&password=partner+password&confirm=other+password");
-        let r = post(&app, "/partner/invite", None, &form).await.expect(400);
+        let r = PORTAL.post(&app, "/partner/invite", None, &form).await.expect(400);
         assert!(html(&r).contains("id=\"f-confirm-error\">The two passwords are not the same"));
-        let r = post(&app, "/partner/invite", None, "token=rti_nope&password=partner+password&confirm=partner+password").await.expect(400);
+        let r = PORTAL.post(&app, "/partner/invite", None, "token=rti_nope&password=partner+password&confirm=partner+password").await.expect(400);
         assert!(html(&r).contains("This invite link is not valid"));
 
         let form = format!("token={token}&password=partner+password&confirm=partner+password");
-        let r = post(&app, "/partner/invite", None, &form).await.expect(303);
+        let r = PORTAL.post(&app, "/partner/invite", None, &form).await.expect(303);
         let set = r.headers["set-cookie"].to_str().unwrap();
         for part in ["rt_partner=rtp_", "Path=/partner", "HttpOnly", "SameSite=Lax", "Max-Age=6047"] {
             assert!(set.contains(part), "{set}");
         }
         assert!(!set.contains("Secure"), "{set}");
-        let cookie = session_cookie(&r);
-        let r = post(&app, "/partner/invite", None, &form).await.expect(400);
+        let cookie = PORTAL.session(&r);
+        let r = PORTAL.post(&app, "/partner/invite", None, &form).await.expect(400);
         assert!(html(&r).contains("already been used"));
 
         // Without the cookie every page sends to sign-in, and back afterwards.
-        let r = get(&app, "/partner", None).await.expect(303);
+        let r = PORTAL.get(&app, "/partner", None).await.expect(303);
         assert_eq!(location(&r), "/partner/login");
         let links = format!("/partner/programs/{p}/links");
-        let r = get(&app, &links, None).await.expect(303);
+        let r = PORTAL.get(&app, &links, None).await.expect(303);
         assert_eq!(location(&r), format!("/partner/login?next=%2Fpartner%2Fprograms%2F{p}%2Flinks"));
-        get(&app, "/partner", Some("rtp_unknown")).await.expect(303);
+        PORTAL.get(&app, "/partner", Some("rtp_unknown")).await.expect(303);
 
         // With it, every page.
-        let r = get(&app, "/partner", Some(&cookie)).await.expect(200);
+        let r = PORTAL.get(&app, "/partner", Some(&cookie)).await.expect(200);
         let body = html(&r);
         assert!(body.contains("Acme Partners") && body.contains("Earnings") && body.contains("Pending"), "{body}");
         assert!(body.contains("$0.00"));
-        let r = get(&app, &links, Some(&cookie)).await.expect(200);
+        let r = PORTAL.get(&app, &links, Some(&cookie)).await.expect(200);
         assert!(html(&r).contains(&format!("?aff={}", seed.short_link)));
         assert!(html(&r).contains("carries its tracker"));
         for path in [
@@ -130,36 +76,36 @@ on_both_backends! {
             format!("/partner/programs/{p}/payouts"),
             "/partner/settings".to_string(),
         ] {
-            let r = get(&app, &path, Some(&cookie)).await.expect(200);
+            let r = PORTAL.get(&app, &path, Some(&cookie)).await.expect(200);
             assert!(html(&r).contains("<main id=\"main\""), "{path}");
         }
-        let r = get(&app, "/partner/", Some(&cookie)).await.expect(303);
+        let r = PORTAL.get(&app, "/partner/", Some(&cookie)).await.expect(303);
         assert_eq!(location(&r), "/partner");
 
         // Sign-in: an error beside the field, the cookie, the way back.
-        let r = get(&app, "/partner/login?next=%2Fpartner%2Fsettings", None).await.expect(200);
+        let r = PORTAL.get(&app, "/partner/login?next=%2Fpartner%2Fsettings", None).await.expect(200);
         assert!(html(&r).contains("value=\"/partner/settings\""));
-        let r = post(&app, "/partner/login", None, "email=alice%40example.com&password=wrong+password").await.expect(401);
+        let r = PORTAL.post(&app, "/partner/login", None, "email=alice%40example.com&password=wrong+password").await.expect(401);
         assert!(html(&r).contains("id=\"f-password-error\">Invalid email or password"));
         assert!(html(&r).contains("value=\"alice@example.com\""));
-        let r = post(&app, "/partner/login", None, "email=&password=").await.expect(400);
+        let r = PORTAL.post(&app, "/partner/login", None, "email=&password=").await.expect(400);
         assert!(html(&r).contains("id=\"f-email-error\""));
-        let r = post(&app, "/partner/login", None, "email=ALICE%40example.com&password=partner+password&next=%2Fpartner%2Fsettings").await.expect(303);
+        let r = PORTAL.post(&app, "/partner/login", None, "email=ALICE%40example.com&password=partner+password&next=%2Fpartner%2Fsettings").await.expect(303);
         assert_eq!(location(&r), "/partner/settings");
-        let second = session_cookie(&r);
-        let r = post(&app, "/partner/login", None, "email=alice%40example.com&password=partner+password&next=https%3A%2F%2Fevil.example%2F").await.expect(303);
+        let second = PORTAL.session(&r);
+        let r = PORTAL.post(&app, "/partner/login", None, "email=alice%40example.com&password=partner+password&next=https%3A%2F%2Fevil.example%2F").await.expect(303);
         assert_eq!(location(&r), "/partner");
         // A signed-in visit of the sign-in page goes on.
-        let r = get(&app, "/partner/login", Some(&second)).await.expect(303);
+        let r = PORTAL.get(&app, "/partner/login", Some(&second)).await.expect(303);
         assert_eq!(location(&r), "/partner");
 
         // Sign-out ends the session and clears the cookie.
-        let r = post(&app, "/partner/logout", Some(&second), "").await.expect(303);
+        let r = PORTAL.post(&app, "/partner/logout", Some(&second), "").await.expect(303);
         assert_eq!(location(&r), "/partner/login?signed_out=1");
-        assert_eq!(session_cookie(&r), "");
+        assert_eq!(PORTAL.session(&r), "");
         assert!(r.headers["set-cookie"].to_str().unwrap().contains("Max-Age=0"));
-        get(&app, "/partner", Some(&second)).await.expect(303);
-        get(&app, "/partner", Some(&cookie)).await.expect(200);
+        PORTAL.get(&app, "/partner", Some(&second)).await.expect(303);
+        PORTAL.get(&app, "/partner", Some(&cookie)).await.expect(200);
         // The page session is an API session too.
         let auth = format!("Bearer {cookie}");
         app.send("GET", "/api/partner/me", None, &[("authorization", &auth)]).await.expect(200);
@@ -180,22 +126,22 @@ on_both_backends! {
             format!("/partner?program={}", other.program_id),
             "/partner/no-such-page".to_string(),
         ] {
-            let r = get(&app, &path, Some(&cookie)).await.expect(404);
+            let r = PORTAL.get(&app, &path, Some(&cookie)).await.expect(404);
             assert!(html(&r).contains("Page not found"), "{path}: {}", html(&r));
             assert!(r.headers["content-type"].to_str().unwrap().starts_with("text/html"));
         }
-        let r = post(&app, &format!("/partner/programs/{}/links", other.program_id), Some(&cookie), "short_link=mine").await.expect(404);
+        let r = PORTAL.post(&app, &format!("/partner/programs/{}/links", other.program_id), Some(&cookie), "short_link=mine").await.expect(404);
         assert!(html(&r).contains("Page not found"));
         // A program that takes no applications has no apply page.
-        let r = get(&app, &format!("/partner/apply/{}", seed.program_id), None).await.expect(404);
+        let r = PORTAL.get(&app, &format!("/partner/apply/{}", seed.program_id), None).await.expect(404);
         assert!(html(&r).contains("Page not found"));
 
         // A pending partner sees its standing and nothing of the program.
         app.admin("PATCH", &format!("/programs/{}/partners/{}", seed.program_id, seed.partner_id), Some(json!({"status": "banned"}))).await.expect(200);
-        let r = get(&app, "/partner", Some(&cookie)).await.expect(200);
+        let r = PORTAL.get(&app, "/partner", Some(&cookie)).await.expect(200);
         assert!(html(&r).contains("You can no longer promote this program"));
         assert!(!html(&r).contains("Earnings"));
-        let r = get(&app, &format!("/partner/programs/{}/links", seed.program_id), Some(&cookie)).await.expect(403);
+        let r = PORTAL.get(&app, &format!("/partner/programs/{}/links", seed.program_id), Some(&cookie)).await.expect(403);
         assert!(html(&r).contains("You can no longer promote this program"));
     }
 }
@@ -206,21 +152,21 @@ on_both_backends! {
         let cookie = accepted(&app, seed.partner_id, "alice@example.com").await;
         let form = Some("name=Mallory&payout_method=&payout_email=");
         for origin in [Some("http://evil.test"), Some("null"), None] {
-            let r = page(&app, "POST", "/partner/settings", Some(&cookie), form, origin).await.expect(403);
+            let r = PORTAL.page(&app, "POST", "/partner/settings", Some(&cookie), form, origin).await.expect(403);
             assert!(html(&r).contains("sent from another site"), "{origin:?}");
         }
-        page(&app, "POST", "/partner/logout", Some(&cookie), Some(""), Some("https://evil.test")).await.expect(403);
-        let r = page(&app, "POST", "/partner/login", None, Some("email=a%40b.c&password=x"), Some("http://evil.test")).await.expect(403);
+        PORTAL.page(&app, "POST", "/partner/logout", Some(&cookie), Some(""), Some("https://evil.test")).await.expect(403);
+        let r = PORTAL.page(&app, "POST", "/partner/login", None, Some("email=a%40b.c&password=x"), Some("http://evil.test")).await.expect(403);
         assert!(html(&r).contains("sent from another site"));
-        get(&app, "/partner/settings", Some(&cookie)).await.expect(200);
-        let r = get(&app, "/partner/settings", Some(&cookie)).await;
+        PORTAL.get(&app, "/partner/settings", Some(&cookie)).await.expect(200);
+        let r = PORTAL.get(&app, "/partner/settings", Some(&cookie)).await;
         assert!(html(&r).contains("value=\"Alice\""), "nothing changed");
 
         // Referer stands in for a missing Origin.
         let mut req = Request::post("/partner/settings")
             .header("host", HOST)
             .header("cookie", format!("rt_partner={cookie}"))
-            .header("referer", "http://portal.test/partner/settings")
+            .header("referer", format!("{ORIGIN}/partner/settings"))
             .header("content-type", "application/x-www-form-urlencoded");
         let r = app.raw(req.body(Body::from("name=Alice+B&payout_method=&payout_email=")).unwrap()).await.expect(303);
         assert_eq!(location(&r), "/partner/settings?done=profile");
@@ -232,9 +178,9 @@ on_both_backends! {
 
         // Behind a proxy, the public URL is this site, and the cookie is Secure.
         let app = app.with_public_url("https://partners.example.com");
-        let r = page(&app, "POST", "/partner/settings", Some(&cookie), form, Some("https://partners.example.com")).await.expect(303);
+        let r = PORTAL.page(&app, "POST", "/partner/settings", Some(&cookie), form, Some("https://partners.example.com")).await.expect(303);
         assert_eq!(location(&r), "/partner/settings?done=profile");
-        let r = page(&app, "POST", "/partner/login", None, Some("email=alice%40example.com&password=partner+password"), Some("https://partners.example.com")).await.expect(303);
+        let r = PORTAL.page(&app, "POST", "/partner/login", None, Some("email=alice%40example.com&password=partner+password"), Some("https://partners.example.com")).await.expect(303);
         assert!(r.headers["set-cookie"].to_str().unwrap().contains("; Secure"));
     }
 }
@@ -245,43 +191,43 @@ on_both_backends! {
         let p = seed.program_id;
         let cookie = accepted(&app, seed.partner_id, "alice@example.com").await;
 
-        let r = post(&app, "/partner/settings", Some(&cookie), "name=Alice&payout_method=paypal&payout_email=not-an-email").await.expect(400);
+        let r = PORTAL.post(&app, "/partner/settings", Some(&cookie), "name=Alice&payout_method=paypal&payout_email=not-an-email").await.expect(400);
         let body = html(&r);
         assert!(body.contains("id=\"f-payout_email-error\">Payout email must be an email address"), "{body}");
         assert!(body.contains("value=\"not-an-email\""));
-        let r = post(&app, "/partner/settings", Some(&cookie), "name=+&payout_method=&payout_email=").await.expect(400);
+        let r = PORTAL.post(&app, "/partner/settings", Some(&cookie), "name=+&payout_method=&payout_email=").await.expect(400);
         assert!(html(&r).contains("id=\"f-name-error\">Name must be 1 to 200 characters"));
-        let r = post(&app, "/partner/settings", Some(&cookie), "name=Alice+A&payout_method=wise&payout_email=pay%40alice.example").await.expect(303);
-        let r = get(&app, location(&r), Some(&cookie)).await.expect(200);
+        let r = PORTAL.post(&app, "/partner/settings", Some(&cookie), "name=Alice+A&payout_method=wise&payout_email=pay%40alice.example").await.expect(303);
+        let r = PORTAL.get(&app, location(&r), Some(&cookie)).await.expect(200);
         let body = html(&r);
         assert!(body.contains("Your details are saved") && body.contains("value=\"pay@alice.example\"") && body.contains("value=\"wise\" selected"), "{body}");
 
-        let r = post(&app, "/partner/settings/password", Some(&cookie), "current_password=wrong+one&new_password=another+password&confirm_password=another+password").await.expect(400);
+        let r = PORTAL.post(&app, "/partner/settings/password", Some(&cookie), "current_password=wrong+one&new_password=another+password&confirm_password=another+password").await.expect(400);
         assert!(html(&r).contains("id=\"f-current_password-error\">Current password is not the current password"));
-        let r = post(&app, "/partner/settings/password", Some(&cookie), "current_password=partner+password&new_password=tiny&confirm_password=tiny").await.expect(400);
+        let r = PORTAL.post(&app, "/partner/settings/password", Some(&cookie), "current_password=partner+password&new_password=tiny&confirm_password=tiny").await.expect(400);
         assert!(html(&r).contains("id=\"f-new_password-error\">New password must be 8 to 1024 characters"));
-        let r = post(&app, "/partner/settings/password", Some(&cookie), "current_password=partner+password&new_password=another+password&confirm_password=another+password").await.expect(303);
+        let r = PORTAL.post(&app, "/partner/settings/password", Some(&cookie), "current_password=partner+password&new_password=another+password&confirm_password=another+password").await.expect(303);
         assert_eq!(location(&r), "/partner/settings?done=password");
-        get(&app, "/partner/settings", Some(&cookie)).await.expect(200);
+        PORTAL.get(&app, "/partner/settings", Some(&cookie)).await.expect(200);
 
         // Links: a taken short link, then a new one.
         let links = format!("/partner/programs/{p}/links");
-        let r = post(&app, &links, Some(&cookie), &format!("short_link={}", seed.short_link)).await.expect(400);
+        let r = PORTAL.post(&app, &links, Some(&cookie), &format!("short_link={}", seed.short_link)).await.expect(400);
         assert!(html(&r).contains("id=\"f-short_link-error\">A link with this short link already exists"), "{}", html(&r));
-        let r = post(&app, &links, Some(&cookie), "short_link=has+space").await.expect(400);
+        let r = PORTAL.post(&app, &links, Some(&cookie), "short_link=has+space").await.expect(400);
         assert!(html(&r).contains("id=\"f-short_link-error\">Short link must be 1 to 255 characters without spaces"));
-        let r = post(&app, &links, Some(&cookie), "short_link=alice-summer").await.expect(303);
-        let r = get(&app, location(&r), Some(&cookie)).await.expect(200);
+        let r = PORTAL.post(&app, &links, Some(&cookie), "short_link=alice-summer").await.expect(303);
+        let r = PORTAL.get(&app, location(&r), Some(&cookie)).await.expect(200);
         assert!(html(&r).contains("?aff=alice-summer") && html(&r).contains("Your new link is ready"));
         // With the program's site known, the link to share is on it.
         app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"allowed_origins": ["https://shop.example"], "partner_links_allowed": false}))).await.expect(200);
-        let r = get(&app, &links, Some(&cookie)).await.expect(200);
+        let r = PORTAL.get(&app, &links, Some(&cookie)).await.expect(200);
         let body = html(&r);
         assert!(body.contains("value=\"https://shop.example/?aff=alice-summer\""), "{body}");
         assert!(!body.contains("Create link") && body.contains("makes its partners' links"));
 
         // Commissions: a status that does not exist, beside the filter.
-        let r = get(&app, &format!("/partner/programs/{p}/commissions?status=gold"), Some(&cookie)).await.expect(200);
+        let r = PORTAL.get(&app, &format!("/partner/programs/{p}/commissions?status=gold"), Some(&cookie)).await.expect(200);
         assert!(html(&r).contains("id=\"f-status-error\">Status must be"), "{}", html(&r));
     }
 }
@@ -292,15 +238,15 @@ on_both_backends! {
         let p = seed.program_id;
         app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"applications_open": true}))).await.expect(200);
         let apply = format!("/partner/apply/{p}");
-        let r = get(&app, &apply, None).await.expect(200);
+        let r = PORTAL.get(&app, &apply, None).await.expect(200);
         assert!(html(&r).contains("Apply to Acme Partners") && html(&r).contains("name=\"password\""));
-        let r = post(&app, &apply, None, "name=Bob&email=bob&password=partner+password").await.expect(400);
+        let r = PORTAL.post(&app, &apply, None, "name=Bob&email=bob&password=partner+password").await.expect(400);
         assert!(html(&r).contains("id=\"f-email-error\">Email must be an email address"), "{}", html(&r));
         assert!(html(&r).contains("value=\"Bob\""));
-        let r = post(&app, &apply, None, "name=Bob&email=Bob%40Example.com&password=partner+password&website=https%3A%2F%2Fbob.example&message=Hi").await.expect(303);
+        let r = PORTAL.post(&app, &apply, None, "name=Bob&email=Bob%40Example.com&password=partner+password&website=https%3A%2F%2Fbob.example&message=Hi").await.expect(303);
         assert_eq!(location(&r), format!("/partner?program={p}&done=applied"));
-        let bob = session_cookie(&r);
-        let r = get(&app, location(&r), Some(&bob)).await.expect(200);
+        let bob = PORTAL.session(&r);
+        let r = PORTAL.get(&app, location(&r), Some(&bob)).await.expect(200);
         let body = html(&r);
         assert!(body.contains("Your application is pending") && body.contains("Thanks for applying"), "{body}");
         assert!(!body.contains("Earnings"));
@@ -308,22 +254,22 @@ on_both_backends! {
         assert_eq!(r.body["data"][0]["email"], "bob@example.com");
 
         // The same email again: beside the email field.
-        let r = post(&app, &apply, None, "name=Bob&email=bob%40example.com&password=partner+password").await.expect(400);
+        let r = PORTAL.post(&app, &apply, None, "name=Bob&email=bob%40example.com&password=partner+password").await.expect(400);
         assert!(html(&r).contains("id=\"f-email-error\">A partner account with this email already exists"));
         // Signed in: one click, and once in, the standing.
-        let r = get(&app, &apply, Some(&bob)).await.expect(200);
+        let r = PORTAL.get(&app, &apply, Some(&bob)).await.expect(200);
         assert!(html(&r).contains("already in this program"));
         let alice = accepted(&app, seed.partner_id, "alice@example.com").await;
-        let r = get(&app, &apply, Some(&alice)).await.expect(200);
+        let r = PORTAL.get(&app, &apply, Some(&alice)).await.expect(200);
         assert!(html(&r).contains("already in this program"));
         let other = app.seed().await;
         app.admin("PATCH", &format!("/programs/{}", other.program_id), Some(json!({"applications_open": true}))).await.expect(200);
-        let r = get(&app, &format!("/partner/apply/{}", other.program_id), Some(&alice)).await.expect(200);
+        let r = PORTAL.get(&app, &format!("/partner/apply/{}", other.program_id), Some(&alice)).await.expect(200);
         assert!(html(&r).contains("Apply with my account") && !html(&r).contains("name=\"password\""));
-        let r = post(&app, &format!("/partner/apply/{}", other.program_id), Some(&alice), "website=&message=Me+too").await.expect(303);
+        let r = PORTAL.post(&app, &format!("/partner/apply/{}", other.program_id), Some(&alice), "website=&message=Me+too").await.expect(303);
         assert_eq!(location(&r), format!("/partner?program={}&done=applied", other.program_id));
         // Two programs: a picker.
-        let r = get(&app, "/partner", Some(&alice)).await.expect(200);
+        let r = PORTAL.get(&app, "/partner", Some(&alice)).await.expect(200);
         assert!(html(&r).contains("Your programs"));
         assert!(html(&r).contains(&format!("href=\"/partner?program={}\" aria-current=\"page\"", p)), "{}", html(&r));
     }
@@ -340,7 +286,7 @@ on_both_backends! {
                 .expect(200);
         }
         let cookie = accepted(&app, seed.partner_id, "alice@example.com").await;
-        let r = get(&app, "/partner", Some(&cookie)).await.expect(200);
+        let r = PORTAL.get(&app, "/partner", Some(&cookie)).await.expect(200);
         // 30 % of $100.00 and $1,234.56, due at once (no hold).
         assert!(html(&r).contains("<dt>Approved</dt><dd>$400.37</dd>"), "{}", html(&r));
         assert!(html(&r).contains("<dt>Pending</dt><dd>$0.00</dd>"));
@@ -349,41 +295,41 @@ on_both_backends! {
             let caption = format!("<span class=\"chart-label\">{label}</span> <span class=\"chart-total\">{total}</span>");
             assert!(html(&r).contains(&caption), "{caption}");
         }
-        let r = get(&app, "/partner?period=all", Some(&cookie)).await.expect(200);
+        let r = PORTAL.get(&app, "/partner?period=all", Some(&cookie)).await.expect(200);
         assert!(html(&r).contains("<span class=\"chart-total\">$400.37</span>"));
-        let r = get(&app, "/partner?from=2026-13-01&to=2026-01-01", Some(&cookie)).await.expect(200);
+        let r = PORTAL.get(&app, "/partner?from=2026-13-01&to=2026-01-01", Some(&cookie)).await.expect(200);
         assert!(html(&r).contains("id=\"range-error\">The start date must be an ISO 8601 date (YYYY-MM-DD)"), "{}", html(&r));
-        let r = get(&app, &format!("/partner/programs/{p}/commissions"), Some(&cookie)).await.expect(200);
+        let r = PORTAL.get(&app, &format!("/partner/programs/{p}/commissions"), Some(&cookie)).await.expect(200);
         let body = html(&r);
         assert!(body.contains("txn-2") && body.contains("$370.37") && body.contains("$30.00"), "{body}");
         assert!(body.contains(&format!("/partner/programs/{p}/commissions.csv")));
-        let r = get(&app, &format!("/partner/programs/{p}/commissions?status=paid"), Some(&cookie)).await.expect(200);
+        let r = PORTAL.get(&app, &format!("/partner/programs/{p}/commissions?status=paid"), Some(&cookie)).await.expect(200);
         assert!(!html(&r).contains("txn-2"));
         assert!(html(&r).contains(&format!("/partner/programs/{p}/commissions.csv?status=paid")));
 
-        let r = get(&app, &format!("/partner/programs/{p}/commissions.csv"), Some(&cookie)).await.expect(200);
+        let r = PORTAL.get(&app, &format!("/partner/programs/{p}/commissions.csv"), Some(&cookie)).await.expect(200);
         assert!(r.headers["content-type"].to_str().unwrap().starts_with("text/csv"));
         assert!(r.headers["content-disposition"].to_str().unwrap().contains(&format!("program-{p}-my-commissions.csv")));
         let text = r.body.as_str().unwrap();
         assert!(text.starts_with("id,partner_id,"), "{text}");
         assert_eq!(text.lines().count(), 3);
         assert!(text.contains("txn-1") && text.contains("txn-2"));
-        let r = get(&app, &format!("/partner/programs/{p}/commissions.csv?status=nope"), Some(&cookie)).await.expect(400);
+        let r = PORTAL.get(&app, &format!("/partner/programs/{p}/commissions.csv?status=nope"), Some(&cookie)).await.expect(400);
         assert!(html(&r).contains("status must be"));
-        let r = get(&app, &format!("/partner/programs/{p}/commissions.csv"), None).await.expect(303);
+        let r = PORTAL.get(&app, &format!("/partner/programs/{p}/commissions.csv"), None).await.expect(303);
         assert!(location(&r).starts_with("/partner/login?next="));
 
         // A payout shows on the payouts page.
         app.admin("PATCH", &format!("/partners/{}", seed.partner_id), Some(json!({"payout_method": "paypal", "payout_email": "pay@alice.example"}))).await.expect(200);
         app.admin("POST", &format!("/programs/{p}/payouts"), None).await.expect(201);
-        let r = get(&app, &format!("/partner/programs/{p}/payouts"), Some(&cookie)).await.expect(200);
+        let r = PORTAL.get(&app, &format!("/partner/programs/{p}/payouts"), Some(&cookie)).await.expect(200);
         assert!(html(&r).contains("$400.37") && html(&r).contains("badge-pending"), "{}", html(&r));
     }
 }
 
 on_both_backends! {
     async fn assets_are_served_with_caching_headers(app: TestApp) {
-        let r = get(&app, "/partner/login", None).await.expect(200);
+        let r = PORTAL.get(&app, "/partner/login", None).await.expect(200);
         let body = html(&r).to_string();
         let css = body.split("href=\"/assets/app.css").nth(1).unwrap().split('"').next().unwrap();
         assert!(css.starts_with("?v="), "{css}");

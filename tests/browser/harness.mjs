@@ -1,5 +1,6 @@
 // The fixtures of the browser tests (tracker.test.mjs: GET /tracker.js; package.test.mjs:
-// the npm package in clients/js/; portal.test.mjs: the partner portal's pages).
+// the npm package in clients/js/; portal.test.mjs: the partner portal's pages;
+// dashboard.test.mjs: the owner's dashboard).
 //
 // Runs the real reftrack binary on a fresh SQLite database, seeds it through the admin
 // API and serves test pages from a small HTTP and HTTPS server that also reverse-proxies
@@ -12,7 +13,7 @@
 import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -241,3 +242,70 @@ export async function clickCookie(context, timeout = 10000) {
 
 export const cookieNamed = async (context, name) => (await context.cookies()).filter((c) => c.name === name);
 
+
+// ---------------------------------------------------------------------------------------
+// Pages of the product (the partner portal and the owner's dashboard)
+
+const SHOTS = path.join(repoRoot, 'target', 'screenshots');
+
+/**
+ * A browser context of its own, with clipboard access. `problems()` lists what went
+ * wrong on its pages: console errors, page errors, failed requests, and error pages the
+ * test did not declare with `expecting(status, action)`. Chromium logs every 4xx page as
+ * a console error too; those of declared error pages are not problems.
+ */
+export async function browse() {
+  const context = await newContext({ viewport: { width: 1280, height: 900 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: api });
+  const page = await context.newPage();
+  const errors = [];
+  const errorPages = [];
+  const declared = new Set();
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('requestfailed', (r) => errors.push(`request failed: ${r.url()} (${r.failure()?.errorText})`));
+  page.on('response', (r) => {
+    if (r.status() < 400) return;
+    if (r.request().isNavigationRequest()) errorPages.push(r.status());
+    else errors.push(`${r.status()} for ${r.url()}`);
+  });
+  const expecting = async (status, action) => { declared.add(status); return action(); };
+  const problems = () => [
+    ...errorPages.filter((s) => !declared.has(s)).map((s) => `undeclared error page ${s}`),
+    ...errors.filter((text) => {
+      const m = text.match(/^Failed to load resource: the server responded with a status of (\d+)/);
+      return !(m && declared.has(Number(m[1])) && errorPages.includes(Number(m[1])));
+    }),
+  ];
+  return { context, page, problems, expecting };
+}
+
+/** Screenshots of the page at 1280 and 375 px; at 375 nothing may stick out sideways. */
+export async function shoot(page, name) {
+  mkdirSync(SHOTS, { recursive: true });
+  for (const width of [1280, 375]) {
+    await page.setViewportSize({ width, height: width === 375 ? 812 : 900 });
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
+    if (width === 375) {
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      // What sticks out, named for the failure message.
+      const wide = overflow <= 0 ? [] : await page.evaluate(() => [...document.querySelectorAll('body *')]
+        .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
+        .slice(0, 5)
+        .map((e) => `${e.tagName.toLowerCase()}${e.id ? '#' + e.id : ''}${e.className ? '.' + String(e.className).split(' ').join('.') : ''}`));
+      assert.ok(overflow <= 0, `${name} scrolls sideways at 375 px by ${overflow} px: ${wide.join(', ')}`);
+    }
+    await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+/** Posts to a tracking endpoint; asserts a 200 and returns the JSON answer. */
+export async function track(kind, body, token) {
+  const headers = { 'content-type': 'application/json' };
+  if (token) headers.authorization = `Bearer ${token}`;
+  const res = await fetch(`${api}/api/v1/track/${kind}`, { method: 'POST', headers, body: JSON.stringify(body) });
+  const json = await res.json();
+  assert.equal(res.status, 200, `${kind}: ${JSON.stringify(json)}`);
+  return json;
+}

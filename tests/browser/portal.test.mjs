@@ -6,61 +6,11 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
-import { setup, repoRoot, api, admin, newContext } from './harness.mjs';
+import { setup, api, admin, browse, shoot, track } from './harness.mjs';
 
 setup();
 
-const SHOTS = path.join(repoRoot, 'target', 'screenshots');
 const PASSWORD = 'correct horse battery';
-
-/**
- * A browser context of its own, with clipboard access. `problems()` lists what went
- * wrong on its pages: console errors, page errors, failed subresources, and error pages
- * the test did not declare with `expecting(status, action)`. Chromium logs every 4xx page
- * as a console error too; those of declared error pages are not problems.
- */
-async function browse() {
-  const context = await newContext({ viewport: { width: 1280, height: 900 } });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: api });
-  const page = await context.newPage();
-  const errors = [];
-  const errorPages = [];
-  const declared = new Set();
-  page.on('pageerror', (e) => errors.push(String(e)));
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('requestfailed', (r) => errors.push(`request failed: ${r.url()}`));
-  page.on('response', (r) => {
-    if (r.status() < 400) return;
-    if (r.request().isNavigationRequest()) errorPages.push(r.status());
-    else errors.push(`${r.status()} for ${r.url()}`);
-  });
-  const expecting = async (status, action) => { declared.add(status); return action(); };
-  const problems = () => [
-    ...errorPages.filter((s) => !declared.has(s)).map((s) => `undeclared error page ${s}`),
-    ...errors.filter((text) => {
-      const m = text.match(/^Failed to load resource: the server responded with a status of (\d+)/);
-      return !(m && declared.has(Number(m[1])) && errorPages.includes(Number(m[1])));
-    }),
-  ];
-  return { context, page, problems, expecting };
-}
-
-/** Screenshots of the page at 1280 and 375 px; at 375 nothing may stick out sideways. */
-async function shoot(page, name) {
-  mkdirSync(SHOTS, { recursive: true });
-  for (const width of [1280, 375]) {
-    await page.setViewportSize({ width, height: width === 375 ? 812 : 900 });
-    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
-    if (width === 375) {
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-      assert.ok(overflow <= 0, `${name} scrolls sideways at 375 px by ${overflow} px`);
-    }
-    await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
-  }
-  await page.setViewportSize({ width: 1280, height: 900 });
-}
 
 /** A program of a new workspace, with its API token. */
 async function program(fields) {
@@ -70,15 +20,6 @@ async function program(fields) {
     commission: { type: 'percentage', percent: 30 },
     ...fields,
   });
-}
-
-async function track(kind, body, token) {
-  const headers = { 'content-type': 'application/json' };
-  if (token) headers.authorization = `Bearer ${token}`;
-  const res = await fetch(`${api}/api/v1/track/${kind}`, { method: 'POST', headers, body: JSON.stringify(body) });
-  const json = await res.json();
-  assert.equal(res.status, 200, `${kind}: ${JSON.stringify(json)}`);
-  return json;
 }
 
 test('an invited partner signs in, shares a link and sees its click and sale', async () => {

@@ -3,89 +3,41 @@
 use askama::Template;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::header::RETRY_AFTER;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 
-use super::session::{local_next, login_href, signed_in_to, signed_out, MaybeSigned};
+use super::session::{login_href, MaybeSigned, COOKIE};
 use super::view::{
-    ok, place_error, render, standing_text, Chrome, Field, PageResult, Posted, ProgramId, Query,
-    Section,
+    self, ok, place_error, render, standing_text, Chrome, Field, PageResult, Posted, ProgramId,
+    Query, Section,
 };
 use crate::app;
 use crate::app::partners::{AcceptInviteBody, ApplyBody, OpenProgram};
+use crate::http::pages::sign_in::SignIn;
 use crate::http::partner::sign_in;
-use crate::http::{AppState, Error};
+use crate::http::AppState;
 
-#[derive(Template)]
-#[template(path = "partner/login.html")]
-struct LoginPage {
-    chrome: Chrome,
-    email: Field,
-    password: Field,
-    /// Where to go after signing in.
-    next: String,
-    form_error: Option<String>,
-}
-
-impl LoginPage {
-    fn new(next: &str) -> LoginPage {
-        LoginPage {
-            chrome: Chrome::public("Sign in"),
-            email: Field::new("email", "Email"),
-            password: Field::new("password", "Password"),
-            next: next.to_string(),
-            form_error: None,
-        }
-    }
-}
+/// The portal's sign-in page.
+const SIGN_IN: SignIn = SignIn {
+    site: view::PORTAL,
+    cookie: COOKIE,
+    lead: "Sign in to see your links, earnings and payouts.",
+    help: "Forgot your password? Ask the program for a new invite link: it lets you set a new one.",
+};
 
 /// `GET /partner/login`: the sign-in form, or straight on when already signed in.
 pub(super) async fn login_page(MaybeSigned(signed): MaybeSigned, Query(q): Query) -> Response {
-    let next = local_next(q.text("next").as_deref()).to_string();
-    if signed.is_some() {
-        return super::session::see_other(&next);
-    }
-    let mut page = LoginPage::new(&next);
-    if q.text("signed_out").is_some() {
-        page.chrome.notice = Some("You are signed out.".into());
-    }
-    ok(&page)
+    SIGN_IN.form(signed.is_some(), &q)
 }
 
 /// `POST /partner/login`: signs in and goes on, or shows the form with its errors.
 pub(super) async fn login(State(s): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let form = Posted::parse(&body);
-    let next = local_next(form.text("next").as_deref()).to_string();
-    let mut page = LoginPage::new(&next);
-    page.email = page.email.with(form.get("email").trim());
-    let password = form.get("password");
-    if page.email.value.is_empty() {
-        page.email.error = Some("Enter the email you signed up with".into());
-    }
-    if password.is_empty() {
-        page.password.error = Some("Enter your password".into());
-    }
-    if page.email.error.is_some() || page.password.error.is_some() {
-        return render(StatusCode::BAD_REQUEST, &page);
-    }
-    match sign_in(&s, &page.email.value, password).await {
-        Ok(session) => signed_in_to(&s, &headers, &session, &next),
-        Err(Error::Unauthorized(text)) => {
-            page.password.error = Some(text);
-            render(StatusCode::UNAUTHORIZED, &page)
-        }
-        Err(Error::TooManyRequests(secs)) => {
-            page.form_error = Some(format!(
-                "Too many failed sign-ins for this account. Wait {secs} seconds, then try again."
-            ));
-            let mut r = render(StatusCode::TOO_MANY_REQUESTS, &page);
-            r.headers_mut()
-                .insert(RETRY_AFTER, HeaderValue::from(secs.max(1)));
-            r
-        }
-        Err(e) => super::view::PageError::from(e).into_response(),
-    }
+    let state = &s;
+    SIGN_IN
+        .submit(state, &headers, &body, |email, password| async move {
+            sign_in(state, &email, password).await
+        })
+        .await
 }
 
 /// `POST /partner/logout`: ends the session and clears the cookie.
@@ -97,7 +49,7 @@ pub(super) async fn logout(
     if let Some(p) = signed {
         s.app.partner_logout(&p.token_hash).await?;
     }
-    Ok(signed_out(&s, &headers))
+    Ok(COOKIE.signed_out(&s, &headers))
 }
 
 #[derive(Template)]
@@ -113,7 +65,7 @@ struct InvitePage {
 impl InvitePage {
     fn new(token: String) -> InvitePage {
         InvitePage {
-            chrome: Chrome::public("Set your password"),
+            chrome: view::public("Set your password"),
             form_error: token
                 .is_empty()
                 .then(|| "This invite link is not valid: it has no token. Open the link from your invite again.".into()),
@@ -156,12 +108,7 @@ pub(super) async fn accept_invite(
         password,
     };
     match s.app.accept_invite(body).await {
-        Ok(session) => Ok(signed_in_to(
-            &s,
-            &headers,
-            &session,
-            "/partner?done=welcome",
-        )),
+        Ok(session) => Ok(COOKIE.signed_in_to(&s, &headers, &session, "/partner?done=welcome")),
         Err(app::Error::Invalid(text)) | Err(app::Error::Conflict(text)) => {
             page.form_error = place_error(&text, &mut [&mut page.password]);
             Ok(render(StatusCode::BAD_REQUEST, &page))
@@ -204,9 +151,9 @@ impl ApplyPage {
                     .iter()
                     .find(|p| p.program_id == program.id)
                     .map(|p| standing_text(p.status));
-                (Chrome::signed_in(title, &me, Section::None), standing)
+                (view::signed_in(title, &me, Section::None), standing)
             }
-            None => (Chrome::public(title), None),
+            None => (view::public(title), None),
         };
         Ok(ApplyPage {
             chrome,
@@ -268,7 +215,7 @@ pub(super) async fn apply(
         Ok(_) => {
             let email = page.email.value.to_ascii_lowercase();
             let session = s.app.partner_login(&email, password).await?;
-            return Ok(signed_in_to(&s, &headers, &session, &overview));
+            return Ok(COOKIE.signed_in_to(&s, &headers, &session, &overview));
         }
         Err(app::Error::Invalid(text)) | Err(app::Error::Conflict(text)) => text,
         Err(e) => return Err(e.into()),

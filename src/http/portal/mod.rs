@@ -1,16 +1,14 @@
 //! The partner portal: server-rendered pages under `/partner/` (sign-in, invites,
 //! applications, the overview with earnings and a daily chart, links, commissions,
-//! payouts and settings), and the stylesheet and script they share under `/assets/`.
+//! payouts and settings).
 //!
 //! Pages are askama templates (`templates/partner/`) filled by handlers that call the
-//! service layer ([`crate::app`]) directly. A page's session is the partner session
-//! token in the `rt_partner` cookie ([`session`]); every POST must come from this site
-//! (its `Origin`, or `Referer`, names this server), and every error is an HTML page.
-//! None of it is part of the OpenAPI document.
+//! service layer ([`crate::app`]) directly, on the page layer shared with the owner's
+//! dashboard ([`crate::http::pages`]). A page's session is the partner session token in
+//! the `rt_partner` cookie ([`session`]); every POST must come from this site (its
+//! `Origin`, or `Referer`, names this server), and every error is an HTML page.
 
-mod assets;
 mod auth;
-mod chart;
 mod overview;
 mod programs;
 mod session;
@@ -21,9 +19,11 @@ use axum::middleware;
 use axum::routing::{any, get, post};
 use axum::Router;
 
+use super::pages::session::same_origin_posts;
+use super::pages::view::{not_found, page_headers};
 use super::AppState;
 
-/// The portal's pages and assets.
+/// The portal's pages.
 pub fn router() -> Router<AppState> {
     // Sign-in and invite acceptance count against the per-client-IP login limit, as
     // their API twins do.
@@ -64,8 +64,7 @@ pub fn router() -> Router<AppState> {
             "/partner/settings/password",
             post(settings::change_password),
         )
-        .route("/partner/{*rest}", any(view::not_found))
-        .layer(middleware::from_fn(session::same_origin_posts))
-        .layer(middleware::from_fn(view::page_headers))
-        .merge(assets::router())
+        .route("/partner/{*rest}", any(not_found))
+        .layer(middleware::from_fn(same_origin_posts))
+        .layer(middleware::from_fn_with_state(view::PORTAL, page_headers))
 }

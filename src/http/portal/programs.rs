@@ -8,8 +8,8 @@ use axum::http::StatusCode;
 
 use super::session::{see_other, Signed};
 use super::view::{
-    notice, ok, place_error, program_tabs, render, Chrome, Field, Moment, NavItem, PageResult,
-    Posted, ProgramId, Query, Section,
+    self, notice, ok, place_error, program_tabs, render, Chrome, Field, Moment, NavItem,
+    PageResult, Posted, ProgramId, Query, Section,
 };
 use crate::app;
 use crate::app::exports;
@@ -17,6 +17,7 @@ use crate::app::partners::{PartnerLinkBody, PartnerProgramView, MAX_PARTNER_LINK
 use crate::app::payouts::CommissionParams;
 use crate::domain::money::display_amount;
 use crate::domain::status::CommissionFlag;
+use crate::http::pages::view::{share_text, COMMISSION_STATUSES};
 use crate::http::payouts::csv_stream;
 use crate::http::AppState;
 
@@ -41,7 +42,7 @@ impl ProgramFrame {
     ) -> app::Result<ProgramFrame> {
         let program = s.app.partner_program(partner_id, program_id).await?;
         let me = s.app.partner_me(partner_id).await?;
-        let chrome = Chrome::signed_in(format!("{title} · {}", program.name), &me, Section::None)
+        let chrome = view::signed_in(format!("{title} · {}", program.name), &me, Section::None)
             .with_notice(notice(q.text("done").as_deref()));
         let href = format!(
             "/partner/programs/{program_id}/{}",
@@ -91,15 +92,6 @@ struct LinkRow {
     created: Moment,
 }
 
-/// The address or parameter a partner shares for `short_link`.
-fn share_text(program: &PartnerProgramView, short_link: &str) -> String {
-    let aff: String = url::form_urlencoded::byte_serialize(short_link.as_bytes()).collect();
-    match program.allowed_origins.first() {
-        Some(origin) => format!("{}/?aff={aff}", origin.trim_end_matches('/')),
-        None => format!("?aff={aff}"),
-    }
-}
-
 async fn links_page(s: &AppState, p: &Signed, id: i64, q: &Posted) -> app::Result<LinksPage> {
     let frame = ProgramFrame::load(s, p.partner_id, id, "Links", q).await?;
     let page = q.page();
@@ -108,7 +100,7 @@ async fn links_page(s: &AppState, p: &Signed, id: i64, q: &Posted) -> app::Resul
         .data
         .iter()
         .map(|l| LinkRow {
-            share: share_text(&frame.program, &l.short_link),
+            share: share_text(&frame.program.allowed_origins, &l.short_link),
             short_link: l.short_link.clone(),
             clicks: l.clicks,
             active: l.status.as_str() == "active",
@@ -201,16 +193,6 @@ struct StatusOption {
     selected: bool,
 }
 
-/// The statuses of the filter (the empty value is every status).
-const STATUSES: [(&str, &str); 6] = [
-    ("", "All"),
-    ("pending", "Pending"),
-    ("approved", "Approved"),
-    ("paid", "Paid"),
-    ("reversed", "Reversed"),
-    ("rejected", "Rejected"),
-];
-
 /// `GET /partner/programs/{id}/commissions?status=…&cursor=…`.
 pub(super) async fn commissions(
     State(s): State<AppState>,
@@ -264,7 +246,7 @@ pub(super) async fn commissions(
         program_name: frame.program.name,
         program_id: id,
         rows,
-        statuses: STATUSES
+        statuses: COMMISSION_STATUSES
             .iter()
             .map(|(value, label)| StatusOption {
                 value,

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 
 use super::session::{see_other, Signed};
 use super::view::{
-    notice, ok, place_error, render, Chrome, Field, PageResult, Posted, Query, Section,
+    self, notice, ok, place_error, render, Chrome, Field, PageResult, Posted, Query, Section,
 };
 use crate::app;
 use crate::app::partners::{PartnerMe, PartnerMeBody, PasswordBody};
@@ -42,7 +42,7 @@ impl SettingsPage {
     fn new(me: &PartnerMe, done: Option<&str>) -> SettingsPage {
         let method = me.payout_method.map(|m| m.as_str()).unwrap_or("");
         SettingsPage {
-            chrome: Chrome::signed_in("Settings", me, Section::Settings).with_notice(notice(done)),
+            chrome: view::signed_in("Settings", me, Section::Settings).with_notice(notice(done)),
             email: me.email.clone().unwrap_or_default(),
             code: me.code.clone(),
             name: Field::new("name", "Name").with(me.name.clone()),

@@ -1,60 +1,23 @@
-//! What every page shares: the frame around it ([`Chrome`]), rendering, the HTML error
-//! pages, form fields with their errors, and the headers of every portal answer.
+//! The portal's part of the page frame: its site, the partner's navigation and program
+//! tabs, and its fixed texts. The rest of the page layer is shared ([`crate::http::pages`]).
 
-use std::collections::HashMap;
-
-use askama::Template;
-use axum::body::Bytes;
-use axum::extract::{FromRequestParts, Path, Request};
-use axum::http::header::{
-    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS,
-    X_FRAME_OPTIONS,
+pub(super) use crate::http::pages::view::{
+    ok, place_error, render, Chrome, Field, Moment, NavItem, PageResult, Posted, ProgramId, Query,
+    Site,
 };
-use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode};
-use axum::middleware::Next;
-use axum::response::{Html, IntoResponse, Response};
 
-use super::assets;
-use crate::app;
 use crate::app::partners::PartnerMe;
-use crate::app::PageParams;
 use crate::domain::status::PartnerStatus;
-use crate::http::Error;
 
-/// The Content-Security-Policy of every page: nothing from other hosts, no inline script
-/// or style, forms only to this site.
-pub(super) const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self'; \
-    script-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-
-/// The frame of a page: its title, the navigation of a signed-in partner, a notice.
-pub(super) struct Chrome {
-    /// The page's own title (the site's name is added).
-    pub title: String,
-    /// The partner's navigation; none on the pages of signed-out visitors.
-    pub nav: Option<Nav>,
-    /// A one-line confirmation shown above the page (after a change).
-    pub notice: Option<String>,
-    /// The stylesheet's URL, versioned by its content.
-    pub css: &'static str,
-    /// The script's URL, versioned by its content.
-    pub js: &'static str,
-}
-
-/// The navigation of a signed-in partner.
-pub(super) struct Nav {
-    /// Who is signed in.
-    pub partner_name: String,
-    pub items: Vec<NavItem>,
-}
-
-/// A link of a navigation bar.
-pub(super) struct NavItem {
-    pub href: String,
-    pub label: String,
-    /// Marks the link of the page shown (`aria-current`).
-    pub current: bool,
-}
+/// The partner portal.
+pub(super) const PORTAL: Site = Site {
+    brand: "Partners",
+    title: "Reftrack Partners",
+    home: "/partner",
+    home_label: "Go to your overview",
+    logout: "/partner/logout",
+    footer: "Reftrack partner portal",
+};
 
 /// Which item of the main navigation a page belongs to.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -64,46 +27,26 @@ pub(super) enum Section {
     None,
 }
 
-impl Chrome {
-    /// The frame of a page for signed-out visitors.
-    pub fn public(title: impl Into<String>) -> Chrome {
-        Chrome {
-            title: title.into(),
-            nav: None,
-            notice: None,
-            css: assets::css_href(),
-            js: assets::js_href(),
-        }
-    }
+/// The frame of a page for signed-out visitors.
+pub(super) fn public(title: impl Into<String>) -> Chrome {
+    Chrome::public(PORTAL, title)
+}
 
-    /// The frame of a page of the signed-in partner `me`.
-    pub fn signed_in(title: impl Into<String>, me: &PartnerMe, section: Section) -> Chrome {
-        let items = vec![
-            NavItem {
-                href: "/partner".into(),
-                label: "Overview".into(),
-                current: section == Section::Overview,
-            },
-            NavItem {
-                href: "/partner/settings".into(),
-                label: "Settings".into(),
-                current: section == Section::Settings,
-            },
-        ];
-        Chrome {
-            nav: Some(Nav {
-                partner_name: me.name.clone(),
-                items,
-            }),
-            ..Chrome::public(title)
-        }
-    }
-
-    /// The same frame with a notice.
-    pub fn with_notice(mut self, notice: Option<&str>) -> Chrome {
-        self.notice = notice.map(str::to_string);
-        self
-    }
+/// The frame of a page of the signed-in partner `me`.
+pub(super) fn signed_in(title: impl Into<String>, me: &PartnerMe, section: Section) -> Chrome {
+    let items = vec![
+        NavItem {
+            href: "/partner".into(),
+            label: "Overview".into(),
+            current: section == Section::Overview,
+        },
+        NavItem {
+            href: "/partner/settings".into(),
+            label: "Settings".into(),
+            current: section == Section::Settings,
+        },
+    ];
+    Chrome::signed_in(PORTAL, title, me.name.clone(), items)
 }
 
 /// The tabs of a program's pages; `current` is the href of the page shown.
@@ -118,299 +61,8 @@ pub(super) fn program_tabs(program_id: i64, current: &str) -> Vec<NavItem> {
         (format!("/partner/programs/{program_id}/payouts"), "Payouts"),
     ]
     .into_iter()
-    .map(|(href, label)| NavItem {
-        current: href == current,
-        href,
-        label: label.into(),
-    })
+    .map(|(href, label)| NavItem::new(href, label, current))
     .collect()
-}
-
-/// A rendered page with `status`; a template that fails to render is a 500 page.
-pub(super) fn render(status: StatusCode, page: &impl Template) -> Response {
-    match page.render() {
-        Ok(html) => (status, Html(html)).into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "page did not render");
-            fallback_error()
-        }
-    }
-}
-
-/// A page with 200.
-pub(super) fn ok(page: &impl Template) -> Response {
-    render(StatusCode::OK, page)
-}
-
-/// The last resort when even the error page does not render.
-fn fallback_error() -> Response {
-    (
-        StatusCode::INTERNAL_SERVER_ERROR,
-        Html("<!doctype html><title>Error</title><h1>Something went wrong</h1><p><a href=\"/partner\">Back to the portal</a></p>"),
-    )
-        .into_response()
-}
-
-/// An error page.
-#[derive(Template)]
-#[template(path = "partner/error.html")]
-struct ErrorPage {
-    chrome: Chrome,
-    heading: String,
-    message: String,
-}
-
-/// An HTML error page with `status` and a message a person may read.
-pub(super) fn error_page(status: StatusCode, message: &str) -> Response {
-    let heading = match status {
-        StatusCode::NOT_FOUND => "Page not found",
-        StatusCode::FORBIDDEN => "Not available to you",
-        StatusCode::TOO_MANY_REQUESTS => "Too many attempts",
-        StatusCode::SERVICE_UNAVAILABLE => "Temporarily unavailable",
-        s if s.is_server_error() => "Something went wrong",
-        _ => "This request could not be served",
-    };
-    let page = ErrorPage {
-        chrome: Chrome::public(heading),
-        heading: heading.into(),
-        message: message.into(),
-    };
-    render(status, &page)
-}
-
-/// The failure of a page handler: an HTML page ready to send.
-pub(super) struct PageError(Box<Response>);
-
-impl IntoResponse for PageError {
-    fn into_response(self) -> Response {
-        *self.0
-    }
-}
-
-impl From<Error> for PageError {
-    fn from(e: Error) -> Self {
-        let status = e.status();
-        let message = match &e {
-            Error::Internal(text, cause) => {
-                tracing::error!(error = ?cause, "{text}");
-                "Something went wrong on our side. Please try again in a moment.".to_string()
-            }
-            Error::Unavailable(cause) => {
-                tracing::warn!(error = %cause, "database unavailable");
-                "The service is temporarily unavailable. Please try again in a moment.".into()
-            }
-            Error::NotFound(_) => "There is nothing here, or it is not yours to see.".into(),
-            other => other.to_string(),
-        };
-        PageError(Box::new(error_page(status, &message)))
-    }
-}
-
-impl From<app::Error> for PageError {
-    fn from(e: app::Error) -> Self {
-        Error::from(e).into()
-    }
-}
-
-/// The result of a page handler.
-pub(super) type PageResult = Result<Response, PageError>;
-
-/// The 404 page of any path under `/partner/` that is not a page.
-pub(super) async fn not_found() -> Response {
-    error_page(
-        StatusCode::NOT_FOUND,
-        "There is nothing here, or it is not yours to see.",
-    )
-}
-
-/// Every portal answer: an error that is not already a page (a rejected extractor, the
-/// per-IP login limit, a JSON error) becomes one with the same status; pages get the
-/// Content-Security-Policy and headers that keep them out of caches and frames.
-pub(super) async fn page_headers(req: Request, next: Next) -> Response {
-    let response = next.run(req).await;
-    let status = response.status();
-    let content_type = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    let mut response = if (status.is_client_error() || status.is_server_error())
-        && !content_type.starts_with("text/html")
-    {
-        let retry_after = response
-            .headers()
-            .get(axum::http::header::RETRY_AFTER)
-            .cloned();
-        let body = axum::body::to_bytes(response.into_body(), 64 * 1024)
-            .await
-            .unwrap_or_default();
-        let mut page = error_page(status, &error_text(status, &content_type, &body));
-        if let Some(v) = retry_after {
-            page.headers_mut()
-                .insert(axum::http::header::RETRY_AFTER, v);
-        }
-        page
-    } else {
-        response
-    };
-    let is_html = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/html"));
-    if is_html {
-        let h = response.headers_mut();
-        h.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
-        h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        h.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-        h.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-        h.insert(REFERRER_POLICY, HeaderValue::from_static("same-origin"));
-    }
-    response
-}
-
-/// The words of an error answer that is not a page: its JSON `error`, or the status.
-fn error_text(status: StatusCode, content_type: &str, body: &Bytes) -> String {
-    if status == StatusCode::NOT_FOUND {
-        return "There is nothing here, or it is not yours to see.".into();
-    }
-    if status.is_server_error() {
-        return "Something went wrong on our side. Please try again in a moment.".into();
-    }
-    if content_type.starts_with("application/json") {
-        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) {
-            if let Some(text) = v["error"].as_str() {
-                return text.to_string();
-            }
-        }
-    }
-    status
-        .canonical_reason()
-        .unwrap_or("The request could not be served")
-        .to_string()
-}
-
-/// A submitted form's fields (the first of each name).
-pub(super) struct Posted(HashMap<String, String>);
-
-impl Posted {
-    /// Reads an `application/x-www-form-urlencoded` body; anything else reads as empty.
-    pub fn parse(body: &[u8]) -> Posted {
-        let mut fields = HashMap::new();
-        for (k, v) in url::form_urlencoded::parse(body) {
-            fields
-                .entry(k.into_owned())
-                .or_insert_with(|| v.into_owned());
-        }
-        Posted(fields)
-    }
-
-    /// A field's value, empty when absent.
-    pub fn get(&self, name: &str) -> String {
-        self.0.get(name).cloned().unwrap_or_default()
-    }
-
-    /// A field's value trimmed, `None` when absent or blank.
-    pub fn text(&self, name: &str) -> Option<String> {
-        Some(self.get(name).trim().to_string()).filter(|v| !v.is_empty())
-    }
-}
-
-/// The fields of the request's query string, read like a form's (never a rejection).
-pub(super) struct Query(pub Posted);
-
-impl<S: Send + Sync> FromRequestParts<S> for Query {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(Query(Posted::parse(
-            parts.uri.query().unwrap_or_default().as_bytes(),
-        )))
-    }
-}
-
-impl Posted {
-    /// The page a list's `cursor` field asks for, of the default size.
-    pub fn page(&self) -> PageParams {
-        PageParams {
-            limit: None,
-            cursor: self.text("cursor"),
-        }
-    }
-}
-
-/// The program id of a page's path (`{id}` or `{program_id}`); anything but a positive
-/// integer is the 404 page.
-pub(super) struct ProgramId(pub i64);
-
-impl<S: Send + Sync> FromRequestParts<S> for ProgramId {
-    type Rejection = PageError;
-
-    async fn from_request_parts(parts: &mut Parts, s: &S) -> Result<Self, PageError> {
-        let Path(raw) = Path::<String>::from_request_parts(parts, s)
-            .await
-            .map_err(|_| PageError::from(Error::not_found("Not found")))?;
-        raw.parse::<i64>()
-            .ok()
-            .filter(|id| *id > 0)
-            .map(ProgramId)
-            .ok_or_else(|| Error::not_found("Not found").into())
-    }
-}
-
-/// One input of a form: its name, label, the value to show again and its error.
-#[derive(Debug, Clone)]
-pub(super) struct Field {
-    pub name: &'static str,
-    pub label: &'static str,
-    pub value: String,
-    pub error: Option<String>,
-}
-
-impl Field {
-    /// An empty field.
-    pub fn new(name: &'static str, label: &'static str) -> Field {
-        Field {
-            name,
-            label,
-            value: String::new(),
-            error: None,
-        }
-    }
-
-    /// The same field showing `value`.
-    pub fn with(mut self, value: impl Into<String>) -> Field {
-        self.value = value.into();
-        self
-    }
-
-    /// Whether `text` is about this field: it starts with the field's name or speaks of
-    /// "this <name>" (`A link with this short_link already exists`).
-    fn concerns(&self, text: &str) -> bool {
-        text.strip_prefix(self.name)
-            .is_some_and(|rest| rest.starts_with(' '))
-            || text.contains(&format!("this {}", self.name))
-    }
-
-    /// `text` in a person's words: the field's name replaced by its label.
-    fn worded(&self, text: &str) -> String {
-        match text.strip_prefix(self.name) {
-            Some(rest) => format!("{}{rest}", self.label),
-            None => text.replace(self.name, &self.label.to_ascii_lowercase()),
-        }
-    }
-}
-
-/// Puts a service error's `text` beside the field it is about; the text for the top of
-/// the form when it concerns none of them.
-pub(super) fn place_error(text: &str, fields: &mut [&mut Field]) -> Option<String> {
-    match fields.iter_mut().find(|f| f.concerns(text)) {
-        Some(f) => {
-            f.error = Some(f.worded(text));
-            None
-        }
-        None => Some(text.to_string()),
-    }
 }
 
 /// A standing that keeps a partner from a program's data, in its words.
@@ -437,69 +89,4 @@ pub(super) fn notice(done: Option<&str>) -> Option<&'static str> {
         "password" => "Your password is changed. Other browsers signed in as you are signed out.",
         _ => return None,
     })
-}
-
-/// A day (UTC) and its full instant, for `<time datetime=…>`.
-pub(super) struct Moment {
-    /// `YYYY-MM-DD`, UTC.
-    pub day: String,
-    /// ISO 8601 with milliseconds, UTC.
-    pub iso: String,
-}
-
-impl Moment {
-    /// The moment of `ms` since the epoch.
-    pub fn of(ms: i64) -> Moment {
-        Moment {
-            day: crate::domain::time::day_of(ms),
-            iso: crate::domain::time::iso(ms),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn service_errors_land_beside_their_field() {
-        let mut link = Field::new("short_link", "Short link");
-        let text = place_error(
-            "A link with this short_link already exists",
-            &mut [&mut link],
-        );
-        assert_eq!(text, None);
-        assert_eq!(
-            link.error.as_deref(),
-            Some("A link with this short link already exists")
-        );
-
-        let mut email = Field::new("email", "Email");
-        let mut payout = Field::new("payout_email", "Payout email");
-        place_error(
-            "payout_email must be an email address",
-            &mut [&mut email, &mut payout],
-        );
-        assert_eq!(email.error, None);
-        assert_eq!(
-            payout.error.as_deref(),
-            Some("Payout email must be an email address")
-        );
-
-        let mut password = Field::new("password", "Password");
-        assert_eq!(
-            place_error("This invite link has expired", &mut [&mut password]).as_deref(),
-            Some("This invite link has expired")
-        );
-        assert_eq!(password.error, None);
-    }
-
-    #[test]
-    fn forms_read_the_first_value_of_each_field() {
-        let p = Posted::parse(b"email=a%40b.c&email=x&name=+Ann+&empty=");
-        assert_eq!(p.get("email"), "a@b.c");
-        assert_eq!(p.text("name").as_deref(), Some("Ann"));
-        assert_eq!(p.text("empty"), None);
-        assert_eq!(p.get("missing"), "");
-    }
 }

@@ -2,6 +2,8 @@
 //! programs, partners, links, users and memberships; and the lookups of the tracking API
 //! (a link by its short link, the origins programs admit).
 
+use sqlx::Connection;
+
 use super::engine::{stmt, Engine, Rec, Stmt};
 use super::{named, named_opt, parse_origins};
 use crate::domain::commission::CommissionRule;
@@ -9,8 +11,9 @@ use crate::domain::self_referral::email_key;
 use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{
-    origin_allowed, Link, LinkPatch, LinkTarget, Membership, NewProgram, Partner, PartnerPatch,
-    PartnerProgram, PaymentAccount, Program, ProgramPatch, User, Workspace,
+    origin_allowed, FirstRunRecords, Link, LinkPatch, LinkTarget, MemberRow, Membership, NewOwner,
+    NewProgram, Partner, PartnerPatch, PartnerProgram, PaymentAccount, Program, ProgramPatch, User,
+    Workspace,
 };
 
 /// Reads a setting.
@@ -557,6 +560,86 @@ pub(super) async fn create_user<DB: Engine>(
         name: name.map(str::to_string),
         created_at: at,
     })
+}
+
+/// Whether any dashboard user exists.
+pub(super) async fn has_users<DB: Engine>(conn: &mut DB::Connection) -> StoreResult<bool> {
+    Ok(stmt::<DB>("SELECT 1 FROM users LIMIT 1")
+        .fetch_optional(&mut *conn)
+        .await?
+        .is_some())
+}
+
+/// Settings key claimed by the first run, so that it runs once even when two requests
+/// race on two processes.
+const FIRST_RUN_SETTING: &str = "first_run_at";
+
+/// The first workspace, its owner and its first program, in one transaction.
+pub(super) async fn first_run<DB: Engine>(
+    conn: &mut DB::Connection,
+    owner: &NewOwner<'_>,
+    p: &NewProgram,
+    at: i64,
+) -> StoreResult<FirstRunRecords> {
+    let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
+    // The claim conflicts with (or, on PostgreSQL, waits for) any other first run.
+    stmt::<DB>("INSERT INTO settings (key, value) VALUES ($1, $2)")
+        .bind(FIRST_RUN_SETTING)
+        .bind(at.to_string())
+        .execute(&mut tx)
+        .await
+        .map_err(|e| StoreError::from(e).conflict_on("first run"))?;
+    if has_users::<DB>(&mut tx).await? {
+        return Err(StoreError::Conflict("first run"));
+    }
+    let workspace = create_workspace::<DB>(&mut tx, owner.workspace_name, at).await?;
+    let user = create_user::<DB>(&mut tx, owner.email, owner.password_hash, owner.name, at).await?;
+    add_member::<DB>(
+        &mut tx,
+        workspace.id,
+        user.id,
+        Role::Owner,
+        MembershipStatus::Active,
+        at,
+    )
+    .await?;
+    let program = NewProgram {
+        workspace_id: workspace.id,
+        ..p.clone()
+    };
+    let program = create_program::<DB>(&mut tx, &program, at).await?;
+    tx.commit().await?;
+    Ok(FirstRunRecords {
+        workspace,
+        user,
+        program,
+    })
+}
+
+/// Every member of a workspace with its user's email and name, by user id.
+pub(super) async fn workspace_members<DB: Engine>(
+    conn: &mut DB::Connection,
+    workspace_id: i64,
+) -> StoreResult<Vec<MemberRow>> {
+    let rows = stmt::<DB>(
+        "SELECT m.user_id, u.email, u.name, m.role, m.status, m.created_at FROM memberships m \
+         JOIN users u ON u.id = m.user_id WHERE m.workspace_id = $1 ORDER BY m.user_id",
+    )
+    .bind(workspace_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(MemberRow {
+                user_id: r.try_get_at(0)?,
+                email: r.try_get_at(1)?,
+                name: r.try_get_at(2)?,
+                role: named(r, "role")?,
+                status: named(r, "status")?,
+                created_at: r.try_get_at(5)?,
+            })
+        })
+        .collect()
 }
 
 /// The columns of a [`Membership`], for [`membership_from_row`].

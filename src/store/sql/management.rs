@@ -13,9 +13,9 @@ use super::{named, SqlStore, NO_CURSOR};
 use crate::domain::status::{LinkStatus, PartnerStatus};
 use crate::store::error::StoreResult;
 use crate::store::management::{
-    LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record,
+    LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record, TopPartner,
 };
-use crate::store::model::{Link, Partner, Program, Workspace};
+use crate::store::model::{Link, MemberRow, Partner, Program, Workspace};
 use crate::store::payout_model::Page;
 
 /// The rows of [`program_partner_row`], a program's partners `pp` with their partner `p`;
@@ -236,6 +236,70 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
             .fetch_all(&mut *self.read.acquire().await?)
             .await?;
         rows.iter().map(link_from_row).collect()
+    }
+
+    async fn workspace_members(&self, workspace_id: i64) -> StoreResult<Vec<MemberRow>> {
+        super::admin::workspace_members::<DB>(&mut *self.read.acquire().await?, workspace_id).await
+    }
+
+    async fn top_partners(
+        &self,
+        program_id: i64,
+        from_day: &str,
+        to_day: &str,
+        limit: i64,
+    ) -> StoreResult<Vec<TopPartner>> {
+        let rows = stmt::<DB>(
+            "SELECT r.partner_id, p.name, r.clicks, r.leads, r.sales, r.revenue, r.commission \
+             FROM (SELECT partner_id, CAST(SUM(clicks) AS BIGINT) AS clicks, \
+               CAST(SUM(leads) AS BIGINT) AS leads, CAST(SUM(sales) AS BIGINT) AS sales, \
+               CAST(SUM(revenue_cents) AS BIGINT) AS revenue, \
+               CAST(SUM(commission_cents) AS BIGINT) AS commission \
+               FROM partner_daily_rollups WHERE program_id = $1 AND day >= $2 AND day <= $3 \
+               GROUP BY partner_id) r \
+             JOIN partners p ON p.id = r.partner_id \
+             WHERE r.clicks > 0 OR r.leads > 0 OR r.sales > 0 OR r.revenue <> 0 \
+             ORDER BY r.revenue DESC, r.clicks DESC, r.partner_id LIMIT $4",
+        )
+        .bind(program_id)
+        .bind(from_day)
+        .bind(to_day)
+        .bind(limit)
+        .fetch_all(&mut *self.read.acquire().await?)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(TopPartner {
+                    partner_id: r.try_get_at(0)?,
+                    name: r.try_get_at(1)?,
+                    clicks: r.try_get_at(2)?,
+                    leads: r.try_get_at(3)?,
+                    sales: r.try_get_at(4)?,
+                    revenue_hundredths: r.try_get_at(5)?,
+                    commission_hundredths: r.try_get_at(6)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn partner_names(&self, program_id: i64, ids: &[i64]) -> StoreResult<Vec<(i64, String)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 2)).collect();
+        let sql = format!(
+            "SELECT p.id, p.name FROM partner_programs pp JOIN partners p ON p.id = pp.partner_id \
+             WHERE pp.program_id = $1 AND pp.partner_id IN ({})",
+            list.join(", ")
+        );
+        let mut q = stmt::<DB>(&sql).bind(program_id);
+        for id in ids {
+            q = q.bind(*id);
+        }
+        let rows = q.fetch_all(&mut *self.read.acquire().await?).await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get_at(0)?, r.try_get_at(1)?)))
+            .collect()
     }
 }
 

@@ -49,10 +49,10 @@ use super::committer::{CommitStats, Committer};
 use super::error::{StoreError, StoreResult};
 use super::write::Write;
 use super::{
-    integrity, Backend, Coupon, Credentials, DailyRollup, DashboardProgram, EventFilter, Link,
-    LinkPatch, LinkTarget, ListedEvent, Membership, NewCoupon, NewProgram, Page, Partner,
-    PartnerPatch, PartnerProgram, PaymentAccount, PoolUse, Program, ProgramPatch, SessionUser,
-    SetupStatus, Store, User, Workspace,
+    integrity, Backend, Coupon, Credentials, DailyRollup, DashboardProgram, EventFilter,
+    FirstRunRecords, Link, LinkPatch, LinkTarget, ListedEvent, Membership, NewCoupon, NewOwner,
+    NewProgram, Page, Partner, PartnerPatch, PartnerProgram, PaymentAccount, PoolUse, Program,
+    ProgramPatch, SessionUser, SetupStatus, Store, User, Workspace,
 };
 use crate::domain::status::{
     CommissionFlag, CouponStatus, LinkStatus, MembershipStatus, Role, UnknownValue,
@@ -251,6 +251,19 @@ impl<DB: Engine> Store for SqlStore<DB> {
             at,
         )
         .await
+    }
+
+    async fn has_users(&self) -> StoreResult<bool> {
+        admin::has_users::<DB>(&mut *self.read.acquire().await?).await
+    }
+
+    async fn first_run(
+        &self,
+        owner: &NewOwner<'_>,
+        p: &NewProgram,
+        at: i64,
+    ) -> StoreResult<FirstRunRecords> {
+        admin::first_run::<DB>(&mut *self.write.acquire().await?, owner, p, at).await
     }
 
     async fn add_member(

@@ -342,6 +342,7 @@ async fn clicks_commit_in_one_query_and_leave_nothing_when_they_fail() {
     assert_eq!(f.consistent().await, (3, 0));
     let all = EventFilter {
         kinds: EventKind::ALL.to_vec(),
+        test: false,
         from_ms: None,
         to_ms: None,
     };

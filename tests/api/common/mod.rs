@@ -3,6 +3,7 @@
 //! `tower::ServiceExt::oneshot`.
 #![allow(dead_code)]
 
+pub mod pages;
 pub mod receiver;
 pub mod server;
 pub mod smtp;

@@ -76,17 +76,17 @@ fn js() -> &'static Asset {
 }
 
 /// The stylesheet's URL, versioned by its content.
-pub(super) fn css_href() -> &'static str {
+pub fn css_href() -> &'static str {
     &css().href
 }
 
 /// The script's URL, versioned by its content.
-pub(super) fn js_href() -> &'static str {
+pub fn js_href() -> &'static str {
     &js().href
 }
 
 /// `GET /assets/app.css` and `GET /assets/app.js`.
-pub(super) fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
+pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
         .route(
             "/assets/app.css",

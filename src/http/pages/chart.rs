@@ -1,7 +1,7 @@
-//! The overview's daily chart: one small bar chart per figure (clicks, leads, sales,
-//! earnings), drawn as inline SVG on the server. Each bar carries its day and value as a
-//! `<title>` (a tooltip), each chart an `aria-label` with its total and best day, and
-//! the page adds the same figures as a table.
+//! The daily charts of an overview: one small bar chart per figure (clicks, leads,
+//! sales, money), drawn as inline SVG on the server. Each bar carries its day and value
+//! as a `<title>` (a tooltip), each chart an `aria-label` with its total and best day,
+//! and the page adds the same figures as a table.
 
 use std::fmt::Write;
 
@@ -11,30 +11,38 @@ use crate::domain::metrics::day_text;
 use crate::domain::money::display_amount;
 
 /// Bars a chart draws at most; longer ranges put several days in one bar.
-pub(super) const MAX_BARS: usize = 92;
+pub const MAX_BARS: usize = 92;
 
-/// One day's figures of a partner.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct Day {
-    pub day: NaiveDate,
-    pub clicks: i64,
-    pub leads: i64,
-    pub sales: i64,
-    /// Commission earned that day, net of reversals, in the currency's smallest unit.
-    pub earnings: i64,
+/// One figure over the days of a range.
+pub struct Series {
+    /// The chart's CSS key (`clicks`, `leads`, `sales`, `revenue`, `earnings`, …).
+    pub key: &'static str,
+    pub label: &'static str,
+    /// Amounts in the currency's smallest unit, rather than counts.
+    pub money: bool,
+    /// One value per day of the range.
+    pub values: Vec<i64>,
 }
 
-/// A figure's CSS key and label, how to read it from a day, and how to show a value.
-type Figure<'a> = (
-    &'static str,
-    &'static str,
-    fn(&Day) -> i64,
-    &'a dyn Fn(i64) -> String,
-);
+impl Series {
+    /// A value of the series as a page shows it: money in `currency`, or a count.
+    pub fn show(&self, value: i64, currency: &str) -> String {
+        if self.money {
+            display_amount(value, currency)
+        } else {
+            value.to_string()
+        }
+    }
+
+    /// The total of the range, shown.
+    pub fn total(&self, currency: &str) -> String {
+        self.show(self.values.iter().sum(), currency)
+    }
+}
 
 /// One figure's chart, ready for the page.
-pub(super) struct Panel {
-    /// `clicks`, `leads`, `sales` or `earnings`: the chart's CSS class.
+pub struct Panel {
+    /// The chart's CSS key.
     pub key: &'static str,
     pub label: &'static str,
     /// The range's total, formatted.
@@ -44,18 +52,18 @@ pub(super) struct Panel {
 }
 
 /// A row of the figures table (one bar).
-pub(super) struct Row {
+pub struct Row {
     /// The bar's day, or its first and last day.
     pub label: String,
-    pub clicks: i64,
-    pub leads: i64,
-    pub sales: i64,
-    pub earnings: String,
+    /// One formatted value per series.
+    pub cells: Vec<String>,
 }
 
 /// The charts of a range and their table.
-pub(super) struct Chart {
+pub struct Chart {
     pub panels: Vec<Panel>,
+    /// The table's value columns: the series' labels.
+    pub columns: Vec<&'static str>,
     pub rows: Vec<Row>,
     /// How many days one bar holds.
     pub days_per_bar: usize,
@@ -63,26 +71,15 @@ pub(super) struct Chart {
     pub last_day: String,
 }
 
-/// Sums consecutive days into at most [`MAX_BARS`] bars; each bar takes its first day.
-fn bucket(days: &[Day]) -> (Vec<(Day, NaiveDate)>, usize) {
+/// The bars of `days`: at most [`MAX_BARS`] runs of consecutive days (first and last
+/// day of each), and how many days a run holds.
+fn bucket(days: &[NaiveDate]) -> (Vec<(usize, usize)>, usize) {
     let per = days.len().div_ceil(MAX_BARS).max(1);
-    let bars = days
-        .chunks(per)
-        .map(|chunk| {
-            let mut sum = Day {
-                day: chunk[0].day,
-                ..Day::default()
-            };
-            for d in chunk {
-                sum.clicks += d.clicks;
-                sum.leads += d.leads;
-                sum.sales += d.sales;
-                sum.earnings += d.earnings;
-            }
-            (sum, chunk[chunk.len() - 1].day)
-        })
+    let runs = (0..days.len())
+        .step_by(per)
+        .map(|start| (start, (start + per).min(days.len()) - 1))
         .collect();
-    (bars, per)
+    (runs, per)
 }
 
 /// The words of a bar's period.
@@ -151,54 +148,55 @@ fn svg(label: &str, bars: &[(i64, String)], show: &dyn Fn(i64) -> String) -> Str
     out
 }
 
-/// The charts and table of `days` (every day of the range, in order; none is an empty
-/// range), earnings in `currency`.
-pub(super) fn chart(days: &[Day], currency: &str) -> Chart {
-    let (bars, per) = bucket(days);
-    let periods: Vec<String> = bars.iter().map(|(d, last)| period(d.day, *last)).collect();
-    let series = |f: fn(&Day) -> i64| -> Vec<(i64, String)> {
-        bars.iter()
-            .zip(&periods)
-            .map(|((d, _), p)| (f(d), p.clone()))
-            .collect()
-    };
-    let count = |n: i64| n.to_string();
-    let money = |n: i64| display_amount(n, currency);
-    let figures: [Figure; 4] = [
-        ("clicks", "Clicks", |d| d.clicks, &count),
-        ("leads", "Leads", |d| d.leads, &count),
-        ("sales", "Sales", |d| d.sales, &count),
-        ("earnings", "Earnings", |d| d.earnings, &money),
-    ];
-    let panels = figures
-        .into_iter()
-        .map(|(key, label, f, show)| {
-            let values = series(f);
+/// The charts and table of `series` over `days` (every day of the range, in order;
+/// none is an empty range), money in `currency`.
+pub fn chart(days: &[NaiveDate], series: &[Series], currency: &str) -> Chart {
+    let (runs, per) = bucket(days);
+    let periods: Vec<String> = runs
+        .iter()
+        .map(|(first, last)| period(days[*first], days[*last]))
+        .collect();
+    let sums: Vec<Vec<i64>> = series
+        .iter()
+        .map(|s| {
+            runs.iter()
+                .map(|(first, last)| s.values[*first..=*last].iter().sum())
+                .collect()
+        })
+        .collect();
+    let panels = series
+        .iter()
+        .zip(&sums)
+        .map(|(s, bars)| {
+            let labelled: Vec<(i64, String)> =
+                bars.iter().copied().zip(periods.iter().cloned()).collect();
             Panel {
-                key,
-                label,
-                total: show(values.iter().map(|(v, _)| *v).sum()),
-                svg: svg(label, &values, show),
+                key: s.key,
+                label: s.label,
+                total: s.total(currency),
+                svg: svg(s.label, &labelled, &|n| s.show(n, currency)),
             }
         })
         .collect();
-    let rows = bars
-        .iter()
-        .zip(periods)
-        .map(|((d, _), label)| Row {
+    let rows = periods
+        .into_iter()
+        .enumerate()
+        .map(|(i, label)| Row {
             label,
-            clicks: d.clicks,
-            leads: d.leads,
-            sales: d.sales,
-            earnings: display_amount(d.earnings, currency),
+            cells: series
+                .iter()
+                .zip(&sums)
+                .map(|(s, bars)| s.show(bars[i], currency))
+                .collect(),
         })
         .collect();
     Chart {
         panels,
+        columns: series.iter().map(|s| s.label).collect(),
         rows,
         days_per_bar: per,
-        first_day: days.first().map(|d| day_text(d.day)).unwrap_or_default(),
-        last_day: days.last().map(|d| day_text(d.day)).unwrap_or_default(),
+        first_day: days.first().map(|d| day_text(*d)).unwrap_or_default(),
+        last_day: days.last().map(|d| day_text(*d)).unwrap_or_default(),
     }
 }
 
@@ -206,21 +204,34 @@ pub(super) fn chart(days: &[Day], currency: &str) -> Chart {
 mod tests {
     use super::*;
 
-    fn day(n: u64, clicks: i64, earnings: i64) -> Day {
-        Day {
-            day: NaiveDate::from_ymd_opt(2026, 1, 1).unwrap() + chrono::Days::new(n),
-            clicks,
-            leads: 0,
-            sales: 0,
-            earnings,
+    fn days(n: u64) -> Vec<NaiveDate> {
+        (0..n)
+            .map(|i| NaiveDate::from_ymd_opt(2026, 1, 1).unwrap() + chrono::Days::new(i))
+            .collect()
+    }
+
+    fn series(key: &'static str, money: bool, values: Vec<i64>) -> Series {
+        Series {
+            key,
+            label: key,
+            money,
+            values,
         }
     }
 
     #[test]
     fn bars_scale_to_the_best_day_and_say_what_they_show() {
-        let days = [day(0, 4, 0), day(1, 0, 1500), day(2, 2, -300)];
-        let c = chart(&days, "usd");
-        assert_eq!(c.panels.len(), 4);
+        let c = chart(
+            &days(3),
+            &[
+                series("Clicks", false, vec![4, 0, 2]),
+                series("Leads", false, vec![0, 0, 0]),
+                series("Earnings", true, vec![0, 1500, -300]),
+            ],
+            "usd",
+        );
+        assert_eq!(c.panels.len(), 3);
+        assert_eq!(c.columns, ["Clicks", "Leads", "Earnings"]);
         let clicks = &c.panels[0];
         assert_eq!(clicks.total, "6");
         assert!(clicks
@@ -229,13 +240,13 @@ mod tests {
         assert!(clicks.svg.contains("height=\"100\""), "{}", clicks.svg);
         assert!(clicks.svg.contains("height=\"50\""), "{}", clicks.svg);
         assert_eq!(clicks.svg.matches("<rect").count(), 2);
-        let earnings = &c.panels[3];
+        let earnings = &c.panels[2];
         assert_eq!(earnings.total, "$12.00");
         assert!(earnings.svg.contains("<title>2026-01-02: $15.00</title>"));
         assert!(!earnings.svg.contains("-$3.00</title>"));
         let none = &c.panels[1];
         assert!(none.svg.contains("Leads: none in this period"));
-        assert_eq!(c.rows[2].earnings, "-$3.00");
+        assert_eq!(c.rows[2].cells, ["2", "0", "-$3.00"]);
         assert_eq!(
             (c.first_day.as_str(), c.last_day.as_str()),
             ("2026-01-01", "2026-01-03")
@@ -244,13 +255,12 @@ mod tests {
 
     #[test]
     fn long_ranges_put_several_days_in_a_bar() {
-        let days: Vec<Day> = (0..365).map(|n| day(n, 1, 0)).collect();
-        let c = chart(&days, "eur");
+        let c = chart(&days(365), &[series("Clicks", false, vec![1; 365])], "eur");
         assert_eq!(c.days_per_bar, 4);
         assert_eq!(c.rows.len(), 92);
-        assert_eq!(c.rows[0].clicks, 4);
+        assert_eq!(c.rows[0].cells, ["4"]);
         assert_eq!(c.rows[0].label, "2026-01-01 to 2026-01-04");
-        assert_eq!(c.rows[91].clicks, 1);
+        assert_eq!(c.rows[91].cells, ["1"]);
         assert_eq!(c.panels[0].total, "365");
     }
 

@@ -1,0 +1,106 @@
+//! The first run of a server: while no dashboard user exists, the owner's dashboard
+//! offers a setup page that creates the first workspace, its owner and a first program.
+//! Once anyone has an account, it is gone; operators keep the admin token and the CLI
+//! either way.
+
+use super::admin::{hashed_password, name, new_program, user_fields, ProgramBody, UserBody};
+use super::{App, Error, Result};
+use crate::store::{NewOwner, StoreError, User, Workspace};
+
+/// What the setup page asks for.
+#[derive(Debug, Clone, Default)]
+pub struct FirstRunBody {
+    /// The company or team: the workspace's name.
+    pub workspace_name: String,
+    /// The owner's name.
+    pub name: String,
+    pub email: String,
+    /// At least 8 characters.
+    pub password: String,
+    pub program_name: String,
+    /// Three letters; `usd` when absent.
+    pub currency: Option<String>,
+    /// The site's origin (`https://shop.example.com`), the program's first allowed
+    /// origin; optional.
+    pub website: Option<String>,
+}
+
+/// What the first run created; the program's view carries its API token.
+#[derive(Debug)]
+pub struct FirstRun {
+    pub workspace: Workspace,
+    pub user: User,
+    pub program: super::admin::ProgramView,
+}
+
+/// The text of a first run after another.
+pub const ALREADY_SET_UP: &str = "This server is already set up: sign in instead";
+
+impl App {
+    /// Whether the server still waits for its first run: no dashboard user exists.
+    pub async fn needs_first_run(&self) -> Result<bool> {
+        Ok(!self.store.has_users().await?)
+    }
+
+    /// Creates the first workspace, its owner and its first program; a conflict once any
+    /// user exists.
+    pub async fn first_run(&self, b: FirstRunBody) -> Result<FirstRun> {
+        let workspace_name = name("workspace_name", &b.workspace_name, 200)?;
+        let user = UserBody {
+            email: b.email,
+            password: b.password,
+            name: Some(b.name),
+        };
+        let (email, display) = user_fields(&user)?;
+        let program_name = name("program_name", &b.program_name, 200)?;
+        let website = b
+            .website
+            .map(|w| w.trim().to_string())
+            .filter(|w| !w.is_empty());
+        let (program, token) = new_program(ProgramBody {
+            workspace_id: 0,
+            name: program_name,
+            cookie_window_days: None,
+            currency: b.currency.filter(|c| !c.trim().is_empty()),
+            commission: None,
+            recurring_commission_months: None,
+            // The site is also where redirect links send visitors, until changed.
+            destination_url: website.clone(),
+            allowed_origins: website.map(|w| vec![w]),
+            stripe_webhook_secret: None,
+            commission_hold_days: None,
+            min_payout_cents: None,
+            applications_open: None,
+            partner_links_allowed: None,
+        })
+        .map_err(|e| match e {
+            Error::Invalid(text) if text.starts_with("allowed_origins") => Error::invalid(
+                "website must be the address of your site, like https://shop.example.com",
+            ),
+            other => other,
+        })?;
+        if !self.needs_first_run().await? {
+            return Err(Error::Conflict(ALREADY_SET_UP.into()));
+        }
+        let hash = hashed_password(user.password).await?;
+        let owner = NewOwner {
+            workspace_name: &workspace_name,
+            email: &email,
+            password_hash: &hash,
+            name: display.as_deref(),
+        };
+        let done = self
+            .store
+            .first_run(&owner, &program, self.now_ms())
+            .await
+            .map_err(|e| match e {
+                StoreError::Conflict(_) => Error::Conflict(ALREADY_SET_UP.into()),
+                other => other.into(),
+            })?;
+        Ok(FirstRun {
+            workspace: done.workspace,
+            user: done.user,
+            program: super::admin::program_view(&done.program, Some(&token)),
+        })
+    }
+}

@@ -1,0 +1,132 @@
+//! The first-run setup: while no user exists, the page that creates the first
+//! workspace, its owner and a first program, then signs the owner in.
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::header::SET_COOKIE;
+use axum::http::{HeaderMap, StatusCode};
+
+use super::frame::public;
+use super::install::setup_page;
+use super::session::{Signed, COOKIE};
+use crate::app;
+use crate::app::first_run::FirstRunBody;
+use crate::http::pages::session::see_other;
+use crate::http::pages::view::{ok, place_error, render, Chrome, Field, PageResult, Posted};
+use crate::http::AppState;
+
+#[derive(Template)]
+#[template(path = "console/first_run.html")]
+struct FirstRunPage {
+    chrome: Chrome,
+    workspace_name: Field,
+    name: Field,
+    email: Field,
+    password: Field,
+    confirm: Field,
+    program_name: Field,
+    website: Field,
+    currency: Field,
+    form_error: Option<String>,
+}
+
+impl FirstRunPage {
+    fn new() -> FirstRunPage {
+        FirstRunPage {
+            chrome: public("Set up Reftrack"),
+            workspace_name: Field::new("workspace_name", "Company or team"),
+            name: Field::new("name", "Your name"),
+            email: Field::new("email", "Email"),
+            password: Field::new("password", "Password"),
+            confirm: Field::new("confirm", "Repeat the password"),
+            program_name: Field::new("program_name", "Program name"),
+            website: Field::new("website", "Your site"),
+            currency: Field::new("currency", "Currency").with("USD"),
+            form_error: None,
+        }
+    }
+}
+
+/// `GET /app/setup`: the setup form while the server has no user; the dashboard after.
+pub(super) async fn page(State(s): State<AppState>) -> PageResult {
+    if !s.app.needs_first_run().await? {
+        return Ok(see_other("/app"));
+    }
+    Ok(ok(&FirstRunPage::new()))
+}
+
+/// `POST /app/setup`: creates the workspace, the owner and the program, signs the owner
+/// in and shows the program's setup page with its API token; or shows the form again
+/// with its errors.
+pub(super) async fn submit(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    let form = Posted::parse(&body);
+    let mut page = FirstRunPage::new();
+    page.workspace_name = page.workspace_name.with(form.get("workspace_name").trim());
+    page.name = page.name.with(form.get("name").trim());
+    page.email = page.email.with(form.get("email").trim());
+    page.program_name = page.program_name.with(form.get("program_name").trim());
+    page.website = page.website.with(form.get("website").trim());
+    page.currency = page.currency.with(form.get("currency").trim());
+    let password = form.get("password");
+    if password != form.get("confirm") {
+        page.confirm.error = Some("The two passwords are not the same".into());
+        return Ok(render(StatusCode::BAD_REQUEST, &page));
+    }
+    let b = FirstRunBody {
+        workspace_name: page.workspace_name.value.clone(),
+        name: page.name.value.clone(),
+        email: page.email.value.clone(),
+        password: password.clone(),
+        program_name: page.program_name.value.clone(),
+        currency: Some(page.currency.value.clone()),
+        website: Some(page.website.value.clone()),
+    };
+    let refused = match s.app.first_run(b).await {
+        Ok(done) => {
+            let session = s.app.login(&done.user.email, password).await?;
+            let user = Signed {
+                user_id: done.user.id,
+                who: done.user.name.clone().unwrap_or(done.user.email.clone()),
+                token_hash: String::new(),
+            };
+            // The setup page itself, not a redirect: it is the one answer that shows the
+            // program's API token.
+            let mut page = setup_page(
+                &s,
+                &user,
+                done.program.id,
+                &headers,
+                done.program.api_token,
+                Some("welcome"),
+            )
+            .await?;
+            let cookie = COOKIE.set_cookie(&s, &headers, &session);
+            page.headers_mut().insert(SET_COOKIE, cookie);
+            return Ok(page);
+        }
+        Err(app::Error::Invalid(text)) => text,
+        Err(app::Error::Conflict(text)) => {
+            page.form_error = Some(text);
+            return Ok(render(StatusCode::CONFLICT, &page));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    page.form_error = place_error(
+        &refused,
+        &mut [
+            &mut page.workspace_name,
+            &mut page.name,
+            &mut page.email,
+            &mut page.password,
+            &mut page.program_name,
+            &mut page.website,
+            &mut page.currency,
+        ],
+    );
+    Ok(render(StatusCode::BAD_REQUEST, &page))
+}

@@ -1,0 +1,133 @@
+//! The owner's dashboard: server-rendered pages under `/app/` where a program's owners
+//! and their team run it in the browser. `/` leads there (or, on a server without any
+//! user yet, to the first-run setup).
+//!
+//! Pages: the first-run setup and sign-in ([`first_run`], [`auth`]), the programs
+//! ([`programs`]), and for each program its overview with charts ([`overview`]), setup
+//! checklist and snippets ([`install`]), events ([`events`]), partners and links
+//! ([`partners`]), commissions, balances and payouts ([`money`]) and settings
+//! ([`settings`]).
+//!
+//! Handlers call the same service-layer functions as the JSON API ([`crate::app`]) with
+//! the signed-in user's `Caller` (or, for the dashboard reads, its user id), so the role
+//! rules and their 403s are the API's; pages only leave out what the role may not use
+//! ([`frame::Head`]). The session is the `rt_session` cookie ([`session`]); the frame,
+//! forms, error pages, same-origin rule and assets are the page layer shared with the
+//! partner portal ([`crate::http::pages`]).
+
+mod auth;
+mod events;
+mod first_run;
+mod frame;
+mod install;
+mod money;
+mod overview;
+mod partners;
+mod programs;
+mod session;
+mod settings;
+
+use axum::middleware;
+use axum::routing::{any, get, post};
+use axum::Router;
+
+use super::pages::session::{same_origin_posts, see_other};
+use super::pages::view::{not_found, page_headers};
+use super::AppState;
+
+/// The dashboard's pages, and `/`.
+pub fn router() -> Router<AppState> {
+    // Sign-in and the first run (which hashes a password) count against the per-client-IP
+    // login limit, as the API's sign-in does.
+    let sign_in = Router::new()
+        .route("/app/login", get(auth::login_page).post(auth::login))
+        .route("/app/setup", get(first_run::page).post(first_run::submit))
+        .route_layer(middleware::from_fn(super::rate_limit::logins));
+    let program = "/app/programs/{id}";
+    Router::new()
+        .route("/", get(auth::root))
+        .merge(sign_in)
+        .route("/app/logout", post(auth::logout))
+        .route("/app", get(programs::home))
+        .route("/app/", get(|| async { see_other("/app") }))
+        .route("/app/programs", post(programs::create))
+        .route(program, get(overview::overview))
+        .route(&format!("{program}/setup"), get(install::setup))
+        .route(&format!("{program}/events"), get(events::events))
+        .route(
+            &format!("{program}/partners"),
+            get(partners::list).post(partners::add),
+        )
+        .route(
+            &format!("{program}/partners/{{partner_id}}"),
+            get(partners::detail).post(partners::edit),
+        )
+        .route(
+            &format!("{program}/partners/{{partner_id}}/status"),
+            post(partners::set_status),
+        )
+        .route(
+            &format!("{program}/partners/{{partner_id}}/invite"),
+            post(partners::invite),
+        )
+        .route(
+            &format!("{program}/partners/{{partner_id}}/links"),
+            post(partners::create_link),
+        )
+        .route(
+            &format!("{program}/links/{{link_id}}/status"),
+            post(partners::set_link_status),
+        )
+        .route(&format!("{program}/commissions"), get(money::commissions))
+        .route(
+            &format!("{program}/commissions.csv"),
+            get(money::commissions_csv),
+        )
+        .route(
+            &format!("{program}/commissions/{{commission_id}}/approve"),
+            post(money::approve),
+        )
+        .route(
+            &format!("{program}/commissions/{{commission_id}}/reject"),
+            post(money::reject),
+        )
+        .route(
+            &format!("{program}/payouts"),
+            get(money::payouts).post(money::create_payout),
+        )
+        .route(
+            &format!("{program}/payouts/{{payout_id}}"),
+            get(money::payout),
+        )
+        .route(
+            &format!("{program}/payouts/{{payout_id}}/export"),
+            get(money::export),
+        )
+        .route(
+            &format!("{program}/payouts/{{payout_id}}/paid"),
+            post(money::mark_paid),
+        )
+        .route(
+            &format!("{program}/payouts/{{payout_id}}/cancel"),
+            post(money::cancel),
+        )
+        .route(
+            &format!("{program}/settings"),
+            get(settings::settings).post(settings::save),
+        )
+        .route(
+            &format!("{program}/settings/token"),
+            post(settings::rotate_token),
+        )
+        .route(
+            &format!("{program}/settings/members"),
+            post(settings::add_member),
+        )
+        .route(
+            &format!("{program}/settings/members/{{user_id}}"),
+            post(settings::update_member),
+        )
+        .route("/app/{*rest}", any(not_found))
+        .layer(middleware::from_fn(same_origin_posts))
+        .layer(middleware::from_fn_with_state(frame::CONSOLE, page_headers))
+}

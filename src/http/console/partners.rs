@@ -1,0 +1,552 @@
+//! A program's partners: the list with their totals and standing (applications
+//! first-class: approve, reject; ban after a confirmation), a new partner (with its
+//! first link and an invite), and one partner's page: its figures, links (new,
+//! archived, active again), details and invite link.
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+
+use super::frame::{back_to, confirmed, Confirm, Frame, Head, Ids, Tab};
+use super::session::Signed;
+use crate::app;
+use crate::app::admin::{
+    LinkBody, LinkPatchBody, PartnerBody, PartnerPatchBody, ProgramPartnerBody,
+};
+use crate::app::management::{LinkParams, PartnerStatusBody};
+use crate::app::partners::Invite;
+use crate::app::PageParams;
+use crate::domain::money::display_amount;
+use crate::domain::status::PartnerStatus;
+use crate::http::pages::session::see_other;
+use crate::http::pages::view::{
+    ok, place_error, render, share_text, Chrome, Field, Moment, NavItem, PageError, PageResult,
+    Posted, ProgramId, Query,
+};
+use crate::http::partner::public_url;
+use crate::http::AppState;
+use crate::store::ProgramPartnerRow;
+
+/// A change of standing a page offers, as a button.
+struct Action {
+    status: &'static str,
+    label: &'static str,
+    /// Asks for a confirmation first.
+    danger: bool,
+}
+
+/// The changes of standing offered to a partner that is `status`.
+fn actions(status: PartnerStatus) -> Vec<Action> {
+    let a = |status, label, danger| Action {
+        status,
+        label,
+        danger,
+    };
+    match status {
+        PartnerStatus::Pending => vec![
+            a("approved", "Approve", false),
+            a("rejected", "Reject", false),
+        ],
+        PartnerStatus::Approved => vec![a("banned", "Ban", true)],
+        PartnerStatus::Rejected => vec![a("approved", "Approve", false)],
+        PartnerStatus::Banned => vec![a("approved", "Reinstate", false)],
+    }
+}
+
+/// A partner as the list and its page show it.
+struct PartnerRow {
+    id: i64,
+    name: String,
+    email: String,
+    code: String,
+    status: &'static str,
+    joined: Moment,
+    clicks: i64,
+    leads: i64,
+    sales: i64,
+    revenue: String,
+    commission: String,
+    actions: Vec<Action>,
+}
+
+fn partner_row(r: &ProgramPartnerRow, currency: &str) -> PartnerRow {
+    PartnerRow {
+        id: r.partner_id,
+        name: r.name.clone(),
+        email: r.email.clone().unwrap_or_default(),
+        code: r.code.clone(),
+        status: r.status.as_str(),
+        joined: Moment::of(r.created_at),
+        clicks: r.clicks,
+        leads: r.leads,
+        sales: r.sales,
+        revenue: display_amount(r.revenue_cents, currency),
+        commission: display_amount(r.commission_cents, currency),
+        actions: actions(r.status),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "console/partners.html")]
+struct PartnersPage {
+    chrome: Chrome,
+    head: Head,
+    statuses: Vec<NavItem>,
+    /// The status filter's words ("pending", …), empty for all.
+    status: String,
+    rows: Vec<PartnerRow>,
+    next_href: Option<String>,
+    first_href: Option<String>,
+    /// This page, for the forms' way back.
+    here: String,
+    name: Field,
+    email: Field,
+    code: Field,
+    /// Create a first link named after the code.
+    with_link: bool,
+    /// Make an invite link right away.
+    with_invite: bool,
+    form_error: Option<String>,
+}
+
+/// The status filters.
+const STATUSES: [(&str, &str); 5] = [
+    ("", "All"),
+    ("pending", "Applications"),
+    ("approved", "Approved"),
+    ("rejected", "Rejected"),
+    ("banned", "Banned"),
+];
+
+async fn partners_page(s: &AppState, frame: Frame, q: &Posted) -> app::Result<PartnersPage> {
+    let id = frame.program.id;
+    let status = q
+        .text("status")
+        .filter(|v| STATUSES.iter().any(|(s, _)| s == v))
+        .unwrap_or_default();
+    let listed = s
+        .app
+        .program_partners(
+            &frame.caller,
+            id,
+            Some(status.as_str()).filter(|s| !s.is_empty()),
+            &q.page(),
+        )
+        .await?;
+    let base = Tab::Partners.href(id);
+    let filtered = if status.is_empty() {
+        base.clone()
+    } else {
+        format!("{base}?status={status}")
+    };
+    let sep = if status.is_empty() { '?' } else { '&' };
+    let currency = frame.program.currency.clone();
+    Ok(PartnersPage {
+        statuses: STATUSES
+            .iter()
+            .map(|(v, label)| NavItem {
+                href: if v.is_empty() {
+                    base.clone()
+                } else {
+                    format!("{base}?status={v}")
+                },
+                label: (*label).into(),
+                current: *v == status,
+            })
+            .collect(),
+        rows: listed
+            .data
+            .iter()
+            .map(|r| partner_row(r, &currency))
+            .collect(),
+        next_href: listed
+            .next_cursor
+            .map(|c| format!("{filtered}{sep}cursor={c}")),
+        first_href: q.text("cursor").map(|_| filtered.clone()),
+        here: match q.text("cursor") {
+            Some(c) => format!("{filtered}{sep}cursor={c}"),
+            None => filtered,
+        },
+        status,
+        name: Field::new("name", "Name"),
+        email: Field::new("email", "Email"),
+        code: Field::new("code", "Code"),
+        with_link: true,
+        with_invite: true,
+        form_error: None,
+        chrome: frame.chrome,
+        head: frame.head,
+    })
+}
+
+/// `GET /app/programs/{id}/partners?status=…&cursor=…`.
+pub(super) async fn list(
+    State(s): State<AppState>,
+    user: Signed,
+    ProgramId(id): ProgramId,
+    Query(q): Query,
+) -> PageResult {
+    let frame = Frame::load(&s, &user, id, Tab::Partners, q.text("done").as_deref()).await?;
+    Ok(ok(&partners_page(&s, frame, &q).await?))
+}
+
+/// `POST /app/programs/{id}/partners`: a new partner of the program (approved), with a
+/// first link named after its code and, when it has an email, an invite link: its page
+/// opens showing that link.
+pub(super) async fn add(
+    State(s): State<AppState>,
+    user: Signed,
+    ProgramId(id): ProgramId,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    let form = Posted::parse(&body);
+    let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
+    let caller = frame.caller.clone();
+    let email = form.text("email");
+    let b = PartnerBody {
+        name: form.get("name"),
+        code: form.get("code"),
+        email: email.clone(),
+        workspace_id: Some(frame.program.workspace_id),
+    };
+    let created = s.app.create_partner(&caller, b).await;
+    let refused = match created {
+        Ok(partner) => {
+            let add = ProgramPartnerBody {
+                partner_id: partner.id,
+                status: Some("approved".into()),
+            };
+            s.app.add_program_partner(&caller, id, add).await?;
+            if form.text("with_link").is_some() {
+                let link = LinkBody {
+                    program_id: id,
+                    partner_id: Some(partner.id),
+                    short_link: partner.code.clone(),
+                    status: None,
+                    destination_url: None,
+                };
+                s.app.create_link(&caller, link).await?;
+            }
+            if email.is_some() && form.text("with_invite").is_some() {
+                let invite = s
+                    .app
+                    .invite_partner(&caller, partner.id, &public_url(&s, &headers))
+                    .await?;
+                let mut page = partner_page(&s, frame, partner.id).await?;
+                page.chrome.notice = Some(
+                    "The partner is added. Send it the invite link below: it sets its password and signs in."
+                        .into(),
+                );
+                page.invite = Some(invite);
+                return Ok(ok(&page));
+            }
+            return Ok(see_other(&format!(
+                "{}/{}?done=partner",
+                Tab::Partners.href(id),
+                partner.id
+            )));
+        }
+        Err(app::Error::Invalid(t) | app::Error::Conflict(t)) => t,
+        Err(e) => return Err(e.into()),
+    };
+    let mut page = partners_page(&s, frame, &Posted::parse(b"")).await?;
+    page.name = page.name.with(form.get("name"));
+    page.email = page.email.with(form.get("email"));
+    page.code = page.code.with(form.get("code"));
+    page.with_link = form.text("with_link").is_some();
+    page.with_invite = form.text("with_invite").is_some();
+    // The store names a taken code "partner code".
+    let refused = refused.replace("partner code", "this code");
+    page.form_error = place_error(
+        &refused,
+        &mut [&mut page.name, &mut page.email, &mut page.code],
+    );
+    Ok(render(StatusCode::BAD_REQUEST, &page))
+}
+
+/// `POST /app/programs/{id}/partners/{partner_id}/status`: approve, reject, reinstate,
+/// or (after a confirmation) ban.
+pub(super) async fn set_status(
+    State(s): State<AppState>,
+    user: Signed,
+    Ids(id, partner_id): Ids,
+    body: Bytes,
+) -> PageResult {
+    let form = Posted::parse(&body);
+    let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
+    let status = form.get("status");
+    if status == "banned" && !confirmed(&form) {
+        let partner = s.app.program_partner(&frame.caller, id, partner_id).await?;
+        let here = format!("{}/{partner_id}", Tab::Partners.href(id));
+        let mut page = Confirm::new(
+            frame,
+            format!("Ban {}?", partner.name),
+            "Its links stop counting for it, it no longer earns commissions in this program \
+             and its portal shows it is banned. You can reinstate it later.",
+            format!("{here}/status"),
+        );
+        page.fields = vec![("status", status), ("back", form.get("back"))];
+        page.button = "Ban partner";
+        page.cancel = form.text("back").unwrap_or(here);
+        return Ok(ok(&page));
+    }
+    s.app
+        .set_program_partner_status(&frame.caller, id, partner_id, PartnerStatusBody { status })
+        .await?;
+    Ok(see_other(&back_to(
+        &form,
+        &Tab::Partners.href(id),
+        "status",
+    )))
+}
+
+#[derive(Template)]
+#[template(path = "console/partner.html")]
+struct PartnerPage {
+    chrome: Chrome,
+    head: Head,
+    partner: PartnerRow,
+    payout_method: String,
+    payout_email: String,
+    links: Vec<LinkRow>,
+    short_link: Field,
+    link_error: Option<String>,
+    edit_name: Field,
+    edit_email: Field,
+    edit_method: Field,
+    methods: Vec<(&'static str, &'static str, bool)>,
+    edit_payout_email: Field,
+    edit_error: Option<String>,
+    /// An invite link just made.
+    invite: Option<Invite>,
+    invite_error: Option<String>,
+    here: String,
+}
+
+struct LinkRow {
+    id: i64,
+    short_link: String,
+    share: String,
+    active: bool,
+    clicks: i64,
+    created: Moment,
+}
+
+/// The payout methods offered (the empty value is none).
+const METHODS: [(&str, &str); 4] = [
+    ("", "Not set"),
+    ("paypal", "PayPal"),
+    ("wise", "Wise"),
+    ("manual", "Manual"),
+];
+
+impl PartnerPage {
+    /// The page as sent: the method options follow the method field.
+    fn finished(mut self) -> PartnerPage {
+        self.methods = METHODS
+            .iter()
+            .map(|(v, l)| (*v, *l, *v == self.edit_method.value))
+            .collect();
+        self
+    }
+}
+
+async fn partner_page(s: &AppState, frame: Frame, partner_id: i64) -> app::Result<PartnerPage> {
+    let id = frame.program.id;
+    let row = s.app.program_partner(&frame.caller, id, partner_id).await?;
+    let record = s.app.partner(&frame.caller, partner_id).await?;
+    let params = LinkParams {
+        program_id: Some(id.to_string()),
+        partner_id: Some(partner_id.to_string()),
+        status: None,
+    };
+    let page = PageParams {
+        limit: Some("100".into()),
+        cursor: None,
+    };
+    let links = s.app.list_links(&frame.caller, &params, &page).await?;
+    let origins = frame.program.allowed_origins.clone();
+    let method = record.payout_method.map(|m| m.as_str()).unwrap_or("");
+    Ok(PartnerPage {
+        partner: partner_row(&row, &frame.program.currency),
+        payout_method: METHODS
+            .iter()
+            .find(|(v, _)| *v == method)
+            .map_or("Not set", |(_, l)| l)
+            .to_string(),
+        payout_email: record.payout_email.clone().unwrap_or_default(),
+        links: links
+            .data
+            .iter()
+            .map(|l| LinkRow {
+                id: l.id,
+                share: share_text(&origins, &l.short_link),
+                short_link: l.short_link.clone(),
+                active: l.status.as_str() == "active",
+                clicks: l.clicks,
+                created: Moment::of(l.created_at),
+            })
+            .collect(),
+        short_link: Field::new("short_link", "Short link"),
+        link_error: None,
+        edit_name: Field::new("name", "Name").with(record.name.clone()),
+        edit_email: Field::new("email", "Email").with(record.email.clone().unwrap_or_default()),
+        edit_method: Field::new("payout_method", "Payout method").with(method),
+        methods: Vec::new(),
+        edit_payout_email: Field::new("payout_email", "Payout email")
+            .with(record.payout_email.unwrap_or_default()),
+        edit_error: None,
+        invite: None,
+        invite_error: None,
+        here: format!("{}/{partner_id}", Tab::Partners.href(id)),
+        chrome: frame.chrome,
+        head: frame.head,
+    }
+    .finished())
+}
+
+/// `GET /app/programs/{id}/partners/{partner_id}`.
+pub(super) async fn detail(
+    State(s): State<AppState>,
+    user: Signed,
+    Ids(id, partner_id): Ids,
+    Query(q): Query,
+) -> PageResult {
+    let frame = Frame::load(&s, &user, id, Tab::Partners, q.text("done").as_deref()).await?;
+    Ok(ok(&partner_page(&s, frame, partner_id).await?))
+}
+
+/// `POST /app/programs/{id}/partners/{partner_id}`: its name, email and payout details.
+pub(super) async fn edit(
+    State(s): State<AppState>,
+    user: Signed,
+    Ids(id, partner_id): Ids,
+    body: Bytes,
+) -> PageResult {
+    let form = Posted::parse(&body);
+    let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
+    // Only a partner of this program is edited from its pages.
+    s.app.program_partner(&frame.caller, id, partner_id).await?;
+    let b = PartnerPatchBody {
+        name: Some(form.get("name")),
+        email: Some(form.text("email")),
+        payout_method: Some(form.text("payout_method")),
+        payout_email: Some(form.text("payout_email")),
+    };
+    let refused = match s.app.update_partner(&frame.caller, partner_id, b).await {
+        Ok(_) => {
+            return Ok(see_other(&format!(
+                "{}/{partner_id}?done=partner-saved",
+                Tab::Partners.href(id)
+            )))
+        }
+        Err(app::Error::Invalid(t)) => t,
+        Err(e) => return Err(e.into()),
+    };
+    let mut page = partner_page(&s, frame, partner_id).await?;
+    page.edit_name = page.edit_name.with(form.get("name"));
+    page.edit_email = page.edit_email.with(form.get("email"));
+    page.edit_method = page.edit_method.with(form.get("payout_method"));
+    page.edit_payout_email = page.edit_payout_email.with(form.get("payout_email"));
+    page.edit_error = place_error(
+        &refused,
+        &mut [
+            &mut page.edit_name,
+            &mut page.edit_email,
+            &mut page.edit_method,
+            &mut page.edit_payout_email,
+        ],
+    );
+    Ok(render(StatusCode::BAD_REQUEST, &page.finished()))
+}
+
+/// `POST /app/programs/{id}/partners/{partner_id}/invite`: a new invite link, shown on
+/// the partner's page (it is not kept anywhere it could be shown again).
+pub(super) async fn invite(
+    State(s): State<AppState>,
+    user: Signed,
+    Ids(id, partner_id): Ids,
+    headers: HeaderMap,
+) -> PageResult {
+    let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
+    let caller = frame.caller.clone();
+    s.app.program_partner(&caller, id, partner_id).await?;
+    let made = s
+        .app
+        .invite_partner(&caller, partner_id, &public_url(&s, &headers))
+        .await;
+    let mut page = partner_page(&s, frame, partner_id).await?;
+    match made {
+        Ok(invite) => page.invite = Some(invite),
+        Err(app::Error::Invalid(t)) => {
+            page.invite_error = Some(t);
+            return Ok(render(StatusCode::BAD_REQUEST, &page));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    Ok(ok(&page))
+}
+
+/// `POST /app/programs/{id}/partners/{partner_id}/links`: a new link of the partner.
+pub(super) async fn create_link(
+    State(s): State<AppState>,
+    user: Signed,
+    Ids(id, partner_id): Ids,
+    body: Bytes,
+) -> PageResult {
+    let form = Posted::parse(&body);
+    let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
+    s.app.program_partner(&frame.caller, id, partner_id).await?;
+    let b = LinkBody {
+        program_id: id,
+        partner_id: Some(partner_id),
+        short_link: form.get("short_link"),
+        status: None,
+        destination_url: None,
+    };
+    let refused = match s.app.create_link(&frame.caller, b).await {
+        Ok(_) => {
+            return Ok(see_other(&format!(
+                "{}/{partner_id}?done=link",
+                Tab::Partners.href(id)
+            )))
+        }
+        Err(app::Error::Invalid(t) | app::Error::Conflict(t)) => t,
+        Err(e) => return Err(e.into()),
+    };
+    let mut page = partner_page(&s, frame, partner_id).await?;
+    page.short_link = page.short_link.with(form.get("short_link"));
+    page.link_error = place_error(&refused, &mut [&mut page.short_link]);
+    Ok(render(StatusCode::BAD_REQUEST, &page))
+}
+
+/// `POST /app/programs/{id}/links/{link_id}/status`: archives a link (`inactive`: its
+/// clicks are refused) or makes it active again.
+pub(super) async fn set_link_status(
+    State(s): State<AppState>,
+    user: Signed,
+    Ids(id, link_id): Ids,
+    body: Bytes,
+) -> PageResult {
+    let form = Posted::parse(&body);
+    let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
+    let link = s.app.link(&frame.caller, link_id).await?;
+    if link.program_id != id {
+        return Err(PageError::new(
+            StatusCode::NOT_FOUND,
+            crate::http::pages::view::NOT_YOURS,
+        ));
+    }
+    let b = LinkPatchBody {
+        status: Some(form.get("status")),
+        destination_url: None,
+    };
+    s.app.update_link(&frame.caller, link_id, b).await?;
+    let fallback = match link.partner_id {
+        Some(p) => format!("{}/{p}", Tab::Partners.href(id)),
+        None => Tab::Partners.href(id),
+    };
+    Ok(see_other(&back_to(&form, &fallback, "link-status")))
+}

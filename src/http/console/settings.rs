@@ -1,0 +1,364 @@
+//! A program's settings: its fields (commission rule, cookie window, hold, minimum
+//! payout, applications, partner links, allowed origins, the Stripe webhook secret), the
+//! API token's rotation (after a confirmation), and the workspace's members and roles.
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+
+use super::frame::{confirmed, Confirm, Frame, Head, Ids, Tab};
+use super::install::setup_page;
+use super::session::Signed;
+use crate::app;
+use crate::app::admin::{MemberPatchBody, ProgramPatchBody};
+use crate::domain::commission::CommissionSpec;
+use crate::domain::money::{display_amount, major_units_text, parse_major_units};
+use crate::http::pages::session::see_other;
+use crate::http::pages::view::{
+    ok, place_error, render, Chrome, Field, PageResult, Posted, ProgramId, Query,
+};
+use crate::http::AppState;
+
+#[derive(Template)]
+#[template(path = "console/settings.html")]
+struct SettingsPage {
+    chrome: Chrome,
+    head: Head,
+    /// The hints of the money fields, which name the currency.
+    amount_hint: String,
+    min_payout_hint: String,
+    name: Field,
+    /// `percentage` or `flat`.
+    commission_type: String,
+    commission_percent: Field,
+    commission_amount: Field,
+    cookie_window_days: Field,
+    commission_hold_days: Field,
+    min_payout: Field,
+    applications_open: bool,
+    partner_links_allowed: bool,
+    allowed_origins: Field,
+    destination_url: Field,
+    stripe_webhook_secret: Field,
+    webhook_secret_set: bool,
+    form_error: Option<String>,
+    /// The commission rule and minimum payout in words, for those who may not change them.
+    commission_text: String,
+    min_payout_text: String,
+    apply_href: String,
+    token_prefix: String,
+    members: Vec<MemberView>,
+    member_email: Field,
+    member_role: String,
+    members_error: Option<String>,
+    roles: [&'static str; 4],
+}
+
+struct MemberView {
+    user_id: i64,
+    email: String,
+    name: String,
+    role: &'static str,
+    status: &'static str,
+    /// The signed-in user's own row.
+    me: bool,
+}
+
+/// The roles an owner may give, most powerful first.
+const ROLES: [&str; 4] = ["owner", "admin", "member", "viewer"];
+
+async fn settings_page(s: &AppState, frame: Frame, user: &Signed) -> app::Result<SettingsPage> {
+    let p = &frame.program;
+    let members = s
+        .app
+        .workspace_members(&frame.caller, p.workspace_id)
+        .await?
+        .into_iter()
+        .map(|m| MemberView {
+            me: m.user_id == user.user_id,
+            user_id: m.user_id,
+            email: m.email,
+            name: m.name.unwrap_or_default(),
+            role: m.role.as_str(),
+            status: m.status.as_str(),
+        })
+        .collect();
+    let (commission_type, percent, amount, commission_text) = match p.commission {
+        CommissionSpec::Percentage { percent } => (
+            "percentage",
+            percent.to_string(),
+            String::new(),
+            format!("{percent}% of each sale"),
+        ),
+        CommissionSpec::Flat { amount_cents } => (
+            "flat",
+            String::new(),
+            major_units_text(amount_cents, &p.currency),
+            format!("{} per sale", display_amount(amount_cents, &p.currency)),
+        ),
+    };
+    let currency = p.currency.to_ascii_uppercase();
+    Ok(SettingsPage {
+        amount_hint: format!("For a fixed amount, in {currency}."),
+        min_payout_hint: format!(
+            "In {currency}: partners with a smaller due balance wait for the next payout."
+        ),
+        name: Field::new("name", "Program name").with(p.name.clone()),
+        commission_type: commission_type.into(),
+        commission_percent: Field::new("commission_percent", "Percent of each sale").with(percent),
+        commission_amount: Field::new("commission_amount", "Amount per sale").with(amount),
+        cookie_window_days: Field::new("cookie_window_days", "Cookie window (days)")
+            .with(p.cookie_window_days.to_string()),
+        commission_hold_days: Field::new("commission_hold_days", "Hold period (days)")
+            .with(p.commission_hold_days.to_string()),
+        min_payout: Field::new("min_payout_cents", "Minimum payout")
+            .with(major_units_text(p.min_payout_cents, &p.currency)),
+        applications_open: p.applications_open,
+        partner_links_allowed: p.partner_links_allowed,
+        allowed_origins: Field::new("allowed_origins", "Allowed origins")
+            .with(p.allowed_origins.join("\n")),
+        destination_url: Field::new("destination_url", "Destination URL")
+            .with(p.destination_url.clone().unwrap_or_default()),
+        stripe_webhook_secret: Field::new("stripe_webhook_secret", "Stripe webhook secret"),
+        webhook_secret_set: p.stripe_webhook_secret_set,
+        form_error: None,
+        commission_text,
+        min_payout_text: display_amount(p.min_payout_cents, &p.currency),
+        apply_href: format!("/partner/apply/{}", p.id),
+        token_prefix: p.api_token_prefix.clone(),
+        members,
+        member_email: Field::new("email", "Email"),
+        member_role: "member".into(),
+        members_error: None,
+        roles: ROLES,
+        chrome: frame.chrome,
+        head: frame.head,
+    })
+}
+
+/// `GET /app/programs/{id}/settings`.
+pub(super) async fn settings(
+    State(s): State<AppState>,
+    user: Signed,
+    ProgramId(id): ProgramId,
+    Query(q): Query,
+) -> PageResult {
+    let frame = Frame::load(&s, &user, id, Tab::Settings, q.text("done").as_deref()).await?;
+    Ok(ok(&settings_page(&s, frame, &user).await?))
+}
+
+/// The change the settings form asks for, or the first field's error.
+fn patch(form: &Posted, currency: &str) -> Result<ProgramPatchBody, String> {
+    let integer = |field: &str| -> Result<i64, String> {
+        form.get(field)
+            .trim()
+            .parse()
+            .map_err(|_| format!("{field} must be a whole number"))
+    };
+    let commission = match form.get("commission_type").as_str() {
+        "flat" => CommissionSpec::Flat {
+            amount_cents: parse_major_units(&form.get("commission_amount"), currency)
+                .ok_or("commission_amount must be an amount like 5.00")?,
+        },
+        _ => CommissionSpec::Percentage {
+            percent: form
+                .get("commission_percent")
+                .trim()
+                .trim_end_matches('%')
+                .parse()
+                .map_err(|_| "commission_percent must be a number like 20 or 12.5")?,
+        },
+    };
+    let secret = form.text("stripe_webhook_secret");
+    Ok(ProgramPatchBody {
+        name: Some(form.get("name")),
+        cookie_window_days: Some(integer("cookie_window_days")?),
+        currency: None,
+        commission: Some(commission),
+        recurring_commission_months: None,
+        allowed_origins: Some(
+            form.get("allowed_origins")
+                .split(['\n', ',', ' '])
+                .map(str::trim)
+                .filter(|o| !o.is_empty())
+                .map(str::to_string)
+                .collect(),
+        ),
+        // Blank keeps the secret; the checkbox removes it.
+        stripe_webhook_secret: if form.text("remove_secret").is_some() {
+            Some(None)
+        } else {
+            secret.map(Some)
+        },
+        commission_hold_days: Some(integer("commission_hold_days")?),
+        min_payout_cents: Some(
+            parse_major_units(&form.get("min_payout_cents"), currency)
+                .ok_or("min_payout_cents must be an amount like 50.00")?,
+        ),
+        applications_open: Some(form.text("applications_open").is_some()),
+        partner_links_allowed: Some(form.text("partner_links_allowed").is_some()),
+        // Blank removes it: redirect links then need a destination of their own.
+        destination_url: Some(form.text("destination_url")),
+    })
+}
+
+/// `POST /app/programs/{id}/settings`: the program's fields; errors beside them, with
+/// everything typed kept (but the webhook secret).
+pub(super) async fn save(
+    State(s): State<AppState>,
+    user: Signed,
+    ProgramId(id): ProgramId,
+    body: Bytes,
+) -> PageResult {
+    let form = Posted::parse(&body);
+    let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
+    let currency = frame.program.currency.clone();
+    let refused = match patch(&form, &currency) {
+        Ok(b) => match s.app.update_program(&frame.caller, id, b).await {
+            Ok(_) => {
+                return Ok(see_other(&format!(
+                    "{}?done=settings",
+                    Tab::Settings.href(id)
+                )))
+            }
+            Err(app::Error::Invalid(t)) => t,
+            Err(e) => return Err(e.into()),
+        },
+        Err(t) => t,
+    };
+    let mut page = settings_page(&s, frame, &user).await?;
+    page.name = page.name.with(form.get("name"));
+    page.commission_type = if form.get("commission_type") == "flat" {
+        "flat"
+    } else {
+        "percentage"
+    }
+    .into();
+    page.commission_percent = page.commission_percent.with(form.get("commission_percent"));
+    page.commission_amount = page.commission_amount.with(form.get("commission_amount"));
+    page.cookie_window_days = page.cookie_window_days.with(form.get("cookie_window_days"));
+    page.commission_hold_days = page
+        .commission_hold_days
+        .with(form.get("commission_hold_days"));
+    page.min_payout = page.min_payout.with(form.get("min_payout_cents"));
+    page.applications_open = form.text("applications_open").is_some();
+    page.partner_links_allowed = form.text("partner_links_allowed").is_some();
+    page.allowed_origins = page.allowed_origins.with(form.get("allowed_origins"));
+    page.destination_url = page.destination_url.with(form.get("destination_url"));
+    let refused = refused
+        .replace("commission.percent", "commission_percent")
+        .replace("commission.amount_cents", "commission_amount")
+        .replace("allowed_origins: ", "allowed_origins ");
+    page.form_error = place_error(
+        &refused,
+        &mut [
+            &mut page.name,
+            &mut page.commission_percent,
+            &mut page.commission_amount,
+            &mut page.cookie_window_days,
+            &mut page.commission_hold_days,
+            &mut page.min_payout,
+            &mut page.allowed_origins,
+            &mut page.destination_url,
+            &mut page.stripe_webhook_secret,
+        ],
+    );
+    Ok(render(StatusCode::BAD_REQUEST, &page))
+}
+
+/// `POST /app/programs/{id}/settings/token`: after a confirmation, a new API token (the
+/// old one stops working at once), shown on the setup page with its snippets.
+pub(super) async fn rotate_token(
+    State(s): State<AppState>,
+    user: Signed,
+    ProgramId(id): ProgramId,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    let form = Posted::parse(&body);
+    let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
+    if !confirmed(&form) {
+        let mut page = Confirm::new(
+            frame,
+            "Rotate the API token?".into(),
+            "A new token is made and the current one stops working at once: every server \
+             that sends leads, sales or refunds with it is refused until it has the new one.",
+            format!("{}/token", Tab::Settings.href(id)),
+        );
+        page.button = "Rotate token";
+        page.cancel = format!("{}#token", Tab::Settings.href(id));
+        return Ok(ok(&page));
+    }
+    let rotated = s.app.rotate_program_token(&frame.caller, id).await?;
+    drop(frame);
+    Ok(setup_page(&s, &user, id, &headers, rotated.api_token, Some("token")).await?)
+}
+
+/// `POST /app/programs/{id}/settings/members`: adds a user of this server, by email, to
+/// the program's workspace.
+pub(super) async fn add_member(
+    State(s): State<AppState>,
+    user: Signed,
+    ProgramId(id): ProgramId,
+    body: Bytes,
+) -> PageResult {
+    let form = Posted::parse(&body);
+    let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
+    let workspace_id = frame.program.workspace_id;
+    let role = form.get("role");
+    let refused = match s
+        .app
+        .add_member_by_email(&frame.caller, workspace_id, &form.get("email"), &role)
+        .await
+    {
+        Ok(_) => {
+            return Ok(see_other(&format!(
+                "{}?done=member#members",
+                Tab::Settings.href(id)
+            )))
+        }
+        Err(app::Error::Invalid(t) | app::Error::Conflict(t)) => t,
+        Err(e) => return Err(e.into()),
+    };
+    let mut page = settings_page(&s, frame, &user).await?;
+    page.member_email = page.member_email.with(form.get("email"));
+    if ROLES.contains(&role.as_str()) {
+        page.member_role = role;
+    }
+    page.members_error = place_error(&refused, &mut [&mut page.member_email]);
+    Ok(render(StatusCode::BAD_REQUEST, &page))
+}
+
+/// `POST /app/programs/{id}/settings/members/{user_id}`: a member's role and status.
+pub(super) async fn update_member(
+    State(s): State<AppState>,
+    user: Signed,
+    Ids(id, member_id): Ids,
+    body: Bytes,
+) -> PageResult {
+    let form = Posted::parse(&body);
+    let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
+    let b = MemberPatchBody {
+        role: form.text("role"),
+        status: form.text("status"),
+    };
+    let workspace_id = frame.program.workspace_id;
+    let refused = match s
+        .app
+        .update_member(&frame.caller, workspace_id, member_id, b)
+        .await
+    {
+        Ok(_) => {
+            return Ok(see_other(&format!(
+                "{}?done=member-saved#members",
+                Tab::Settings.href(id)
+            )))
+        }
+        Err(app::Error::Invalid(t) | app::Error::Conflict(t)) => t,
+        Err(e) => return Err(e.into()),
+    };
+    let mut page = settings_page(&s, frame, &user).await?;
+    page.members_error = Some(refused);
+    Ok(render(StatusCode::BAD_REQUEST, &page))
+}

@@ -1,0 +1,436 @@
+//! The owner's dashboard (`/app/`) through the real router: the first run, the session
+//! cookie and the way back after sign-in, the role rules (the API's 403s, and no control
+//! a role may not use), the same-origin rule of forms, errors beside their field,
+//! confirmations of destructive actions, and a payout from creation to paid.
+
+use crate::common::pages::{self, html, location, DASHBOARD, ORIGIN};
+use crate::common::*;
+use serde_json::json;
+
+const PASSWORD: &str = "owner password";
+
+/// Signs `email` in on the sign-in page; the session cookie's value.
+async fn signed_in(app: &TestApp, email: &str) -> String {
+    let form = format!(
+        "email={}&password={}",
+        email.replace('@', "%40"),
+        PASSWORD.replace(' ', "+")
+    );
+    let r = DASHBOARD
+        .post(app, "/app/login", None, &form)
+        .await
+        .expect(303);
+    DASHBOARD.session(&r)
+}
+
+/// A member of the seed's workspace with `role`, signed in.
+async fn member(app: &TestApp, seed: &Seed, email: &str, role: &str) -> String {
+    app.member(seed.workspace_id, email, PASSWORD, role).await;
+    signed_in(app, email).await
+}
+
+/// The forms of a page that post somewhere, but the sign-out.
+fn change_forms(body: &str) -> usize {
+    body.matches("method=\"post\"").count() - body.matches("action=\"/app/logout\"").count()
+}
+
+on_both_backends! {
+    async fn the_first_run_sets_up_the_owner_and_signs_in(app: TestApp) {
+        let r = DASHBOARD.get(&app, "/", None).await.expect(303);
+        assert_eq!(location(&r), "/app/setup");
+        let r = DASHBOARD.get(&app, "/app/setup", None).await.expect(200);
+        assert!(html(&r).contains("Set up Reftrack"));
+        let r = DASHBOARD.get(&app, "/app", None).await.expect(303);
+        assert_eq!(location(&r), "/app/login");
+
+        let good = "workspace_name=Acme&name=Ann+Owner&email=Ann%40Acme.example&password=owner+password\
+                    &confirm=owner+password&program_name=Acme+Partners&website=https%3A%2F%2Fshop.acme.example&currency=eur";
+        let r = DASHBOARD.post(&app, "/app/setup", None, &good.replace("confirm=owner+password", "confirm=other")).await.expect(400);
+        assert!(html(&r).contains("id=\"f-confirm-error\">The two passwords are not the same"));
+        assert!(html(&r).contains("value=\"Acme Partners\""), "typed values stay");
+        let r = DASHBOARD.post(&app, "/app/setup", None, &good.replace("Ann%40Acme.example", "ann")).await.expect(400);
+        assert!(html(&r).contains("id=\"f-email-error\">Email must be an email address"), "{}", html(&r));
+        assert!(html(&r).contains("value=\"ann\""));
+        let r = DASHBOARD.post(&app, "/app/setup", None, &good.replace("https%3A%2F%2Fshop.acme.example", "shop")).await.expect(400);
+        assert!(html(&r).contains("id=\"f-website-error\">Your site must be the address of your site"), "{}", html(&r));
+        let r = DASHBOARD.post(&app, "/app/setup", None, &good.replace("workspace_name=Acme", "workspace_name=+")).await.expect(400);
+        assert!(html(&r).contains("id=\"f-workspace_name-error\">Company or team must be 1 to 200 characters"));
+        let r = DASHBOARD.post(&app, "/app/setup", None, &good.replace("currency=eur", "currency=euro")).await.expect(400);
+        assert!(html(&r).contains("id=\"f-currency-error\">Currency must be a 3-letter currency code"));
+        assert_eq!(app.count("SELECT COUNT(*) FROM users").await, 0, "nothing half-made");
+
+        // Done: the setup page with the program's token, signed in.
+        let r = DASHBOARD.post(&app, "/app/setup", None, good).await.expect(200);
+        let cookie = DASHBOARD.session(&r);
+        assert!(cookie.starts_with("rts_"));
+        let set = r.headers["set-cookie"].to_str().unwrap();
+        for part in ["Path=/app", "HttpOnly", "SameSite=Lax"] {
+            assert!(set.contains(part), "{set}");
+        }
+        let body = html(&r);
+        assert!(body.contains("Your workspace, account and program are ready"), "{body}");
+        let token = body.split("id=\"api-token\" class=\"share-text\" type=\"text\" value=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
+        assert!(token.starts_with("rtk_"), "{token}");
+        assert!(body.contains(&format!("Bearer {token}")), "the snippets carry the token");
+        assert!(body.contains("data-program-id=&#34;1&#34;"), "{body}");
+        assert!(body.contains("Waiting for your first click"));
+        assert!(body.contains("https://shop.acme.example"));
+
+        // Once set up: no second first run; `/` is the dashboard.
+        let r = DASHBOARD.post(&app, "/app/setup", None, &good.replace("Ann%40", "Bob%40")).await.expect(409);
+        assert!(html(&r).contains("already set up"));
+        assert_eq!(app.count("SELECT COUNT(*) FROM users").await, 1);
+        let r = DASHBOARD.get(&app, "/", None).await.expect(303);
+        assert_eq!(location(&r), "/app");
+        let r = DASHBOARD.get(&app, "/app/setup", None).await.expect(303);
+        assert_eq!(location(&r), "/app");
+        let r = DASHBOARD.get(&app, "/app", Some(&cookie)).await.expect(303);
+        assert_eq!(location(&r), "/app/programs/1");
+        let r = DASHBOARD.get(&app, "/app/programs/1", Some(&cookie)).await.expect(200);
+        assert!(html(&r).contains("Acme Partners") && html(&r).contains("badge-role\">owner"));
+        // The token works on the tracking API; the admin token still manages everything.
+        let sale = json!({"transaction_id": "t-1", "amount_cents": 100, "customer_key": "nobody", "additional_data": {"test_mode": true}});
+        app.post_auth("/api/v1/track/sale", &token, sale).await.expect(200);
+        let r = app.admin("GET", "/programs/1", None).await.expect(200);
+        assert_eq!(r.body["currency"], "eur");
+        assert_eq!(r.body["allowed_origins"], json!(["https://shop.acme.example"]));
+        let r = app.login("ann@acme.example", PASSWORD).await.expect(200);
+        assert!(r.body["token"].as_str().unwrap().starts_with("rts_"));
+    }
+}
+
+on_both_backends! {
+    async fn pages_need_a_session_and_bring_the_owner_back(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let partners = format!("/app/programs/{p}/partners?status=pending");
+        let r = DASHBOARD.get(&app, &partners, None).await.expect(303);
+        assert_eq!(location(&r), format!("/app/login?next=%2Fapp%2Fprograms%2F{p}%2Fpartners%3Fstatus%3Dpending"));
+        DASHBOARD.get(&app, &partners, Some("rts_unknown")).await.expect(303);
+
+        app.member(seed.workspace_id, "owner@example.com", PASSWORD, "owner").await;
+        let r = DASHBOARD.get(&app, "/app/login?next=%2Fapp%2Fprograms%2F1%2Fpartners", None).await.expect(200);
+        assert!(html(&r).contains("value=\"/app/programs/1/partners\""));
+        let r = DASHBOARD.post(&app, "/app/login", None, "email=owner%40example.com&password=wrong+one").await.expect(401);
+        assert!(html(&r).contains("id=\"f-password-error\">Invalid email or password"));
+        assert!(html(&r).contains("value=\"owner@example.com\""));
+        let form = format!("email=owner%40example.com&password=owner+password&next={}", partners.replace('/', "%2F").replace('?', "%3F").replace('=', "%3D"));
+        let r = DASHBOARD.post(&app, "/app/login", None, &form).await.expect(303);
+        assert_eq!(location(&r), partners);
+        let cookie = DASHBOARD.session(&r);
+        let r = DASHBOARD.post(&app, "/app/login", None, "email=owner%40example.com&password=owner+password&next=https%3A%2F%2Fevil.example").await.expect(303);
+        assert_eq!(location(&r), "/app");
+        // The page session is an API session too.
+        let auth = format!("Bearer {cookie}");
+        app.send("GET", "/api/auth/me", None, &[("authorization", &auth)]).await.expect(200);
+
+        // Every page of the program.
+        for tab in ["", "/setup", "/events", "/partners", "/commissions", "/payouts", "/settings"] {
+            let r = DASHBOARD.get(&app, &format!("/app/programs/{p}{tab}"), Some(&cookie)).await.expect(200);
+            assert!(html(&r).contains("<main id=\"main\""), "{tab}");
+            let csp = r.headers["content-security-policy"].to_str().unwrap();
+            assert!(csp.contains("default-src 'self'"), "{csp}");
+        }
+
+        // A session that ends while a form is open: sign-in, then back to that page.
+        reftrack_exec(&app.database_url, "UPDATE sessions SET expires_at = 0").await;
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/settings"), Some(&cookie)).await.expect(303);
+        assert_eq!(location(&r), format!("/app/login?next=%2Fapp%2Fprograms%2F{p}%2Fsettings"));
+        let req = axum::http::Request::post(format!("/app/programs/{p}/settings"))
+            .header("host", pages::HOST)
+            .header("cookie", format!("rt_session={cookie}"))
+            .header("origin", ORIGIN)
+            .header("referer", format!("{ORIGIN}/app/programs/{p}/settings#members"))
+            .header("content-type", "application/x-www-form-urlencoded");
+        let r = app.raw(req.body(axum::body::Body::from("name=X")).unwrap()).await.expect(303);
+        assert_eq!(location(&r), format!("/app/login?next=%2Fapp%2Fprograms%2F{p}%2Fsettings"));
+
+        // Sign-out ends the session.
+        let cookie = signed_in(&app, "owner@example.com").await;
+        let r = DASHBOARD.post(&app, "/app/logout", Some(&cookie), "").await.expect(303);
+        assert_eq!(location(&r), "/app/login?signed_out=1");
+        assert!(r.headers["set-cookie"].to_str().unwrap().contains("Max-Age=0"));
+        DASHBOARD.get(&app, "/app", Some(&cookie)).await.expect(303);
+
+        // Errors are pages; other paths stay JSON.
+        let cookie = signed_in(&app, "owner@example.com").await;
+        for path in ["/app/programs/999", "/app/programs/nope/events", "/app/no-such-page", &format!("/app/programs/{p}/payouts/999")] {
+            let r = DASHBOARD.get(&app, path, Some(&cookie)).await.expect(404);
+            assert!(html(&r).contains("Page not found"), "{path}");
+        }
+        let r = app.send("GET", "/api/nope", None, &[]).await.expect(404);
+        assert_eq!(r.error(), "Not found");
+    }
+}
+
+on_both_backends! {
+    async fn roles_see_only_what_they_may_use_and_the_server_refuses_the_rest(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let other = app.seed().await;
+        let viewer = member(&app, &seed, "viewer@example.com", "viewer").await;
+        let member_cookie = member(&app, &seed, "member@example.com", "member").await;
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+
+        // A viewer reads every page but the events list, and sees no form but sign-out.
+        for tab in ["", "/setup", "/partners", &format!("/partners/{}", seed.partner_id), "/commissions", "/payouts", "/settings"] {
+            let r = DASHBOARD.get(&app, &format!("/app/programs/{p}{tab}"), Some(&viewer)).await.expect(200);
+            assert_eq!(change_forms(html(&r)), 0, "a form on {tab}: {}", html(&r));
+            assert!(!html(&r).contains("/events\""), "no events tab");
+        }
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/events"), Some(&viewer)).await.expect(403);
+        assert!(html(&r).contains("does not grant tracking:list"), "{}", html(&r));
+        // A member lists events, and changes nothing either.
+        DASHBOARD.get(&app, &format!("/app/programs/{p}/events"), Some(&member_cookie)).await.expect(200);
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/partners"), Some(&member_cookie)).await.expect(200);
+        assert_eq!(change_forms(html(&r)), 0);
+
+        // The server refuses their changes with the API's 403, and nothing changes.
+        for cookie in [&viewer, &member_cookie] {
+            for (path, form) in [
+                (format!("/app/programs/{p}/partners/{}/status", seed.partner_id), "status=banned&confirm=yes".to_string()),
+                (format!("/app/programs/{p}/settings"), "name=Mine&cookie_window_days=5&commission_hold_days=0&min_payout_cents=1&commission_type=percentage&commission_percent=50".to_string()),
+                (format!("/app/programs/{p}/settings/token"), "confirm=yes".to_string()),
+                (format!("/app/programs/{p}/partners"), "name=Eve&code=eve".to_string()),
+                (format!("/app/programs/{p}/payouts"), String::new()),
+                (format!("/app/programs/{p}/settings/members"), "email=owner%40example.com&role=viewer".to_string()),
+            ] {
+                let r = DASHBOARD.post(&app, &path, Some(cookie), &form).await.expect(403);
+                assert!(html(&r).contains("Not available to you"), "{path}");
+            }
+        }
+        let r = app.admin("GET", &format!("/programs/{p}"), None).await.expect(200);
+        assert_eq!(r.body["name"], "Acme Partners");
+        let r = app.admin("GET", &format!("/programs/{p}/partners"), None).await.expect(200);
+        assert_eq!(r.body["data"][0]["status"], "approved");
+
+        // The owner has the forms; another workspace's program is not there at all.
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/settings"), Some(&owner)).await.expect(200);
+        assert!(change_forms(html(&r)) >= 5, "{}", html(&r));
+        for cookie in [&owner, &viewer] {
+            let r = DASHBOARD.get(&app, &format!("/app/programs/{}", other.program_id), Some(cookie)).await.expect(404);
+            assert!(html(&r).contains("Page not found"));
+            DASHBOARD.post(&app, &format!("/app/programs/{}/payouts", other.program_id), Some(cookie), "").await.expect(404);
+        }
+        // An owner changes a member's role; the viewer then may change things.
+        let viewer_id = app.count("SELECT id FROM users WHERE email = 'viewer@example.com'").await;
+        let r = DASHBOARD.post(&app, &format!("/app/programs/{p}/settings/members/{viewer_id}"), Some(&owner), "role=admin&status=active").await.expect(303);
+        assert!(location(&r).contains("done=member-saved"));
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/partners"), Some(&viewer)).await.expect(200);
+        assert!(change_forms(html(&r)) > 0);
+        // The only owner cannot step down.
+        let owner_id = app.count("SELECT id FROM users WHERE email = 'owner@example.com'").await;
+        let r = DASHBOARD.post(&app, &format!("/app/programs/{p}/settings/members/{owner_id}"), Some(&owner), "role=viewer&status=active").await.expect(400);
+        assert!(html(&r).contains("only active owner"), "{}", html(&r));
+        // Members are added by the email of a user of this server.
+        let r = DASHBOARD.post(&app, &format!("/app/programs/{p}/settings/members"), Some(&owner), "email=nobody%40example.com&role=viewer").await.expect(400);
+        assert!(html(&r).contains("id=\"f-email-error\">Email is not the email of a user of this server"), "{}", html(&r));
+        app.admin("POST", "/users", Some(json!({"email": "new@example.com", "password": PASSWORD}))).await.expect(201);
+        let r = DASHBOARD.post(&app, &format!("/app/programs/{p}/settings/members"), Some(&owner), "email=New%40Example.com&role=viewer").await.expect(303);
+        assert!(location(&r).contains("done=member"));
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/settings"), Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("new@example.com"));
+    }
+}
+
+on_both_backends! {
+    async fn cross_site_form_posts_are_refused(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+        let form = Some("name=Hijacked&cookie_window_days=5&commission_hold_days=0&min_payout_cents=1&commission_type=percentage&commission_percent=90");
+        let path = format!("/app/programs/{p}/settings");
+        for origin in [Some("https://evil.example"), Some("null"), None] {
+            let r = DASHBOARD.page(&app, "POST", &path, Some(&owner), form, origin).await.expect(403);
+            assert!(html(&r).contains("sent from another site"), "{origin:?}");
+        }
+        DASHBOARD.page(&app, "POST", &format!("/app/programs/{p}/settings/token"), Some(&owner), Some("confirm=yes"), Some("https://evil.example")).await.expect(403);
+        DASHBOARD.page(&app, "POST", "/app/logout", Some(&owner), Some(""), Some("https://evil.example")).await.expect(403);
+        let r = app.admin("GET", &format!("/programs/{p}"), None).await.expect(200);
+        assert_eq!(r.body["name"], "Acme Partners", "nothing changed");
+        assert_eq!(r.body["commission"]["percent"], 20.0);
+        // From this site it goes through.
+        let r = DASHBOARD.page(&app, "POST", &path, Some(&owner), form, Some(ORIGIN)).await.expect(303);
+        assert!(location(&r).ends_with("done=settings"));
+    }
+}
+
+on_both_backends! {
+    async fn forms_keep_what_was_typed_and_say_what_is_wrong_beside_it(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+        let settings = format!("/app/programs/{p}/settings");
+        let base = "name=Renamed&commission_type=percentage&commission_percent=25&commission_amount=&cookie_window_days=30\
+                    &commission_hold_days=14&min_payout_cents=25.50&allowed_origins=https%3A%2F%2Fshop.example&applications_open=1&partner_links_allowed=1";
+        for (bad, field, text) in [
+            ("cookie_window_days=30", "cookie_window_days=0", "id=\"f-cookie_window_days-error\">Cookie window (days) must be an integer from 1 to 3650"),
+            ("commission_hold_days=14", "commission_hold_days=soon", "id=\"f-commission_hold_days-error\">Hold period (days) must be a whole number"),
+            ("min_payout_cents=25.50", "min_payout_cents=25.505", "id=\"f-min_payout_cents-error\">Minimum payout must be an amount like 50.00"),
+            ("commission_percent=25", "commission_percent=250", "id=\"f-commission_percent-error\">Percent of each sale must be between 0 and 100"),
+            ("allowed_origins=https%3A%2F%2Fshop.example", "allowed_origins=shop", "id=\"f-allowed_origins-error\">Allowed origins &#34;shop&#34; is not an origin"),
+        ] {
+            let r = DASHBOARD.post(&app, &settings, Some(&owner), &base.replace(bad, field)).await.expect(400);
+            let body = html(&r);
+            assert!(body.contains(text), "{field}: {body}");
+            assert!(body.contains("value=\"Renamed\""), "{field}: the name typed stays");
+        }
+        let r = DASHBOARD.post(&app, &settings, Some(&owner), base).await.expect(303);
+        assert!(location(&r).ends_with("done=settings"));
+        let r = app.admin("GET", &format!("/programs/{p}"), None).await.expect(200);
+        assert_eq!(r.body["name"], "Renamed");
+        assert_eq!(r.body["min_payout_cents"], 2550);
+        assert_eq!(r.body["commission_hold_days"], 14);
+        assert_eq!(r.body["applications_open"], true);
+        assert_eq!(r.body["commission"], json!({"type": "percentage", "percent": 25.0}));
+        let r = DASHBOARD.post(&app, &settings, Some(&owner), &base.replace("commission_type=percentage", "commission_type=flat").replace("commission_amount=", "commission_amount=4.50")).await.expect(303);
+        assert!(location(&r).ends_with("done=settings"));
+        let r = app.admin("GET", &format!("/programs/{p}"), None).await.expect(200);
+        assert_eq!(r.body["commission"], json!({"type": "flat", "amount_cents": 450}));
+
+        // A new partner: a taken code beside the code field.
+        let partners = format!("/app/programs/{p}/partners");
+        let r = DASHBOARD.post(&app, &partners, Some(&owner), &format!("name=Bob&email=bob%40example.com&code={}&with_link=1", seed.short_link)).await.expect(400);
+        assert!(html(&r).contains("id=\"f-code-error\">A partner with this code already exists"), "{}", html(&r));
+        assert!(html(&r).contains("value=\"bob@example.com\""));
+        let r = DASHBOARD.post(&app, &partners, Some(&owner), "name=Bob&email=bob%40example.com&code=bob-1&with_link=1&with_invite=1").await.expect(200);
+        let body = html(&r);
+        assert!(body.contains("/partner/invite?token=rti_"), "{body}");
+        assert!(body.contains("https://shop.example/?aff=bob-1"), "the first link, on the program's site: {body}");
+        // A link of the partner, taken.
+        let bob = app.count("SELECT id FROM partners WHERE code = 'bob-1'").await;
+        let r = DASHBOARD.post(&app, &format!("{partners}/{bob}/links"), Some(&owner), "short_link=bob-1").await.expect(400);
+        assert!(html(&r).contains("id=\"f-short_link-error\">A link with this short link already exists"), "{}", html(&r));
+        let r = DASHBOARD.post(&app, &format!("{partners}/{bob}/links"), Some(&owner), "short_link=bob-spring").await.expect(303);
+        assert!(location(&r).ends_with("done=link"));
+        // Archived, then active again.
+        let link = app.count("SELECT id FROM referral_links WHERE short_link = 'bob-spring'").await;
+        let r = DASHBOARD.post(&app, &format!("/app/programs/{p}/links/{link}/status"), Some(&owner), &format!("status=inactive&back=%2Fapp%2Fprograms%2F{p}%2Fpartners%2F{bob}")).await.expect(303);
+        assert_eq!(location(&r), format!("/app/programs/{p}/partners/{bob}?done=link-status"));
+        let r = app.admin("GET", &format!("/links/{link}"), None).await.expect(200);
+        assert_eq!(r.body["status"], "inactive");
+        // Payout details, with an error beside the email.
+        let r = DASHBOARD.post(&app, &format!("{partners}/{bob}"), Some(&owner), "name=Bob&email=bob%40example.com&payout_method=paypal&payout_email=nope").await.expect(400);
+        assert!(html(&r).contains("id=\"f-payout_email-error\">Payout email must be an email address"));
+        assert!(html(&r).contains("value=\"paypal\" selected"));
+
+        // Events: a date that is not one.
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/events?from=2026-02-31"), Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("id=\"f-from-error\">Enter a date like 2026-03-01"));
+        // Commissions: a filter that is not one.
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/commissions?from=yesterday"), Some(&owner)).await.expect(400);
+        assert!(html(&r).contains("From must be a date (YYYY-MM-DD)"), "{}", html(&r));
+    }
+}
+
+on_both_backends! {
+    async fn destructive_actions_ask_first(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+        let status = format!("/app/programs/{p}/partners/{}/status", seed.partner_id);
+        let r = DASHBOARD.post(&app, &status, Some(&owner), "status=banned").await.expect(200);
+        assert!(html(&r).contains("Ban Alice?") && html(&r).contains("name=\"confirm\" value=\"yes\""));
+        let r = app.admin("GET", &format!("/programs/{p}/partners"), None).await.expect(200);
+        assert_eq!(r.body["data"][0]["status"], "approved", "not banned yet");
+        let r = DASHBOARD.post(&app, &status, Some(&owner), &format!("status=banned&confirm=yes&back=%2Fapp%2Fprograms%2F{p}%2Fpartners")).await.expect(303);
+        assert_eq!(location(&r), format!("/app/programs/{p}/partners?done=status"));
+        let r = app.admin("GET", &format!("/programs/{p}/partners"), None).await.expect(200);
+        assert_eq!(r.body["data"][0]["status"], "banned");
+        // Approving needs no confirmation.
+        DASHBOARD.post(&app, &status, Some(&owner), "status=approved").await.expect(303);
+
+        let rotate = format!("/app/programs/{p}/settings/token");
+        let r = DASHBOARD.post(&app, &rotate, Some(&owner), "").await.expect(200);
+        assert!(html(&r).contains("Rotate the API token?"));
+        let sale = |n: u32| json!({"transaction_id": format!("tx-{n}"), "amount_cents": 100, "customer_key": "k", "additional_data": {"test_mode": true}});
+        app.post_auth("/api/v1/track/sale", &seed.api_token, sale(1)).await.expect(200);
+        let r = DASHBOARD.post(&app, &rotate, Some(&owner), "confirm=yes").await.expect(200);
+        let body = html(&r);
+        assert!(body.contains("The API token is rotated"), "{body}");
+        let token = body.split("id=\"api-token\" class=\"share-text\" type=\"text\" value=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
+        assert_ne!(token, seed.api_token);
+        app.post_auth("/api/v1/track/sale", &seed.api_token, sale(2)).await.expect(401);
+        app.post_auth("/api/v1/track/sale", &token, sale(3)).await.expect(200);
+    }
+}
+
+on_both_backends! {
+    async fn a_sale_shows_on_every_page_and_is_paid_out(app: TestApp) {
+        let seed = app.seed_with(json!({"commission_hold_days": 0, "commission": {"type": "percentage", "percent": 30}, "min_payout_cents": 100})).await;
+        let p = seed.program_id;
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+        let click_id = app.lead(&seed, "cust-1").await;
+        app.post_auth("/api/v1/track/sale", &seed.api_token, json!({"transaction_id": "txn-1", "amount_cents": 5000, "click_id": click_id}))
+            .await
+            .expect(200);
+        app.post_auth("/api/v1/track/sale", &seed.api_token, json!({"transaction_id": "txn-2", "amount_cents": 2000, "click_id": click_id}))
+            .await
+            .expect(200);
+
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}"), Some(&owner)).await.expect(200);
+        let body = html(&r);
+        for (label, total) in [("Clicks", "1"), ("Leads", "1"), ("Sales", "2"), ("Revenue", "$70.00"), ("Commissions", "$21.00")] {
+            let caption = format!("<span class=\"chart-label\">{label}</span> <span class=\"chart-total\">{total}</span>");
+            assert!(body.contains(&caption), "{caption}: {body}");
+        }
+        assert!(body.contains(&format!("href=\"/app/programs/{p}/partners/{}\">Alice</a>", seed.partner_id)), "top partners");
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}?mode=test"), Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("Test mode"));
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/events"), Some(&owner)).await.expect(200);
+        let body = html(&r);
+        assert!(body.contains("4 events") && body.contains("txn-1") && body.contains("cust-1"), "{body}");
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/events?type=conversion"), Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("2 events") && !html(&r).contains("cust-1"));
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/setup"), Some(&owner)).await.expect(200);
+        let body = html(&r);
+        assert!(body.contains("class=\"step done\" data-step=\"pageview\"") && body.contains("class=\"step done\" data-step=\"sales\""), "{body}");
+        assert!(!body.contains("data-refresh="), "nothing to wait for");
+        assert!(body.contains("Bearer YOUR_API_TOKEN"));
+
+        // Commissions: reject one with a reason (an empty one is refused beside the row).
+        let commissions = format!("/app/programs/{p}/commissions");
+        let r = DASHBOARD.get(&app, &commissions, Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("$15.00") && html(&r).contains("$6.00"));
+        let second = app.count("SELECT id FROM commissions WHERE amount_cents = 600").await;
+        let r = DASHBOARD.post(&app, &format!("{commissions}/{second}/reject"), Some(&owner), "reason=+").await.expect(400);
+        assert!(html(&r).contains(&format!("id=\"reason-{second}-error\">Reason must be 1 to 500 characters")), "{}", html(&r));
+        let r = DASHBOARD.post(&app, &format!("{commissions}/{second}/reject"), Some(&owner), "reason=Test+order").await.expect(303);
+        assert!(location(&r).ends_with("done=rejected"));
+        let r = DASHBOARD.get(&app, &format!("{commissions}?status=rejected"), Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("Test order"));
+        // Another program's commission is not this program's.
+        DASHBOARD.post(&app, &format!("/app/programs/{p}/commissions/999999/approve"), Some(&owner), "").await.expect(404);
+
+        // A payout: none qualifies without a payout email; then one.
+        let payouts = format!("/app/programs/{p}/payouts");
+        let r = DASHBOARD.post(&app, &payouts, Some(&owner), "").await.expect(409);
+        assert!(html(&r).contains("No partner qualifies"));
+        app.admin("PATCH", &format!("/partners/{}", seed.partner_id), Some(json!({"payout_method": "paypal", "payout_email": "pay@alice.example"}))).await.expect(200);
+        let r = DASHBOARD.post(&app, &payouts, Some(&owner), "").await.expect(303);
+        let payout = location(&r).to_string();
+        assert!(payout.ends_with("?done=payout"), "{payout}");
+        let r = DASHBOARD.get(&app, &payout, Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("pay@alice.example") && html(&r).contains("$15.00"));
+        let file = payout.split('?').next().unwrap().to_string();
+        let r = DASHBOARD.get(&app, &format!("{file}/export?format=paypal"), Some(&owner)).await.expect(200);
+        assert!(r.headers["content-type"].to_str().unwrap().starts_with("text/csv"));
+        assert!(r.body.as_str().unwrap().starts_with("pay@alice.example,15.00,USD,"), "{}", r.body);
+        let r = DASHBOARD.get(&app, &format!("{file}/export?format=bitcoin"), Some(&owner)).await.expect(400);
+        assert!(html(&r).contains("format must be"));
+        let r = DASHBOARD.post(&app, &format!("{file}/cancel"), Some(&owner), "").await.expect(200);
+        assert!(html(&r).contains("Cancel payout"));
+        let long = "x".repeat(300);
+        let r = DASHBOARD.post(&app, &format!("{file}/paid"), Some(&owner), &format!("reference={long}")).await.expect(400);
+        assert!(html(&r).contains("id=\"f-reference-error\">Reference must be at most 255 characters"));
+        let r = DASHBOARD.post(&app, &format!("{file}/paid"), Some(&owner), "reference=PP-123").await.expect(303);
+        assert!(location(&r).ends_with("done=paid"));
+        let r = DASHBOARD.get(&app, &file, Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("badge-paid") && html(&r).contains("PP-123"));
+        let r = DASHBOARD.post(&app, &format!("{file}/cancel"), Some(&owner), "confirm=yes").await.expect(409);
+        assert!(html(&r).contains("paid"));
+        let r = DASHBOARD.get(&app, &payouts, Some(&owner)).await.expect(200);
+        let id = file.rsplit('/').next().unwrap();
+        assert!(html(&r).contains(&format!("Payout {id}</a>")) && html(&r).contains("$15.00"));
+    }
+}
