@@ -266,7 +266,7 @@ async fn create_link(
     Ok(created(s.app.create_link(&caller, b).await?))
 }
 
-/// Show a referral link.
+/// Show a referral link, with its click counter and active coupon codes.
 #[utoipa::path(
     get,
     path = "/links/{id}",
@@ -287,7 +287,8 @@ async fn get_link(
     Ok(Json(s.app.link(&caller, id).await?))
 }
 
-/// Change a link's status.
+/// Change a link's status or destination; absent fields stay, a `null` destination
+/// falls back to the program's.
 #[utoipa::path(
     patch,
     path = "/links/{id}",

@@ -112,9 +112,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = json_bytes(req, state).await?;
-        serde_json::from_slice(&bytes)
-            .map(JsonBody)
-            .map_err(parse_error)
+        let value = serde_json::from_slice(&bytes).map_err(parse_error)?;
+        // Serde also reads a struct from a JSON array of its fields in order; a body's
+        // fields are named, so only an object is one.
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(Error::bad_request(
+                "Invalid request body: expected a JSON object",
+            ));
+        }
+        Ok(JsonBody(value))
     }
 }
 

@@ -265,6 +265,12 @@ on_both_backends! {
             .await
             .expect(400);
         assert_eq!(r.error(), text);
+        // Every field of a link patch may be left out, but the body is still an object.
+        let r = app
+            .admin("PATCH", &format!("/links/{link_id}"), Some(json!([null, null])))
+            .await
+            .expect(400);
+        assert_eq!(r.error(), "Invalid request body: expected a JSON object");
         let shown = app.admin("GET", &format!("/links/{link_id}"), None).await.expect(200);
         assert_eq!(shown.body["destination_url"], "http://shop.example/l1");
     }
