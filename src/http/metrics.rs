@@ -50,6 +50,7 @@ pub struct Metrics {
     rate_limited: Family<LimitLabels, Counter>,
     connections: Family<ConnectionLabels, Gauge>,
     max_connections: Family<PoolLabels, Gauge>,
+    webhook_backlog: Gauge,
     store: Arc<dyn Store>,
 }
 
@@ -194,6 +195,12 @@ impl Metrics {
             "The most connections each database pool opens",
             max_connections.clone(),
         );
+        let webhook_backlog = Gauge::default();
+        registry.register(
+            "webhook_deliveries_pending",
+            "Outbound webhook deliveries waiting to be sent (due now or retrying later)",
+            webhook_backlog.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -201,6 +208,7 @@ impl Metrics {
             rate_limited,
             connections,
             max_connections,
+            webhook_backlog,
             store,
         }
     }
@@ -227,9 +235,15 @@ impl Metrics {
     }
 
     /// The exposition in the Prometheus text format, with the pools read now.
-    pub fn render(&self) -> String {
-        // The gauges that read the present state are set at scrape time: the pools (and
-        // any queue whose backlog is worth watching).
+    pub async fn render(&self) -> String {
+        // The gauges that read the present state are set at scrape time: the pools and the
+        // webhook outbox's backlog (kept at its last value when the database is out).
+        match self.store.pending_deliveries().await {
+            Ok(n) => {
+                self.webhook_backlog.set(n);
+            }
+            Err(e) => tracing::warn!(error = %e, "reading the webhook backlog for the metrics"),
+        }
         for pool in self.store.pool_use() {
             let count = |state, n: u32| {
                 self.connections
@@ -266,7 +280,7 @@ pub async fn count(State(metrics): State<Arc<Metrics>>, req: Request, next: Next
 async fn scrape(State(metrics): State<Arc<Metrics>>) -> Response {
     (
         [(CONTENT_TYPE, prometheus_text::CONTENT_TYPE)],
-        metrics.render(),
+        metrics.render().await,
     )
         .into_response()
 }

@@ -207,6 +207,8 @@ pub trait WebhookStore: Send + Sync {
     async fn resend(&self, endpoint_id: i64, delivery_id: i64, now: i64) -> StoreResult<Resend>;
     /// Whether a delivery to an enabled endpoint is due at `now` and not reserved.
     async fn delivery_due(&self, now: i64) -> StoreResult<bool>;
+    /// How many deliveries wait to be sent (the outbox's backlog, for the metrics).
+    async fn pending_deliveries(&self) -> StoreResult<i64>;
 }
 
 /// The outbox and the worker's statements, in the write transaction.

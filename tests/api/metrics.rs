@@ -406,3 +406,41 @@ fn start(url: &str, extra: &[(&str, &str)]) -> Server {
     env.extend_from_slice(extra);
     Server::start(&env)
 }
+
+on_both_backends! {
+    async fn metrics_count_the_webhook_backlog(app: TestApp) {
+        // The tests' service runs no delivery worker: what the outbox holds stays pending.
+        let app = app.with_metrics();
+        let seed = app.seed().await;
+        let backlog = |text: &str| {
+            let exposition: Exposition =
+                openmetrics_parser::prometheus::parse_prometheus(text).expect("a valid exposition");
+            gauge(&exposition, "reftrack_webhook_deliveries_pending", &[])
+        };
+        assert_eq!(backlog(&scrape(&app).await), 0.0);
+        app.admin(
+            "POST",
+            &format!("/programs/{}/webhooks", seed.program_id),
+            Some(json!({"url": "https://93.184.216.34/hooks/a", "events": ["sale.created"]})),
+        )
+        .await
+        .expect(201);
+        app.admin(
+            "POST",
+            &format!("/programs/{}/webhooks", seed.program_id),
+            Some(json!({"url": "https://93.184.216.34/hooks/b", "events": ["sale.created", "lead.created"]})),
+        )
+        .await
+        .expect(201);
+        let click_id = app.click(&seed.short_link).await;
+        app.post_auth(
+            "/api/v1/track/sale",
+            &seed.api_token,
+            json!({"transaction_id": "backlog-1", "amount_cents": 5000, "click_id": click_id}),
+        )
+        .await
+        .expect(200);
+        // One sale.created message for each endpoint.
+        assert_eq!(backlog(&scrape(&app).await), 2.0);
+    }
+}

@@ -692,6 +692,14 @@ impl<DB: Engine> WebhookStore for SqlStore<DB> {
         })
     }
 
+    async fn pending_deliveries(&self) -> StoreResult<i64> {
+        Ok(
+            stmt::<DB>("SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'pending'")
+                .scalar(&mut *self.read.acquire().await?)
+                .await?,
+        )
+    }
+
     async fn delivery_due(&self, now: i64) -> StoreResult<bool> {
         let due: Option<i64> = stmt::<DB>(
             "SELECT d.id FROM webhook_deliveries d \

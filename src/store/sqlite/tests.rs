@@ -575,6 +575,7 @@ async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
             (9, "partner accounts".to_string()),
             (10, "partner rollups".to_string()),
             (11, "links and coupons".to_string()),
+            (12, "webhooks".to_string()),
         ]
     );
     reopened.close().await;
