@@ -208,13 +208,16 @@ pub(super) fn confirmed(form: &Posted) -> bool {
     form.get("confirm") == "yes"
 }
 
+/// A form's `back` field: the page it was on, when that is a page of the dashboard.
+pub(super) fn back(form: &Posted) -> Option<String> {
+    form.text("back")
+        .filter(|b| COOKIE.local_next(Some(b)) == b.as_str())
+}
+
 /// Where a form's `back` field sends the user after the change named `done`: a page of
 /// the dashboard (else `fallback`), with `done` in its query for the confirmation.
 pub(super) fn back_to(form: &Posted, fallback: &str, done: &str) -> String {
-    let back = match form.text("back") {
-        Some(b) if COOKIE.local_next(Some(&b)) == b => b,
-        _ => fallback.to_string(),
-    };
+    let back = back(form).unwrap_or_else(|| fallback.to_string());
     let (path, query) = back.split_once('?').unwrap_or((&back, ""));
     let mut kept: Vec<&str> = query
         .split('&')

@@ -8,7 +8,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 
-use super::frame::{back_to, confirmed, Confirm, Frame, Head, Ids, Tab};
+use super::frame::{back, back_to, confirmed, Confirm, Frame, Head, Ids, Tab};
 use super::session::Signed;
 use crate::app;
 use crate::app::admin::{
@@ -289,7 +289,7 @@ pub(super) async fn set_status(
         );
         page.fields = vec![("status", status), ("back", form.get("back"))];
         page.button = "Ban partner";
-        page.cancel = form.text("back").unwrap_or(here);
+        page.cancel = back(&form).unwrap_or(here);
         return Ok(ok(&page));
     }
     s.app
