@@ -331,3 +331,35 @@ on_both_backends! {
         assert_eq!(r.body["data"][0]["flags"], json!(["self_referral"]));
     }
 }
+
+on_both_backends! {
+    async fn processor_events_write_their_webhook_messages(app: TestApp) {
+        let (seed, click_id) = setup(&app, "bob").await;
+        let p = seed.program_id;
+        // No worker runs here: the messages stay in the outbox, read from the delivery log.
+        let endpoint = app
+            .admin("POST", &format!("/programs/{p}/webhooks"), Some(json!({"url": "https://93.184.216.34/hook", "events": ["sale.created", "commission.created", "sale.refunded"]})))
+            .await
+            .expect(201);
+        let id = endpoint.body["id"].as_i64().unwrap();
+        let outbox = || async {
+            let r = app.admin("GET", &format!("/webhooks/{id}/deliveries"), None).await.expect(200);
+            let mut types: Vec<String> = r.body["data"].as_array().unwrap().iter().map(|d| d["type"].as_str().unwrap().to_string()).collect();
+            types.sort();
+            types
+        };
+        let checkout = fixture("checkout.session.completed.payment", &[("CURRENCY", "usd"), ("METADATA", &meta(&click_id, "bob", p))]);
+        deliver(&app, p, &checkout).await.expect(200);
+        assert_eq!(outbox().await, ["commission.created", "sale.created"]);
+        // A redelivered event changes nothing and reports nothing.
+        deliver(&app, p, &checkout).await.expect(200);
+        assert_eq!(outbox().await.len(), 2);
+        let refund = fixture("charge.refunded", &[
+            ("EVENT_ID", "evt_refund_1"), ("CHARGE_ID", "ch_1"), ("AMOUNT", "4999"), ("AMOUNT_REFUNDED", "999"),
+            ("INVOICE", "null"), ("PAYMENT_INTENT", "pi_3QcsPayment0001"), ("FULLY", "false"),
+        ]);
+        let r = deliver(&app, p, &refund).await.expect(200);
+        assert_eq!(outcome(&r), "refund refunded");
+        assert_eq!(outbox().await, ["commission.created", "sale.created", "sale.refunded"]);
+    }
+}

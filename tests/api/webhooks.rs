@@ -588,7 +588,7 @@ on_both_backends! {
         let fail = endpoint(&app, p, &failing, &["lead.created"]).await;
         endpoint(&app, p, &good, &["lead.created"]).await;
         let worker = tokio::spawn(Worker::new(app.state.app.clone()).run());
-        const LEADS: usize = 24;
+        const LEADS: usize = 40;
         let started = Instant::now();
         for i in 0..LEADS {
             app.lead(&seed, &format!("k{i}")).await;

@@ -3,7 +3,8 @@
 //!
 //! At most [`MAX_IN_FLIGHT`] deliveries are under way in a process, and at most
 //! [`PER_ENDPOINT`] to one endpoint, so that a slow or failing endpoint holds a few slots
-//! and the others keep flowing. A claim reserves its deliveries for [`LEASE_MS`]: every
+//! and the others keep flowing. A slot is freed as soon as its attempt ends, and wakes
+//! the claimer; the attempt is recorded meanwhile, its delivery still reserved. A claim reserves its deliveries for [`LEASE_MS`]: every
 //! process sharing a database may run a worker, and each attempt is made by one of them
 //! (a process that dies mid-attempt leaves its deliveries to be claimed again when the
 //! reservation lapses, with the same message id). The schedule follows the service's
@@ -22,10 +23,10 @@ use crate::app::{App, Result};
 use crate::store::webhooks::ClaimedDelivery;
 
 /// Most deliveries under way at once in one process.
-pub const MAX_IN_FLIGHT: usize = 128;
+pub const MAX_IN_FLIGHT: usize = 256;
 
 /// Most deliveries under way at once to one endpoint, in one process.
-pub const PER_ENDPOINT: usize = 16;
+pub const PER_ENDPOINT: usize = 32;
 
 /// Most deliveries one claim takes.
 const CLAIM_BATCH: usize = 100;
@@ -45,6 +46,8 @@ pub struct Worker {
     sender: Arc<Sender>,
     /// Deliveries under way, per endpoint.
     in_flight: Arc<Mutex<HashMap<i64, usize>>>,
+    /// Wakes the claimer: an attempt has ended, its slot is free.
+    freed: Arc<tokio::sync::Notify>,
 }
 
 /// The runtime the worker runs on: one thread of its own, so that sending never takes
@@ -72,6 +75,7 @@ impl Worker {
             app,
             sender,
             in_flight: Arc::new(Mutex::new(HashMap::new())),
+            freed: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
@@ -87,14 +91,14 @@ impl Worker {
         (total, per)
     }
 
-    fn release(&self, done: &[(ClaimedDelivery, Sent)]) {
-        let mut in_flight = self.in_flight.lock().expect("in-flight lock");
-        for (d, _) in done {
-            if let Some(n) = in_flight.get_mut(&d.endpoint_id) {
-                *n -= 1;
-                if *n == 0 {
-                    in_flight.remove(&d.endpoint_id);
-                }
+    /// Frees the slot of an attempt that has ended. Its delivery stays reserved until
+    /// the attempt is recorded, so no claim takes it meanwhile.
+    fn release(in_flight: &Mutex<HashMap<i64, usize>>, endpoint_id: i64) {
+        let mut in_flight = in_flight.lock().expect("in-flight lock");
+        if let Some(n) = in_flight.get_mut(&endpoint_id) {
+            *n -= 1;
+            if *n == 0 {
+                in_flight.remove(&endpoint_id);
             }
         }
     }
@@ -125,29 +129,24 @@ impl Worker {
         }
     }
 
-    /// Sends a claimed delivery on a task of its own; its result goes to `done`.
+    /// Sends a claimed delivery on a task of its own; its result goes to `done`, and its
+    /// slot is freed at once.
     fn start(&self, d: ClaimedDelivery, done: &mpsc::UnboundedSender<(ClaimedDelivery, Sent)>) {
         let sender = self.sender.clone();
         let app = self.app.clone();
         let done = done.clone();
+        let (in_flight, freed) = (self.in_flight.clone(), self.freed.clone());
         tokio::spawn(async move {
             let sent = sender.send(&d, app.now_ms()).await;
+            Self::release(&in_flight, d.endpoint_id);
+            freed.notify_one();
             let _ = done.send((d, sent));
         });
-    }
-
-    /// Records attempts until the database takes them (their deliveries stay reserved
-    /// meanwhile, and are claimed again, by any process, if the reservation lapses).
-    async fn record(&self, done: Vec<(ClaimedDelivery, Sent)>) -> Result<()> {
-        let recorded = self.app.record_attempts(done.clone()).await;
-        self.release(&done);
-        recorded
     }
 
     /// Claims and sends due deliveries and records their attempts, until aborted.
     pub async fn run(self) {
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(ClaimedDelivery, Sent)>();
-        let recorded = tokio::sync::Notify::new();
         let recorder = async {
             while let Some(first) = done_rx.recv().await {
                 let mut batch = vec![first];
@@ -157,10 +156,11 @@ impl Worker {
                         Err(_) => break,
                     }
                 }
-                if let Err(e) = self.record(batch).await {
+                // Should this fail, the deliveries stay reserved until their lease lapses,
+                // then any process makes the attempt again.
+                if let Err(e) = self.app.record_attempts(batch).await {
                     tracing::warn!(error = %e, "recording webhook attempts failed");
                 }
-                recorded.notify_one();
             }
         };
         let claimer = async {
@@ -178,10 +178,9 @@ impl Worker {
                     continue;
                 };
                 if claimed.is_empty() {
-                    let full = self.busy().0 >= MAX_IN_FLIGHT;
                     tokio::select! {
                         _ = self.app.webhooks_due.notified() => {}
-                        _ = recorded.notified(), if full => {}
+                        _ = self.freed.notified() => {}
                         _ = tokio::time::sleep(IDLE_POLL) => {}
                     }
                     continue;
