@@ -39,6 +39,9 @@ use crate::store::Store;
 /// The path the metrics are served on.
 pub const PATH: &str = "/metrics";
 
+/// How long a scrape waits for the webhook backlog before answering without it.
+const BACKLOG_READ_LIMIT: Duration = Duration::from_secs(1);
+
 /// The route label of a request that matched no route.
 pub const UNMATCHED: &str = "unmatched";
 
@@ -237,12 +240,14 @@ impl Metrics {
     /// The exposition in the Prometheus text format, with the pools read now.
     pub async fn render(&self) -> String {
         // The gauges that read the present state are set at scrape time: the pools and the
-        // webhook outbox's backlog (kept at its last value when the database is out).
-        match self.store.pending_deliveries().await {
-            Ok(n) => {
+        // webhook outbox's backlog (kept at its last value when the database is out: a
+        // scrape must answer during an outage, not wait out the pool's acquire timeout).
+        match tokio::time::timeout(BACKLOG_READ_LIMIT, self.store.pending_deliveries()).await {
+            Ok(Ok(n)) => {
                 self.webhook_backlog.set(n);
             }
-            Err(e) => tracing::warn!(error = %e, "reading the webhook backlog for the metrics"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "reading the webhook backlog for the metrics"),
+            Err(_) => tracing::warn!("reading the webhook backlog for the metrics timed out"),
         }
         for pool in self.store.pool_use() {
             let count = |state, n: u32| {
