@@ -136,7 +136,13 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
     if let Some(server) = metrics_server {
         server.abort();
     }
-    webhooks.abort();
+    // Before the store closes: the attempts under way are recorded through it.
+    if !webhooks.stop(deadline).await {
+        tracing::warn!(
+            "shutdown: webhook attempts still under way after {} s; they are made again after a restart",
+            grace.as_secs()
+        );
+    }
     if tokio::time::timeout_at(deadline, store.close())
         .await
         .is_err()

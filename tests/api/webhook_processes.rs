@@ -1,6 +1,7 @@
 //! Webhook delivery by the real binary: killed with SIGKILL while deliveries are pending
 //! and in flight, then restarted, it still delivers every message with its message id
-//! (on SQLite and on PostgreSQL); and two processes on one PostgreSQL database deliver
+//! (on SQLite and on PostgreSQL); stopped by SIGTERM, it finishes the attempts under way
+//! first; and two processes on one PostgreSQL database deliver
 //! each attempt once. The receiver verifies every delivery with the Standard Webhooks
 //! reference library.
 
@@ -252,6 +253,50 @@ async fn sqlite_delivers_everything_after_sigkill() {
 async fn postgres_delivers_everything_after_sigkill() {
     let url = fresh_postgres_url().await;
     dropping_database(url.clone(), killed_while_delivering(url)).await;
+}
+
+/// SIGTERM while a delivery is in flight: the process lets the attempt end and records
+/// it before it exits, so a restart finds it delivered and sends nothing again.
+async fn terminated_while_delivering(url: String) {
+    let http = reqwest::Client::new();
+    let rx = Receiver::start(Answer::Slow(Duration::from_secs(2))).await;
+    let mut server = start(&url);
+    let (key, endpoint) = setup(&http, &server.base, &rx).await;
+    lead(&http, &server.base, &key, 0).await;
+    let started = Instant::now();
+    while rx.received().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no delivery started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.signal("TERM");
+    let exit = server.wait_exit(Duration::from_secs(20)).expect("exited");
+    assert!(exit.success(), "{exit:?}: {}", server.output());
+    rx.set_answer(Answer::Ok);
+
+    let server = start(&url);
+    let d = deliveries(&http, &server.base, endpoint).await;
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0]["status"], "delivered", "{}", d[0]);
+    assert_eq!(d[0]["attempts"].as_array().unwrap().len(), 1, "{}", d[0]);
+    assert_eq!(d[0]["attempts"][0]["status_code"], 200, "{}", d[0]);
+    assert_eq!(rx.received().len(), 1, "sent once");
+    assert_eq!(rx.bad(), Vec::<String>::new());
+    drop(server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_finishes_deliveries_under_way_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    terminated_while_delivering(format!("sqlite://{}", dir.path().join("w.db").display())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_finishes_deliveries_under_way_on_sigterm() {
+    let url = fresh_postgres_url().await;
+    dropping_database(url.clone(), terminated_while_delivering(url)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

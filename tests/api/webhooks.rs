@@ -587,7 +587,8 @@ on_both_backends! {
         let close = create(&app, p, &close_url, json!(["lead.created"])).await.expect(201).body["id"].as_i64().unwrap();
         let fail = endpoint(&app, p, &failing, &["lead.created"]).await;
         endpoint(&app, p, &good, &["lead.created"]).await;
-        let worker = tokio::spawn(Worker::new(app.state.app.clone()).run());
+        let (_running, stop) = tokio::sync::watch::channel(false);
+        let worker = tokio::spawn(Worker::new(app.state.app.clone()).run(stop));
         const LEADS: usize = 40;
         let started = Instant::now();
         for i in 0..LEADS {

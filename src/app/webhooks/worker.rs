@@ -8,7 +8,11 @@
 //! process sharing a database may run a worker, and each attempt is made by one of them
 //! (a process that dies mid-attempt leaves its deliveries to be claimed again when the
 //! reservation lapses, with the same message id). The schedule follows the service's
-//! clock. The worker runs on a thread of its own, apart from the requests.
+//! clock. The worker runs on a thread of its own, apart from the requests, at a lower
+//! scheduling priority than theirs: when the machine's CPUs are all busy, tracking calls
+//! go first and the outbox waits (it is durable; the backlog drains once there is room).
+//! Asked to stop, the worker claims nothing more and lets the attempts under way end and
+//! be recorded, so that a restart does not send them again.
 //!
 //! [`LEASE_MS`]: crate::domain::webhooks::LEASE_MS
 
@@ -40,10 +44,19 @@ const IDLE_POLL: Duration = Duration::from_millis(100);
 /// How long the worker waits before trying again after the database failed it.
 const FAILURE_PAUSE: Duration = Duration::from_secs(1);
 
+/// The niceness of the worker's threads (0 is the requests', 19 the lowest priority):
+/// low enough that tracking calls win a busy CPU, not so low that deliveries starve
+/// under a steady load.
+#[cfg(target_os = "linux")]
+const NICENESS: libc::c_int = 10;
+
 /// The worker of one process.
 pub struct Worker {
     app: Arc<App>,
     sender: Arc<Sender>,
+    /// Where its database calls run: the runtime it was made on (the requests', when
+    /// spawned by the server).
+    db: tokio::runtime::Handle,
     /// Deliveries under way, per endpoint.
     in_flight: Arc<Mutex<HashMap<i64, usize>>>,
     /// Wakes the claimer: an attempt has ended, its slot is free.
@@ -59,6 +72,7 @@ fn worker_runtime() -> tokio::runtime::Handle {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
                 .thread_name("reftrack-webhooks")
+                .on_thread_start(lower_priority)
                 .enable_all()
                 .build()
                 .expect("the webhook worker's runtime starts")
@@ -67,21 +81,86 @@ fn worker_runtime() -> tokio::runtime::Handle {
         .clone()
 }
 
+/// Lowers the calling thread's scheduling priority to [`NICENESS`]. On Linux the nice
+/// value belongs to a thread, so the requests' threads keep theirs. Raising niceness needs
+/// no privilege; should it fail all the same, the worker runs at normal priority.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `gettid` and `setpriority` take and return plain integers; no memory
+        // is shared with the kernel.
+        let failed = unsafe {
+            let tid = libc::gettid();
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, NICENESS) != 0
+        };
+        if failed {
+            tracing::warn!(
+                error = %std::io::Error::last_os_error(),
+                "the webhook worker runs at normal priority"
+            );
+        }
+    }
+}
+
+/// A running worker: stop it with [`Running::stop`] (dropping it stops it too, without
+/// waiting).
+pub struct Running {
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops the worker: it claims nothing more, and the attempts under way end and are
+    /// recorded. Returns whether that happened by `deadline`; if not, the worker is
+    /// aborted, and what it held is claimed again once the reservation lapses.
+    pub async fn stop(self, deadline: tokio::time::Instant) -> bool {
+        let _ = self.stop.send(true);
+        let mut task = self.task;
+        match tokio::time::timeout_at(deadline, &mut task).await {
+            Ok(_) => true,
+            Err(_) => {
+                task.abort();
+                false
+            }
+        }
+    }
+}
+
 impl Worker {
-    /// The worker of `app`, its sender allowing private targets as `app` does.
+    /// The worker of `app`, its sender allowing private targets as `app` does; its
+    /// database calls run on the current runtime.
     pub fn new(app: Arc<App>) -> Self {
         let sender = Arc::new(Sender::new(app.private_webhook_targets()));
         Worker {
             app,
             sender,
+            db: tokio::runtime::Handle::current(),
             in_flight: Arc::new(Mutex::new(HashMap::new())),
             freed: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
-    /// Starts the worker of `app` on its own thread; it runs until the handle is aborted.
-    pub fn spawn(app: Arc<App>) -> tokio::task::JoinHandle<()> {
-        worker_runtime().spawn(async move { Worker::new(app).run().await })
+    /// Starts the worker of `app` on its own thread; it runs until stopped.
+    pub fn spawn(app: Arc<App>) -> Running {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let worker = Worker::new(app);
+        let task = worker_runtime().spawn(worker.run(stopped));
+        Running { stop, task }
+    }
+
+    /// Runs a database call on [`Worker::db`]. Threads inherit their creator's niceness,
+    /// so a connection a pool opens from this worker's thread would get a lowered thread
+    /// (SQLite's connections each have one) that the requests then share.
+    async fn on_db<T, F>(&self, call: impl FnOnce(Arc<App>) -> F) -> Result<T>
+    where
+        F: std::future::Future<Output = Result<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        match self.db.spawn(call(self.app.clone())).await {
+            Ok(done) => done,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(crate::app::Error::Unavailable(e.into())),
+        }
     }
 
     fn busy(&self) -> (usize, Vec<(i64, i64)>) {
@@ -110,11 +189,13 @@ impl Worker {
         if room == 0 {
             return Some(Vec::new());
         }
-        match self
-            .app
-            .claim_deliveries(room as i64, PER_ENDPOINT as i64, per)
-            .await
-        {
+        let claimed = self
+            .on_db(move |app| async move {
+                app.claim_deliveries(room as i64, PER_ENDPOINT as i64, per)
+                    .await
+            })
+            .await;
+        match claimed {
             Ok(claimed) => {
                 let mut in_flight = self.in_flight.lock().expect("in-flight lock");
                 for d in &claimed {
@@ -144,8 +225,9 @@ impl Worker {
         });
     }
 
-    /// Claims and sends due deliveries and records their attempts, until aborted.
-    pub async fn run(self) {
+    /// Claims and sends due deliveries and records their attempts, until `stop` turns
+    /// true; then waits for the attempts under way and records them.
+    pub async fn run(self, mut stop: tokio::sync::watch::Receiver<bool>) {
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(ClaimedDelivery, Sent)>();
         let recorder = async {
             while let Some(first) = done_rx.recv().await {
@@ -158,14 +240,24 @@ impl Worker {
                 }
                 // Should this fail, the deliveries stay reserved until their lease lapses,
                 // then any process makes the attempt again.
-                if let Err(e) = self.app.record_attempts(batch).await {
+                let recorded = self
+                    .on_db(|app| async move { app.record_attempts(batch).await })
+                    .await;
+                if let Err(e) = recorded {
                     tracing::warn!(error = %e, "recording webhook attempts failed");
                 }
             }
         };
         let claimer = async {
-            loop {
-                let claimed = match self.app.webhook_due().await {
+            // Owned here: once the claimer and the attempts under way have dropped their
+            // senders, the recorder has seen every result and ends.
+            let done_tx = done_tx;
+            // A dropped handle stops the worker as well.
+            while stop.has_changed().is_ok() && !*stop.borrow() {
+                let due = self
+                    .on_db(|app| async move { app.webhook_due().await })
+                    .await;
+                let claimed = match due {
                     Ok(true) => self.claim().await,
                     Ok(false) => Some(Vec::new()),
                     Err(e) => {
@@ -174,11 +266,15 @@ impl Worker {
                     }
                 };
                 let Some(claimed) = claimed else {
-                    tokio::time::sleep(FAILURE_PAUSE).await;
+                    tokio::select! {
+                        _ = stop.changed() => {}
+                        _ = tokio::time::sleep(FAILURE_PAUSE) => {}
+                    }
                     continue;
                 };
                 if claimed.is_empty() {
                     tokio::select! {
+                        _ = stop.changed() => {}
                         _ = self.app.webhooks_due.notified() => {}
                         _ = self.freed.notified() => {}
                         _ = tokio::time::sleep(IDLE_POLL) => {}
@@ -190,7 +286,6 @@ impl Worker {
                 }
             }
         };
-        // One task: aborting it stops both.
         tokio::join!(recorder, claimer);
     }
 
