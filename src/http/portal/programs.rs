@@ -13,10 +13,10 @@ use super::view::{
 };
 use crate::app;
 use crate::app::exports;
-use crate::app::partners::{PartnerLinkBody, PartnerProgramView, MAX_PARTNER_LINKS};
+use crate::app::partners::{PartnerLink, PartnerLinkBody, PartnerProgramView, MAX_PARTNER_LINKS};
 use crate::app::payouts::CommissionParams;
 use crate::domain::money::display_amount;
-use crate::domain::status::CommissionFlag;
+use crate::domain::status::{CommissionFlag, LinkStatus};
 use crate::http::pages::view::{share_text, COMMISSION_STATUSES};
 use crate::http::partner::public_url;
 use crate::http::payouts::csv_stream;
@@ -76,6 +76,10 @@ struct LinksPage {
     links: Vec<LinkRow>,
     /// No site origin is known: the page explains the `aff` parameter.
     parameter_only: bool,
+    /// Some link has a redirect address, which works anywhere.
+    any_redirect: bool,
+    /// Some link has none.
+    any_plain: bool,
     can_create: bool,
     max_links: i64,
     short_link: Field,
@@ -85,8 +89,14 @@ struct LinksPage {
 
 struct LinkRow {
     short_link: String,
-    /// What the partner shares: a URL, or the parameter to add to one.
+    /// What the partner shares: the redirect address when the link has one, else an
+    /// address on the program's site, or the parameter to add to one.
     share: String,
+    /// Beside a redirect address: the address on the program's site (or the parameter),
+    /// for pages that carry the tracker.
+    on_site: Option<String>,
+    /// The link's active coupon codes.
+    coupon_codes: Vec<String>,
     clicks: i64,
     active: bool,
     status: &'static str,
@@ -104,20 +114,30 @@ async fn links_page(
     let page = q.page();
     let url = public_url(s, headers);
     let listed = s.app.partner_links(p.partner_id, id, &page, &url).await?;
-    let links = listed
+    let links: Vec<LinkRow> = listed
         .data
-        .iter()
-        .map(|l| &l.link)
-        .map(|l| LinkRow {
-            share: share_text(&frame.program.allowed_origins, &l.short_link),
-            short_link: l.short_link.clone(),
-            clicks: l.clicks,
-            active: l.status.as_str() == "active",
-            status: l.status.as_str(),
-            created: Moment::of(l.created_at),
+        .into_iter()
+        .map(|PartnerLink { link, redirect_url }| {
+            let on_site = share_text(&frame.program.allowed_origins, &link.short_link);
+            let (share, on_site) = match redirect_url {
+                Some(redirect) => (redirect, Some(on_site)),
+                None => (on_site, None),
+            };
+            LinkRow {
+                share,
+                on_site,
+                coupon_codes: link.coupon_codes,
+                short_link: link.short_link,
+                clicks: link.clicks,
+                active: link.status == LinkStatus::Active,
+                status: link.status.as_str(),
+                created: Moment::of(link.created_at),
+            }
         })
         .collect();
     Ok(LinksPage {
+        any_redirect: links.iter().any(|l| l.on_site.is_some()),
+        any_plain: links.iter().any(|l| l.on_site.is_none()),
         chrome: frame.chrome,
         tabs: frame.tabs,
         program_name: frame.program.name.clone(),
