@@ -23,6 +23,7 @@ use super::dashboard::{NewSession, SESSION_LIFETIME_MS};
 use super::invite_mail::invite_mail;
 use super::pages::{listed, probe, PageParams};
 use super::payouts::CommissionParams;
+use super::redirect::redirect_url;
 use super::secrets::{generate_token, hash_token};
 use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
@@ -52,6 +53,22 @@ pub struct Invite {
     /// server is configured (`REFTRACK_SMTP_URL`) or when sending failed. The invite
     /// works either way; a failure is in the server's log.
     pub emailed: bool,
+}
+
+/// One of the signed-in partner's links, as the partner API shows it: the link's fields
+/// (with its active `coupon_codes`) and the address to share it at.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PartnerLink {
+    #[serde(flatten)]
+    pub link: Link,
+    /// `<public URL>/r/<short_link>`: the address to share anywhere (a social post, a
+    /// newsletter, a video description), which counts the click and sends the visitor on
+    /// to the link's destination, else its program's. The public URL is
+    /// `REFTRACK_PUBLIC_URL`, or else the request's own scheme and host. Null while the
+    /// link is inactive or neither it nor its program has a destination: then the
+    /// partner adds `?aff=<short_link>` to a page of the program's site that carries the
+    /// tracker.
+    pub redirect_url: Option<String>,
 }
 
 /// A program that takes applications.
@@ -165,6 +182,14 @@ fn invite_refused(invite: Option<crate::store::partners::InviteRow>, now: i64) -
         Some(i) if i.expires_at <= now => "This invite link has expired: ask for a new one",
         Some(_) => "This invite link is not valid",
     })
+}
+
+/// A partner's link with its redirect address, when it has one.
+fn partner_link(link: Link, program_destination: Option<&str>, public_url: &str) -> PartnerLink {
+    PartnerLink {
+        redirect_url: redirect_url(public_url, &link, program_destination),
+        link,
+    }
 }
 
 /// A short link made for a partner: its code and 6 random hex digits.
@@ -507,22 +532,33 @@ impl App {
         }
     }
 
-    /// The partner's links in a program, newest first.
+    /// The partner's links in a program, newest first; `public_url` is where the server
+    /// is reached, for their redirect addresses. The links' coupon codes come with them,
+    /// in the same statement.
     pub async fn partner_links(
         &self,
         partner_id: i64,
         program_id: i64,
         page: &PageParams,
-    ) -> Result<Listed<Link>> {
+        public_url: &str,
+    ) -> Result<Listed<PartnerLink>> {
         let page = page.page()?;
         self.approved_in(partner_id, program_id).await?;
+        let destination = self.store.program(program_id).await?.destination_url;
         let filter = LinkFilter {
             program_id: Some(program_id),
             partner_id: Some(partner_id),
             status: None,
         };
         let rows = self.store.list_links(None, filter, probe(page)).await?;
-        Ok(listed(rows, page, |l| l.id))
+        let Listed { data, next_cursor } = listed(rows, page, |l| l.id);
+        Ok(Listed {
+            data: data
+                .into_iter()
+                .map(|link| partner_link(link, destination.as_deref(), public_url))
+                .collect(),
+            next_cursor,
+        })
     }
 
     /// A link the partner makes in a program that allows it.
@@ -531,10 +567,12 @@ impl App {
         partner_id: i64,
         program_id: i64,
         b: PartnerLinkBody,
-    ) -> Result<Link> {
+        public_url: &str,
+    ) -> Result<PartnerLink> {
         let wanted = b.short_link.as_deref().map(short_link).transpose()?;
         self.approved_in(partner_id, program_id).await?;
-        if !self.store.program(program_id).await?.partner_links_allowed {
+        let program = self.store.program(program_id).await?;
+        if !program.partner_links_allowed {
             return Err(Error::Forbidden(
                 "This program does not let partners create links".into(),
             ));
@@ -567,7 +605,11 @@ impl App {
             )
             .await;
         self.changed();
-        Ok(done?)
+        Ok(partner_link(
+            done?,
+            program.destination_url.as_deref(),
+            public_url,
+        ))
     }
 
     /// What an approved partner sees of a program: its name, currency, origins and

@@ -5,7 +5,7 @@ use super::track::{ClickCommand, ClickOutcome};
 use super::{App, Error, Result};
 use crate::domain::redirect::{self, RecordedClick};
 use crate::domain::status::LinkStatus;
-use crate::store::ClickDetails;
+use crate::store::{ClickDetails, Link};
 
 /// A visit of a redirect link.
 #[derive(Debug)]
@@ -27,6 +27,22 @@ pub struct Redirect {
     pub location: String,
     /// The click recorded, if any.
     pub click_id: Option<String>,
+}
+
+/// The address to share `link` at on the server at `public_url` (`<public_url>/r/<short
+/// link>`), when following it leads somewhere, as [`App::follow_link`] decides: the link
+/// is active and has a destination, its own or its program's (`program_destination`).
+/// `None` otherwise; a link without a partner is not shared.
+pub fn redirect_url(
+    public_url: &str,
+    link: &Link,
+    program_destination: Option<&str>,
+) -> Option<String> {
+    let leads_somewhere = link.destination_url.is_some() || program_destination.is_some();
+    if !leads_somewhere || link.status != LinkStatus::Active || link.partner_id.is_none() {
+        return None;
+    }
+    redirect::link_url(public_url, &link.short_link)
 }
 
 impl App {
@@ -76,5 +92,50 @@ impl App {
                 )
             })?;
         Ok(Some(Redirect { location, click_id }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(destination: Option<&str>, status: LinkStatus, partner_id: Option<i64>) -> Link {
+        Link {
+            id: 1,
+            program_id: 1,
+            partner_id,
+            short_link: "alice".into(),
+            status,
+            destination_url: destination.map(str::to_string),
+            coupon_codes: Vec::new(),
+            clicks: 0,
+            last_clicked: None,
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn a_link_is_shared_by_its_redirect_address_only_where_following_it_leads_somewhere() {
+        let base = "https://go.example";
+        let own = link(Some("https://shop.example/a"), LinkStatus::Active, Some(1));
+        let plain = link(None, LinkStatus::Active, Some(1));
+        let shared = Some("https://go.example/r/alice".to_string());
+        assert_eq!(redirect_url(base, &own, None), shared);
+        assert_eq!(
+            redirect_url(base, &plain, Some("https://shop.example/")),
+            shared
+        );
+        assert_eq!(redirect_url(base, &plain, None), None);
+        let inactive = link(
+            Some("https://shop.example/a"),
+            LinkStatus::Inactive,
+            Some(1),
+        );
+        assert_eq!(
+            redirect_url(base, &inactive, Some("https://shop.example/")),
+            None
+        );
+        let unassigned = link(Some("https://shop.example/a"), LinkStatus::Active, None);
+        assert_eq!(redirect_url(base, &unassigned, None), None);
     }
 }

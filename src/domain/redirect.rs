@@ -76,6 +76,25 @@ pub fn location(
     Some(url.to_string())
 }
 
+/// The address of a redirect link on the server at `public_url`: `<public_url>/r/` and the
+/// short link as one path segment, every byte but the unreserved characters of a URL
+/// (letters, digits, `-`, `.`, `_`, `~`) percent-encoded. `None` for `.` and `..`, which a
+/// browser would take as a step in the path rather than a name.
+pub fn link_url(public_url: &str, short_link: &str) -> Option<String> {
+    if matches!(short_link, "." | "..") {
+        return None;
+    }
+    let mut url = format!("{}/r/", public_url.trim_end_matches('/'));
+    for b in short_link.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            url.push(char::from(b));
+        } else {
+            url.push_str(&format!("%{b:02X}"));
+        }
+    }
+    Some(url)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +151,23 @@ mod tests {
             .unwrap(),
             "https://shop.example/?utm_source=mail&aff=alice#top"
         );
+    }
+
+    #[test]
+    fn a_link_url_carries_its_short_link_as_one_segment() {
+        assert_eq!(
+            link_url("https://go.example/", "alice-2024_x.y~z").as_deref(),
+            Some("https://go.example/r/alice-2024_x.y~z")
+        );
+        assert_eq!(
+            link_url("http://localhost:3000", "a/b?c#d %é").as_deref(),
+            Some("http://localhost:3000/r/a%2Fb%3Fc%23d%20%25%C3%A9")
+        );
+        assert_eq!(
+            link_url("https://go.example", "..."),
+            Some("https://go.example/r/...".into())
+        );
+        assert_eq!(link_url("https://go.example", "."), None);
+        assert_eq!(link_url("https://go.example", ".."), None);
     }
 }

@@ -23,13 +23,13 @@ use super::AppState;
 use crate::app::dashboard::NewSession;
 use crate::app::exports;
 use crate::app::partners::{
-    AcceptInviteBody, Application, ApplyBody, Invite, PartnerLinkBody, PartnerMe, PartnerMeBody,
-    PasswordBody,
+    AcceptInviteBody, Application, ApplyBody, Invite, PartnerLink, PartnerLinkBody, PartnerMe,
+    PartnerMeBody, PasswordBody,
 };
 use crate::app::performance::PerformanceResponse;
 use crate::app::Listed;
 use crate::store::partners::PartnerPayoutItem;
-use crate::store::{CommissionRow, Link};
+use crate::store::CommissionRow;
 
 /// Routes under `/api/partner`.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -312,7 +312,8 @@ async fn change_partner_password(
     Ok(Json(LogoutResponse { success: true }))
 }
 
-/// The signed-in partner's links in a program.
+/// The signed-in partner's links in a program, newest first, each with its active
+/// `coupon_codes` and, when it leads somewhere, the `redirect_url` to share.
 #[utoipa::path(
     get,
     path = "/programs/{id}/links",
@@ -320,7 +321,7 @@ async fn change_partner_password(
     params(("id" = i64, Path, description = "Program id"), PageQuery),
     security(("partner_session" = [])),
     responses(
-        (status = 200, description = "One page", body = Listed<Link>),
+        (status = 200, description = "One page", body = Listed<PartnerLink>),
         (status = 401, description = "No valid partner session", body = ErrorBody),
         (status = 403, description = "Not approved in this program", body = ErrorBody),
         (status = 404, description = "Not in this program", body = ErrorBody),
@@ -329,14 +330,19 @@ async fn change_partner_password(
 async fn partner_links(
     State(s): State<AppState>,
     p: PartnerSession,
+    headers: HeaderMap,
     PathParams(id): PathParams<i64>,
     RawQuery(raw): RawQuery,
-) -> Result<Json<Listed<Link>>> {
+) -> Result<Json<Listed<PartnerLink>>> {
     let page = read_list_query::<PageQuery>(raw.as_deref())?.page();
-    Ok(Json(s.app.partner_links(p.partner_id, id, &page).await?))
+    let url = public_url(&s, &headers);
+    Ok(Json(
+        s.app.partner_links(p.partner_id, id, &page, &url).await?,
+    ))
 }
 
-/// Make a link in a program, when the program lets partners do so (at most 20 active).
+/// Make a link in a program, when the program lets partners do so (at most 20 active);
+/// answered as a row of the list.
 #[utoipa::path(
     post,
     path = "/programs/{id}/links",
@@ -345,7 +351,7 @@ async fn partner_links(
     request_body = PartnerLinkBody,
     security(("partner_session" = [])),
     responses(
-        (status = 201, description = "Created", body = Link),
+        (status = 201, description = "Created", body = PartnerLink),
         (status = 400, description = "Invalid short_link", body = ErrorBody),
         (status = 401, description = "No valid partner session", body = ErrorBody),
         (status = 403, description = "Not approved, or the program makes the links", body = ErrorBody),
@@ -356,10 +362,12 @@ async fn partner_links(
 async fn create_partner_link(
     State(s): State<AppState>,
     p: PartnerSession,
+    headers: HeaderMap,
     PathParams(id): PathParams<i64>,
     OptionalJsonBody(b): OptionalJsonBody<PartnerLinkBody>,
-) -> Result<(StatusCode, Json<Link>)> {
-    let link = s.app.create_partner_link(p.partner_id, id, b).await?;
+) -> Result<(StatusCode, Json<PartnerLink>)> {
+    let url = public_url(&s, &headers);
+    let link = s.app.create_partner_link(p.partner_id, id, b, &url).await?;
     Ok((StatusCode::CREATED, Json(link)))
 }
 

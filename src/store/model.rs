@@ -184,7 +184,8 @@ pub struct Link {
     pub status: LinkStatus,
     /// Where `GET /r/{short_link}` sends visitors; null: the program's destination.
     pub destination_url: Option<String>,
-    /// The link's active coupon codes.
+    /// The link's active coupon codes, oldest first (archived ones are not shown): a sale
+    /// with one of them that no click attributes counts for the link's partner.
     pub coupon_codes: Vec<String>,
     pub clicks: i64,
     #[serde(serialize_with = "iso_ms_opt")]

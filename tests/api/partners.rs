@@ -429,3 +429,109 @@ async fn invite_links_use_the_public_url() {
         r.body
     );
 }
+
+/// The partner's links in `program_id`, asked of the server as `host`: the page's rows.
+async fn links_via(app: &TestApp, token: &str, program_id: i64, host: &str) -> Vec<Value> {
+    let auth = format!("Bearer {token}");
+    let path = format!("/api/partner/programs/{program_id}/links");
+    let r = app
+        .send(
+            "GET",
+            &path,
+            None,
+            &[("authorization", &auth), ("host", host)],
+        )
+        .await
+        .expect(200);
+    r.body["data"].as_array().unwrap().clone()
+}
+
+/// The row of `short_link` among `rows`.
+fn row<'a>(rows: &'a [Value], short_link: &str) -> &'a Value {
+    rows.iter()
+        .find(|l| l["short_link"] == short_link)
+        .unwrap_or_else(|| panic!("no {short_link} in {rows:?}"))
+}
+
+const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
+
+on_both_backends! {
+    async fn a_partners_links_carry_their_redirect_address_and_coupon_codes(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let short = seed.short_link.clone();
+        let alice = signed_in(&app, seed.partner_id, "alice@example.com").await;
+        let host = "track.example.com";
+
+        // No destination anywhere: no redirect address; every field of a link is still there.
+        let rows = links_via(&app, &alice, p, host).await;
+        let first = row(&rows, &short);
+        assert!(first["redirect_url"].is_null(), "{first}");
+        assert_eq!(first["coupon_codes"], json!([]));
+        for field in ["id", "program_id", "partner_id", "short_link", "status", "destination_url", "clicks", "last_clicked", "created_at"] {
+            assert!(first.get(field).is_some(), "{field} missing from {first}");
+        }
+
+        // The program's destination: the request's host names the server.
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"destination_url": "https://shop.example/"}))).await.expect(200);
+        let rows = links_via(&app, &alice, p, host).await;
+        assert_eq!(row(&rows, &short)["redirect_url"], format!("http://{host}/r/{short}"));
+        // A made link is answered with its address too, its short link as one path segment,
+        // and the address leads where the redirect route sends visitors.
+        let auth = format!("Bearer {alice}");
+        let made = app
+            .send("POST", &format!("/api/partner/programs/{p}/links"), Some(json!({"short_link": "alice/pod?1"})), &[("authorization", &auth), ("host", host)])
+            .await
+            .expect(201);
+        assert_eq!(made.body["redirect_url"], format!("http://{host}/r/alice%2Fpod%3F1"));
+        let path = made.body["redirect_url"].as_str().unwrap().trim_start_matches(&format!("http://{host}")).to_string();
+        let r = app.send("GET", &path, None, &[("user-agent", BROWSER)]).await.expect(302);
+        let location = r.headers["location"].to_str().unwrap();
+        assert!(location.starts_with("https://shop.example/?aff=alice"), "{location}");
+        assert!(location.contains("rt_click=cust_"), "{location}");
+
+        // Only the link's own destination: that link has an address, the other has none.
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"destination_url": null}))).await.expect(200);
+        let made_id = made.body["id"].as_i64().unwrap();
+        app.admin("PATCH", &format!("/links/{made_id}"), Some(json!({"destination_url": "https://shop.example/podcast"}))).await.expect(200);
+        let rows = links_via(&app, &alice, p, host).await;
+        assert_eq!(row(&rows, "alice/pod?1")["redirect_url"], format!("http://{host}/r/alice%2Fpod%3F1"));
+        assert!(row(&rows, &short)["redirect_url"].is_null());
+        // An inactive link has none, destination or not.
+        app.admin("PATCH", &format!("/links/{made_id}"), Some(json!({"status": "inactive"}))).await.expect(200);
+        let rows = links_via(&app, &alice, p, host).await;
+        assert!(row(&rows, "alice/pod?1")["redirect_url"].is_null());
+        app.send("GET", &path, None, &[("user-agent", BROWSER)]).await.expect(404);
+
+        // Coupon codes: the active ones, oldest first, on every page of the list.
+        let link = app.link_id(&short).await;
+        for code in ["SUMMER10", "WINTER5"] {
+            app.admin("POST", &format!("/links/{link}/coupons"), Some(json!({"code": code}))).await.expect(201);
+        }
+        let winter = app.admin("GET", &format!("/links/{link}/coupons"), None).await.expect(200).body["data"][0]["id"].as_i64().unwrap();
+        app.admin("DELETE", &format!("/links/{link}/coupons/{winter}"), None).await.expect(200);
+        app.admin("POST", &format!("/links/{link}/coupons"), Some(json!({"code": "Autumn"}))).await.expect(201);
+        app.admin("POST", &format!("/links/{made_id}/coupons"), Some(json!({"code": "POD"}))).await.expect(201);
+        let rows = links_via(&app, &alice, p, host).await;
+        assert_eq!(row(&rows, &short)["coupon_codes"], json!(["SUMMER10", "Autumn"]));
+        assert_eq!(row(&rows, "alice/pod?1")["coupon_codes"], json!(["POD"]));
+        let page = partner(&app, &alice, "GET", &format!("/programs/{p}/links?limit=1"), None).await.expect(200);
+        assert_eq!(page.body["data"][0]["coupon_codes"], json!(["POD"]));
+        let cursor = page.body["next_cursor"].as_str().unwrap().to_string();
+        let page = partner(&app, &alice, "GET", &format!("/programs/{p}/links?limit=1&cursor={cursor}"), None).await.expect(200);
+        assert_eq!(page.body["data"][0]["coupon_codes"], json!(["SUMMER10", "Autumn"]));
+
+        // REFTRACK_PUBLIC_URL wins over the request's host.
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"destination_url": "https://shop.example/"}))).await.expect(200);
+        let app = app.with_public_url("https://go.example.com/");
+        let rows = links_via(&app, &alice, p, host).await;
+        assert_eq!(row(&rows, &short)["redirect_url"], format!("https://go.example.com/r/{short}"));
+
+        // Another partner's program, however it is set up, stays a 404.
+        let other = app.seed_with(json!({"destination_url": "https://other.example/"})).await;
+        let link = app.link_id(&other.short_link).await;
+        app.admin("POST", &format!("/links/{link}/coupons"), Some(json!({"code": "THEIRS"}))).await.expect(201);
+        let r = partner(&app, &alice, "GET", &format!("/programs/{}/links", other.program_id), None).await.expect(404);
+        assert_eq!(r.error(), "Program not found");
+    }
+}

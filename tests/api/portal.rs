@@ -345,3 +345,50 @@ on_both_backends! {
         assert_eq!(r.error(), "Not found");
     }
 }
+
+on_both_backends! {
+    async fn a_link_card_shares_the_redirect_address_and_shows_its_coupon_codes(app: TestApp) {
+        let seed = app.seed_with(json!({"allowed_origins": ["https://shop.example"]})).await;
+        let p = seed.program_id;
+        let short = seed.short_link.clone();
+        let cookie = accepted(&app, seed.partner_id, "alice@example.com").await;
+        let links = format!("/partner/programs/{p}/links");
+
+        // Without a destination the site's address is the link to share, as before.
+        let body = html(&PORTAL.get(&app, &links, Some(&cookie)).await.expect(200)).to_string();
+        assert!(body.contains(&format!("id=\"share-1\" class=\"share-text\" type=\"text\" value=\"https://shop.example/?aff={short}\"")), "{body}");
+        assert!(!body.contains("/r/") && !body.contains("id=\"site-1\"") && !body.contains("Coupon code"), "{body}");
+
+        // With the program's destination the redirect address is, and the site's is beside it.
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"destination_url": "https://shop.example/"}))).await.expect(200);
+        let link = app.link_id(&short).await;
+        app.admin("POST", &format!("/links/{link}/coupons"), Some(json!({"code": "SUMMER10"}))).await.expect(201);
+        let body = html(&PORTAL.get(&app, &links, Some(&cookie)).await.expect(200)).to_string();
+        assert!(body.contains(&format!("id=\"share-1\" class=\"share-text\" type=\"text\" value=\"http://{HOST}/r/{short}\"")), "{body}");
+        assert!(body.contains(&format!("id=\"site-1\" class=\"share-text\" type=\"text\" value=\"https://shop.example/?aff={short}\"")), "{body}");
+        assert!(body.contains("data-copy=\"share-1\"") && body.contains("data-copy=\"site-1\""), "{body}");
+        assert!(body.contains("Share your links anywhere"), "{body}");
+        assert!(body.contains("Coupon code: <code>SUMMER10</code>") && body.contains("Sales with this code count as yours"), "{body}");
+        app.admin("POST", &format!("/links/{link}/coupons"), Some(json!({"code": "PODCAST"}))).await.expect(201);
+        let body = html(&PORTAL.get(&app, &links, Some(&cookie)).await.expect(200)).to_string();
+        assert!(body.contains("Coupon codes: <code>SUMMER10</code> <code>PODCAST</code>") && body.contains("Sales with these codes count"), "{body}");
+
+        // REFTRACK_PUBLIC_URL names the server; a link made on the page has its address too.
+        let app = app.with_public_url("https://go.example.com");
+        let r = PORTAL.post(&app, &links, Some(&cookie), "short_link=alice-summer").await.expect(303);
+        let body = html(&PORTAL.get(&app, location(&r), Some(&cookie)).await.expect(200)).to_string();
+        assert!(body.contains("value=\"https://go.example.com/r/alice-summer\""), "{body}");
+        assert!(body.contains(&format!("value=\"https://go.example.com/r/{short}\"")), "{body}");
+
+        // An inactive link: back to the site's address, and its codes no longer count.
+        app.admin("PATCH", &format!("/links/{link}"), Some(json!({"status": "inactive"}))).await.expect(200);
+        let body = html(&PORTAL.get(&app, &links, Some(&cookie)).await.expect(200)).to_string();
+        assert!(!body.contains(&format!("/r/{short}")), "{body}");
+        assert!(body.contains("sales with its codes no longer count"), "{body}");
+        // Without the site's origin: the parameter, explained for the link that has no address.
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"allowed_origins": []}))).await.expect(200);
+        let body = html(&PORTAL.get(&app, &links, Some(&cookie)).await.expect(200)).to_string();
+        assert!(body.contains("value=\"?aff=alice-summer\"") && body.contains(&format!("value=\"?aff={short}\"")), "{body}");
+        assert!(body.contains("A link without an address to share gives a parameter") && body.contains("added to the address of a page"), "{body}");
+    }
+}

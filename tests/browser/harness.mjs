@@ -26,6 +26,8 @@ const BIN = path.resolve(repoRoot, process.env.REFTRACK_BIN || 'target/debug/ref
 const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
 const ADMIN = 'browser-test-admin-token-0123456789';
 export const DAY = 86400;
+/** A desktop Chrome's user agent (headless Chromium names itself a bot). */
+export const BROWSER_UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36';
 
 // Set by setup()'s before hook; importers see the values (live bindings).
 export let dir, db, api, HTTP, HTTPS;

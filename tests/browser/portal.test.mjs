@@ -6,7 +6,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setup, api, admin, browse, shoot, track } from './harness.mjs';
+import { setup, api, admin, browse, shoot, track, BROWSER_UA } from './harness.mjs';
 
 setup();
 
@@ -24,7 +24,7 @@ async function program(fields) {
 
 test('an invited partner signs in, shares a link and sees its click and sale', async () => {
   const shop = 'https://shop.example';
-  const prog = await program({ name: 'Acme Partners', commission_hold_days: 30, allowed_origins: [shop] });
+  const prog = await program({ name: 'Acme Partners', commission_hold_days: 30, allowed_origins: [shop], destination_url: `${shop}/` });
   const partner = await admin('POST', '/partners', { name: 'Alice Example', code: 'alice-b', email: 'alice@browser.test' });
   await admin('POST', `/programs/${prog.id}/partners`, { partner_id: partner.id, status: 'approved' });
   const invite = await admin('POST', `/partners/${partner.id}/invite`);
@@ -66,23 +66,43 @@ test('an invited partner signs in, shares a link and sees its click and sale', a
   await page.getByLabel('Password').press('Enter');
   await page.waitForURL(new RegExp(`/partner/programs/${prog.id}/links$`));
 
-  // A link of its own, copied with the button.
+  // A link of its own: the program has a destination, so the link to share is the
+  // redirect link, which works anywhere; copied with the button.
   await page.getByLabel('Short link').fill('alice-spring');
   await page.getByRole('button', { name: 'Create link' }).click();
   await page.waitForURL(/done=created$/);
-  const shareUrl = `${shop}/?aff=alice-spring`;
+  const shareUrl = `${api}/r/alice-spring`;
   const card = page.locator('.link-card', { hasText: 'alice-spring' });
-  assert.equal(await card.locator('input.share-text').inputValue(), shareUrl);
-  await card.getByRole('button', { name: 'Copy' }).click();
-  await page.locator('.copy.copied').waitFor();
+  assert.equal(await card.getByLabel('Link to share').inputValue(), shareUrl);
+  await card.getByRole('button', { name: 'Copy' }).first().click();
+  await card.locator('.copy.copied').waitFor();
   const copied = await page.evaluate(() => navigator.clipboard.readText());
   assert.equal(copied, shareUrl);
+  // Below it, the site's address for pages that carry the tracker, copied with the keyboard.
+  const onSite = card.getByLabel("Or, on the program's own site, where its tracker runs");
+  assert.equal(await onSite.inputValue(), `${shop}/?aff=alice-spring`);
+  await onSite.focus();
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.getAttribute('data-copy')), await onSite.getAttribute('id'));
+  await page.keyboard.press('Enter');
+  await page.waitForFunction((want) => navigator.clipboard.readText().then((t) => t === want), `${shop}/?aff=alice-spring`);
+  // A coupon code the owner gives the link shows on its card.
+  const links = await admin('GET', `/links?program_id=${prog.id}`);
+  const spring = links.data.find((l) => l.short_link === 'alice-spring');
+  await admin('POST', `/links/${spring.id}/coupons`, { code: 'SPRING10' });
+  await page.reload();
+  assert.match(await card.locator('.coupons').textContent(), /Coupon code: SPRING10\s+Sales with this code count as yours/);
   await shoot(page, 'links');
 
-  // A visitor clicks the copied link and buys: $50.00 earns 30 %, $15.00, pending 30 days.
-  const click = await track('click', { affiliate_url: copied, page_url: `${shop}/` });
-  assert.equal(click.success, true);
-  await track('lead', { click_id: click.click_id, customer_key: 'cust-1' }, prog.api_token);
+  // A visitor follows the copied link and buys: $50.00 earns 30 %, $15.00, pending 30 days.
+  const visit = await fetch(copied, { redirect: 'manual', headers: { 'user-agent': BROWSER_UA } });
+  assert.equal(visit.status, 302);
+  const landing = new URL(visit.headers.get('location'));
+  assert.equal(`${landing.origin}${landing.pathname}`, `${shop}/`);
+  assert.equal(landing.searchParams.get('aff'), 'alice-b');
+  const clickId = landing.searchParams.get('rt_click');
+  assert.match(clickId, /^cust_/);
+  await track('lead', { click_id: clickId, customer_key: 'cust-1' }, prog.api_token);
   await track('sale', { transaction_id: 'txn-browser-1', amount_cents: 5000, currency: 'usd', customer_key: 'cust-1' }, prog.api_token);
 
   // The overview: earnings, the chart and its table.

@@ -9,13 +9,10 @@ import http from 'node:http';
 import zlib from 'node:zlib';
 import {
   setup, repoRoot, DAY, api, HTTP, HTTPS, pages, admin, seed, clicksOf, dashboardMetrics, sql,
-  closedPort, open, clickCookie, cookieNamed,
+  closedPort, open, clickCookie, cookieNamed, BROWSER_UA,
 } from './harness.mjs';
 
 setup();
-
-/** A desktop Chrome's user agent (headless Chromium names itself a bot). */
-const BROWSER_UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36';
 
 /** A test page at `p` loading the tracker with these data- attributes. */
 function page(p, { program, src = '/tracker.js', apiHost, cookieDomain, debug = true, head = '' }) {

@@ -4,7 +4,7 @@
 use askama::Template;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 
 use super::session::{see_other, Signed};
 use super::view::{
@@ -13,11 +13,12 @@ use super::view::{
 };
 use crate::app;
 use crate::app::exports;
-use crate::app::partners::{PartnerLinkBody, PartnerProgramView, MAX_PARTNER_LINKS};
+use crate::app::partners::{PartnerLink, PartnerLinkBody, PartnerProgramView, MAX_PARTNER_LINKS};
 use crate::app::payouts::CommissionParams;
 use crate::domain::money::display_amount;
-use crate::domain::status::CommissionFlag;
+use crate::domain::status::{CommissionFlag, LinkStatus};
 use crate::http::pages::view::{share_text, COMMISSION_STATUSES};
+use crate::http::partner::public_url;
 use crate::http::payouts::csv_stream;
 use crate::http::AppState;
 
@@ -75,6 +76,10 @@ struct LinksPage {
     links: Vec<LinkRow>,
     /// No site origin is known: the page explains the `aff` parameter.
     parameter_only: bool,
+    /// Some link has a redirect address, which works anywhere.
+    any_redirect: bool,
+    /// Some link has none.
+    any_plain: bool,
     can_create: bool,
     max_links: i64,
     short_link: Field,
@@ -84,31 +89,55 @@ struct LinksPage {
 
 struct LinkRow {
     short_link: String,
-    /// What the partner shares: a URL, or the parameter to add to one.
+    /// What the partner shares: the redirect address when the link has one, else an
+    /// address on the program's site, or the parameter to add to one.
     share: String,
+    /// Beside a redirect address: the address on the program's site (or the parameter),
+    /// for pages that carry the tracker.
+    on_site: Option<String>,
+    /// The link's active coupon codes.
+    coupon_codes: Vec<String>,
     clicks: i64,
     active: bool,
     status: &'static str,
     created: Moment,
 }
 
-async fn links_page(s: &AppState, p: &Signed, id: i64, q: &Posted) -> app::Result<LinksPage> {
+async fn links_page(
+    s: &AppState,
+    p: &Signed,
+    headers: &HeaderMap,
+    id: i64,
+    q: &Posted,
+) -> app::Result<LinksPage> {
     let frame = ProgramFrame::load(s, p.partner_id, id, "Links", q).await?;
     let page = q.page();
-    let listed = s.app.partner_links(p.partner_id, id, &page).await?;
-    let links = listed
+    let url = public_url(s, headers);
+    let listed = s.app.partner_links(p.partner_id, id, &page, &url).await?;
+    let links: Vec<LinkRow> = listed
         .data
-        .iter()
-        .map(|l| LinkRow {
-            share: share_text(&frame.program.allowed_origins, &l.short_link),
-            short_link: l.short_link.clone(),
-            clicks: l.clicks,
-            active: l.status.as_str() == "active",
-            status: l.status.as_str(),
-            created: Moment::of(l.created_at),
+        .into_iter()
+        .map(|PartnerLink { link, redirect_url }| {
+            let on_site = share_text(&frame.program.allowed_origins, &link.short_link);
+            let (share, on_site) = match redirect_url {
+                Some(redirect) => (redirect, Some(on_site)),
+                None => (on_site, None),
+            };
+            LinkRow {
+                share,
+                on_site,
+                coupon_codes: link.coupon_codes,
+                short_link: link.short_link,
+                clicks: link.clicks,
+                active: link.status == LinkStatus::Active,
+                status: link.status.as_str(),
+                created: Moment::of(link.created_at),
+            }
         })
         .collect();
     Ok(LinksPage {
+        any_redirect: links.iter().any(|l| l.on_site.is_some()),
+        any_plain: links.iter().any(|l| l.on_site.is_none()),
         chrome: frame.chrome,
         tabs: frame.tabs,
         program_name: frame.program.name.clone(),
@@ -127,16 +156,18 @@ async fn links_page(s: &AppState, p: &Signed, id: i64, q: &Posted) -> app::Resul
 pub(super) async fn links(
     State(s): State<AppState>,
     p: Signed,
+    headers: HeaderMap,
     ProgramId(id): ProgramId,
     Query(q): Query,
 ) -> PageResult {
-    Ok(ok(&links_page(&s, &p, id, &q).await?))
+    Ok(ok(&links_page(&s, &p, &headers, id, &q).await?))
 }
 
 /// `POST /partner/programs/{id}/links`: a new link, then back to the list.
 pub(super) async fn create_link(
     State(s): State<AppState>,
     p: Signed,
+    headers: HeaderMap,
     ProgramId(id): ProgramId,
     body: Bytes,
 ) -> PageResult {
@@ -145,7 +176,8 @@ pub(super) async fn create_link(
     let b = PartnerLinkBody {
         short_link: wanted.clone(),
     };
-    let refused = match s.app.create_partner_link(p.partner_id, id, b).await {
+    let url = public_url(&s, &headers);
+    let refused = match s.app.create_partner_link(p.partner_id, id, b, &url).await {
         Ok(_) => {
             return Ok(see_other(&format!(
                 "/partner/programs/{id}/links?done=created"
@@ -154,7 +186,7 @@ pub(super) async fn create_link(
         Err(app::Error::Invalid(t) | app::Error::Conflict(t) | app::Error::Forbidden(t)) => t,
         Err(e) => return Err(e.into()),
     };
-    let mut page = links_page(&s, &p, id, &Posted::parse(b"")).await?;
+    let mut page = links_page(&s, &p, &headers, id, &Posted::parse(b"")).await?;
     page.short_link = page.short_link.with(wanted.unwrap_or_default());
     page.form_error = place_error(&refused, &mut [&mut page.short_link]);
     Ok(render(StatusCode::BAD_REQUEST, &page))
