@@ -434,3 +434,348 @@ on_both_backends! {
         assert!(html(&r).contains(&format!("Payout {id}</a>")) && html(&r).contains("$15.00"));
     }
 }
+
+/// A public address no test sends to (no worker runs where it is used).
+const PUBLIC_HOOK: &str = "https://93.184.216.34/hooks/reftrack";
+
+/// A form value, urlencoded.
+fn enc(value: &str) -> String {
+    url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
+}
+
+/// The value of the input `id` of a page.
+fn input_value(body: &str, id: &str) -> Option<String> {
+    let at = body.find(&format!("id=\"{id}\""))?;
+    let rest = &body[at..];
+    let value = rest.split("value=\"").nth(1)?;
+    Some(value.split('"').next()?.to_string())
+}
+
+on_both_backends! {
+    async fn webhook_endpoints_are_added_changed_and_deleted_in_the_settings(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+        let webhooks = format!("/app/programs/{p}/settings/webhooks");
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/settings"), Some(&owner)).await.expect(200);
+        assert!(html(&r).contains(&format!("href=\"{webhooks}\">Manage webhooks")), "{}", html(&r));
+        let r = DASHBOARD.get(&app, &webhooks, Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("No endpoints yet") && html(&r).contains("Add endpoint"));
+        assert_eq!(html(&r).matches("type=\"checkbox\" name=\"events\"").count(), 10, "every event type");
+
+        // Refused: beside the field, what was typed kept, nothing stored.
+        for (url, events, id, text) in [
+            ("not a url", "&events=sale.created", "f-url-error", "Endpoint URL must be an http:// or https:// URL with a host"),
+            ("http://127.0.0.1:9/hook", "&events=sale.created", "f-url-error", "Endpoint URL must not point to a loopback, private or link-local address (127.0.0.1)"),
+            ("http://10.1.2.3/hook", "&events=sale.created", "f-url-error", "REFTRACK_WEBHOOK_ALLOW_PRIVATE=1"),
+            (PUBLIC_HOOK, "", "f-events-error", "Events must list at least one event type"),
+            (PUBLIC_HOOK, "&events=sale.made", "f-events-error", "Events include an unknown event type &#34;sale.made&#34;"),
+        ] {
+            let form = format!("url={}{events}", enc(url));
+            let r = DASHBOARD.post(&app, &webhooks, Some(&owner), &form).await.expect(400);
+            let body = html(&r);
+            let error = body.split(&format!("id=\"{id}\">")).nth(1).unwrap_or_else(|| panic!("{url}{events}: {body}"));
+            assert!(error.split("</p>").next().unwrap().contains(text), "{url}{events}: {body}");
+            assert_eq!(input_value(body, "f-url").as_deref(), Some(url.replace('&', "&amp;").as_str()), "typed URL kept");
+            assert_eq!(body.contains("value=\"sale.created\" checked"), events.contains("sale.created"), "{events}");
+        }
+        assert_eq!(app.count("SELECT COUNT(*) FROM webhook_endpoints").await, 0, "nothing stored");
+
+        // Added: the secret shown once, on the answer only.
+        let form = format!("url={}&events=sale.created&events=lead.created", enc(PUBLIC_HOOK));
+        let r = DASHBOARD.post(&app, &webhooks, Some(&owner), &form).await.expect(200);
+        let body = html(&r);
+        let secret = input_value(body, "webhook-secret").unwrap();
+        assert!(secret.starts_with("whsec_") && secret.len() == 38, "{secret}");
+        assert!(body.contains("It will not be shown again") && body.contains("data-copy=\"webhook-secret\""), "{body}");
+        assert!(body.contains(PUBLIC_HOOK));
+        let r = DASHBOARD.get(&app, &webhooks, Some(&owner)).await.expect(200);
+        let body = html(&r);
+        assert!(!body.contains("whsec_") && !body.contains("webhook-secret"), "the secret is not shown again: {body}");
+        assert!(body.contains(PUBLIC_HOOK) && body.contains("badge-enabled\">enabled"), "{body}");
+        assert!(body.contains("<li class=\"mono\">lead.created</li><li class=\"mono\">sale.created</li>"), "{body}");
+        let listed = app.admin("GET", &format!("/programs/{p}/webhooks"), None).await.expect(200);
+        let id = listed.body["data"][0]["id"].as_i64().unwrap();
+        assert_eq!(listed.body["data"][0]["events"], json!(["lead.created", "sale.created"]));
+
+        // Its page: the form shows it; a refused change leaves it as it was.
+        let endpoint = format!("{webhooks}/{id}");
+        let r = DASHBOARD.get(&app, &endpoint, Some(&owner)).await.expect(200);
+        let body = html(&r);
+        assert_eq!(input_value(body, "f-url").as_deref(), Some(PUBLIC_HOOK));
+        assert!(body.contains("value=\"lead.created\" checked") && body.contains("value=\"sale.created\" checked") && !body.contains("value=\"payout.paid\" checked"));
+        let r = DASHBOARD.post(&app, &endpoint, Some(&owner), "url=ftp%3A%2F%2Fx&events=payout.paid").await.expect(400);
+        assert!(html(&r).contains("id=\"f-url-error\">Endpoint URL must be an http:// or https:// URL with a host"), "{}", html(&r));
+        assert_eq!(input_value(html(&r), "f-url").as_deref(), Some("ftp://x"));
+        assert!(html(&r).contains("value=\"payout.paid\" checked") && !html(&r).contains("value=\"sale.created\" checked"));
+        let r = DASHBOARD.post(&app, &endpoint, Some(&owner), &format!("url={}", enc(PUBLIC_HOOK))).await.expect(400);
+        assert!(html(&r).contains("id=\"f-events-error\">Events must list at least one event type"));
+        let e = app.admin("GET", &format!("/programs/{p}/webhooks"), None).await.expect(200);
+        assert_eq!(e.body["data"][0]["events"], json!(["lead.created", "sale.created"]), "unchanged");
+        let r = DASHBOARD.post(&app, &endpoint, Some(&owner), "url=https%3A%2F%2F93.184.216.35%2Fother&events=payout.paid&events=payout.created").await.expect(303);
+        assert_eq!(location(&r), format!("{endpoint}?done=webhook-saved"));
+        let e = app.admin("GET", &format!("/programs/{p}/webhooks"), None).await.expect(200);
+        assert_eq!(e.body["data"][0]["url"], "https://93.184.216.35/other");
+        assert_eq!(e.body["data"][0]["events"], json!(["payout.created", "payout.paid"]));
+        let r = DASHBOARD.get(&app, location(&r), Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("The endpoint is saved."));
+
+        // Disabled and enabled again.
+        let r = DASHBOARD.post(&app, &format!("{endpoint}/enabled"), Some(&owner), "enabled=false").await.expect(303);
+        assert_eq!(location(&r), format!("{endpoint}?done=webhook-disabled"));
+        let e = app.admin("GET", &format!("/programs/{p}/webhooks"), None).await.expect(200);
+        assert_eq!(e.body["data"][0]["enabled"], false);
+        let r = DASHBOARD.get(&app, &webhooks, Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("badge-disabled\">disabled") && html(&r).contains("Disabled by an owner or admin."), "{}", html(&r));
+        let r = DASHBOARD.get(&app, &endpoint, Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("name=\"enabled\" value=\"true\""));
+        DASHBOARD.post(&app, &format!("{endpoint}/enabled"), Some(&owner), "enabled=maybe").await.expect(400);
+        DASHBOARD.post(&app, &format!("{endpoint}/enabled"), Some(&owner), "enabled=true").await.expect(303);
+        let e = app.admin("GET", &format!("/programs/{p}/webhooks"), None).await.expect(200);
+        assert_eq!(e.body["data"][0]["enabled"], true);
+
+        // Another program's endpoint is not this program's.
+        let other = app.seed().await;
+        let r = app.admin("POST", &format!("/programs/{}/webhooks", other.program_id), Some(json!({"url": PUBLIC_HOOK, "events": ["sale.created"]}))).await.expect(201);
+        let foreign = r.body["id"].as_i64().unwrap();
+        for path in [format!("{webhooks}/{foreign}"), format!("{webhooks}/{foreign}/deliveries"), format!("{webhooks}/nope")] {
+            DASHBOARD.get(&app, &path, Some(&owner)).await.expect(404);
+        }
+        DASHBOARD.post(&app, &format!("{webhooks}/{foreign}/delete"), Some(&owner), "confirm=yes").await.expect(404);
+        DASHBOARD.post(&app, &format!("{webhooks}/{foreign}/enabled"), Some(&owner), "enabled=false").await.expect(404);
+        let r = app.admin("GET", &format!("/programs/{}/webhooks", other.program_id), None).await.expect(200);
+        assert_eq!(r.body["data"][0]["enabled"], true);
+
+        // A form of another site is refused, and adds nothing.
+        let form = format!("url={}&events=sale.created", enc(PUBLIC_HOOK));
+        let r = DASHBOARD.page(&app, "POST", &webhooks, Some(&owner), Some(&form), Some("https://evil.example")).await.expect(403);
+        assert!(html(&r).contains("sent from another site"));
+        DASHBOARD.page(&app, "POST", &format!("{endpoint}/delete"), Some(&owner), Some("confirm=yes"), Some("https://evil.example")).await.expect(403);
+        assert_eq!(app.count(&format!("SELECT COUNT(*) FROM webhook_endpoints WHERE program_id = {p}")).await, 1);
+
+        // Deleting asks first.
+        let r = DASHBOARD.post(&app, &format!("{endpoint}/delete"), Some(&owner), "").await.expect(200);
+        assert!(html(&r).contains("Delete this endpoint?") && html(&r).contains("name=\"confirm\" value=\"yes\""), "{}", html(&r));
+        assert_eq!(app.count(&format!("SELECT COUNT(*) FROM webhook_endpoints WHERE program_id = {p}")).await, 1, "not yet");
+        let r = DASHBOARD.post(&app, &format!("{endpoint}/delete"), Some(&owner), "confirm=yes").await.expect(303);
+        assert_eq!(location(&r), format!("{webhooks}?done=webhook-deleted"));
+        let r = DASHBOARD.get(&app, location(&r), Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("The endpoint is deleted") && html(&r).contains("No endpoints yet"));
+        DASHBOARD.get(&app, &endpoint, Some(&owner)).await.expect(404);
+    }
+}
+
+on_both_backends! {
+    async fn a_sale_s_delivery_is_listed_and_sent_again_by_hand(app: TestApp) {
+        use crate::common::receiver::{Answer, Receiver};
+        use reftrack::app::webhooks::worker::Worker;
+        use reftrack::domain::time::{iso, Clock, ManualClock};
+        use std::sync::Arc;
+
+        let clock = Arc::new(ManualClock::default());
+        let app = app.with_private_webhooks(clock.clone());
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+        let rx = Receiver::start(Answer::Fail).await;
+        let webhooks = format!("/app/programs/{p}/settings/webhooks");
+        let form = format!("url={}&events=sale.created&events=lead.created", enc(&rx.url));
+        let r = DASHBOARD.post(&app, &webhooks, Some(&owner), &form).await.expect(200);
+        rx.set_secret(&input_value(html(&r), "webhook-secret").unwrap());
+        let id = app.count(&format!("SELECT id FROM webhook_endpoints WHERE program_id = {p}")).await;
+        let deliveries = format!("{webhooks}/{id}/deliveries");
+        let r = DASHBOARD.get(&app, &deliveries, Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("No deliveries yet"));
+
+        // A sale: its message, tried once and refused by the receiver.
+        let click_id = app.click(&seed.short_link).await;
+        app.post_auth("/api/v1/track/sale", &seed.api_token, json!({"transaction_id": "txn-1", "amount_cents": 5000, "click_id": click_id})).await.expect(200);
+        let worker = Worker::new(app.state.app.clone());
+        assert_eq!(worker.run_once().await.unwrap(), 1);
+        assert_eq!(rx.received().len(), 1, "signed with the secret the page showed: {:?}", rx.bad());
+        let api = app.admin("GET", &format!("/webhooks/{id}/deliveries"), None).await.expect(200);
+        let d = api.body["data"][0].clone();
+        let delivery = d["id"].as_i64().unwrap();
+        let message = d["message_id"].as_str().unwrap().to_string();
+        let r = DASHBOARD.get(&app, &deliveries, Some(&owner)).await.expect(200);
+        let body = html(&r);
+        let row = body.split(&format!("data-delivery=\"{delivery}\"")).nth(1).unwrap().split("</tr>").next().unwrap();
+        for part in ["sale.created", &message, "badge-pending\">pending", "HTTP 500", &format!("datetime=\"{}\"", iso(clock.now_ms() + 5_000)), "Retry"] {
+            assert!(row.contains(part), "{part}: {row}");
+        }
+        assert!(row.contains(&format!("datetime=\"{}\" data-show=\"minute\"", d["attempts"][0]["at"].as_str().unwrap())), "{row}");
+
+        // Retry: due now, sent again with the same message id, delivered.
+        rx.set_answer(Answer::Ok);
+        let retry = format!("{deliveries}/{delivery}/retry");
+        let r = DASHBOARD.post(&app, &retry, Some(&owner), &format!("back={}", enc(&deliveries))).await.expect(303);
+        assert_eq!(location(&r), format!("{deliveries}?done=retry"));
+        let r = DASHBOARD.get(&app, location(&r), Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("The delivery is due now"));
+        assert!(html(&r).contains(&format!("datetime=\"{}\"", iso(clock.now_ms()))), "due now");
+        assert_eq!(worker.run_once().await.unwrap(), 1);
+        assert_eq!(rx.received().len(), 2);
+        assert_eq!(rx.received()[1].id, message);
+        let r = DASHBOARD.get(&app, &deliveries, Some(&owner)).await.expect(200);
+        let body = html(&r);
+        assert!(body.contains("badge-delivered\">delivered") && body.contains("HTTP 200"), "{body}");
+        // A delivery of another endpoint is not found here.
+        DASHBOARD.post(&app, &format!("{deliveries}/999999/retry"), Some(&owner), "").await.expect(404);
+
+        // A disabled endpoint offers no retry, and refuses one with the reason.
+        app.admin("PATCH", &format!("/webhooks/{id}"), Some(json!({"enabled": false}))).await.expect(200);
+        let r = DASHBOARD.get(&app, &deliveries, Some(&owner)).await.expect(200);
+        assert!(!html(&r).contains(">Retry</button>") && html(&r).contains("Enable the endpoint to send again."));
+        let r = DASHBOARD.post(&app, &retry, Some(&owner), &format!("back={}", enc(&deliveries))).await.expect(409);
+        assert!(html(&r).contains("role=\"alert\">The endpoint is disabled: enable it first<"), "{}", html(&r));
+        assert_eq!(worker.run_once().await.unwrap(), 0);
+        app.admin("PATCH", &format!("/webhooks/{id}"), Some(json!({"enabled": true}))).await.expect(200);
+
+        // Pages of 20, newest first.
+        for n in 0..20 {
+            app.lead(&seed, &format!("cust-{n}")).await;
+        }
+        let r = DASHBOARD.get(&app, &deliveries, Some(&owner)).await.expect(200);
+        let body = html(&r);
+        assert_eq!(body.matches("<tr data-delivery=").count(), 20);
+        assert!(!body.contains(&format!("data-delivery=\"{delivery}\"")), "the sale is on the next page");
+        let next = body.split("href=\"").filter_map(|h| h.split('"').next()).find(|h| h.contains("cursor=")).unwrap().to_string();
+        let r = DASHBOARD.get(&app, &next, Some(&owner)).await.expect(200);
+        let body = html(&r);
+        assert_eq!(body.matches("<tr data-delivery=").count(), 1);
+        assert!(body.contains(&format!("data-delivery=\"{delivery}\"")) && body.contains("First page"));
+    }
+}
+
+on_both_backends! {
+    async fn coupon_codes_are_added_and_archived_on_the_partner_page(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+        let link = app.link_id(&seed.short_link).await;
+        let partner = format!("/app/programs/{p}/partners/{}", seed.partner_id);
+        let coupons = format!("{partner}/coupons");
+        let r = DASHBOARD.get(&app, &partner, Some(&owner)).await.expect(200);
+        let body = html(&r);
+        assert!(body.contains("Coupon codes") && body.contains("New coupon code"), "{body}");
+        assert!(body.contains(&format!("<option value=\"{link}\" selected>{}</option>", seed.short_link)), "{body}");
+
+        let r = DASHBOARD.post(&app, &coupons, Some(&owner), &format!("link_id={link}&code=PODCAST20")).await.expect(303);
+        assert_eq!(location(&r), format!("{partner}?done=coupon#link-{link}"));
+        // Taken in this program, whatever the case; bad codes: beside their field, typed values kept.
+        for (form, id, text) in [
+            ("code=podcast20", "f-code-error", "A coupon with this coupon code already exists in this program"),
+            ("code=two+words", "f-code-error", "Coupon code must be 1 to 64 letters, digits, &#39;-&#39; or &#39;_&#39;"),
+            ("code=SPRING&stripe_promotion_code=coupon_1", "f-stripe_promotion_code-error", "Stripe promotion code must be a Stripe promotion code id (promo_…)"),
+        ] {
+            let r = DASHBOARD.post(&app, &coupons, Some(&owner), &format!("link_id={link}&{form}")).await.expect(400);
+            let body = html(&r);
+            assert!(body.contains(&format!("id=\"{id}\">{text}")), "{form}: {body}");
+            let code = form.split('&').next().unwrap().trim_start_matches("code=").replace('+', " ");
+            assert_eq!(input_value(body, "f-code"), Some(code), "{form}");
+        }
+        assert_eq!(app.count("SELECT COUNT(*) FROM coupons").await, 1, "nothing more stored");
+        DASHBOARD.post(&app, &coupons, Some(&owner), &format!("link_id={link}&code=SPRING&stripe_promotion_code=promo_1Spring")).await.expect(303);
+        let r = DASHBOARD.get(&app, &format!("{partner}?done=coupon"), Some(&owner)).await.expect(200);
+        let body = html(&r);
+        assert!(body.contains("The coupon code is added."));
+        assert!(body.contains("coupon-code\">PODCAST20</span>") && body.contains("coupon-code\">SPRING</span>"));
+        assert!(body.contains("Stripe: <span class=\"mono\">promo_1Spring</span>") && body.contains("no Stripe promotion code"));
+        let r = app.admin("GET", &format!("/links/{link}"), None).await.expect(200);
+        assert_eq!(r.body["coupon_codes"], json!(["PODCAST20", "SPRING"]));
+
+        // Another partner's link is not this partner's; no link is not a form of this page.
+        let (_, bob_link) = app.add_partner(&seed, "bob").await;
+        let bob_link = app.link_id(&bob_link).await;
+        DASHBOARD.post(&app, &coupons, Some(&owner), &format!("link_id={bob_link}&code=BOB")).await.expect(404);
+        DASHBOARD.post(&app, &coupons, Some(&owner), "code=BOB").await.expect(404);
+        // The link named in the address is chosen in the form.
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/partners/{}?coupon_link={link}", seed.partner_id), Some(&owner)).await.expect(200);
+        assert!(html(&r).contains(&format!("<option value=\"{link}\" selected>")));
+
+        // Archiving asks first.
+        let first = app.count("SELECT id FROM coupons WHERE code = 'PODCAST20'").await;
+        let archive = format!("/app/programs/{p}/links/{link}/coupons/{first}/archive");
+        let r = DASHBOARD.post(&app, &archive, Some(&owner), "").await.expect(200);
+        assert!(html(&r).contains("Archive coupon code PODCAST20?") && html(&r).contains("name=\"confirm\" value=\"yes\""), "{}", html(&r));
+        assert_eq!(app.count("SELECT COUNT(*) FROM coupons WHERE archived_at IS NULL").await, 2, "not yet");
+        let r = DASHBOARD.post(&app, &archive, Some(&owner), "confirm=yes").await.expect(303);
+        assert_eq!(location(&r), format!("{partner}?done=coupon-archived#link-{link}"));
+        let r = DASHBOARD.get(&app, &partner, Some(&owner)).await.expect(200);
+        let body = html(&r);
+        let row = body.split(&format!("data-coupon=\"{first}\"")).nth(1).unwrap().split("</li>").next().unwrap();
+        assert!(row.contains("badge-archived\">archived") && !row.contains("Archive"), "{row}");
+        let r = app.admin("GET", &format!("/links/{link}"), None).await.expect(200);
+        assert_eq!(r.body["coupon_codes"], json!(["SPRING"]));
+        let r = DASHBOARD.post(&app, &archive, Some(&owner), "confirm=yes").await.expect(409);
+        assert!(html(&r).contains("The coupon is archived already"));
+        // Its code is free again.
+        DASHBOARD.post(&app, &coupons, Some(&owner), &format!("link_id={link}&code=podcast20")).await.expect(303);
+        // A coupon of another link, or a link of another program: not found.
+        DASHBOARD.post(&app, &format!("/app/programs/{p}/links/{bob_link}/coupons/{first}/archive"), Some(&owner), "").await.expect(404);
+        let other = app.seed().await;
+        let other_link = app.link_id(&other.short_link).await;
+        DASHBOARD.post(&app, &format!("/app/programs/{p}/links/{other_link}/coupons/{first}/archive"), Some(&owner), "confirm=yes").await.expect(404);
+    }
+}
+
+on_both_backends! {
+    async fn viewers_and_members_see_webhooks_and_coupons_and_change_nothing(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let link = app.link_id(&seed.short_link).await;
+        let r = app.admin("POST", &format!("/programs/{p}/webhooks"), Some(json!({"url": PUBLIC_HOOK, "events": ["lead.created"]}))).await.expect(201);
+        let id = r.body["id"].as_i64().unwrap();
+        let r = app.admin("POST", &format!("/links/{link}/coupons"), Some(json!({"code": "PODCAST20"}))).await.expect(201);
+        let coupon = r.body["id"].as_i64().unwrap();
+        app.lead(&seed, "cust-1").await;
+        let delivery = app.count("SELECT id FROM webhook_deliveries").await;
+        let next_attempt = app.count("SELECT next_attempt_at FROM webhook_deliveries").await;
+        let viewer = member(&app, &seed, "viewer@example.com", "viewer").await;
+        let member_cookie = member(&app, &seed, "member@example.com", "member").await;
+        let webhooks = format!("/app/programs/{p}/settings/webhooks");
+
+        for cookie in [&viewer, &member_cookie] {
+            // Everything is there to read, with no form but sign-out.
+            for (path, shows) in [
+                (webhooks.clone(), PUBLIC_HOOK),
+                (format!("{webhooks}/{id}"), "lead.created"),
+                (format!("{webhooks}/{id}/deliveries"), "badge-pending\">pending"),
+                (format!("/app/programs/{p}/partners/{}", seed.partner_id), "coupon-code\">PODCAST20</span>"),
+            ] {
+                let r = DASHBOARD.get(&app, &path, Some(cookie)).await.expect(200);
+                let body = html(&r);
+                assert!(body.contains(shows), "{path}: {body}");
+                assert_eq!(change_forms(body), 0, "a form on {path}: {body}");
+                for control in ["Add endpoint", "Retry", "Delete", "Disable", "Add coupon code", "Archive"] {
+                    assert!(!body.contains(control), "{control} on {path}");
+                }
+            }
+            // A forced post is refused with the API's 403, confirmed or not.
+            for (path, form) in [
+                (webhooks.clone(), format!("url={}&events=sale.created", enc(PUBLIC_HOOK))),
+                (format!("{webhooks}/{id}"), format!("url={}&events=payout.paid", enc("https://93.184.216.35/x"))),
+                (format!("{webhooks}/{id}/enabled"), "enabled=false".to_string()),
+                (format!("{webhooks}/{id}/delete"), String::new()),
+                (format!("{webhooks}/{id}/delete"), "confirm=yes".to_string()),
+                (format!("{webhooks}/{id}/deliveries/{delivery}/retry"), String::new()),
+                (format!("/app/programs/{p}/partners/{}/coupons", seed.partner_id), format!("link_id={link}&code=MINE")),
+                (format!("/app/programs/{p}/links/{link}/coupons/{coupon}/archive"), String::new()),
+                (format!("/app/programs/{p}/links/{link}/coupons/{coupon}/archive"), "confirm=yes".to_string()),
+            ] {
+                let r = DASHBOARD.post(&app, &path, Some(cookie), &form).await.expect(403);
+                assert!(html(&r).contains("Not available to you") && html(&r).contains("may not do this"), "{path}: {}", html(&r));
+            }
+        }
+        // Nothing changed.
+        let r = app.admin("GET", &format!("/programs/{p}/webhooks"), None).await.expect(200);
+        assert_eq!(r.body["data"].as_array().unwrap().len(), 1);
+        assert_eq!(r.body["data"][0]["url"], PUBLIC_HOOK);
+        assert_eq!(r.body["data"][0]["events"], json!(["lead.created"]));
+        assert_eq!(r.body["data"][0]["enabled"], true);
+        assert_eq!(app.count("SELECT next_attempt_at FROM webhook_deliveries").await, next_attempt, "not made due");
+        let r = app.admin("GET", &format!("/links/{link}/coupons"), None).await.expect(200);
+        assert_eq!(r.body["data"].as_array().unwrap().len(), 1);
+        assert_eq!(r.body["data"][0]["status"], "active");
+    }
+}

@@ -1,18 +1,22 @@
 // Headless Chromium tests of the owner's dashboard (/app/…) served by the real reftrack
 // binary on a fresh database: the first run, the install snippets, events arriving on the
 // checklist, the overview's chart and the events table, an application approved, a
-// payout created, exported and paid, a viewer who can change nothing, and a session that
-// expires. Every page is photographed at 1280 and 375 px into target/screenshots/
-// (app-*.png), must not scroll sideways at 375 px, and no page may log a console error or
-// fail a request.
+// payout created, exported and paid, a webhook endpoint that receives a sale's message
+// (sent again by hand), coupon codes of a link, a viewer who can change nothing, and a
+// session that expires. Every page is photographed at 1280 and 375 px into
+// target/screenshots/ (app-*.png), must not scroll sideways at 375 px, and no page may
+// log a console error or fail a request.
 //
 // The tests run in order on one server: the first one sets it up.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { setup, api, admin, browse, shoot, track, sql } from './harness.mjs';
 
-setup();
+// The webhook receiver of these tests listens on 127.0.0.1, which the server refuses as a
+// target unless told otherwise.
+setup({ env: { REFTRACK_WEBHOOK_ALLOW_PRIVATE: '1' } });
 
 const PASSWORD = 'correct horse battery';
 const SHOP = 'https://shop.example';
@@ -283,6 +287,174 @@ test('a payout is created, exported and marked paid', async () => {
   await context.close();
 });
 
+/** Signs the owner in on the sign-in page. */
+async function signIn(page) {
+  await page.goto(`${api}/app/login`);
+  await page.getByLabel('Email').fill('ann@acme.test');
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(new RegExp(`/app/programs/${program}$`));
+}
+
+/** Reloads the page until `done()` holds in it. */
+async function reloadUntil(page, what, done, timeout = 20000) {
+  const end = Date.now() + timeout;
+  while (!(await page.evaluate(done))) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+    await page.reload();
+  }
+}
+
+/** A webhook receiver on 127.0.0.1: keeps what it gets, answers `status.code`. */
+async function receiver() {
+  const got = [];
+  const status = { code: 500 };
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      got.push({ id: req.headers['webhook-id'], signature: req.headers['webhook-signature'], body: JSON.parse(body) });
+      res.writeHead(status.code);
+      res.end();
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${server.address().port}/hook`, got, status, close: () => new Promise((r) => server.close(r)) };
+}
+
+test('a webhook endpoint is added, receives a sale, and a delivery is sent again', async () => {
+  const rx = await receiver();
+  const { context, page, problems, expecting } = await browse();
+  await signIn(page);
+
+  await page.getByRole('link', { name: 'Settings' }).click();
+  await page.getByRole('link', { name: 'Manage webhooks' }).click();
+  await page.waitForURL(/\/settings\/webhooks$/);
+  assert.match(await page.locator('main').textContent(), /No endpoints yet/);
+
+  // No event chosen: the error beside the events, the URL kept, nothing added.
+  await page.getByLabel('Endpoint URL').fill(rx.url);
+  await expecting(400, () => Promise.all([page.waitForURL(/\/settings\/webhooks$/), page.getByRole('button', { name: 'Add endpoint' }).click()]));
+  assert.match(await page.locator('#f-events-error').textContent(), /^Events must list at least one event type/);
+  assert.equal(await page.getByLabel('Endpoint URL').inputValue(), rx.url);
+  await shoot(page, 'app-webhooks-error');
+  assert.equal((await admin('GET', `/programs/${program}/webhooks`)).data.length, 0);
+
+  // Added: the secret shown once, copied with its button.
+  await page.getByLabel('sale.created').check();
+  await page.getByLabel('commission.created').check();
+  await page.getByRole('button', { name: 'Add endpoint' }).click();
+  await page.locator('#webhook-secret').waitFor();
+  const secret = await page.locator('#webhook-secret').inputValue();
+  assert.match(secret, /^whsec_[A-Za-z0-9+/=]{32}$/);
+  assert.match(await page.locator('.token-panel').textContent(), /will not be shown again/);
+  await page.locator('.token-panel').getByRole('button', { name: 'Copy' }).click();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), secret);
+  await shoot(page, 'app-webhooks-secret');
+  await page.goto(page.url());
+  assert.equal(await page.locator('#webhook-secret').count(), 0, 'not shown again');
+  assert.ok(!(await page.content()).includes(secret));
+
+  // A sale: its messages reach the receiver, which refuses the first attempt.
+  const click = await track('click', { affiliate_url: `${SHOP}/?aff=alice` });
+  await track('sale', { transaction_id: 'order-2001', amount_cents: 3000, click_id: click.click_id }, token);
+  const end = Date.now() + 15000;
+  while (rx.got.length < 2) {
+    assert.ok(Date.now() < end, `the receiver got ${rx.got.length} messages`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const sale = rx.got.find((m) => m.body.type === 'sale.created');
+  assert.equal(sale.body.data.processor_event_id, 'order-2001');
+  assert.match(sale.signature, /^v1,/);
+  assert.ok(rx.got.some((m) => m.body.type === 'commission.created'));
+  await page.locator('.link-card', { hasText: rx.url }).getByRole('link', { name: /^Deliveries/ }).click();
+  await page.waitForURL(/\/deliveries$/);
+  const saleRow = () => page.locator('tr', { hasText: 'sale.created' });
+  await reloadUntil(page, 'the failed attempt', () => /HTTP 500/.test(document.querySelector('table.deliveries')?.textContent || ''));
+  assert.match(await saleRow().textContent(), new RegExp(sale.id));
+  await shoot(page, 'app-webhook-deliveries');
+
+  // Sent again by hand, with the same message id.
+  rx.status.code = 200;
+  await saleRow().getByRole('button', { name: /^Retry/ }).click();
+  await page.waitForURL(/done=retry$/);
+  assert.match(await page.locator('.notice').textContent(), /due now/);
+  await reloadUntil(page, 'the delivery', () => [...document.querySelectorAll('table.deliveries tr')].some((r) => /sale\.created/.test(r.textContent) && /delivered/.test(r.textContent)));
+  assert.match(await saleRow().textContent(), /HTTP 200/);
+  assert.equal(rx.got.filter((m) => m.id === sale.id && m.body.type === 'sale.created').length >= 2, true);
+  await shoot(page, 'app-webhook-deliveries-retried');
+
+  // Its page: more events, disabled and enabled again; deleting asks first.
+  await page.getByRole('link', { name: 'This endpoint' }).click();
+  await page.getByLabel('payout.paid').check();
+  await page.getByRole('button', { name: 'Save endpoint' }).click();
+  await page.waitForURL(/done=webhook-saved$/);
+  assert.equal(await page.getByLabel('payout.paid').isChecked(), true);
+  await page.getByRole('button', { name: 'Disable' }).click();
+  await page.waitForURL(/done=webhook-disabled$/);
+  assert.equal(await page.locator('h2 + .meta .badge').textContent(), 'disabled');
+  await shoot(page, 'app-webhook');
+  await page.getByRole('button', { name: 'Enable' }).click();
+  await page.waitForURL(/done=webhook-enabled$/);
+  await page.getByRole('button', { name: 'Delete' }).click();
+  assert.match(await page.locator('h2#confirm-title').textContent(), /Delete this endpoint\?/);
+  await shoot(page, 'app-webhook-delete');
+  await page.getByRole('link', { name: 'Cancel' }).click();
+  await page.getByRole('link', { name: 'All webhooks' }).click();
+  assert.equal(await page.locator('.link-card .badge').textContent(), 'enabled');
+  await shoot(page, 'app-webhooks');
+
+  assert.deepEqual(problems(), []);
+  await context.close();
+  await rx.close();
+});
+
+test('coupon codes are added to a link and archived', async () => {
+  const { context, page, problems, expecting } = await browse();
+  await signIn(page);
+  await page.getByRole('link', { name: 'Partners' }).click();
+  await page.getByRole('link', { name: 'Alice Example' }).click();
+  const card = page.locator('.link-card', { hasText: 'alice' }).first();
+  await card.getByRole('link', { name: 'Add a coupon code to alice' }).click();
+  assert.equal(await page.getByLabel('Link', { exact: true }).locator('option:checked').textContent(), 'alice');
+  await page.getByLabel('Coupon code', { exact: true }).fill('PODCAST20');
+  await page.getByLabel('Stripe promotion code', { exact: true }).fill('promo_1Podcast');
+  await page.getByRole('button', { name: 'Add coupon code' }).click();
+  await page.waitForURL(/done=coupon#link-\d+$/);
+  assert.match(await page.locator('.notice').textContent(), /coupon code is added/);
+  await page.getByLabel('Coupon code', { exact: true }).fill('spring');
+  await page.getByRole('button', { name: 'Add coupon code' }).click();
+  await page.waitForURL(/done=coupon#link-\d+$/);
+
+  // Taken in this program, whatever the case: beside the field, what was typed kept.
+  await page.getByLabel('Coupon code', { exact: true }).fill('podcast20');
+  await expecting(400, () => Promise.all([page.waitForURL(/\/coupons$/), page.getByRole('button', { name: 'Add coupon code' }).click()]));
+  assert.equal(await page.locator('#f-code-error').textContent(), 'A coupon with this coupon code already exists in this program');
+  assert.equal(await page.getByLabel('Coupon code', { exact: true }).inputValue(), 'podcast20');
+  await shoot(page, 'app-partner-coupon-error');
+
+  // Archived after a confirmation.
+  await page.goto(`${api}/app/programs/${program}/partners/1`);
+  await page.getByRole('button', { name: 'Archive coupon code spring' }).click();
+  assert.match(await page.locator('h2#confirm-title').textContent(), /Archive coupon code spring\?/);
+  await shoot(page, 'app-coupon-archive');
+  await page.getByRole('button', { name: 'Archive coupon code' }).click();
+  await page.waitForURL(/done=coupon-archived#link-\d+$/);
+  const spring = page.locator('.coupon-list li', { hasText: 'spring' });
+  assert.equal(await spring.locator('.badge').textContent(), 'archived');
+  assert.equal(await spring.getByRole('button').count(), 0);
+  const podcast = page.locator('.coupon-list li', { hasText: 'PODCAST20' });
+  assert.equal(await podcast.locator('.badge').textContent(), 'active');
+  assert.match(await podcast.textContent(), /promo_1Podcast/);
+  const link = await admin('GET', '/links/1');
+  assert.deepEqual(link.coupon_codes, ['PODCAST20']);
+  await shoot(page, 'app-partner-coupons');
+
+  assert.deepEqual(problems(), []);
+  await context.close();
+});
+
 test('a viewer sees everything but the events and can change nothing; an expired session comes back', async () => {
   const user = await admin('POST', '/users', { email: 'vic@acme.test', password: PASSWORD, name: 'Vic Viewer' });
   const workspace = (await admin('GET', `/programs/${program}`)).workspace_id;
@@ -298,7 +470,8 @@ test('a viewer sees everything but the events and can change nothing; an expired
 
   const tabs = await page.locator('nav.tabs a').allTextContents();
   assert.deepEqual(tabs, ['Overview', 'Setup', 'Partners', 'Commissions', 'Payouts', 'Settings']);
-  const pages = ['', '/setup', '/partners', '/partners/1', '/commissions', '/payouts', '/payouts/1', '/settings'];
+  const pages = ['', '/setup', '/partners', '/partners/1', '/commissions', '/payouts', '/payouts/1', '/settings',
+    '/settings/webhooks', '/settings/webhooks/1', '/settings/webhooks/1/deliveries'];
   for (const p of pages) {
     await page.goto(`${api}/app/programs/${program}${p}`);
     const forms = await page.locator('main form[method="post"]').count();
@@ -309,6 +482,9 @@ test('a viewer sees everything but the events and can change nothing; an expired
   await shoot(page, 'app-viewer-overview');
   await page.goto(`${api}/app/programs/${program}/settings`);
   await shoot(page, 'app-viewer-settings');
+  await page.goto(`${api}/app/programs/${program}/settings/webhooks/1/deliveries`);
+  assert.equal(await page.getByRole('button', { name: /^Retry/ }).count(), 0);
+  await shoot(page, 'app-viewer-webhook-deliveries');
   await expecting(403, () => page.goto(`${api}/app/programs/${program}/events`));
   assert.equal(await page.locator('h1').textContent(), 'Not available to you');
   await shoot(page, 'app-forbidden');

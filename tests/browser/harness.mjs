@@ -40,11 +40,12 @@ export const folders = new Map();
 // ---------------------------------------------------------------------------------------
 // Fixtures
 
-function startReftrack() {
+function startReftrack(env) {
   return new Promise((resolve, reject) => {
     const child = spawn(BIN, [], {
       env: {
         ...process.env,
+        ...env,
         REFTRACK_DATABASE_URL: `sqlite://${db}`,
         REFTRACK_LISTEN: '127.0.0.1:0',
         REFTRACK_ADMIN_TOKEN: ADMIN,
@@ -162,12 +163,15 @@ export async function closedPort() {
   return port;
 }
 
-/** Starts reftrack, the page servers and Chromium before the file's tests; stops them after. */
-export function setup() {
+/**
+ * Starts reftrack (with `env` added to its environment), the page servers and Chromium
+ * before the file's tests; stops them after.
+ */
+export function setup({ env = {} } = {}) {
   before(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'reftrack-browser-'));
     db = path.join(dir, 'reftrack.db');
-    reftrack = await startReftrack();
+    reftrack = await startReftrack(env);
     api = reftrack.url;
 
     execFileSync('openssl', [

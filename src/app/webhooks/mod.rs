@@ -219,8 +219,8 @@ impl App {
         }
     }
 
-    /// An endpoint the caller may read (404 otherwise).
-    async fn readable_webhook(&self, caller: &Caller, id: i64) -> Result<WebhookEndpoint> {
+    /// One endpoint the caller may read (404 otherwise).
+    pub async fn webhook(&self, caller: &Caller, id: i64) -> Result<WebhookEndpoint> {
         self.allow(caller, Record::Webhook(id), Access::Read)
             .await?;
         self.store.endpoint(id).await?.ok_or_else(webhook_missing)
@@ -234,7 +234,7 @@ impl App {
         page: &PageParams,
     ) -> Result<Listed<Delivery>> {
         let page = page.page()?;
-        self.readable_webhook(caller, id).await?;
+        self.webhook(caller, id).await?;
         let rows = self.store.deliveries(id, probe(page)).await?;
         Ok(listed(rows, page, |d| d.id))
     }

@@ -228,6 +228,18 @@ pub(super) fn back_to(form: &Posted, fallback: &str, done: &str) -> String {
     format!("{path}?{}", kept.join("&"))
 }
 
+/// The query of the page a form was on (its `back` field, else `fallback`), read like a
+/// page's: for showing that page again with the form's refusal.
+pub(super) fn back_query(form: &Posted, fallback: &str) -> Posted {
+    let back = back(form).unwrap_or_else(|| fallback.to_string());
+    let query = back.split_once('?').map_or("", |(_, q)| q);
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|p| !p.is_empty() && !p.starts_with("done="))
+        .collect();
+    Posted::parse(kept.join("&").as_bytes())
+}
+
 /// The confirmation a page shows after the change named by its `done` parameter (a
 /// fixed text: nothing of the address is shown).
 pub(super) fn notice(done: Option<&str>) -> Option<&'static str> {
@@ -248,8 +260,30 @@ pub(super) fn notice(done: Option<&str>) -> Option<&'static str> {
         "token" => "The API token is rotated: the old one no longer works. Copy the new one below and update your servers.",
         "member" => "The member is added.",
         "member-saved" => "The membership is changed.",
+        "webhook-saved" => "The endpoint is saved.",
+        "webhook-enabled" => "The endpoint is enabled: its pending messages are sent now.",
+        "webhook-disabled" => "The endpoint is disabled: nothing is sent to it until you enable it again.",
+        "webhook-deleted" => "The endpoint is deleted with its delivery log.",
+        "retry" => "The delivery is due now: it is sent again in a moment, with the same message id.",
+        "coupon" => "The coupon code is added.",
+        "coupon-archived" => "The coupon code is archived: it attributes no more sales.",
         _ => return None,
     })
+}
+
+/// The ids of a path's parameters, each a positive integer; anything else (or another
+/// number of them) is the 404 page.
+async fn path_ids<const N: usize>(parts: &mut Parts) -> Result<[i64; N], PageError> {
+    let missing = || PageError::new(axum::http::StatusCode::NOT_FOUND, NOT_YOURS);
+    let Path(raw) = Path::<Vec<String>>::from_request_parts(parts, &())
+        .await
+        .map_err(|_| missing())?;
+    let ids: Vec<i64> = raw
+        .iter()
+        .map(|r| r.parse::<i64>().ok().filter(|id| *id > 0))
+        .collect::<Option<_>>()
+        .ok_or_else(missing)?;
+    ids.try_into().map_err(|_| missing())
 }
 
 /// The two ids of a path like `/app/programs/{id}/payouts/{payout_id}`; anything but
@@ -259,16 +293,23 @@ pub(super) struct Ids(pub i64, pub i64);
 impl<S: Send + Sync> FromRequestParts<S> for Ids {
     type Rejection = PageError;
 
-    async fn from_request_parts(parts: &mut Parts, s: &S) -> Result<Self, PageError> {
-        let missing = || PageError::new(axum::http::StatusCode::NOT_FOUND, NOT_YOURS);
-        let Path((a, b)) = Path::<(String, String)>::from_request_parts(parts, s)
-            .await
-            .map_err(|_| missing())?;
-        let id = |raw: &str| raw.parse::<i64>().ok().filter(|id| *id > 0);
-        match (id(&a), id(&b)) {
-            (Some(a), Some(b)) => Ok(Ids(a, b)),
-            _ => Err(missing()),
-        }
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, PageError> {
+        let [a, b] = path_ids(parts).await?;
+        Ok(Ids(a, b))
+    }
+}
+
+/// The three ids of a path like
+/// `/app/programs/{id}/settings/webhooks/{webhook_id}/deliveries/{delivery_id}/retry`;
+/// anything but positive integers is the 404 page.
+pub(super) struct Ids3(pub i64, pub i64, pub i64);
+
+impl<S: Send + Sync> FromRequestParts<S> for Ids3 {
+    type Rejection = PageError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, PageError> {
+        let [a, b, c] = path_ids(parts).await?;
+        Ok(Ids3(a, b, c))
     }
 }
 

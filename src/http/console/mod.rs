@@ -5,8 +5,9 @@
 //! Pages: the first-run setup and sign-in ([`first_run`], [`auth`]), the programs
 //! ([`programs`]), and for each program its overview with charts ([`overview`]), setup
 //! checklist and snippets ([`install`]), events ([`events`]), partners and links
-//! ([`partners`]), commissions, balances and payouts ([`money`]) and settings
-//! ([`settings`]).
+//! ([`partners`], with the links' coupon codes), commissions, balances and payouts
+//! ([`money`]), settings ([`settings`]) and outbound webhooks with their deliveries
+//! ([`webhooks`]).
 //!
 //! Handlers call the same service-layer functions as the JSON API ([`crate::app`]) with
 //! the signed-in user's `Caller` (or, for the dashboard reads, its user id), so the role
@@ -26,6 +27,7 @@ mod partners;
 mod programs;
 mod session;
 mod settings;
+mod webhooks;
 
 use axum::middleware;
 use axum::routing::{any, get, post};
@@ -75,8 +77,16 @@ pub fn router() -> Router<AppState> {
             post(partners::create_link),
         )
         .route(
+            &format!("{program}/partners/{{partner_id}}/coupons"),
+            post(partners::create_coupon),
+        )
+        .route(
             &format!("{program}/links/{{link_id}}/status"),
             post(partners::set_link_status),
+        )
+        .route(
+            &format!("{program}/links/{{link_id}}/coupons/{{coupon_id}}/archive"),
+            post(partners::archive_coupon),
         )
         .route(&format!("{program}/commissions"), get(money::commissions))
         .route(
@@ -126,6 +136,30 @@ pub fn router() -> Router<AppState> {
         .route(
             &format!("{program}/settings/members/{{user_id}}"),
             post(settings::update_member),
+        )
+        .route(
+            &format!("{program}/settings/webhooks"),
+            get(webhooks::list).post(webhooks::add),
+        )
+        .route(
+            &format!("{program}/settings/webhooks/{{webhook_id}}"),
+            get(webhooks::detail).post(webhooks::edit),
+        )
+        .route(
+            &format!("{program}/settings/webhooks/{{webhook_id}}/enabled"),
+            post(webhooks::set_enabled),
+        )
+        .route(
+            &format!("{program}/settings/webhooks/{{webhook_id}}/delete"),
+            post(webhooks::delete),
+        )
+        .route(
+            &format!("{program}/settings/webhooks/{{webhook_id}}/deliveries"),
+            get(webhooks::deliveries),
+        )
+        .route(
+            &format!("{program}/settings/webhooks/{{webhook_id}}/deliveries/{{delivery_id}}/retry"),
+            post(webhooks::retry),
         )
         .route("/app/{*rest}", any(not_found))
         .layer(middleware::from_fn(same_origin_posts))

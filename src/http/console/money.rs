@@ -9,7 +9,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use super::frame::{back_to, confirmed, Confirm, Frame, Head, Ids, Tab};
+use super::frame::{back_query, back_to, confirmed, Confirm, Frame, Head, Ids, Tab};
 use super::session::Signed;
 use crate::app;
 use crate::app::exports::{self, PayoutFormat};
@@ -318,11 +318,8 @@ pub(super) async fn reject(
         Err(e) => return Err(e.into()),
     };
     // The list the form was on, with the reason and its error beside the row's field.
-    let back = back_to(&form, &Tab::Commissions.href(id), "x");
-    let query = back.split_once('?').map_or("", |(_, q)| q);
-    let q = Posted::parse(query.as_bytes());
+    let q = back_query(&form, &Tab::Commissions.href(id));
     let mut page = commissions_page(&s, frame, &q).await?;
-    page.chrome.notice = None;
     if let Some(row) = page.rows.iter_mut().find(|r| r.id == commission_id) {
         row.reason = row.reason.clone().with(form.get("reason"));
         if let Some(text) = place_error(&refused, &mut [&mut row.reason]) {

@@ -1,22 +1,25 @@
 //! A program's partners: the list with their totals and standing (applications
 //! first-class: approve, reject; ban after a confirmation), a new partner (with its
 //! first link and an invite), and one partner's page: its figures, links (new,
-//! archived, active again), details and invite link.
+//! archived, active again) with their coupon codes (new, archived after a
+//! confirmation), details and invite link.
 
 use askama::Template;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 
-use super::frame::{back, back_to, confirmed, Confirm, Frame, Head, Ids, Tab};
+use super::frame::{back, back_to, confirmed, Confirm, Frame, Head, Ids, Ids3, Tab};
 use super::session::Signed;
 use crate::app;
 use crate::app::admin::{
     LinkBody, LinkPatchBody, PartnerBody, PartnerPatchBody, ProgramPartnerBody,
 };
+use crate::app::coupons::CouponBody;
 use crate::app::management::{LinkParams, PartnerStatusBody};
 use crate::app::partners::Invite;
-use crate::app::PageParams;
+use crate::app::{Caller, PageParams};
+use crate::domain::access::Access;
 use crate::domain::money::display_amount;
 use crate::domain::status::PartnerStatus;
 use crate::http::pages::session::see_other;
@@ -26,7 +29,7 @@ use crate::http::pages::view::{
 };
 use crate::http::partner::public_url;
 use crate::http::AppState;
-use crate::store::ProgramPartnerRow;
+use crate::store::{Coupon, Link, ProgramPartnerRow, Record};
 
 /// A change of standing a page offers, as a button.
 struct Action {
@@ -322,6 +325,12 @@ struct PartnerPage {
     /// An invite link just made.
     invite: Option<Invite>,
     invite_error: Option<String>,
+    /// The link a new coupon code goes on, its code and Stripe promotion code.
+    coupon_link: Field,
+    link_options: Vec<(i64, String, bool)>,
+    coupon_code: Field,
+    promotion_code: Field,
+    coupon_error: Option<String>,
     here: String,
 }
 
@@ -332,6 +341,37 @@ struct LinkRow {
     active: bool,
     clicks: i64,
     created: Moment,
+    coupons: Vec<CouponRow>,
+}
+
+/// A coupon code of a link as the partner's page shows it.
+struct CouponRow {
+    id: i64,
+    code: String,
+    promotion_code: Option<String>,
+    active: bool,
+}
+
+/// Coupon codes shown per link (the newest).
+const COUPONS_PER_LINK: &str = "100";
+
+/// The coupon codes of `link`, newest first.
+async fn link_coupons(s: &AppState, caller: &Caller, link: &Link) -> app::Result<Vec<CouponRow>> {
+    let page = PageParams {
+        limit: Some(COUPONS_PER_LINK.into()),
+        cursor: None,
+    };
+    let listed = s.app.link_coupons(caller, link.id, None, &page).await?;
+    Ok(listed
+        .data
+        .into_iter()
+        .map(|c| CouponRow {
+            id: c.id,
+            active: c.status.as_str() == "active",
+            code: c.code,
+            promotion_code: c.stripe_promotion_code,
+        })
+        .collect())
 }
 
 /// The payout methods offered (the empty value is none).
@@ -343,11 +383,30 @@ const METHODS: [(&str, &str); 4] = [
 ];
 
 impl PartnerPage {
-    /// The page as sent: the method options follow the method field.
+    /// The page as sent: the method options follow the method field, the link options
+    /// the coupon's link field (else the first active link is chosen).
     fn finished(mut self) -> PartnerPage {
         self.methods = METHODS
             .iter()
             .map(|(v, l)| (*v, *l, *v == self.edit_method.value))
+            .collect();
+        let chosen = self
+            .links
+            .iter()
+            .find(|l| l.id.to_string() == self.coupon_link.value)
+            .or_else(|| self.links.iter().find(|l| l.active))
+            .map(|l| l.id);
+        self.link_options = self
+            .links
+            .iter()
+            .map(|l| {
+                let label = if l.active {
+                    l.short_link.clone()
+                } else {
+                    format!("{} (archived)", l.short_link)
+                };
+                (l.id, label, Some(l.id) == chosen)
+            })
             .collect();
         self
     }
@@ -367,7 +426,18 @@ async fn partner_page(s: &AppState, frame: Frame, partner_id: i64) -> app::Resul
         cursor: None,
     };
     let links = s.app.list_links(&frame.caller, &params, &page).await?;
-    let origins = frame.program.allowed_origins.clone();
+    let mut link_rows = Vec::with_capacity(links.data.len());
+    for l in &links.data {
+        link_rows.push(LinkRow {
+            id: l.id,
+            share: share_text(&frame.program.allowed_origins, &l.short_link),
+            short_link: l.short_link.clone(),
+            active: l.status.as_str() == "active",
+            clicks: l.clicks,
+            created: Moment::of(l.created_at),
+            coupons: link_coupons(s, &frame.caller, l).await?,
+        });
+    }
     let method = record.payout_method.map(|m| m.as_str()).unwrap_or("");
     Ok(PartnerPage {
         partner: partner_row(&row, &frame.program.currency),
@@ -377,18 +447,7 @@ async fn partner_page(s: &AppState, frame: Frame, partner_id: i64) -> app::Resul
             .map_or("Not set", |(_, l)| l)
             .to_string(),
         payout_email: record.payout_email.clone().unwrap_or_default(),
-        links: links
-            .data
-            .iter()
-            .map(|l| LinkRow {
-                id: l.id,
-                share: share_text(&origins, &l.short_link),
-                short_link: l.short_link.clone(),
-                active: l.status.as_str() == "active",
-                clicks: l.clicks,
-                created: Moment::of(l.created_at),
-            })
-            .collect(),
+        links: link_rows,
         short_link: Field::new("short_link", "Short link"),
         link_error: None,
         edit_name: Field::new("name", "Name").with(record.name.clone()),
@@ -400,6 +459,11 @@ async fn partner_page(s: &AppState, frame: Frame, partner_id: i64) -> app::Resul
         edit_error: None,
         invite: None,
         invite_error: None,
+        coupon_link: Field::new("link_id", "Link"),
+        link_options: Vec::new(),
+        coupon_code: Field::new("code", "Coupon code"),
+        promotion_code: Field::new("stripe_promotion_code", "Stripe promotion code"),
+        coupon_error: None,
         here: format!("{}/{partner_id}", Tab::Partners.href(id)),
         chrome: frame.chrome,
         head: frame.head,
@@ -415,7 +479,11 @@ pub(super) async fn detail(
     Query(q): Query,
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Partners, q.text("done").as_deref()).await?;
-    Ok(ok(&partner_page(&s, frame, partner_id).await?))
+    let mut page = partner_page(&s, frame, partner_id).await?;
+    if let Some(link) = q.text("coupon_link") {
+        page.coupon_link = page.coupon_link.with(link);
+    }
+    Ok(ok(&page.finished()))
 }
 
 /// `POST /app/programs/{id}/partners/{partner_id}`: its name, email and payout details.
@@ -532,21 +600,146 @@ pub(super) async fn set_link_status(
 ) -> PageResult {
     let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
-    let link = s.app.link(&frame.caller, link_id).await?;
+    let link = own_link(&s, &frame.caller, id, link_id).await?;
+    let b = LinkPatchBody {
+        status: Some(form.get("status")),
+        destination_url: None,
+    };
+    s.app.update_link(&frame.caller, link_id, b).await?;
+    Ok(see_other(&back_to(
+        &form,
+        &link_page(id, &link),
+        "link-status",
+    )))
+}
+
+/// Link `link_id` when it is one of program `id`'s (404 otherwise).
+async fn own_link(s: &AppState, caller: &Caller, id: i64, link_id: i64) -> Result<Link, PageError> {
+    let link = s.app.link(caller, link_id).await?;
     if link.program_id != id {
         return Err(PageError::new(
             StatusCode::NOT_FOUND,
             crate::http::pages::view::NOT_YOURS,
         ));
     }
-    let b = LinkPatchBody {
-        status: Some(form.get("status")),
-        destination_url: None,
-    };
-    s.app.update_link(&frame.caller, link_id, b).await?;
-    let fallback = match link.partner_id {
+    Ok(link)
+}
+
+/// The page of the partner of `link`, else the partners list.
+fn link_page(id: i64, link: &Link) -> String {
+    match link.partner_id {
         Some(p) => format!("{}/{p}", Tab::Partners.href(id)),
         None => Tab::Partners.href(id),
+    }
+}
+
+/// `POST /app/programs/{id}/partners/{partner_id}/coupons`: a coupon code (`code`, and
+/// optionally `stripe_promotion_code`) on the partner's link `link_id`. A refused or
+/// taken code comes back beside its field, with what was typed.
+pub(super) async fn create_coupon(
+    State(s): State<AppState>,
+    user: Signed,
+    Ids(id, partner_id): Ids,
+    body: Bytes,
+) -> PageResult {
+    let form = Posted::parse(&body);
+    let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
+    // The form's link is one of this partner's links in this program.
+    let missing = || PageError::new(StatusCode::NOT_FOUND, crate::http::pages::view::NOT_YOURS);
+    let link_id = form
+        .get("link_id")
+        .trim()
+        .parse::<i64>()
+        .map_err(|_| missing())?;
+    let link = own_link(&s, &frame.caller, id, link_id).await?;
+    if link.partner_id != Some(partner_id) {
+        return Err(missing());
+    }
+    let b = CouponBody {
+        code: form.get("code"),
+        stripe_promotion_code: form.text("stripe_promotion_code"),
     };
-    Ok(see_other(&back_to(&form, &fallback, "link-status")))
+    let refused = match s.app.create_coupon(&frame.caller, link_id, b).await {
+        Ok(_) => {
+            return Ok(see_other(&format!(
+                "{}/{partner_id}?done=coupon#link-{link_id}",
+                Tab::Partners.href(id)
+            )))
+        }
+        Err(app::Error::Invalid(t) | app::Error::Conflict(t)) => t,
+        Err(e) => return Err(e.into()),
+    };
+    let mut page = partner_page(&s, frame, partner_id).await?;
+    page.coupon_link = page.coupon_link.with(link_id.to_string());
+    page.coupon_code = page.coupon_code.with(form.get("code"));
+    page.promotion_code = page.promotion_code.with(form.get("stripe_promotion_code"));
+    page.coupon_error = place_error(
+        &refused,
+        &mut [&mut page.promotion_code, &mut page.coupon_code],
+    );
+    Ok(render(StatusCode::BAD_REQUEST, &page.finished()))
+}
+
+/// The coupon `coupon_id` of link `link_id`, read from the link's list (404 when it is
+/// not one of its coupons).
+async fn link_coupon(
+    s: &AppState,
+    caller: &Caller,
+    link_id: i64,
+    coupon_id: i64,
+) -> Result<Coupon, PageError> {
+    let page = PageParams {
+        limit: Some("1".into()),
+        cursor: Some((coupon_id + 1).to_string()),
+    };
+    let found = s.app.link_coupons(caller, link_id, None, &page).await?;
+    found
+        .data
+        .into_iter()
+        .find(|c| c.id == coupon_id)
+        .ok_or_else(|| PageError::new(StatusCode::NOT_FOUND, crate::http::pages::view::NOT_YOURS))
+}
+
+/// `POST /app/programs/{id}/links/{link_id}/coupons/{coupon_id}/archive`: after a
+/// confirmation, the coupon attributes no more sales (it stays listed, archived).
+pub(super) async fn archive_coupon(
+    State(s): State<AppState>,
+    user: Signed,
+    Ids3(id, link_id, coupon_id): Ids3,
+    body: Bytes,
+) -> PageResult {
+    let form = Posted::parse(&body);
+    let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
+    let link = own_link(&s, &frame.caller, id, link_id).await?;
+    let back = link_page(id, &link);
+    if !confirmed(&form) {
+        // Only those who may archive it are asked (the rule and words of the archiving).
+        s.app
+            .allow(&frame.caller, Record::Link(link_id), Access::Change)
+            .await?;
+        let coupon = link_coupon(&s, &frame.caller, link_id, coupon_id).await?;
+        let mut page = Confirm::new(
+            frame,
+            format!("Archive coupon code {}?", coupon.code),
+            &format!(
+                "Sales that name it are no longer attributed through link {}, and the code \
+                 may be given to a new coupon. It stays listed as archived, as do the sales \
+                 it attributed.",
+                link.short_link
+            ),
+            format!(
+                "{}/links/{link_id}/coupons/{coupon_id}/archive",
+                Tab::Overview.href(id)
+            ),
+        );
+        page.button = "Archive coupon code";
+        page.cancel = format!("{back}#link-{link_id}");
+        return Ok(ok(&page));
+    }
+    s.app
+        .archive_coupon(&frame.caller, link_id, coupon_id)
+        .await?;
+    Ok(see_other(&format!(
+        "{back}?done=coupon-archived#link-{link_id}"
+    )))
 }

@@ -322,23 +322,34 @@ fn error_text(status: StatusCode, content_type: &str, body: &Bytes) -> String {
         .to_string()
 }
 
-/// A submitted form's fields (the first of each name).
-pub struct Posted(HashMap<String, String>);
+/// A submitted form's fields, each with every value it was sent with (checkboxes of
+/// one name send several).
+pub struct Posted(HashMap<String, Vec<String>>);
 
 impl Posted {
     /// Reads an `application/x-www-form-urlencoded` body; anything else reads as empty.
     pub fn parse(body: &[u8]) -> Posted {
-        let mut fields = HashMap::new();
+        let mut fields: HashMap<String, Vec<String>> = HashMap::new();
         for (k, v) in url::form_urlencoded::parse(body) {
             fields
                 .entry(k.into_owned())
-                .or_insert_with(|| v.into_owned());
+                .or_default()
+                .push(v.into_owned());
         }
         Posted(fields)
     }
 
-    /// A field's value, empty when absent.
+    /// A field's (first) value, empty when absent.
     pub fn get(&self, name: &str) -> String {
+        self.0
+            .get(name)
+            .and_then(|v| v.first())
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Every value of a field, in the order sent; none when absent.
+    pub fn all(&self, name: &str) -> Vec<String> {
         self.0.get(name).cloned().unwrap_or_default()
     }
 
@@ -431,6 +442,18 @@ impl Field {
             None => text.replace(self.name, &self.label.to_ascii_lowercase()),
         }
     }
+}
+
+/// One checkbox of a group of one name (the group's [`Field`] carries that name, its
+/// legend and its error).
+#[derive(Debug, Clone)]
+pub struct Choice {
+    /// The value sent when it is checked.
+    pub value: &'static str,
+    pub label: &'static str,
+    /// A few words under the label; empty for none.
+    pub hint: &'static str,
+    pub checked: bool,
 }
 
 /// Puts a service error's `text` beside the field it is about; the text for the top of
@@ -536,11 +559,14 @@ mod tests {
     }
 
     #[test]
-    fn forms_read_the_first_value_of_each_field() {
+    fn forms_read_the_first_value_of_each_field_or_all_of_them() {
         let p = Posted::parse(b"email=a%40b.c&email=x&name=+Ann+&empty=");
         assert_eq!(p.get("email"), "a@b.c");
         assert_eq!(p.text("name").as_deref(), Some("Ann"));
         assert_eq!(p.text("empty"), None);
         assert_eq!(p.get("missing"), "");
+        let p = Posted::parse(b"events=a&events=b&x=1");
+        assert_eq!(p.all("events"), ["a", "b"]);
+        assert!(p.all("missing").is_empty());
     }
 }
