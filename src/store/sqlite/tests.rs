@@ -576,6 +576,7 @@ async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
             (10, "partner rollups".to_string()),
             (11, "links and coupons".to_string()),
             (12, "webhooks".to_string()),
+            (13, "webhook claim order".to_string()),
         ]
     );
     reopened.close().await;
