@@ -116,9 +116,7 @@ impl App {
     ) -> Result<Listed<ProgramPartnerRow>> {
         let status = named_filter("status", status)?;
         let page = page.page()?;
-        self.allow(caller, Record::Program(program_id), Access::Read)
-            .await?;
-        self.program(program_id).await?;
+        self.readable_program(caller, program_id).await?;
         let rows = self
             .store
             .program_partners(program_id, status, probe(page))
@@ -135,9 +133,7 @@ impl App {
         status: Option<&str>,
     ) -> Result<BoxStream<'static, Result<Vec<ProgramPartnerRow>>>> {
         let status: Option<PartnerStatus> = named_filter("status", status)?;
-        self.allow(caller, Record::Program(program_id), Access::Read)
-            .await?;
-        self.program(program_id).await?;
+        self.readable_program(caller, program_id).await?;
         let store = self.store.clone();
         Ok(chunks(
             move |before| {

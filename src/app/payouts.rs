@@ -112,9 +112,7 @@ impl App {
     ) -> Result<Listed<CommissionRow>> {
         let filter = params.filter()?;
         let page = page.page()?;
-        self.allow(caller, Record::Program(program_id), Access::Read)
-            .await?;
-        self.program(program_id).await?;
+        self.readable_program(caller, program_id).await?;
         self.commission_page(program_id, &filter, page).await
     }
 
@@ -142,9 +140,7 @@ impl App {
         params: &CommissionParams,
     ) -> Result<BoxStream<'static, Result<Vec<CommissionRow>>>> {
         let filter = params.filter()?;
-        self.allow(caller, Record::Program(program_id), Access::Read)
-            .await?;
-        self.program(program_id).await?;
+        self.readable_program(caller, program_id).await?;
         Ok(self.commission_chunks(program_id, filter))
     }
 
@@ -260,9 +256,7 @@ impl App {
         page: &PageParams,
     ) -> Result<Listed<Balance>> {
         let page = page.page()?;
-        self.allow(caller, Record::Program(program_id), Access::Read)
-            .await?;
-        self.program(program_id).await?;
+        self.readable_program(caller, program_id).await?;
         let rows = self
             .store
             .balances(program_id, probe(page), self.now_ms())
@@ -335,9 +329,7 @@ impl App {
         page: &PageParams,
     ) -> Result<Listed<Payout>> {
         let page = page.page()?;
-        self.allow(caller, Record::Program(program_id), Access::Read)
-            .await?;
-        self.program(program_id).await?;
+        self.readable_program(caller, program_id).await?;
         let rows = self.store.payouts(program_id, probe(page)).await?;
         Ok(listed(rows, page, |p| p.id))
     }
@@ -348,9 +340,7 @@ impl App {
         caller: &Caller,
         program_id: i64,
     ) -> Result<BoxStream<'static, Result<Vec<Payout>>>> {
-        self.allow(caller, Record::Program(program_id), Access::Read)
-            .await?;
-        self.program(program_id).await?;
+        self.readable_program(caller, program_id).await?;
         let store = self.store.clone();
         Ok(chunks(
             move |before| {
