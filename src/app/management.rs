@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 
 use super::access::Caller;
 use super::admin::{program_view, ProgramView};
-use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams, EXPORT_CHUNK};
+use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
 use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
 use crate::domain::lifecycle;
@@ -134,18 +134,10 @@ impl App {
     ) -> Result<BoxStream<'static, Result<Vec<ProgramPartnerRow>>>> {
         let status: Option<PartnerStatus> = named_filter("status", status)?;
         self.readable_program(caller, program_id).await?;
-        let store = self.store.clone();
         Ok(chunks(
-            move |before| {
-                let store = store.clone();
-                async move {
-                    let page = Page {
-                        limit: EXPORT_CHUNK,
-                        before,
-                    };
-                    Ok(store.program_partners(program_id, status, page).await?)
-                }
-                .boxed()
+            self.store.clone(),
+            move |store, page| {
+                async move { store.program_partners(program_id, status, page).await }.boxed()
             },
             |r: &ProgramPartnerRow| r.partner_id,
         ))

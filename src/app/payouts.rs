@@ -9,7 +9,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::access::Caller;
-use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams, EXPORT_CHUNK};
+use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
 use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
 use crate::domain::lifecycle::{self, Conflict};
@@ -151,21 +151,12 @@ impl App {
         program_id: i64,
         filter: CommissionFilter,
     ) -> BoxStream<'static, Result<Vec<CommissionRow>>> {
-        let store = self.store.clone();
         let now = self.now_ms();
         chunks(
-            move |before| {
-                let store = store.clone();
+            self.store.clone(),
+            move |store, page| {
                 let filter = filter.clone();
-                async move {
-                    let page = Page {
-                        limit: EXPORT_CHUNK,
-                        before,
-                    };
-                    let rows = store.commissions(program_id, &filter, page, now).await?;
-                    Ok(rows)
-                }
-                .boxed()
+                async move { store.commissions(program_id, &filter, page, now).await }.boxed()
             },
             |c: &CommissionRow| c.id,
         )
@@ -341,19 +332,9 @@ impl App {
         program_id: i64,
     ) -> Result<BoxStream<'static, Result<Vec<Payout>>>> {
         self.readable_program(caller, program_id).await?;
-        let store = self.store.clone();
         Ok(chunks(
-            move |before| {
-                let store = store.clone();
-                async move {
-                    let page = Page {
-                        limit: EXPORT_CHUNK,
-                        before,
-                    };
-                    Ok(store.payouts(program_id, page).await?)
-                }
-                .boxed()
-            },
+            self.store.clone(),
+            move |store, page| async move { store.payouts(program_id, page).await }.boxed(),
             |p: &Payout| p.id,
         ))
     }
