@@ -18,7 +18,13 @@ use super::super::model::{Customer, NewClick, NewSale, SaleOutcome};
 use super::super::Backend;
 use super::counters::Update;
 use crate::domain::figures::Deltas;
-use crate::store::model::PartnerProgram;
+use crate::store::integrity::RawCounts;
+use crate::store::management::{MembershipView, ProgramPartnerRow, TopPartner};
+use crate::store::model::{MemberRow, Membership, PartnerProgram, Workspace};
+use crate::store::partners::{InviteRow, PartnerCredentials, PartnerMembership, PartnerPayoutItem};
+use crate::store::payout_model::Balance;
+use crate::store::webhooks::ClaimedDelivery;
+use crate::store::DailyRollup;
 
 /// A query of `DB` with its arguments.
 pub type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arguments<'q>>;
@@ -47,6 +53,20 @@ pub trait Engine:
     + Read<Option<bool>>
     + ReadRow<Customer>
     + ReadRow<PartnerProgram>
+    + ReadRow<Workspace>
+    + ReadRow<Membership>
+    + ReadRow<MemberRow>
+    + ReadRow<MembershipView>
+    + ReadRow<ProgramPartnerRow>
+    + ReadRow<TopPartner>
+    + ReadRow<DailyRollup>
+    + ReadRow<RawCounts>
+    + ReadRow<Balance>
+    + ReadRow<PartnerCredentials>
+    + ReadRow<PartnerMembership>
+    + ReadRow<PartnerPayoutItem>
+    + ReadRow<InviteRow>
+    + ReadRow<ClaimedDelivery>
     + ReadRow<(Option<i64>, i64)>
     + ReadRow<(bool, bool)>
     + ReadRow<(String, i64)>
@@ -290,11 +310,7 @@ impl<'q, DB: Engine> Stmt<'q, DB> {
     where
         DB: Read<T>,
     {
-        self.fetch_all(conn)
-            .await?
-            .iter()
-            .map(|r| r.try_get_at(0))
-            .collect()
+        self.fetch_all_read(conn, |r| r.try_get_at(0)).await
     }
 
     /// Runs it; answers its first row as a `T`.
@@ -303,6 +319,23 @@ impl<'q, DB: Engine> Stmt<'q, DB> {
         DB: ReadRow<T>,
     {
         self.fetch_one(conn).await?.record()
+    }
+
+    /// Runs it; answers each of its rows as a `T`.
+    pub async fn records<T>(self, conn: &mut DB::Connection) -> sqlx::Result<Vec<T>>
+    where
+        DB: ReadRow<T>,
+    {
+        self.fetch_all_read(conn, Rec::record).await
+    }
+
+    /// Runs it; answers each of its rows as `read` reads it.
+    async fn fetch_all_read<T>(
+        self,
+        conn: &mut DB::Connection,
+        read: impl Fn(&Rec<DB>) -> sqlx::Result<T>,
+    ) -> sqlx::Result<Vec<T>> {
+        self.fetch_all(conn).await?.iter().map(read).collect()
     }
 
     /// Runs it; answers its first row as a `T`, if any.

@@ -24,24 +24,17 @@ pub(super) const STATUS: &str = "(CASE WHEN c.status = 'pending' AND NOT c.manua
     ELSE c.status END)";
 
 /// The pending, approved and paid sums of commissions `c` (net of what refunds took
-/// back) at `$1`, their program `p` joined: the columns of a balance.
+/// back) at `$1`, their program `p` joined: with `c.partner_id`, the columns of a
+/// [`Balance`].
 pub(super) fn balance_sums() -> String {
     let net = "c.amount_cents - c.reversed_cents";
     format!(
-        "CAST(SUM(CASE WHEN {STATUS} = 'pending' THEN {net} ELSE 0 END) AS BIGINT), \
-         CAST(SUM(CASE WHEN {STATUS} = 'approved' THEN {net} ELSE 0 END) AS BIGINT), \
-         CAST(SUM(CASE WHEN c.status = 'paid' THEN {net} ELSE 0 END) AS BIGINT)"
+        "CAST(SUM(CASE WHEN {STATUS} = 'pending' THEN {net} ELSE 0 END) AS BIGINT) \
+         AS pending_cents, \
+         CAST(SUM(CASE WHEN {STATUS} = 'approved' THEN {net} ELSE 0 END) AS BIGINT) \
+         AS approved_cents, \
+         CAST(SUM(CASE WHEN c.status = 'paid' THEN {net} ELSE 0 END) AS BIGINT) AS paid_cents"
     )
-}
-
-/// A row of `c.partner_id` and [`balance_sums`].
-pub(super) fn balance_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Balance> {
-    Ok(Balance {
-        partner_id: r.try_get_at(0)?,
-        pending_cents: r.try_get_at(1)?,
-        approved_cents: r.try_get_at(2)?,
-        paid_cents: r.try_get_at(3)?,
-    })
 }
 
 /// A commission `c`'s approval time at `$1`, its program `p` joined.
@@ -197,14 +190,13 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
              GROUP BY c.partner_id ORDER BY c.partner_id DESC LIMIT $4",
             balance_sums()
         );
-        let rows = stmt::<DB>(&sql)
+        Ok(stmt::<DB>(&sql)
             .bind(now)
             .bind(program_id)
             .bind(page.before)
             .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(balance_row).collect()
+            .records(&mut *self.read.acquire().await?)
+            .await?)
     }
 
     async fn payouts(&self, program_id: i64, page: Page) -> StoreResult<Vec<Payout>> {
