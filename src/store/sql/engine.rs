@@ -22,7 +22,7 @@ use crate::store::integrity::RawCounts;
 use crate::store::management::{MembershipView, ProgramPartnerRow, TopPartner};
 use crate::store::model::{MemberRow, Membership, PartnerProgram, Workspace};
 use crate::store::partners::{InviteRow, PartnerCredentials, PartnerMembership, PartnerPayoutItem};
-use crate::store::payout_model::Balance;
+use crate::store::payout_model::{Balance, Page};
 use crate::store::webhooks::ClaimedDelivery;
 use crate::store::DailyRollup;
 
@@ -259,6 +259,12 @@ impl<'q, DB: Engine> Stmt<'q, DB> {
         }
     }
 
+    /// Binds a keyset page's cursor and limit as the next two parameters (see
+    /// [`super::keyset`]).
+    pub fn page(self, page: Page) -> Self {
+        self.bind(page.before).bind(page.limit)
+    }
+
     /// Runs it; answers how many rows it changed.
     pub async fn execute(self, conn: &mut DB::Connection) -> sqlx::Result<u64> {
         let done = DB::execute(self.query, conn).await?;
@@ -310,7 +316,7 @@ impl<'q, DB: Engine> Stmt<'q, DB> {
     where
         DB: Read<T>,
     {
-        self.fetch_all_read(conn, |r| r.try_get_at(0)).await
+        self.read_all(conn, |r| r.try_get_at(0)).await
     }
 
     /// Runs it; answers its first row as a `T`.
@@ -326,15 +332,15 @@ impl<'q, DB: Engine> Stmt<'q, DB> {
     where
         DB: ReadRow<T>,
     {
-        self.fetch_all_read(conn, Rec::record).await
+        self.read_all(conn, Rec::record).await
     }
 
     /// Runs it; answers each of its rows as `read` reads it.
-    async fn fetch_all_read<T>(
+    pub async fn read_all<T, E: From<sqlx::Error>>(
         self,
         conn: &mut DB::Connection,
-        read: impl Fn(&Rec<DB>) -> sqlx::Result<T>,
-    ) -> sqlx::Result<Vec<T>> {
+        read: impl Fn(&Rec<DB>) -> Result<T, E>,
+    ) -> Result<Vec<T>, E> {
         self.fetch_all(conn).await?.iter().map(read).collect()
     }
 

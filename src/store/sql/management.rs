@@ -9,7 +9,7 @@ use super::admin::{
     PROGRAM_COLUMNS,
 };
 use super::engine::{stmt, Engine};
-use super::{SqlStore, NO_CURSOR};
+use super::{keyset, SqlStore};
 use crate::domain::status::{LinkStatus, PartnerStatus};
 use crate::store::error::StoreResult;
 use crate::store::management::{
@@ -44,14 +44,13 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
     }
 
     async fn active_owners(&self, workspace_id: i64) -> StoreResult<Vec<i64>> {
-        let rows = stmt::<DB>(
+        Ok(stmt::<DB>(
             "SELECT user_id FROM memberships WHERE workspace_id = $1 \
              AND role = 'owner' AND status = 'active' ORDER BY user_id",
         )
         .bind(workspace_id)
-        .fetch_all(&mut *self.read.acquire().await?)
-        .await?;
-        rows.iter().map(|r| Ok(r.try_get_at(0)?)).collect()
+        .scalar_all(&mut *self.read.acquire().await?)
+        .await?)
     }
 
     async fn workspaces_of(&self, record: Record) -> StoreResult<Vec<i64>> {
@@ -85,11 +84,10 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
                 id,
             ),
         };
-        let rows = stmt::<DB>(sql)
+        Ok(stmt::<DB>(sql)
             .bind(id)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(|r| Ok(r.try_get_at(0)?)).collect()
+            .scalar_all(&mut *self.read.acquire().await?)
+            .await?)
     }
 
     async fn list_workspaces(
@@ -99,13 +97,12 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
     ) -> StoreResult<Vec<Workspace>> {
         let sql = format!(
             "SELECT id, name, created_at FROM workspaces \
-             WHERE ($1 IS NULL OR id IN {MINE}) AND id < COALESCE($2, {NO_CURSOR}) \
-             ORDER BY id DESC LIMIT $3"
+             WHERE ($1 IS NULL OR id IN {MINE}) AND {keyset}",
+            keyset = keyset("id", 2),
         );
         Ok(stmt::<DB>(&sql)
             .bind(member)
-            .bind(page.before)
-            .bind(page.limit)
+            .page(page)
             .records(&mut *self.read.acquire().await?)
             .await?)
     }
@@ -119,17 +116,15 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
         let sql = format!(
             "SELECT {PROGRAM_COLUMNS} FROM programs \
              WHERE ($1 IS NULL OR workspace_id IN {MINE}) \
-             AND ($2 IS NULL OR workspace_id = $2) AND id < COALESCE($3, {NO_CURSOR}) \
-             ORDER BY id DESC LIMIT $4"
+             AND ($2 IS NULL OR workspace_id = $2) AND {keyset}",
+            keyset = keyset("id", 3),
         );
-        let rows = stmt::<DB>(&sql)
+        stmt::<DB>(&sql)
             .bind(member)
             .bind(workspace_id)
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(program_from_row).collect()
+            .page(page)
+            .read_all(&mut *self.read.acquire().await?, program_from_row)
+            .await
     }
 
     async fn list_partners(
@@ -146,16 +141,15 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
                WHERE pp.partner_id = p.id AND g.workspace_id IN {MINE})) \
              AND ($2 IS NULL OR LOWER(p.name) LIKE $2 ESCAPE '\\' \
                OR LOWER(p.email) LIKE $2 ESCAPE '\\' OR LOWER(p.code) LIKE $2 ESCAPE '\\') \
-             AND p.id < COALESCE($3, {NO_CURSOR}) ORDER BY p.id DESC LIMIT $4"
+             AND {keyset}",
+            keyset = keyset("p.id", 3),
         );
-        let rows = stmt::<DB>(&sql)
+        stmt::<DB>(&sql)
             .bind(member)
             .bind(pattern)
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(partner_from_row).collect()
+            .page(page)
+            .read_all(&mut *self.read.acquire().await?, partner_from_row)
+            .await
     }
 
     async fn program_partners(
@@ -165,14 +159,14 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
         page: Page,
     ) -> StoreResult<Vec<ProgramPartnerRow>> {
         let sql = format!(
-            "{PROGRAM_PARTNER_ROWS} WHERE pp.program_id = $1 AND ($2 IS NULL OR pp.status = $2) \
-             AND pp.partner_id < COALESCE($3, {NO_CURSOR}) ORDER BY pp.partner_id DESC LIMIT $4"
+            "{PROGRAM_PARTNER_ROWS} WHERE pp.program_id = $1 \
+             AND ($2 IS NULL OR pp.status = $2) AND {keyset}",
+            keyset = keyset("pp.partner_id", 3),
         );
         Ok(stmt::<DB>(&sql)
             .bind(program_id)
             .bind(status.map(PartnerStatus::as_str))
-            .bind(page.before)
-            .bind(page.limit)
+            .page(page)
             .records(&mut *self.read.acquire().await?)
             .await?)
     }
@@ -187,19 +181,17 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
             "SELECT {LINK_COLUMNS} FROM referral_links \
              WHERE ($1 IS NULL OR program_id IN (SELECT id FROM programs WHERE workspace_id IN {MINE})) \
              AND ($2 IS NULL OR program_id = $2) AND ($3 IS NULL OR partner_id = $3) \
-             AND ($4 IS NULL OR status = $4) AND id < COALESCE($5, {NO_CURSOR}) \
-             ORDER BY id DESC LIMIT $6"
+             AND ($4 IS NULL OR status = $4) AND {keyset}",
+            keyset = keyset("id", 5),
         );
-        let rows = stmt::<DB>(&sql)
+        stmt::<DB>(&sql)
             .bind(member)
             .bind(filter.program_id)
             .bind(filter.partner_id)
             .bind(filter.status.map(LinkStatus::as_str))
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(link_from_row).collect()
+            .page(page)
+            .read_all(&mut *self.read.acquire().await?, link_from_row)
+            .await
     }
 
     async fn workspace_members(&self, workspace_id: i64) -> StoreResult<Vec<MemberRow>> {

@@ -33,6 +33,15 @@ use sqlx::Pool;
 /// `($n IS NULL OR id < $n)` makes every later page scan the rows before it.
 pub(super) const NO_CURSOR: &str = "9223372036854775807";
 
+/// The end of a keyset page's query, highest `key` first: the rows below the cursor
+/// `$n`, at most `$n+1` of them. [`Stmt::page`](engine::Stmt::page) binds the two.
+pub(super) fn keyset(key: &str, n: usize) -> String {
+    format!(
+        "{key} < COALESCE(${n}, {NO_CURSOR}) ORDER BY {key} DESC LIMIT ${}",
+        n + 1
+    )
+}
+
 /// Whether the emails of a sale's customer `c` and of its partner `pa` (`LEFT JOIN`ed)
 /// show, by their stored self-referral keys, that the sale is no self-referral. A sale
 /// that fails it (the keys match, or an email predates its key) is left to its own flow,

@@ -7,7 +7,7 @@ use super::admin::{partner_from_row, PARTNER_COLUMNS};
 use super::engine::{stmt, Engine};
 use super::payouts::balance_sums;
 use super::write::WriteConnection;
-use super::{SqlStore, NO_CURSOR};
+use super::{keyset, SqlStore};
 use crate::domain::self_referral::email_key;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::partners::{
@@ -133,16 +133,16 @@ impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
         page: Page,
     ) -> StoreResult<Vec<PartnerPayoutItem>> {
         let sql = format!(
-            "SELECT p.id AS payout_id, p.status, i.amount_cents, p.currency, i.commission_count, \
-             p.created_at, p.paid_at FROM payout_items i JOIN payouts p ON p.id = i.payout_id \
-             WHERE i.partner_id = $1 AND p.program_id = $2 \
-             AND p.id < COALESCE($3, {NO_CURSOR}) ORDER BY p.id DESC LIMIT $4"
+            "SELECT p.id AS payout_id, p.status, i.amount_cents, p.currency, \
+             i.commission_count, p.created_at, p.paid_at \
+             FROM payout_items i JOIN payouts p ON p.id = i.payout_id \
+             WHERE i.partner_id = $1 AND p.program_id = $2 AND {keyset}",
+            keyset = keyset("p.id", 3),
         );
         Ok(stmt::<DB>(&sql)
             .bind(partner_id)
             .bind(program_id)
-            .bind(page.before)
-            .bind(page.limit)
+            .page(page)
             .records(&mut *self.read.acquire().await?)
             .await?)
     }

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use super::engine::{stmt, Engine, Rec};
 use super::write::WriteConnection;
-use super::{flags, named, named_opt, SqlStore, NO_CURSOR};
+use super::{flags, keyset, named, named_opt, SqlStore, NO_CURSOR};
 use crate::domain::lifecycle::{CommissionState, DAY_MS};
 use crate::domain::status::{CommissionStatus, PayoutStatus};
 use crate::store::error::StoreResult;
@@ -164,22 +164,20 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
         let sql = format!(
             "{} WHERE c.program_id = $2 AND ($3 IS NULL OR {STATUS} = $3) \
              AND {partner} AND ($5 IS NULL OR c.created_at >= $5) \
-             AND ($6 IS NULL OR c.created_at < $6) AND c.id < COALESCE($7, {NO_CURSOR}) \
-             ORDER BY c.id DESC LIMIT $8",
-            select_commissions()
+             AND ($6 IS NULL OR c.created_at < $6) AND {keyset}",
+            select_commissions(),
+            keyset = keyset("c.id", 7),
         );
-        let rows = stmt::<DB>(&sql)
+        stmt::<DB>(&sql)
             .bind(now)
             .bind(program_id)
             .bind(filter.status.map(CommissionStatus::as_str))
             .bind(filter.partner_id)
             .bind(filter.from_ms)
             .bind(filter.to_ms)
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(commission_row).collect()
+            .page(page)
+            .read_all(&mut *self.read.acquire().await?, commission_row)
+            .await
     }
 
     async fn balances(&self, program_id: i64, page: Page, now: i64) -> StoreResult<Vec<Balance>> {
@@ -193,8 +191,7 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
         Ok(stmt::<DB>(&sql)
             .bind(now)
             .bind(program_id)
-            .bind(page.before)
-            .bind(page.limit)
+            .page(page)
             .records(&mut *self.read.acquire().await?)
             .await?)
     }
@@ -202,15 +199,14 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
     async fn payouts(&self, program_id: i64, page: Page) -> StoreResult<Vec<Payout>> {
         let sql = format!(
             "SELECT {PAYOUT_COLUMNS} FROM payouts WHERE program_id = $1 \
-             AND id < COALESCE($2, {NO_CURSOR}) ORDER BY id DESC LIMIT $3"
+             AND {keyset}",
+            keyset = keyset("id", 2),
         );
-        let rows = stmt::<DB>(&sql)
+        stmt::<DB>(&sql)
             .bind(program_id)
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(payout_row).collect()
+            .page(page)
+            .read_all(&mut *self.read.acquire().await?, payout_row)
+            .await
     }
 
     async fn payout(&self, id: i64) -> StoreResult<Option<Payout>> {

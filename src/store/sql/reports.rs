@@ -341,7 +341,7 @@ pub(super) async fn list_events<DB: Engine>(
          ORDER BY p.ts DESC, p.id DESC, p.kind",
         branches.join(" UNION ALL ")
     );
-    let rows = stmt::<DB>(&sql)
+    stmt::<DB>(&sql)
         .bind(program_id)
         .bind(f.test)
         .bind(f.from_ms.unwrap_or(i64::MIN))
@@ -349,9 +349,8 @@ pub(super) async fn list_events<DB: Engine>(
         .bind(offset.saturating_add(limit))
         .bind(limit)
         .bind(offset)
-        .fetch_all(&mut *conn)
-        .await?;
-    rows.iter().map(listed_event).collect()
+        .read_all(&mut *conn, listed_event)
+        .await
 }
 
 /// One row of [`list_events`] as the event of its kind.

@@ -12,7 +12,7 @@ use super::management::PROGRAM_PARTNER_ROWS;
 use super::payouts::{commission_by_id, payout_with_items};
 use super::reports::LEAD_CONVERTED;
 use super::write::WriteConnection;
-use super::{named, SqlStore, NO_CURSOR};
+use super::{keyset, named, SqlStore};
 use crate::domain::status::DeliveryStatus;
 use crate::domain::time::iso;
 use crate::domain::webhooks::{new_message_id, EventType, Subscription};
@@ -604,15 +604,14 @@ impl<DB: Engine> WebhookStore for SqlStore<DB> {
     async fn endpoints(&self, program_id: i64, page: Page) -> StoreResult<Vec<WebhookEndpoint>> {
         let sql = format!(
             "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE program_id = $1 \
-             AND id < COALESCE($2, {NO_CURSOR}) ORDER BY id DESC LIMIT $3"
+             AND {keyset}",
+            keyset = keyset("id", 2),
         );
-        let rows = stmt::<DB>(&sql)
+        stmt::<DB>(&sql)
             .bind(program_id)
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(endpoint_row).collect()
+            .page(page)
+            .read_all(&mut *self.read.acquire().await?, endpoint_row)
+            .await
     }
 
     async fn endpoint(&self, id: i64) -> StoreResult<Option<WebhookEndpoint>> {
@@ -628,12 +627,12 @@ impl<DB: Engine> WebhookStore for SqlStore<DB> {
         let conn = &mut *self.read.acquire().await?;
         let sql = format!(
             "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1 \
-             AND id < COALESCE($2, {NO_CURSOR}) ORDER BY id DESC LIMIT $3"
+             AND {keyset}",
+            keyset = keyset("id", 2),
         );
         let rows = stmt::<DB>(&sql)
             .bind(endpoint_id)
-            .bind(page.before)
-            .bind(page.limit)
+            .page(page)
             .fetch_all(&mut *conn)
             .await?;
         with_attempts::<DB>(conn, endpoint_id, rows).await
