@@ -16,7 +16,9 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, FromRow, IntoArgumen
 use super::super::error::StoreResult;
 use super::super::model::{Customer, NewClick, NewSale, SaleOutcome};
 use super::super::Backend;
+use super::batch::{FoundSale, RecordedSale, SalesStep};
 use super::counters::Update;
+use super::rows::{Rows, Value};
 use crate::domain::figures::Deltas;
 use crate::store::integrity::RawCounts;
 use crate::store::management::{MembershipView, ProgramPartnerRow, TopPartner};
@@ -70,6 +72,8 @@ pub trait Engine:
     + ReadRow<(Option<i64>, i64)>
     + ReadRow<(bool, bool)>
     + ReadRow<(String, i64)>
+    + ReadRow<FoundSale>
+    + ReadRow<RecordedSale>
 {
     /// Which database this is.
     const BACKEND: Backend;
@@ -110,13 +114,15 @@ pub trait Engine:
         clicks: &[&NewClick],
         deltas: &Deltas,
     ) -> StoreResult<()>;
-    /// Records sales on known customers in the open transaction, set-based; each sale's
-    /// outcome in order (`None`: the sale needs the one-by-one flow).
-    async fn plain_sales(
-        conn: &mut Self::Connection,
-        deltas: &mut Deltas,
-        sales: &[&NewSale],
-    ) -> StoreResult<Vec<Option<SaleOutcome>>>;
+    /// The statement of `step` of a batch's plain sales for `n` of them (1 to
+    /// [`MAX_SET_ROWS`](crate::store::committer::MAX_SET_ROWS)), with `chunk`, a chunk of
+    /// `rows`, bound as its parameters (see [`super::batch::plain_sales`]).
+    fn plain_sales_query<'q>(
+        step: SalesStep,
+        n: usize,
+        rows: &Rows<'q>,
+        chunk: &[Value<'q>],
+    ) -> Query<'q, Self>;
     /// Records plain sales and their counters as a transaction of its own, where the
     /// database has a form for it (`None`: it has not).
     async fn commit_plain_sales(

@@ -3,12 +3,14 @@
 //! lookups of the tracking API), `reports` (dashboard sessions and reads), `verify` (the
 //! integrity snapshot), `tx` (the statements of the tracking flows), `write` (the group
 //! committer's connection), `counters` (the counter and rollup updates of a batch), `rows`
-//! (the rows of the engines' set-based statements), `migrations`, and, for benchmarks,
-//! `seed`. What differs between the databases (connections, the set-based statements of
-//! the committer, a few statement forms) is the engine's, in `store::sqlite` and
-//! `store::postgres`.
+//! (the rows of the engines' set-based statements), `batch` (what those statements share:
+//! the rows of new clicks and plain sales, the flow of plain sales), `migrations`, and,
+//! for benchmarks, `seed`. What differs between the databases (connections, the
+//! set-based statements of the committer, a few statement forms) is the engine's, in
+//! `store::sqlite` and `store::postgres`.
 
 mod admin;
+pub mod batch;
 pub mod counters;
 mod coupons;
 pub mod engine;
