@@ -480,15 +480,7 @@ impl Generator<'_> {
 /// Adds rollup increments kept per UTC day number to `deltas`' rollups of `program_id`.
 fn fold_days(program_id: i64, days: BTreeMap<i64, RollupDelta>, deltas: &mut Deltas) {
     for (day, d) in days {
-        let r = deltas.rollup(program_id, day_of(day * DAY_MS));
-        r.clicks += d.clicks;
-        r.leads += d.leads;
-        r.lead_events += d.lead_events;
-        r.revenue_cents += d.revenue_cents;
-        r.sales += d.sales;
-        r.sale_events += d.sale_events;
-        r.commission_cents += d.commission_cents;
-        r.conversions += d.conversions;
+        *deltas.rollup(program_id, day_of(day * DAY_MS)) += d;
     }
 }
 
