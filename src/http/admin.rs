@@ -64,9 +64,9 @@ fn unauthorized() -> Error {
 }
 
 /// Declares management endpoints whose handler only forwards to the service layer: each
-/// takes the [`Manager`], its path ids and its JSON body, and answers what the `App`
-/// method of the same name (after `=`) returns for them: with `200` as JSON, with `201`
-/// as the created record. The OpenAPI description comes from the same declaration: the
+/// takes the [`Manager`], its path ids and its JSON body, calls the `App` method named
+/// after `=` with the caller, the ids and the body, and answers what it returns: with
+/// `200` as JSON, with `201` as the created record. The OpenAPI description comes from the same declaration: the
 /// first response text is the success's, the others answer [`ErrorBody`]; every endpoint
 /// is under `tag` and takes the admin token or a dashboard session.
 ///
