@@ -26,6 +26,7 @@
 //! (all `approved`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::app::admin::{LinkBody, MemberBody, PartnerBody, ProgramBody, UserBody, WorkspaceBody};
 use crate::app::{App, Caller};
@@ -33,6 +34,7 @@ use crate::domain::commission::CommissionRule;
 use crate::domain::figures::{Deltas, PartnerDayDelta, RollupDelta};
 use crate::domain::time::{day_of, now_ms};
 use crate::store::sql::seed::{SeedEngine, Seeder};
+use crate::store::{Store, Workspace};
 use sqlx::{Postgres, Sqlite};
 
 /// Milliseconds in a day.
@@ -167,6 +169,52 @@ pub struct SeedClick {
     pub device_os: &'static str,
     pub browser_name: &'static str,
     pub at: i64,
+}
+
+impl SeedClick {
+    /// The click of the chunk's customer `customer` through `link_id` at `at`: its
+    /// session, page, referrer, device, language and place picked by the hash `h`.
+    fn new(
+        program_id: i64,
+        customer: usize,
+        link_id: i64,
+        partner_id: i64,
+        h: u64,
+        at: i64,
+    ) -> Self {
+        let (g, d, l) = (
+            GEO[(h >> 8) as usize % GEO.len()],
+            DEVICES[(h >> 16) as usize % DEVICES.len()],
+            LANGS[(h >> 24) as usize % LANGS.len()],
+        );
+        let page = landing_page(h);
+        SeedClick {
+            program_id,
+            customer,
+            link_id,
+            partner_id,
+            session_id: format!("sess_{:x}", h >> 20),
+            page_url: PAGES[page],
+            page_title: TITLES[page],
+            referrer_url: REFERRERS[(h >> 36) as usize % REFERRERS.len()],
+            screen_resolution: d.3,
+            viewport_size: d.4,
+            language: l.0,
+            timezone: l.1,
+            geo_country: g.0,
+            geo_region: g.1,
+            geo_city: g.2,
+            device_type: d.0,
+            device_os: d.1,
+            browser_name: d.2,
+            at,
+        }
+    }
+}
+
+/// The page a visit of hash `h` lands on (its lead is on the next one).
+fn landing_page(h: u64) -> usize {
+    (h >> 32) as usize % PAGES.len()
 }
 
 /// A lead event row of a customer of the same chunk.
@@ -327,12 +375,6 @@ impl Generator<'_> {
             let sale_at = (lead_at + 2 * 3_600_000).min(self.end);
             let is_lead = h % 10 == 3;
             let is_sale = is_lead && (h / 10) % 5 == 1;
-            let (g, d, l) = (
-                GEO[(h >> 8) as usize % GEO.len()],
-                DEVICES[(h >> 16) as usize % DEVICES.len()],
-                LANGS[(h >> 24) as usize % LANGS.len()],
-            );
-            let page = (h >> 32) as usize % PAGES.len();
             let idx = c.customers.len();
             let mut customer = SeedCustomer {
                 id: customer_id,
@@ -362,7 +404,7 @@ impl Generator<'_> {
                 customer.updated_at = lead_at;
                 c.leads.push(SeedLead {
                     customer: idx,
-                    page_url: PAGES[(page + 1) % PAGES.len()],
+                    page_url: PAGES[(landing_page(h) + 1) % PAGES.len()],
                     at: lead_at,
                 });
                 let r = self.day(lead_at);
@@ -410,27 +452,14 @@ impl Generator<'_> {
                 d.commission_cents += commission;
                 d.conversions += 1;
             }
-            c.clicks.push(SeedClick {
-                program_id: self.program_id,
-                customer: idx,
+            c.clicks.push(SeedClick::new(
+                self.program_id,
+                idx,
                 link_id,
                 partner_id,
-                session_id: format!("sess_{:x}", h >> 20),
-                page_url: PAGES[page],
-                page_title: TITLES[page],
-                referrer_url: REFERRERS[(h >> 36) as usize % REFERRERS.len()],
-                screen_resolution: d.3,
-                viewport_size: d.4,
-                language: l.0,
-                timezone: l.1,
-                geo_country: g.0,
-                geo_region: g.1,
-                geo_city: g.2,
-                device_type: d.0,
-                device_os: d.1,
-                browser_name: d.2,
+                h,
                 at,
-            });
+            ));
             c.customers.push(customer);
         }
         c
@@ -451,15 +480,7 @@ impl Generator<'_> {
 /// Adds rollup increments kept per UTC day number to `deltas`' rollups of `program_id`.
 fn fold_days(program_id: i64, days: BTreeMap<i64, RollupDelta>, deltas: &mut Deltas) {
     for (day, d) in days {
-        let r = deltas.rollup(program_id, day_of(day * DAY_MS));
-        r.clicks += d.clicks;
-        r.leads += d.leads;
-        r.lead_events += d.lead_events;
-        r.revenue_cents += d.revenue_cents;
-        r.sales += d.sales;
-        r.sale_events += d.sale_events;
-        r.commission_cents += d.commission_cents;
-        r.conversions += d.conversions;
+        *deltas.rollup(program_id, day_of(day * DAY_MS)) += d;
     }
 }
 
@@ -501,21 +522,9 @@ async fn run_payouts_on<DB: SeedEngine>(
     spec: &PayoutsSpec,
     progress: impl FnMut(u64),
 ) -> anyhow::Result<SeededPayouts> {
-    let store = crate::store::open(url).await?;
-    let app = App::new(
-        store.clone(),
-        std::sync::Arc::new(crate::domain::time::SystemClock),
-    );
+    let (store, app, ws) = open_workspace(url, format!("{} workspace", spec.name)).await?;
     let now = now_ms();
     let start = (now.div_euclid(DAY_MS) - (spec.days - 1)) * DAY_MS;
-    let ws = app
-        .create_workspace(
-            &Caller::Operator,
-            WorkspaceBody {
-                name: format!("{} workspace", spec.name),
-            },
-        )
-        .await?;
     let program = create_program(&app, ws.id, &spec.name).await?;
     store.close().await;
     let plan = PayoutsPlan::new(spec, &program, start, now)?;
@@ -523,6 +532,19 @@ async fn run_payouts_on<DB: SeedEngine>(
     let seeded = seed_payouts::<DB>(&mut conn, &plan, progress).await?;
     conn.finish().await?;
     Ok(seeded)
+}
+
+/// The store at `url`, the service over it and a new workspace `name` made through it.
+async fn open_workspace(
+    url: &str,
+    name: String,
+) -> anyhow::Result<(Arc<dyn Store>, App, Workspace)> {
+    let store = crate::store::open(url).await?;
+    let app = App::new(store.clone(), Arc::new(crate::domain::time::SystemClock));
+    let ws = app
+        .create_workspace(&Caller::Operator, WorkspaceBody { name })
+        .await?;
+    Ok((store, app, ws))
 }
 
 /// A program created through the service, as the management API would.
@@ -564,21 +586,9 @@ async fn run_on<DB: SeedEngine>(
     opts: &SeedOptions,
     mut progress: impl FnMut(usize, u64),
 ) -> anyhow::Result<SeedReport> {
-    let store = crate::store::open(url).await?;
-    let app = App::new(
-        store.clone(),
-        std::sync::Arc::new(crate::domain::time::SystemClock),
-    );
+    let (store, app, ws) = open_workspace(url, "Benchmark".into()).await?;
     let now = now_ms();
     let start = (now.div_euclid(DAY_MS) - (opts.days - 1)) * DAY_MS;
-    let ws = app
-        .create_workspace(
-            &Caller::Operator,
-            WorkspaceBody {
-                name: "Benchmark".into(),
-            },
-        )
-        .await?;
     let user = app
         .create_user(
             &Caller::Operator,
@@ -831,12 +841,6 @@ async fn seed_payouts<DB: SeedEngine>(
             let at = plan.click_at(j);
             let lead_at = at + 30 * 60_000;
             let key = plan.customer_key(j);
-            let (g, d, l) = (
-                GEO[(h >> 8) as usize % GEO.len()],
-                DEVICES[(h >> 16) as usize % DEVICES.len()],
-                LANGS[(h >> 24) as usize % LANGS.len()],
-            );
-            let page = (h >> 32) as usize % PAGES.len();
             c.customers.push(SeedCustomer {
                 id,
                 program_id,
@@ -852,30 +856,17 @@ async fn seed_payouts<DB: SeedEngine>(
                 updated_at: plan.last_sale_at(j),
             });
             let idx = c.customers.len() - 1;
-            c.clicks.push(SeedClick {
+            c.clicks.push(SeedClick::new(
                 program_id,
-                customer: idx,
-                link_id: p.link_id,
-                partner_id: p.partner_id,
-                session_id: format!("sess_{:x}", h >> 20),
-                page_url: PAGES[page],
-                page_title: TITLES[page],
-                referrer_url: REFERRERS[(h >> 36) as usize % REFERRERS.len()],
-                screen_resolution: d.3,
-                viewport_size: d.4,
-                language: l.0,
-                timezone: l.1,
-                geo_country: g.0,
-                geo_region: g.1,
-                geo_city: g.2,
-                device_type: d.0,
-                device_os: d.1,
-                browser_name: d.2,
+                idx,
+                p.link_id,
+                p.partner_id,
+                h,
                 at,
-            });
+            ));
             c.leads.push(SeedLead {
                 customer: idx,
-                page_url: PAGES[(page + 1) % PAGES.len()],
+                page_url: PAGES[(landing_page(h) + 1) % PAGES.len()],
                 at: lead_at,
             });
             days.entry(at.div_euclid(DAY_MS)).or_default().clicks += 1;

@@ -114,39 +114,29 @@ pub async fn check(store: &dyn Store) -> crate::store::StoreResult<Report> {
     })
 }
 
-fn rollup_fields(d: &RollupDelta) -> [(&'static str, i64); 9] {
-    [
-        ("clicks", d.clicks),
-        ("leads", d.leads),
-        ("conversions", d.conversions),
-        ("revenue_cents", d.revenue_cents),
-        ("sales", d.sales),
-        ("commission_cents", d.commission_cents),
-        ("partners", d.partners),
-        ("lead_events", d.lead_events),
-        ("sale_events", d.sale_events),
-    ]
+/// `names` paired with `values`, a counter struct's values in the order of its fields.
+fn named<const N: usize>(names: &[&'static str], values: [i64; N]) -> [(&'static str, i64); N] {
+    std::array::from_fn(|i| (names[i], values[i]))
 }
 
-fn partner_fields(d: &PartnerDelta) -> [(&'static str, i64); 5] {
-    [
-        ("total_clicks", d.clicks),
-        ("total_leads", d.leads),
-        ("total_sales", d.sales),
-        ("total_revenue_cents", d.revenue_cents),
-        ("total_commission_cents", d.commission_cents),
-    ]
+fn rollup_fields(d: &RollupDelta) -> [(&'static str, i64); RollupDelta::LEN] {
+    named(RollupDelta::NAMES, d.values())
 }
 
-fn partner_day_fields(d: &PartnerDayDelta) -> [(&'static str, i64); 6] {
-    [
-        ("clicks", d.clicks),
-        ("leads", d.leads),
-        ("conversions", d.conversions),
-        ("revenue_cents", d.revenue_cents),
-        ("sales", d.sales),
-        ("commission_cents", d.commission_cents),
-    ]
+fn partner_fields(d: &PartnerDelta) -> [(&'static str, i64); PartnerDelta::LEN] {
+    // The columns of partner_programs that hold them.
+    let names = [
+        "total_clicks",
+        "total_leads",
+        "total_sales",
+        "total_revenue_cents",
+        "total_commission_cents",
+    ];
+    named(&names, d.values())
+}
+
+fn partner_day_fields(d: &PartnerDayDelta) -> [(&'static str, i64); PartnerDayDelta::LEN] {
+    named(PartnerDayDelta::NAMES, d.values())
 }
 
 fn link_fields(d: &LinkDelta) -> [(&'static str, i64); 2] {

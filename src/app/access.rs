@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 
 use super::{App, Error, Result};
 use crate::domain::access::{decide, workspaces_allowing, Access, Decision, Seat};
-use crate::store::{MembershipView, Record};
+use crate::store::{MembershipView, Program, Record};
 
 /// The caller of a management use case.
 #[derive(Debug, Clone)]
@@ -101,6 +101,17 @@ impl App {
             Decision::Hidden => Err(Error::NotFound(record.not_found())),
             Decision::Refused(why) => Err(Error::Forbidden(why)),
         }
+    }
+
+    /// The program `caller` may read: as [`Self::allow`], then 404 when it does not exist.
+    pub(super) async fn readable_program(
+        &self,
+        caller: &Caller,
+        program_id: i64,
+    ) -> Result<Program> {
+        self.allow(caller, Record::Program(program_id), Access::Read)
+            .await?;
+        self.program(program_id).await
     }
 
     /// The signed-in user and its memberships.

@@ -215,34 +215,29 @@ pub(super) fn one_of<T: std::str::FromStr<Err = UnknownValue>>(
         .map_err(|e: UnknownValue| Error::invalid(e.message(field)))
 }
 
-fn window_days(days: i64) -> Result<i64> {
-    if (1..=3650).contains(&days) {
-        Ok(days)
+/// `value` when it lies in `range`, else the field's error.
+fn in_range(field: &str, value: i64, range: std::ops::RangeInclusive<i64>) -> Result<i64> {
+    if range.contains(&value) {
+        Ok(value)
     } else {
-        Err(Error::invalid(
-            "cookie_window_days must be an integer from 1 to 3650",
-        ))
+        Err(Error::invalid(format!(
+            "{field} must be an integer from {} to {}",
+            range.start(),
+            range.end()
+        )))
     }
+}
+
+fn window_days(days: i64) -> Result<i64> {
+    in_range("cookie_window_days", days, 1..=3650)
 }
 
 fn hold_days(days: i64) -> Result<i64> {
-    if (0..=3650).contains(&days) {
-        Ok(days)
-    } else {
-        Err(Error::invalid(
-            "commission_hold_days must be an integer from 0 to 3650",
-        ))
-    }
+    in_range("commission_hold_days", days, 0..=3650)
 }
 
 fn min_payout(cents: i64) -> Result<i64> {
-    if (0..=100_000_000_000).contains(&cents) {
-        Ok(cents)
-    } else {
-        Err(Error::invalid(
-            "min_payout_cents must be an integer from 0 to 100000000000",
-        ))
-    }
+    in_range("min_payout_cents", cents, 0..=100_000_000_000)
 }
 
 /// A trimmed email address, or the field's error.

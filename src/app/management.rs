@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 
 use super::access::Caller;
 use super::admin::{program_view, ProgramView};
-use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams, EXPORT_CHUNK};
+use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
 use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
 use crate::domain::lifecycle;
@@ -116,9 +116,7 @@ impl App {
     ) -> Result<Listed<ProgramPartnerRow>> {
         let status = named_filter("status", status)?;
         let page = page.page()?;
-        self.allow(caller, Record::Program(program_id), Access::Read)
-            .await?;
-        self.program(program_id).await?;
+        self.readable_program(caller, program_id).await?;
         let rows = self
             .store
             .program_partners(program_id, status, probe(page))
@@ -135,21 +133,11 @@ impl App {
         status: Option<&str>,
     ) -> Result<BoxStream<'static, Result<Vec<ProgramPartnerRow>>>> {
         let status: Option<PartnerStatus> = named_filter("status", status)?;
-        self.allow(caller, Record::Program(program_id), Access::Read)
-            .await?;
-        self.program(program_id).await?;
-        let store = self.store.clone();
+        self.readable_program(caller, program_id).await?;
         Ok(chunks(
-            move |before| {
-                let store = store.clone();
-                async move {
-                    let page = Page {
-                        limit: EXPORT_CHUNK,
-                        before,
-                    };
-                    Ok(store.program_partners(program_id, status, page).await?)
-                }
-                .boxed()
+            self.store.clone(),
+            move |store, page| {
+                async move { store.program_partners(program_id, status, page).await }.boxed()
             },
             |r: &ProgramPartnerRow| r.partner_id,
         ))

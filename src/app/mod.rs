@@ -41,6 +41,7 @@ pub mod webhooks;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 
+use futures::future::BoxFuture;
 use lru::LruCache;
 use tokio::sync::oneshot;
 
@@ -138,40 +139,37 @@ impl App {
     /// Runs `flow` in the group committer's transaction and returns its result once that
     /// transaction is committed and durable. A write the committer drops unanswered (the
     /// store closing) is "unavailable".
-    async fn write<T, F>(&self, flow: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: for<'t> FnOnce(
-                &'t mut dyn Tx,
-                &'t mut Deltas,
-            ) -> futures::future::BoxFuture<'t, Result<T>>
-            + Send
-            + 'static,
-    {
-        let (answer, answered) = oneshot::channel();
-        self.store
-            .submit(Write::Job(write::job(answer, flow)))
-            .await;
-        answered.await.unwrap_or_else(|_| Err(dropped()))
+    async fn write<T: Send + 'static>(&self, flow: impl Flow<T>) -> Result<T> {
+        self.submit(Write::Job, flow).await
     }
 
     /// [`Self::write`] for a flow that may take long (see [`Write::Long`]).
-    async fn write_long<T, F>(&self, flow: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: for<'t> FnOnce(
-                &'t mut dyn Tx,
-                &'t mut Deltas,
-            ) -> futures::future::BoxFuture<'t, Result<T>>
-            + Send
-            + 'static,
-    {
+    async fn write_long<T: Send + 'static>(&self, flow: impl Flow<T>) -> Result<T> {
+        self.submit(Write::Long, flow).await
+    }
+
+    /// Hands `flow` to the committer as the write `kind` makes of its job, and waits for
+    /// its answer.
+    async fn submit<T: Send + 'static>(
+        &self,
+        kind: fn(write::Job) -> Write,
+        flow: impl Flow<T>,
+    ) -> Result<T> {
         let (answer, answered) = oneshot::channel();
-        self.store
-            .submit(Write::Long(write::job(answer, flow)))
-            .await;
+        self.store.submit(kind(write::job(answer, flow))).await;
         answered.await.unwrap_or_else(|_| Err(dropped()))
     }
+}
+
+/// A flow of the group committer's transaction, answering a `T`.
+trait Flow<T>:
+    for<'t> FnOnce(&'t mut dyn Tx, &'t mut Deltas) -> BoxFuture<'t, Result<T>> + Send + 'static
+{
+}
+
+impl<T, F> Flow<T> for F where
+    F: for<'t> FnOnce(&'t mut dyn Tx, &'t mut Deltas) -> BoxFuture<'t, Result<T>> + Send + 'static
+{
 }
 
 /// The error of a write the committer dropped without answering.

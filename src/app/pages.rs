@@ -1,12 +1,15 @@
 //! Pages of the management lists: the `limit` and `cursor` of a call, the page it
 //! answers, and the chunks a streamed CSV export reads.
 
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{Error, Result};
-use crate::store::Page;
+use crate::store::{Page, Store, StoreResult};
 
 /// The rows a streamed export reads per query.
 pub(super) const EXPORT_CHUNK: i64 = 1000;
@@ -103,19 +106,29 @@ where
     }
 }
 
-/// A stream of the chunks `fetch` reads, each after the last `key` of the one before,
-/// until one comes back short.
-pub(super) fn chunks<T, F>(fetch: F, key: fn(&T) -> i64) -> BoxStream<'static, Result<Vec<T>>>
+/// A stream of the chunks `fetch` reads from `store`, each the page of [`EXPORT_CHUNK`]
+/// rows after the last `key` of the one before, until one comes back short.
+pub(super) fn chunks<T, F>(
+    store: Arc<dyn Store>,
+    fetch: F,
+    key: fn(&T) -> i64,
+) -> BoxStream<'static, Result<Vec<T>>>
 where
     T: Send + 'static,
-    F: Fn(Option<i64>) -> futures::future::BoxFuture<'static, Result<Vec<T>>> + Send + 'static,
+    F: Fn(Arc<dyn Store>, Page) -> BoxFuture<'static, StoreResult<Vec<T>>> + Send + 'static,
 {
     stream::unfold(Some(None), move |next: Option<Option<i64>>| {
-        let read = next.map(&fetch);
+        let read = next.map(|before| {
+            let page = Page {
+                limit: EXPORT_CHUNK,
+                before,
+            };
+            fetch(store.clone(), page)
+        });
         async move {
             let rows = match read?.await {
                 Ok(rows) => rows,
-                Err(e) => return Some((Err(e), None)),
+                Err(e) => return Some((Err(e.into()), None)),
             };
             let after = match rows.last() {
                 Some(last) if rows.len() as i64 == EXPORT_CHUNK => Some(Some(key(last))),

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::access::Caller;
-use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams, EXPORT_CHUNK};
+use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
 use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
 use crate::domain::lifecycle::{self, Conflict};
@@ -112,9 +112,7 @@ impl App {
     ) -> Result<Listed<CommissionRow>> {
         let filter = params.filter()?;
         let page = page.page()?;
-        self.allow(caller, Record::Program(program_id), Access::Read)
-            .await?;
-        self.program(program_id).await?;
+        self.readable_program(caller, program_id).await?;
         self.commission_page(program_id, &filter, page).await
     }
 
@@ -142,9 +140,7 @@ impl App {
         params: &CommissionParams,
     ) -> Result<BoxStream<'static, Result<Vec<CommissionRow>>>> {
         let filter = params.filter()?;
-        self.allow(caller, Record::Program(program_id), Access::Read)
-            .await?;
-        self.program(program_id).await?;
+        self.readable_program(caller, program_id).await?;
         Ok(self.commission_chunks(program_id, filter))
     }
 
@@ -155,21 +151,12 @@ impl App {
         program_id: i64,
         filter: CommissionFilter,
     ) -> BoxStream<'static, Result<Vec<CommissionRow>>> {
-        let store = self.store.clone();
         let now = self.now_ms();
         chunks(
-            move |before| {
-                let store = store.clone();
+            self.store.clone(),
+            move |store, page| {
                 let filter = filter.clone();
-                async move {
-                    let page = Page {
-                        limit: EXPORT_CHUNK,
-                        before,
-                    };
-                    let rows = store.commissions(program_id, &filter, page, now).await?;
-                    Ok(rows)
-                }
-                .boxed()
+                async move { store.commissions(program_id, &filter, page, now).await }.boxed()
             },
             |c: &CommissionRow| c.id,
         )
@@ -260,9 +247,7 @@ impl App {
         page: &PageParams,
     ) -> Result<Listed<Balance>> {
         let page = page.page()?;
-        self.allow(caller, Record::Program(program_id), Access::Read)
-            .await?;
-        self.program(program_id).await?;
+        self.readable_program(caller, program_id).await?;
         let rows = self
             .store
             .balances(program_id, probe(page), self.now_ms())
@@ -335,9 +320,7 @@ impl App {
         page: &PageParams,
     ) -> Result<Listed<Payout>> {
         let page = page.page()?;
-        self.allow(caller, Record::Program(program_id), Access::Read)
-            .await?;
-        self.program(program_id).await?;
+        self.readable_program(caller, program_id).await?;
         let rows = self.store.payouts(program_id, probe(page)).await?;
         Ok(listed(rows, page, |p| p.id))
     }
@@ -348,22 +331,10 @@ impl App {
         caller: &Caller,
         program_id: i64,
     ) -> Result<BoxStream<'static, Result<Vec<Payout>>>> {
-        self.allow(caller, Record::Program(program_id), Access::Read)
-            .await?;
-        self.program(program_id).await?;
-        let store = self.store.clone();
+        self.readable_program(caller, program_id).await?;
         Ok(chunks(
-            move |before| {
-                let store = store.clone();
-                async move {
-                    let page = Page {
-                        limit: EXPORT_CHUNK,
-                        before,
-                    };
-                    Ok(store.payouts(program_id, page).await?)
-                }
-                .boxed()
-            },
+            self.store.clone(),
+            move |store, page| async move { store.payouts(program_id, page).await }.boxed(),
             |p: &Payout| p.id,
         ))
     }

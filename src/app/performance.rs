@@ -9,11 +9,10 @@ use utoipa::ToSchema;
 
 use super::access::Caller;
 use super::{App, Error, Result};
-use crate::domain::access::Access;
 use crate::domain::metrics::{self, average_dollars, day_text, percent, trend, ResolvedRange};
 use crate::domain::money::dollars;
 use crate::domain::time::{date_of, iso};
-use crate::store::{DailyRollup, Record, TopPartner};
+use crate::store::{DailyRollup, TopPartner};
 
 /// The range asked for: a `period` (`7d` default, `30d`, `90d`, `all`), or `date_from`
 /// and `date_to` together (ISO 8601 dates or timestamps).
@@ -293,9 +292,7 @@ impl App {
         params: &PerformanceParams,
         limit: i64,
     ) -> Result<Vec<TopPartner>> {
-        self.allow(caller, Record::Program(program_id), Access::Read)
-            .await?;
-        let program = self.program(program_id).await?;
+        let program = self.readable_program(caller, program_id).await?;
         let range = self.range(params, program.created_at)?;
         Ok(self
             .store

@@ -10,40 +10,74 @@ use std::collections::BTreeMap;
 use crate::domain::money;
 use crate::domain::time::day_of;
 
-/// Increments of one program's figures on one UTC day.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct RollupDelta {
-    pub clicks: i64,
-    pub leads: i64,
-    pub conversions: i64,
-    pub revenue_cents: i64,
-    pub sales: i64,
-    pub commission_cents: i64,
-    pub partners: i64,
-    pub lead_events: i64,
-    pub sale_events: i64,
+/// Declares a struct of `i64` counters (`Default`, compared by value) that adds another
+/// of its kind field by field (`+=`) and gives its values in the order of its fields, the
+/// order the counter statements bind them in.
+macro_rules! counters {
+    ($(#[$doc:meta])* $name:ident { $($field:ident),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+        pub struct $name {
+            $(pub $field: i64,)+
+        }
+
+        impl $name {
+            /// The names of its counters, in the order of its fields.
+            pub const NAMES: &[&str] = &[$(stringify!($field)),+];
+            /// How many counters it has.
+            pub const LEN: usize = Self::NAMES.len();
+
+            /// Its counters, in the order of its fields.
+            pub fn values(&self) -> [i64; Self::LEN] {
+                [$(self.$field),+]
+            }
+        }
+
+        impl std::ops::AddAssign for $name {
+            fn add_assign(&mut self, other: Self) {
+                $(self.$field += other.$field;)+
+            }
+        }
+    };
 }
 
-/// Increments of a partner-program record's running totals.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct PartnerDelta {
-    pub clicks: i64,
-    pub leads: i64,
-    pub sales: i64,
-    pub revenue_cents: i64,
-    pub commission_cents: i64,
+counters! {
+    /// Increments of one program's figures on one UTC day.
+    RollupDelta {
+        clicks,
+        leads,
+        conversions,
+        revenue_cents,
+        sales,
+        commission_cents,
+        partners,
+        lead_events,
+        sale_events,
+    }
 }
 
-/// Increments of one partner's figures in one program on one UTC day: what its own links
-/// brought (the partner portal's chart).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct PartnerDayDelta {
-    pub clicks: i64,
-    pub leads: i64,
-    pub conversions: i64,
-    pub revenue_cents: i64,
-    pub sales: i64,
-    pub commission_cents: i64,
+counters! {
+    /// Increments of a partner-program record's running totals.
+    PartnerDelta {
+        clicks,
+        leads,
+        sales,
+        revenue_cents,
+        commission_cents,
+    }
+}
+
+counters! {
+    /// Increments of one partner's figures in one program on one UTC day: what its own
+    /// links brought (the partner portal's chart).
+    PartnerDayDelta {
+        clicks,
+        leads,
+        conversions,
+        revenue_cents,
+        sales,
+        commission_cents,
+    }
 }
 
 /// A link's click counter increment and its latest click.
@@ -51,6 +85,23 @@ pub struct PartnerDayDelta {
 pub struct LinkDelta {
     pub clicks: i64,
     pub last_clicked: i64,
+}
+
+impl std::ops::AddAssign for LinkDelta {
+    fn add_assign(&mut self, other: Self) {
+        self.clicks += other.clicks;
+        self.last_clicked = self.last_clicked.max(other.last_clicked);
+    }
+}
+
+/// Adds the increments of `from` to those of the same key in `into`.
+fn add_all<K: Ord, V: Default + std::ops::AddAssign>(
+    into: &mut BTreeMap<K, V>,
+    from: BTreeMap<K, V>,
+) {
+    for (k, v) in from {
+        *into.entry(k).or_default() += v;
+    }
 }
 
 /// Everything a batch of writes adds to counters. Ordered maps, so that concurrent
@@ -96,40 +147,10 @@ impl Deltas {
 
     /// Folds another set of increments into this one.
     pub fn merge(&mut self, other: Deltas) {
-        for (k, v) in other.rollups {
-            let d = self.rollups.entry(k).or_default();
-            d.clicks += v.clicks;
-            d.leads += v.leads;
-            d.conversions += v.conversions;
-            d.revenue_cents += v.revenue_cents;
-            d.sales += v.sales;
-            d.commission_cents += v.commission_cents;
-            d.partners += v.partners;
-            d.lead_events += v.lead_events;
-            d.sale_events += v.sale_events;
-        }
-        for (k, v) in other.partners {
-            let d = self.partners.entry(k).or_default();
-            d.clicks += v.clicks;
-            d.leads += v.leads;
-            d.sales += v.sales;
-            d.revenue_cents += v.revenue_cents;
-            d.commission_cents += v.commission_cents;
-        }
-        for (k, v) in other.links {
-            let d = self.links.entry(k).or_default();
-            d.clicks += v.clicks;
-            d.last_clicked = d.last_clicked.max(v.last_clicked);
-        }
-        for (k, v) in other.partner_days {
-            let d = self.partner_days.entry(k).or_default();
-            d.clicks += v.clicks;
-            d.leads += v.leads;
-            d.conversions += v.conversions;
-            d.revenue_cents += v.revenue_cents;
-            d.sales += v.sales;
-            d.commission_cents += v.commission_cents;
-        }
+        add_all(&mut self.rollups, other.rollups);
+        add_all(&mut self.partners, other.partners);
+        add_all(&mut self.links, other.links);
+        add_all(&mut self.partner_days, other.partner_days);
     }
 
     /// A real click through `link_id` of `partner_id` in `program_id`.

@@ -1,16 +1,14 @@
 //! The management API, under `/api/admin`, behind the admin token. Handlers validate
 //! their bodies and call the service layer ([`crate::app::admin`]).
 
-use axum::extract::{FromRequestParts, State};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::StatusCode;
-use axum::Json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::bearer::{bearer, Bearer};
-use super::error::{Error, ErrorBody, Result};
-use super::extract::{JsonBody, PathParams};
+use super::error::{Error, Result};
+use super::extract::JsonBody;
 use super::AppState;
 use crate::app::admin::{
     LinkBody, LinkPatchBody, MemberBody, MemberPatchBody, PartnerBody, PartnerPatchBody,
@@ -65,339 +63,198 @@ fn unauthorized() -> Error {
     Error::Unauthorized("Missing or invalid admin token or dashboard session".into())
 }
 
-fn created<T>(v: T) -> (StatusCode, Json<T>) {
-    (StatusCode::CREATED, Json(v))
+/// Declares management endpoints whose handler only forwards to the service layer: each
+/// takes the [`Manager`], its path ids and its JSON body, calls the `App` method named
+/// after `=` with the caller, the ids and the body, and answers what it returns: with
+/// `200` as JSON, with `201` as the created record. The OpenAPI description comes from the same declaration: the
+/// first response text is the success's, the others answer [`ErrorBody`]; every endpoint
+/// is under `tag` and takes the admin token or a dashboard session.
+///
+/// ```text
+/// /// Change a member's role or status.
+/// patch "/workspaces/{id}/members/{user_id}"
+///     path(id: ("id" = i64, Path, …), user_id: ("user_id" = i64, Path, …))
+///     body(b: JsonBody<MemberPatchBody>)
+///     => update_member -> 200 Membership = update_member;
+///     responses("The changed membership", 400 "Invalid field", 404 "Unknown membership");
+/// ```
+macro_rules! management_endpoints {
+    (@reply 200 $out:ty) => { ::axum::Json<$out> };
+    (@reply 201 $out:ty) => { (::axum::http::StatusCode, ::axum::Json<$out>) };
+    (@answer 200 $v:expr) => { ::axum::Json($v) };
+    (@answer 201 $v:expr) => { (::axum::http::StatusCode::CREATED, ::axum::Json($v)) };
+    (tag = $tag:literal; $(
+        $(#[doc = $doc:literal])*
+        $method:ident $path:literal
+        $(path($($arg:ident: $param:tt),+ $(,)?))?
+        $(body($b:ident: $extract:ident<$body:ty>))?
+        => $name:ident -> $status:tt $out:ty = $call:ident;
+        responses($ok:literal $(, $code:literal $text:literal)* $(,)?);
+    )+) => {$(
+        $(#[doc = $doc])*
+        #[utoipa::path(
+            $method,
+            path = $path,
+            tag = $tag,
+            $(request_body = $body,)?
+            $(params($($param),+),)?
+            security(("admin_token" = []), ("session" = [])),
+            responses(
+                (status = $status, description = $ok, body = $out),
+                $((status = $code, description = $text, body = $crate::http::ErrorBody),)*
+            ),
+        )]
+        async fn $name(
+            $crate::http::admin::Manager(caller): $crate::http::admin::Manager,
+            ::axum::extract::State(s): ::axum::extract::State<$crate::http::AppState>,
+            // The path's ids, as many as there are names.
+            $(
+                $crate::http::extract::PathParams(ids):
+                $crate::http::extract::PathParams<[i64; [$(stringify!($arg)),+].len()]>,
+            )?
+            $($extract($b): $extract<$body>,)?
+        ) -> $crate::http::error::Result<management_endpoints!(@reply $status $out)> {
+            $(let [$($arg),+] = ids;)?
+            let done = s.app.$call(&caller, $($($arg,)+)? $($b)?).await?;
+            Ok(management_endpoints!(@answer $status done))
+        }
+    )+};
 }
+pub(super) use management_endpoints;
 
-/// Create a workspace.
-#[utoipa::path(
-    post,
-    path = "/workspaces",
-    tag = "management",
-    request_body = WorkspaceBody,
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 201, description = "Created", body = Workspace),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-    ),
-)]
-async fn create_workspace(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    JsonBody(b): JsonBody<WorkspaceBody>,
-) -> Result<(StatusCode, Json<Workspace>)> {
-    Ok(created(s.app.create_workspace(&caller, b).await?))
-}
+management_endpoints! {
+    tag = "management";
 
-/// Create a program; the answer carries its API key, shown only here.
-#[utoipa::path(
-    post,
-    path = "/programs",
-    tag = "management",
-    request_body = ProgramBody,
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 201, description = "Created; carries the API key", body = ProgramView),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 404, description = "Unknown workspace", body = ErrorBody),
-    ),
-)]
-async fn create_program(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    JsonBody(b): JsonBody<ProgramBody>,
-) -> Result<(StatusCode, Json<ProgramView>)> {
-    Ok(created(s.app.create_program(&caller, b).await?))
-}
+    /// Create a workspace.
+    post "/workspaces"
+        body(b: JsonBody<WorkspaceBody>)
+        => create_workspace -> 201 Workspace = create_workspace;
+        responses("Created", 400 "Invalid field");
 
-/// Show a program.
-#[utoipa::path(
-    get,
-    path = "/programs/{id}",
-    tag = "management",
-    params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The program", body = ProgramView),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 404, description = "Unknown program", body = ErrorBody),
-    ),
-)]
-async fn get_program(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-) -> Result<Json<ProgramView>> {
-    Ok(Json(s.app.program_view(&caller, id).await?))
-}
+    /// Create a program; the answer carries its API key, shown only here.
+    post "/programs"
+        body(b: JsonBody<ProgramBody>)
+        => create_program -> 201 ProgramView = create_program;
+        responses(
+            "Created; carries the API key",
+            400 "Invalid field",
+            404 "Unknown workspace",
+        );
 
-/// Change a program; absent fields stay, `null` clears the nullable ones.
-#[utoipa::path(
-    patch,
-    path = "/programs/{id}",
-    tag = "management",
-    request_body = ProgramPatchBody,
-    params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The changed program", body = ProgramView),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 404, description = "Unknown program", body = ErrorBody),
-    ),
-)]
-async fn update_program(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    JsonBody(b): JsonBody<ProgramPatchBody>,
-) -> Result<Json<ProgramView>> {
-    Ok(Json(s.app.update_program(&caller, id, b).await?))
-}
+    /// Show a program.
+    get "/programs/{id}"
+        path(id: ("id" = i64, Path, description = "id"))
+        => get_program -> 200 ProgramView = program_view;
+        responses("The program", 400 "Invalid field", 404 "Unknown program");
 
-/// Issue a new API key for a program; the old one stops working.
-#[utoipa::path(
-    post,
-    path = "/programs/{id}/rotate-token",
-    tag = "management",
-    params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The program with its new API key", body = ProgramView),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 404, description = "Unknown program", body = ErrorBody),
-    ),
-)]
-async fn rotate_token(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-) -> Result<Json<ProgramView>> {
-    Ok(Json(s.app.rotate_program_token(&caller, id).await?))
-}
+    /// Change a program; absent fields stay, `null` clears the nullable ones.
+    patch "/programs/{id}"
+        path(id: ("id" = i64, Path, description = "id"))
+        body(b: JsonBody<ProgramPatchBody>)
+        => update_program -> 200 ProgramView = update_program;
+        responses("The changed program", 400 "Invalid field", 404 "Unknown program");
 
-/// Create a partner.
-#[utoipa::path(
-    post,
-    path = "/partners",
-    tag = "management",
-    request_body = PartnerBody,
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 201, description = "Created", body = Partner),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 404, description = "Unknown workspace_id", body = ErrorBody),
-        (status = 409, description = "The code is taken", body = ErrorBody),
-    ),
-)]
-async fn create_partner(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    JsonBody(b): JsonBody<PartnerBody>,
-) -> Result<(StatusCode, Json<Partner>)> {
-    Ok(created(s.app.create_partner(&caller, b).await?))
-}
+    /// Issue a new API key for a program; the old one stops working.
+    post "/programs/{id}/rotate-token"
+        path(id: ("id" = i64, Path, description = "id"))
+        => rotate_token -> 200 ProgramView = rotate_program_token;
+        responses(
+            "The program with its new API key",
+            400 "Invalid field",
+            404 "Unknown program",
+        );
 
-/// Change a partner's name, email or payout details; absent fields stay, `null` clears.
-#[utoipa::path(
-    patch,
-    path = "/partners/{id}",
-    tag = "management",
-    request_body = PartnerPatchBody,
-    params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The changed partner", body = Partner),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 404, description = "Unknown partner", body = ErrorBody),
-    ),
-)]
-async fn update_partner(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    JsonBody(b): JsonBody<PartnerPatchBody>,
-) -> Result<Json<Partner>> {
-    Ok(Json(s.app.update_partner(&caller, id, b).await?))
-}
+    /// Create a partner.
+    post "/partners"
+        body(b: JsonBody<PartnerBody>)
+        => create_partner -> 201 Partner = create_partner;
+        responses(
+            "Created",
+            400 "Invalid field",
+            404 "Unknown workspace_id",
+            409 "The code is taken",
+        );
 
-/// Add a partner to a program (the partner-program record).
-#[utoipa::path(
-    post,
-    path = "/programs/{id}/partners",
-    tag = "management",
-    request_body = ProgramPartnerBody,
-    params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 201, description = "Created", body = PartnerProgram),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 404, description = "Unknown program or partner", body = ErrorBody),
-        (status = 409, description = "The partner is already in the program", body = ErrorBody),
-    ),
-)]
-async fn add_program_partner(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    JsonBody(b): JsonBody<ProgramPartnerBody>,
-) -> Result<(StatusCode, Json<PartnerProgram>)> {
-    Ok(created(s.app.add_program_partner(&caller, id, b).await?))
-}
+    /// Change a partner's name, email or payout details; absent fields stay, `null` clears.
+    patch "/partners/{id}"
+        path(id: ("id" = i64, Path, description = "id"))
+        body(b: JsonBody<PartnerPatchBody>)
+        => update_partner -> 200 Partner = update_partner;
+        responses("The changed partner", 400 "Invalid field", 404 "Unknown partner");
 
-/// Create a referral link.
-#[utoipa::path(
-    post,
-    path = "/links",
-    tag = "management",
-    request_body = LinkBody,
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 201, description = "Created", body = Link),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 404, description = "Unknown program or partner", body = ErrorBody),
-        (status = 409, description = "The short_link is taken", body = ErrorBody),
-    ),
-)]
-async fn create_link(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    JsonBody(b): JsonBody<LinkBody>,
-) -> Result<(StatusCode, Json<Link>)> {
-    Ok(created(s.app.create_link(&caller, b).await?))
-}
+    /// Add a partner to a program (the partner-program record).
+    post "/programs/{id}/partners"
+        path(id: ("id" = i64, Path, description = "id"))
+        body(b: JsonBody<ProgramPartnerBody>)
+        => add_program_partner -> 201 PartnerProgram = add_program_partner;
+        responses(
+            "Created",
+            400 "Invalid field",
+            404 "Unknown program or partner",
+            409 "The partner is already in the program",
+        );
 
-/// Show a referral link, with its click counter and active coupon codes.
-#[utoipa::path(
-    get,
-    path = "/links/{id}",
-    tag = "management",
-    params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The link with its click counter", body = Link),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 404, description = "Unknown link", body = ErrorBody),
-    ),
-)]
-async fn get_link(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-) -> Result<Json<Link>> {
-    Ok(Json(s.app.link(&caller, id).await?))
-}
+    /// Create a referral link.
+    post "/links"
+        body(b: JsonBody<LinkBody>)
+        => create_link -> 201 Link = create_link;
+        responses(
+            "Created",
+            400 "Invalid field",
+            404 "Unknown program or partner",
+            409 "The short_link is taken",
+        );
 
-/// Change a link's status or destination; absent fields stay, a `null` destination
-/// falls back to the program's.
-#[utoipa::path(
-    patch,
-    path = "/links/{id}",
-    tag = "management",
-    request_body = LinkPatchBody,
-    params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The changed link", body = Link),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 404, description = "Unknown link", body = ErrorBody),
-    ),
-)]
-async fn update_link(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    JsonBody(b): JsonBody<LinkPatchBody>,
-) -> Result<Json<Link>> {
-    Ok(Json(s.app.update_link(&caller, id, b).await?))
-}
+    /// Show a referral link, with its click counter and active coupon codes.
+    get "/links/{id}"
+        path(id: ("id" = i64, Path, description = "id"))
+        => get_link -> 200 Link = link;
+        responses(
+            "The link with its click counter",
+            400 "Invalid field",
+            404 "Unknown link",
+        );
 
-/// Create a dashboard user (password stored with argon2id).
-#[utoipa::path(
-    post,
-    path = "/users",
-    tag = "management",
-    request_body = UserBody,
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 201, description = "Created", body = User),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 409, description = "The email is taken", body = ErrorBody),
-    ),
-)]
-async fn create_user(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    JsonBody(b): JsonBody<UserBody>,
-) -> Result<(StatusCode, Json<User>)> {
-    Ok(created(s.app.create_user(&caller, b).await?))
-}
+    /// Change a link's status or destination; absent fields stay, a `null` destination
+    /// falls back to the program's.
+    patch "/links/{id}"
+        path(id: ("id" = i64, Path, description = "id"))
+        body(b: JsonBody<LinkPatchBody>)
+        => update_link -> 200 Link = update_link;
+        responses("The changed link", 400 "Invalid field", 404 "Unknown link");
 
-/// Add a user to a workspace with a role.
-#[utoipa::path(
-    post,
-    path = "/workspaces/{id}/members",
-    tag = "management",
-    request_body = MemberBody,
-    params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 201, description = "Created", body = Membership),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 404, description = "Unknown workspace or user", body = ErrorBody),
-        (status = 409, description = "Already a member", body = ErrorBody),
-    ),
-)]
-async fn add_member(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    JsonBody(b): JsonBody<MemberBody>,
-) -> Result<(StatusCode, Json<Membership>)> {
-    Ok(created(s.app.add_member(&caller, id, b).await?))
-}
+    /// Create a dashboard user (password stored with argon2id).
+    post "/users"
+        body(b: JsonBody<UserBody>)
+        => create_user -> 201 User = create_user;
+        responses("Created", 400 "Invalid field", 409 "The email is taken");
 
-/// Change a member's role or status.
-#[utoipa::path(
-    patch,
-    path = "/workspaces/{id}/members/{user_id}",
-    tag = "management",
-    request_body = MemberPatchBody,
-    params(("id" = i64, Path, description = "id"), ("user_id" = i64, Path, description = "user id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The changed membership", body = Membership),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 404, description = "Unknown membership", body = ErrorBody),
-    ),
-)]
-async fn update_member(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams((id, user_id)): PathParams<(i64, i64)>,
-    JsonBody(b): JsonBody<MemberPatchBody>,
-) -> Result<Json<Membership>> {
-    Ok(Json(s.app.update_member(&caller, id, user_id, b).await?))
-}
+    /// Add a user to a workspace with a role.
+    post "/workspaces/{id}/members"
+        path(id: ("id" = i64, Path, description = "id"))
+        body(b: JsonBody<MemberBody>)
+        => add_member -> 201 Membership = add_member;
+        responses(
+            "Created",
+            400 "Invalid field",
+            404 "Unknown workspace or user",
+            409 "Already a member",
+        );
 
-/// Set a program's payment-account fields.
-#[utoipa::path(
-    put,
-    path = "/programs/{id}/payment-account",
-    tag = "management",
-    request_body = PaymentAccountBody,
-    params(("id" = i64, Path, description = "id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The program", body = ProgramView),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 404, description = "Unknown program", body = ErrorBody),
-    ),
-)]
-async fn set_payment_account(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    JsonBody(b): JsonBody<PaymentAccountBody>,
-) -> Result<Json<ProgramView>> {
-    Ok(Json(s.app.set_payment_account(&caller, id, b).await?))
+    /// Change a member's role or status.
+    patch "/workspaces/{id}/members/{user_id}"
+        path(
+            id: ("id" = i64, Path, description = "id"),
+            user_id: ("user_id" = i64, Path, description = "user id"),
+        )
+        body(b: JsonBody<MemberPatchBody>)
+        => update_member -> 200 Membership = update_member;
+        responses("The changed membership", 400 "Invalid field", 404 "Unknown membership");
+
+    /// Set a program's payment-account fields.
+    put "/programs/{id}/payment-account"
+        path(id: ("id" = i64, Path, description = "id"))
+        body(b: JsonBody<PaymentAccountBody>)
+        => set_payment_account -> 200 ProgramView = set_payment_account;
+        responses("The program", 400 "Invalid field", 404 "Unknown program");
 }

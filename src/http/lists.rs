@@ -10,7 +10,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::admin::Manager;
+use super::admin::{management_endpoints, Manager};
 use super::error::{ErrorBody, Result};
 use super::extract::{read_list_query, JsonBody, PathParams};
 use super::payouts::{csv_stream, ListQuery};
@@ -199,38 +199,6 @@ async fn list_program_partners(
     Ok(Json(s.app.program_partners(&caller, id, status, &page).await?).into_response())
 }
 
-/// Change a partner's standing in a program. A decided partner cannot go back to
-/// `pending`.
-#[utoipa::path(
-    patch,
-    path = "/programs/{id}/partners/{partner_id}",
-    tag = "management",
-    request_body = PartnerStatusBody,
-    params(
-        ("id" = i64, Path, description = "Program id"),
-        ("partner_id" = i64, Path, description = "Partner id"),
-    ),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The partner-program record", body = PartnerProgram),
-        (status = 400, description = "Invalid status", body = ErrorBody),
-        (status = 404, description = "Unknown program, or the partner is not in it", body = ErrorBody),
-        (status = 409, description = "Back to pending, or changed meanwhile", body = ErrorBody),
-    ),
-)]
-async fn set_program_partner_status(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams((id, partner_id)): PathParams<(i64, i64)>,
-    JsonBody(b): JsonBody<PartnerStatusBody>,
-) -> Result<Json<PartnerProgram>> {
-    Ok(Json(
-        s.app
-            .set_program_partner_status(&caller, id, partner_id, b)
-            .await?,
-    ))
-}
-
 /// List links, filtered by program, partner or status.
 #[utoipa::path(
     get,
@@ -259,4 +227,24 @@ async fn list_links(
     Ok(Json(
         s.app.list_links(&caller, &params, &list.page()).await?,
     ))
+}
+
+management_endpoints! {
+    tag = "management";
+
+    /// Change a partner's standing in a program. A decided partner cannot go back to
+    /// `pending`.
+    patch "/programs/{id}/partners/{partner_id}"
+        path(
+            id: ("id" = i64, Path, description = "Program id"),
+            partner_id: ("partner_id" = i64, Path, description = "Partner id"),
+        )
+        body(b: JsonBody<PartnerStatusBody>)
+        => set_program_partner_status -> 200 PartnerProgram = set_program_partner_status;
+        responses(
+            "The partner-program record",
+            400 "Invalid status",
+            404 "Unknown program, or the partner is not in it",
+            409 "Back to pending, or changed meanwhile",
+        );
 }

@@ -4,7 +4,6 @@
 use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures::stream::BoxStream;
@@ -14,7 +13,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::admin::Manager;
+use super::admin::{management_endpoints, Manager};
 use super::error::{ErrorBody, Result};
 use super::extract::{read_list_query, JsonBody, OptionalJsonBody, PathParams};
 use super::AppState;
@@ -172,51 +171,6 @@ async fn list_commissions(
     .into_response())
 }
 
-/// Approve a pending commission ahead of its hold period.
-#[utoipa::path(
-    post,
-    path = "/commissions/{id}/approve",
-    tag = "payouts",
-    params(("id" = i64, Path, description = "Commission id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The approved commission", body = CommissionRow),
-        (status = 404, description = "Unknown commission", body = ErrorBody),
-        (status = 409, description = "Not pending", body = ErrorBody),
-    ),
-)]
-async fn approve_commission(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-) -> Result<Json<CommissionRow>> {
-    Ok(Json(s.app.approve_commission(&caller, id).await?))
-}
-
-/// Reject a pending or unpaid approved commission: it never pays.
-#[utoipa::path(
-    post,
-    path = "/commissions/{id}/reject",
-    tag = "payouts",
-    request_body = RejectBody,
-    params(("id" = i64, Path, description = "Commission id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The rejected commission", body = CommissionRow),
-        (status = 400, description = "Invalid reason", body = ErrorBody),
-        (status = 404, description = "Unknown commission", body = ErrorBody),
-        (status = 409, description = "Paid, reversed, rejected, or held by a pending payout", body = ErrorBody),
-    ),
-)]
-async fn reject_commission(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    JsonBody(b): JsonBody<RejectBody>,
-) -> Result<Json<CommissionRow>> {
-    Ok(Json(s.app.reject_commission(&caller, id, b).await?))
-}
-
 /// The partners' pending, approved (unpaid) and paid amounts in a program.
 #[utoipa::path(
     get,
@@ -238,30 +192,6 @@ async fn list_balances(
 ) -> Result<Json<Listed<Balance>>> {
     let list: ListQuery = read_list_query(raw.as_deref())?;
     Ok(Json(s.app.balances(&caller, id, &list.page()).await?))
-}
-
-/// Create a payout of every qualifying partner's approved balance.
-#[utoipa::path(
-    post,
-    path = "/programs/{id}/payouts",
-    tag = "payouts",
-    params(("id" = i64, Path, description = "Program id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 201, description = "The payout with its items", body = Payout),
-        (status = 404, description = "Unknown program", body = ErrorBody),
-        (status = 409, description = "No partner qualifies", body = ErrorBody),
-    ),
-)]
-async fn create_payout(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-) -> Result<(StatusCode, Json<Payout>)> {
-    Ok((
-        StatusCode::CREATED,
-        Json(s.app.create_payout(&caller, id).await?),
-    ))
 }
 
 /// List a program's payouts, or export them with `?format=csv`.
@@ -292,71 +222,6 @@ async fn list_payouts(
     Ok(Json(s.app.list_payouts(&caller, id, &list.page()).await?).into_response())
 }
 
-/// Show a payout with its items.
-#[utoipa::path(
-    get,
-    path = "/payouts/{id}",
-    tag = "payouts",
-    params(("id" = i64, Path, description = "Payout id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The payout", body = Payout),
-        (status = 404, description = "Unknown payout", body = ErrorBody),
-    ),
-)]
-async fn get_payout(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-) -> Result<Json<Payout>> {
-    Ok(Json(s.app.payout(&caller, id).await?))
-}
-
-/// Mark a pending payout paid; its commissions become paid.
-#[utoipa::path(
-    post,
-    path = "/payouts/{id}/mark-paid",
-    tag = "payouts",
-    request_body = MarkPaidBody,
-    params(("id" = i64, Path, description = "Payout id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The paid payout", body = Payout),
-        (status = 400, description = "Invalid reference", body = ErrorBody),
-        (status = 404, description = "Unknown payout", body = ErrorBody),
-        (status = 409, description = "Paid or cancelled already", body = ErrorBody),
-    ),
-)]
-async fn mark_payout_paid(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    OptionalJsonBody(b): OptionalJsonBody<MarkPaidBody>,
-) -> Result<Json<Payout>> {
-    Ok(Json(s.app.mark_payout_paid(&caller, id, b).await?))
-}
-
-/// Cancel a pending payout; its commissions may be paid by a later one.
-#[utoipa::path(
-    post,
-    path = "/payouts/{id}/cancel",
-    tag = "payouts",
-    params(("id" = i64, Path, description = "Payout id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The cancelled payout", body = Payout),
-        (status = 404, description = "Unknown payout", body = ErrorBody),
-        (status = 409, description = "Paid or cancelled already", body = ErrorBody),
-    ),
-)]
-async fn cancel_payout(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-) -> Result<Json<Payout>> {
-    Ok(Json(s.app.cancel_payout(&caller, id).await?))
-}
-
 /// Download a payout's items as CSV, or as PayPal's or Wise's bulk payment file.
 #[utoipa::path(
     get,
@@ -381,4 +246,56 @@ async fn export_payout(
     let payout = s.app.payout(&caller, id).await?;
     let body = Body::from(exports::payout_file(&payout, format));
     Ok(csv_response(&format.file_name(id), body))
+}
+
+management_endpoints! {
+    tag = "payouts";
+
+    /// Approve a pending commission ahead of its hold period.
+    post "/commissions/{id}/approve"
+        path(id: ("id" = i64, Path, description = "Commission id"))
+        => approve_commission -> 200 CommissionRow = approve_commission;
+        responses("The approved commission", 404 "Unknown commission", 409 "Not pending");
+
+    /// Reject a pending or unpaid approved commission: it never pays.
+    post "/commissions/{id}/reject"
+        path(id: ("id" = i64, Path, description = "Commission id"))
+        body(b: JsonBody<RejectBody>)
+        => reject_commission -> 200 CommissionRow = reject_commission;
+        responses(
+            "The rejected commission",
+            400 "Invalid reason",
+            404 "Unknown commission",
+            409 "Paid, reversed, rejected, or held by a pending payout",
+        );
+
+    /// Create a payout of every qualifying partner's approved balance.
+    post "/programs/{id}/payouts"
+        path(id: ("id" = i64, Path, description = "Program id"))
+        => create_payout -> 201 Payout = create_payout;
+        responses("The payout with its items", 404 "Unknown program", 409 "No partner qualifies");
+
+    /// Show a payout with its items.
+    get "/payouts/{id}"
+        path(id: ("id" = i64, Path, description = "Payout id"))
+        => get_payout -> 200 Payout = payout;
+        responses("The payout", 404 "Unknown payout");
+
+    /// Mark a pending payout paid; its commissions become paid.
+    post "/payouts/{id}/mark-paid"
+        path(id: ("id" = i64, Path, description = "Payout id"))
+        body(b: OptionalJsonBody<MarkPaidBody>)
+        => mark_payout_paid -> 200 Payout = mark_payout_paid;
+        responses(
+            "The paid payout",
+            400 "Invalid reference",
+            404 "Unknown payout",
+            409 "Paid or cancelled already",
+        );
+
+    /// Cancel a pending payout; its commissions may be paid by a later one.
+    post "/payouts/{id}/cancel"
+        path(id: ("id" = i64, Path, description = "Payout id"))
+        => cancel_payout -> 200 Payout = cancel_payout;
+        responses("The cancelled payout", 404 "Unknown payout", 409 "Paid or cancelled already");
 }

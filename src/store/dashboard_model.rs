@@ -46,7 +46,7 @@ pub struct DashboardProgram {
 }
 
 /// One program-day row of `daily_rollups`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct DailyRollup {
     /// `YYYY-MM-DD`, UTC.
     pub day: String,

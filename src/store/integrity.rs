@@ -25,7 +25,7 @@ pub struct Violation {
 }
 
 /// How many raw records were checked.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct RawCounts {
     /// Real click events.
     pub clicks: i64,

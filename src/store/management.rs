@@ -43,22 +43,25 @@ impl Record {
 }
 
 /// One of a user's memberships, with its workspace's name.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 pub struct MembershipView {
     pub workspace_id: i64,
     pub workspace_name: String,
+    #[sqlx(try_from = "String")]
     pub role: Role,
+    #[sqlx(try_from = "String")]
     pub status: MembershipStatus,
 }
 
 /// A partner of a program, with its totals in that program.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 pub struct ProgramPartnerRow {
     pub partner_id: i64,
     pub name: String,
     pub email: Option<String>,
     pub code: String,
     /// Its standing in this program.
+    #[sqlx(try_from = "String")]
     pub status: PartnerStatus,
     /// When it joined the program.
     #[serde(serialize_with = "iso_ms")]
@@ -72,7 +75,7 @@ pub struct ProgramPartnerRow {
 }
 
 /// A partner's figures in a program over a range of days, from its daily rollups.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct TopPartner {
     pub partner_id: i64,
     pub name: String,

@@ -24,7 +24,7 @@ pub fn iso_ms_opt<S: serde::Serializer>(ms: &Option<i64>, s: S) -> Result<S::Ok,
 }
 
 /// A workspace: the owner of programs and the unit of dashboard membership.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 pub struct Workspace {
     pub id: i64,
     pub name: String,
@@ -283,12 +283,14 @@ pub struct FirstRunRecords {
 }
 
 /// A member of a workspace, with the user's email and name.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 pub struct MemberRow {
     pub user_id: i64,
     pub email: String,
     pub name: Option<String>,
+    #[sqlx(try_from = "String")]
     pub role: Role,
+    #[sqlx(try_from = "String")]
     pub status: MembershipStatus,
     #[serde(serialize_with = "iso_ms")]
     #[schema(value_type = String, format = DateTime)]
@@ -296,11 +298,13 @@ pub struct MemberRow {
 }
 
 /// A user's role and status in a workspace.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 pub struct Membership {
     pub workspace_id: i64,
     pub user_id: i64,
+    #[sqlx(try_from = "String")]
     pub role: Role,
+    #[sqlx(try_from = "String")]
     pub status: MembershipStatus,
     #[serde(serialize_with = "iso_ms")]
     #[schema(value_type = String, format = DateTime)]

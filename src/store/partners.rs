@@ -19,25 +19,27 @@ pub struct PartnerAccount {
 }
 
 /// What a partner sign-in checks.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct PartnerCredentials {
     pub partner_id: i64,
     pub password_hash: String,
 }
 
 /// A program a partner is in, with its standing there.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 pub struct PartnerMembership {
     pub program_id: i64,
     /// The program's name.
     pub name: String,
+    #[sqlx(try_from = "String")]
     pub status: PartnerStatus,
 }
 
 /// What one payout pays a partner.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 pub struct PartnerPayoutItem {
     pub payout_id: i64,
+    #[sqlx(try_from = "String")]
     pub status: PayoutStatus,
     pub amount_cents: i64,
     pub currency: String,
@@ -51,7 +53,7 @@ pub struct PartnerPayoutItem {
 }
 
 /// An invite as stored.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct InviteRow {
     pub expires_at: i64,
     pub used_at: Option<i64>,

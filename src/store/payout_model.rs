@@ -62,7 +62,7 @@ pub struct CommissionRow {
 }
 
 /// A partner's money in a program, in cents.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 pub struct Balance {
     pub partner_id: i64,
     /// Still in its hold period.

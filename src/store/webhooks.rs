@@ -102,7 +102,7 @@ pub enum Resend {
 }
 
 /// A delivery claimed for one attempt by the process that claimed it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ClaimedDelivery {
     pub id: i64,
     pub endpoint_id: i64,

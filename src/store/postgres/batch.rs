@@ -7,41 +7,20 @@
 //! Each writes the same rows and counts the same figures as the flow of the service layer
 //! would for each click or sale one by one.
 
-use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use sqlx::{PgConnection, Postgres, Row};
+use sqlx::{PgConnection, Postgres};
 
 use super::counter_ctes;
 use super::rows::{self, BindRows, Rows, Value};
-use crate::domain::figures::{Deltas, SaleFigures};
+use crate::domain::figures::Deltas;
 use crate::store::committer::MAX_SET_ROWS;
 use crate::store::error::{StoreError, StoreResult};
-use crate::store::model::{NewClick, NewSale, SaleOutcome};
-use crate::store::sql::{counters, webhooks, NO_SELF_REFERRAL};
-
-/// The columns of a batch's new clicks.
-const CLICK_COLUMNS: &[&str] = &[
-    "program_id",
-    "click_id",
-    "partner_id",
-    "link_id",
-    "at",
-    "session_id",
-    "page_url",
-    "page_title",
-    "referrer_url",
-    "screen_resolution",
-    "viewport_size",
-    "language",
-    "timezone",
-    "geo_country",
-    "geo_region",
-    "geo_city",
-    "device_type",
-    "device_os",
-    "browser_name",
-];
+use crate::store::model::NewClick;
+use crate::store::sql::batch::{
+    new_click_rows, SalesStep, CLICK_COLUMNS, SALE_COLUMNS, SALE_KEY_COLUMNS,
+};
+use crate::store::sql::{counters, NO_SELF_REFERRAL};
 
 /// Inserts the customers of new clicks from `rows`.
 const NEW_CUSTOMERS: &str = "INSERT INTO customers (program_id, click_id, customer_status, \
@@ -120,37 +99,6 @@ pub(super) async fn commit_new_clicks(
     Ok(())
 }
 
-/// The rows of [`CLICK_COLUMNS`] for `clicks`.
-fn new_click_rows<'c>(clicks: &[&'c NewClick]) -> Rows<'c> {
-    use Value::{Int, Text};
-    let mut rows = Rows::new(CLICK_COLUMNS);
-    for c in clicks {
-        let d = &c.details;
-        rows.push(&[
-            Int(c.program_id),
-            Text(Some(&c.click_id)),
-            Int(c.partner_id),
-            Int(c.link_id),
-            Int(c.at),
-            Text(d.session_id.as_deref()),
-            Text(d.page_url.as_deref()),
-            Text(d.page_title.as_deref()),
-            Text(d.referrer_url.as_deref()),
-            Text(d.screen_resolution.as_deref()),
-            Text(d.viewport_size.as_deref()),
-            Text(d.language.as_deref()),
-            Text(d.timezone.as_deref()),
-            Text(d.geo_country.as_deref()),
-            Text(d.geo_region.as_deref()),
-            Text(d.geo_city.as_deref()),
-            Text(d.device_type.as_deref()),
-            Text(d.device_os.as_deref()),
-            Text(d.browser_name.as_deref()),
-        ]);
-    }
-    rows
-}
-
 /// The customer of a sale in its program (by customer key, then by click id), as an SQL
 /// expression over the sale's row in `rows`.
 const SALE_CUSTOMER_ID: &str = "COALESCE(\
@@ -158,16 +106,6 @@ const SALE_CUSTOMER_ID: &str = "COALESCE(\
     AND k.customer_key = rows.customer_key), \
     (SELECT k.id FROM customers k WHERE k.click_id = rows.click_id \
     AND k.program_id = rows.program_id))";
-
-/// The columns of the sales a batch resolves (see [`plain_sales`]); `idx` is the sale's
-/// place in the batch.
-const SALE_KEY_COLUMNS: &[&str] = &[
-    "idx",
-    "program_id",
-    "customer_key",
-    "click_id",
-    "transaction_id",
-];
 
 /// The query that resolves `n` plain sales (1 to [`MAX_SET_ROWS`]): per sale (by `idx`),
 /// its customer in the sale's program, that customer's partner-program record, and
@@ -189,25 +127,6 @@ fn resolve_sales_sql(n: usize) -> &'static str {
         )
     })
 }
-
-/// The columns of the resolved sales a batch records (see [`plain_sales`]).
-const SALE_COLUMNS: &[&str] = &[
-    "idx",
-    "program_id",
-    "customer_id",
-    "partner_id",
-    "click_id",
-    "customer_key",
-    "transaction_id",
-    "amount_cents",
-    "currency",
-    "sale_type",
-    "product_id",
-    "metadata",
-    "at",
-    "commission",
-    "partner_program_id",
-];
 
 /// The statement that records `n` resolved plain sales (1 to [`MAX_SET_ROWS`]) from
 /// their `rows`: the sale events, their commissions and the customers' conversion as
@@ -242,126 +161,17 @@ fn record_sales_sql(n: usize) -> &'static str {
     })
 }
 
-/// The plain sales of a batch ([`NewSale::is_plain`]) at once, in the transaction open on
-/// `conn`: one query per [`MAX_SET_ROWS`] sales resolves their customers, one records
-/// every sale that resolves plainly (its customer found in the program, with a partner
-/// and its partner-program record, a transaction id not yet recorded nor used by an
-/// earlier sale of the batch, a customer no earlier sale of the batch names) and adds its
-/// counters to `deltas`. Returns an outcome per sale, `None` for those left to their own
-/// job, which gives them their exact answer. Should it fail, the caller undoes what it
-/// wrote.
-pub(super) async fn plain_sales(
-    conn: &mut PgConnection,
-    deltas: &mut Deltas,
-    sales: &[&NewSale],
-) -> StoreResult<Vec<Option<SaleOutcome>>> {
-    use Value::{Int, Text};
-    let mut keys = Rows::new(SALE_KEY_COLUMNS);
-    for (i, s) in sales.iter().enumerate() {
-        keys.push(&[
-            place(i),
-            Int(s.program.id),
-            Text(s.customer_key.as_deref()),
-            Text(s.click_id.as_deref()),
-            Text(Some(&s.transaction_id)),
-        ]);
-    }
-    let mut found = Vec::with_capacity(sales.len());
-    for (n, chunk) in keys.chunks() {
-        let query = sqlx::query(resolve_sales_sql(n));
-        found.extend(keys.bind(query, chunk).fetch_all(&mut *conn).await?);
-    }
-    // Per sale: customer id, click id, customer key, first purchase, partner and
-    // partner-program record.
-    type Resolved = (i64, String, Option<String>, Option<i64>, i64, i64);
-    let mut resolved: Vec<Option<Resolved>> = vec![None; sales.len()];
-    for r in &found {
-        let i: i64 = r.try_get(0)?;
-        let (partner_id, partner_program_id, recorded): (Option<i64>, Option<i64>, bool) =
-            (r.try_get(4)?, r.try_get(6)?, r.try_get(7)?);
-        let (Some(partner_id), Some(partner_program_id), false) =
-            (partner_id, partner_program_id, recorded)
-        else {
-            continue;
-        };
-        if let Some(slot) = usize::try_from(i).ok().and_then(|i| resolved.get_mut(i)) {
-            *slot = Some((
-                r.try_get(1)?,
-                r.try_get(2)?,
-                r.try_get(3)?,
-                r.try_get(5)?,
-                partner_id,
-                partner_program_id,
-            ));
-        }
-    }
-    let mut customers = HashSet::new();
-    let mut transactions = HashSet::new();
-    let mut rows = Rows::new(SALE_COLUMNS);
-    let mut taken = Vec::new();
-    for (i, (s, found)) in sales.iter().zip(&resolved).enumerate() {
-        let Some((customer_id, click_id, customer_key, first_purchase, partner_id, pp_id)) = found
-        else {
-            continue;
-        };
-        if !customers.insert(*customer_id) || !transactions.insert(s.transaction_id.as_str()) {
-            continue;
-        }
-        rows.push(&[
-            place(i),
-            Int(s.program.id),
-            Int(*customer_id),
-            Int(*partner_id),
-            Text(Some(click_id)),
-            Text(s.customer_key.as_deref().or(customer_key.as_deref())),
-            Text(Some(&s.transaction_id)),
-            Int(s.amount_cents),
-            Text(Some(&s.currency)),
-            Text(Some(&s.sale_type)),
-            Text(s.product_id.as_deref()),
-            Text(s.metadata.as_deref()),
-            Int(s.at),
-            Int(s.commission_cents),
-            Int(*pp_id),
-        ]);
-        taken.push((i, *partner_id, first_purchase.is_none()));
-    }
-    let mut outcomes: Vec<Option<SaleOutcome>> = vec![None; sales.len()];
-    for (n, chunk) in rows.chunks() {
-        let query = sqlx::query(record_sales_sql(n));
-        let query = rows.bind(query, chunk);
-        for r in &query.fetch_all(&mut *conn).await? {
-            let i: i64 = r.try_get(0)?;
-            if let Some(slot) = usize::try_from(i).ok().and_then(|i| outcomes.get_mut(i)) {
-                *slot = Some(SaleOutcome {
-                    sale_id: r.try_get(1)?,
-                    commission_id: r.try_get(2)?,
-                });
-            }
-        }
-    }
-    for (i, partner_id, converts) in taken {
-        if outcomes[i].is_none() {
-            return Err(StoreError::Other(anyhow::anyhow!(
-                "batched sale {i} was not recorded"
-            )));
-        }
-        let s = sales[i];
-        deltas.count_sale(SaleFigures {
-            program_id: s.program.id,
-            partner_id,
-            at: s.at,
-            amount_cents: s.amount_cents,
-            commission_cents: s.commission_cents,
-            currency: &s.currency,
-            converts,
-        });
-    }
-    webhooks::record_sales::<Postgres>(conn, sales, &outcomes).await?;
-    Ok(outcomes)
-}
-
-/// A batched sale's place in its batch, as the `idx` of its row.
-fn place(i: usize) -> Value<'static> {
-    Value::Int(i64::try_from(i).unwrap_or(i64::MAX))
+/// The statement of `step` of a batch's plain sales for `n` of them, with `chunk`, a chunk
+/// of `rows`, bound.
+pub(super) fn plain_sales_query<'q>(
+    step: SalesStep,
+    n: usize,
+    rows: &Rows<'q>,
+    chunk: &[Value<'q>],
+) -> rows::Query<'q> {
+    let sql = match step {
+        SalesStep::Resolve => resolve_sales_sql(n),
+        SalesStep::Record => record_sales_sql(n),
+    };
+    rows.bind(sqlx::query(sql), chunk)
 }

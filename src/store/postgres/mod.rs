@@ -16,8 +16,11 @@ use sqlx::postgres::{PgConnection, PgPoolOptions, PgQueryResult, Postgres};
 use super::committer::{Committer, CommitterConfig};
 use super::error::StoreResult;
 use super::model::{NewClick, NewSale, SaleOutcome};
+use super::sql::batch::SalesStep;
 use super::sql::counters::Update;
+use super::sql::engine::Query;
 use super::sql::migrations::{self, Reworded};
+use super::sql::rows::{Rows, Value};
 use super::sql::write::WritePool;
 use super::sql::{Engine, SqlStore};
 use super::Backend;
@@ -130,12 +133,13 @@ impl Engine for Postgres {
         batch::commit_new_clicks(conn, clicks, deltas).await
     }
 
-    async fn plain_sales(
-        conn: &mut PgConnection,
-        deltas: &mut Deltas,
-        sales: &[&NewSale],
-    ) -> StoreResult<Vec<Option<SaleOutcome>>> {
-        batch::plain_sales(conn, deltas, sales).await
+    fn plain_sales_query<'q>(
+        step: SalesStep,
+        n: usize,
+        rows: &Rows<'q>,
+        chunk: &[Value<'q>],
+    ) -> Query<'q, Postgres> {
+        batch::plain_sales_query(step, n, rows, chunk)
     }
 
     async fn commit_plain_sales(

@@ -621,39 +621,17 @@ pub(super) async fn workspace_members<DB: Engine>(
     conn: &mut DB::Connection,
     workspace_id: i64,
 ) -> StoreResult<Vec<MemberRow>> {
-    let rows = stmt::<DB>(
+    Ok(stmt::<DB>(
         "SELECT m.user_id, u.email, u.name, m.role, m.status, m.created_at FROM memberships m \
          JOIN users u ON u.id = m.user_id WHERE m.workspace_id = $1 ORDER BY m.user_id",
     )
     .bind(workspace_id)
-    .fetch_all(&mut *conn)
-    .await?;
-    rows.iter()
-        .map(|r| {
-            Ok(MemberRow {
-                user_id: r.try_get_at(0)?,
-                email: r.try_get_at(1)?,
-                name: r.try_get_at(2)?,
-                role: named(r, "role")?,
-                status: named(r, "status")?,
-                created_at: r.try_get_at(5)?,
-            })
-        })
-        .collect()
+    .records(&mut *conn)
+    .await?)
 }
 
-/// The columns of a [`Membership`], for [`membership_from_row`].
+/// The columns of a [`Membership`].
 const MEMBERSHIP_COLUMNS: &str = "workspace_id, user_id, role, status, created_at";
-
-fn membership_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Membership> {
-    Ok(Membership {
-        workspace_id: r.try_get("workspace_id")?,
-        user_id: r.try_get("user_id")?,
-        role: named(r, "role")?,
-        status: named(r, "status")?,
-        created_at: r.try_get("created_at")?,
-    })
-}
 
 /// Adds a user to a workspace; `NotFound("workspace" | "user")`, `Conflict("membership")`.
 pub(super) async fn add_member<DB: Engine>(
@@ -680,16 +658,15 @@ pub(super) async fn add_member<DB: Engine>(
         "INSERT INTO memberships (workspace_id, user_id, role, status, created_at) \
          VALUES ($1, $2, $3, $4, $5) RETURNING {MEMBERSHIP_COLUMNS}"
     );
-    let row = stmt::<DB>(&sql)
+    stmt::<DB>(&sql)
         .bind(workspace_id)
         .bind(user_id)
         .bind(role.as_str())
         .bind(status.as_str())
         .bind(at)
-        .fetch_one(&mut *conn)
+        .record(&mut *conn)
         .await
-        .map_err(|e| StoreError::from(e).conflict_on("membership"))?;
-    membership_from_row(&row)
+        .map_err(|e| StoreError::from(e).conflict_on("membership"))
 }
 
 /// Changes a membership; `None` leaves a field as it is. `NotFound("membership")`.
@@ -704,17 +681,14 @@ pub(super) async fn update_member<DB: Engine>(
         "UPDATE memberships SET role = COALESCE($1, role), status = COALESCE($2, status) \
          WHERE workspace_id = $3 AND user_id = $4 RETURNING {MEMBERSHIP_COLUMNS}"
     );
-    let row = stmt::<DB>(&sql)
+    stmt::<DB>(&sql)
         .bind(role.map(Role::as_str))
         .bind(status.map(MembershipStatus::as_str))
         .bind(workspace_id)
         .bind(user_id)
-        .fetch_optional(&mut *conn)
-        .await?;
-    match row {
-        Some(row) => membership_from_row(&row),
-        None => Err(StoreError::NotFound("membership")),
-    }
+        .record_optional(&mut *conn)
+        .await?
+        .ok_or(StoreError::NotFound("membership"))
 }
 
 /// A referral link by its `short_link`, with what a click needs of its program and

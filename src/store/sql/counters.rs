@@ -176,51 +176,18 @@ impl<'a> Part<'a> {
             query = bind(query, &[*id, d.clicks, d.last_clicked]);
         }
         for ((partner_id, program_id), d) in self.partners() {
-            query = bind(
-                query,
-                &[
-                    *partner_id,
-                    *program_id,
-                    d.clicks,
-                    d.leads,
-                    d.sales,
-                    d.revenue_cents,
-                    d.commission_cents,
-                ],
-            );
+            query = bind(query, &[*partner_id, *program_id]);
+            query = bind(query, &d.values());
         }
         for ((program_id, day), d) in self.rollups() {
             query = bind(query, &[*program_id]);
             query = <DB as Param<'q, &'q str>>::bind(query, day.as_str());
-            query = bind(
-                query,
-                &[
-                    d.clicks,
-                    d.leads,
-                    d.conversions,
-                    d.revenue_cents,
-                    d.sales,
-                    d.commission_cents,
-                    d.partners,
-                    d.lead_events,
-                    d.sale_events,
-                ],
-            );
+            query = bind(query, &d.values());
         }
         for ((program_id, partner_id, day), d) in self.partner_days() {
             query = bind(query, &[*program_id, *partner_id]);
             query = <DB as Param<'q, &'q str>>::bind(query, day.as_str());
-            query = bind(
-                query,
-                &[
-                    d.clicks,
-                    d.leads,
-                    d.conversions,
-                    d.revenue_cents,
-                    d.sales,
-                    d.commission_cents,
-                ],
-            );
+            query = bind(query, &d.values());
         }
         query
     }

@@ -1,7 +1,7 @@
 //! The statements of coupon codes: created on a link, listed, archived.
 
 use super::engine::{stmt, Engine, Rec};
-use super::NO_CURSOR;
+use super::keyset;
 use crate::domain::status::CouponStatus;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{Coupon, NewCoupon};
@@ -96,16 +96,15 @@ pub(super) async fn of_link<DB: Engine>(
     let sql = format!(
         "SELECT {COUPON_COLUMNS} FROM coupons WHERE link_id = $1 \
          AND ($2 IS NULL OR ($2 = 'archived') = (archived_at IS NOT NULL)) \
-         AND id < COALESCE($3, {NO_CURSOR}) ORDER BY id DESC LIMIT $4"
+         AND {keyset}",
+        keyset = keyset("id", 3),
     );
-    let rows = stmt::<DB>(&sql)
+    stmt::<DB>(&sql)
         .bind(link_id)
         .bind(status.map(CouponStatus::as_str))
-        .bind(page.before)
-        .bind(page.limit)
-        .fetch_all(&mut *conn)
-        .await?;
-    rows.iter().map(coupon_from_row).collect()
+        .page(page)
+        .read_all(&mut *conn, coupon_from_row)
+        .await
 }
 
 /// One coupon of a link; `NotFound("coupon")`.

@@ -16,9 +16,17 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, FromRow, IntoArgumen
 use super::super::error::StoreResult;
 use super::super::model::{Customer, NewClick, NewSale, SaleOutcome};
 use super::super::Backend;
+use super::batch::{FoundSale, RecordedSale, SalesStep};
 use super::counters::Update;
+use super::rows::{Rows, Value};
 use crate::domain::figures::Deltas;
-use crate::store::model::PartnerProgram;
+use crate::store::integrity::RawCounts;
+use crate::store::management::{MembershipView, ProgramPartnerRow, TopPartner};
+use crate::store::model::{MemberRow, Membership, PartnerProgram, Workspace};
+use crate::store::partners::{InviteRow, PartnerCredentials, PartnerMembership, PartnerPayoutItem};
+use crate::store::payout_model::{Balance, Page};
+use crate::store::webhooks::ClaimedDelivery;
+use crate::store::DailyRollup;
 
 /// A query of `DB` with its arguments.
 pub type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arguments<'q>>;
@@ -47,9 +55,25 @@ pub trait Engine:
     + Read<Option<bool>>
     + ReadRow<Customer>
     + ReadRow<PartnerProgram>
+    + ReadRow<Workspace>
+    + ReadRow<Membership>
+    + ReadRow<MemberRow>
+    + ReadRow<MembershipView>
+    + ReadRow<ProgramPartnerRow>
+    + ReadRow<TopPartner>
+    + ReadRow<DailyRollup>
+    + ReadRow<RawCounts>
+    + ReadRow<Balance>
+    + ReadRow<PartnerCredentials>
+    + ReadRow<PartnerMembership>
+    + ReadRow<PartnerPayoutItem>
+    + ReadRow<InviteRow>
+    + ReadRow<ClaimedDelivery>
     + ReadRow<(Option<i64>, i64)>
     + ReadRow<(bool, bool)>
     + ReadRow<(String, i64)>
+    + ReadRow<FoundSale>
+    + ReadRow<RecordedSale>
 {
     /// Which database this is.
     const BACKEND: Backend;
@@ -90,13 +114,15 @@ pub trait Engine:
         clicks: &[&NewClick],
         deltas: &Deltas,
     ) -> StoreResult<()>;
-    /// Records sales on known customers in the open transaction, set-based; each sale's
-    /// outcome in order (`None`: the sale needs the one-by-one flow).
-    async fn plain_sales(
-        conn: &mut Self::Connection,
-        deltas: &mut Deltas,
-        sales: &[&NewSale],
-    ) -> StoreResult<Vec<Option<SaleOutcome>>>;
+    /// The statement of `step` of a batch's plain sales for `n` of them (1 to
+    /// [`MAX_SET_ROWS`](crate::store::committer::MAX_SET_ROWS)), with `chunk`, a chunk of
+    /// `rows`, bound as its parameters (see [`super::batch::plain_sales`]).
+    fn plain_sales_query<'q>(
+        step: SalesStep,
+        n: usize,
+        rows: &Rows<'q>,
+        chunk: &[Value<'q>],
+    ) -> Query<'q, Self>;
     /// Records plain sales and their counters as a transaction of its own, where the
     /// database has a form for it (`None`: it has not).
     async fn commit_plain_sales(
@@ -239,6 +265,12 @@ impl<'q, DB: Engine> Stmt<'q, DB> {
         }
     }
 
+    /// Binds a keyset page's cursor and limit as the next two parameters (see
+    /// [`super::keyset`]).
+    pub fn page(self, page: Page) -> Self {
+        self.bind(page.before).bind(page.limit)
+    }
+
     /// Runs it; answers how many rows it changed.
     pub async fn execute(self, conn: &mut DB::Connection) -> sqlx::Result<u64> {
         let done = DB::execute(self.query, conn).await?;
@@ -290,11 +322,7 @@ impl<'q, DB: Engine> Stmt<'q, DB> {
     where
         DB: Read<T>,
     {
-        self.fetch_all(conn)
-            .await?
-            .iter()
-            .map(|r| r.try_get_at(0))
-            .collect()
+        self.read_all(conn, |r| r.try_get_at(0)).await
     }
 
     /// Runs it; answers its first row as a `T`.
@@ -303,6 +331,23 @@ impl<'q, DB: Engine> Stmt<'q, DB> {
         DB: ReadRow<T>,
     {
         self.fetch_one(conn).await?.record()
+    }
+
+    /// Runs it; answers each of its rows as a `T`.
+    pub async fn records<T>(self, conn: &mut DB::Connection) -> sqlx::Result<Vec<T>>
+    where
+        DB: ReadRow<T>,
+    {
+        self.read_all(conn, Rec::record).await
+    }
+
+    /// Runs it; answers each of its rows as `read` reads it.
+    pub async fn read_all<T, E: From<sqlx::Error>>(
+        self,
+        conn: &mut DB::Connection,
+        read: impl Fn(&Rec<DB>) -> Result<T, E>,
+    ) -> Result<Vec<T>, E> {
+        self.fetch_all(conn).await?.iter().map(read).collect()
     }
 
     /// Runs it; answers its first row as a `T`, if any.

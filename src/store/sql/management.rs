@@ -8,8 +8,8 @@ use super::admin::{
     link_from_row, partner_from_row, program_from_row, LINK_COLUMNS, PARTNER_COLUMNS,
     PROGRAM_COLUMNS,
 };
-use super::engine::{stmt, Engine, Rec};
-use super::{named, SqlStore, NO_CURSOR};
+use super::engine::{stmt, Engine};
+use super::{keyset, SqlStore};
 use crate::domain::status::{LinkStatus, PartnerStatus};
 use crate::store::error::StoreResult;
 use crate::store::management::{
@@ -18,29 +18,13 @@ use crate::store::management::{
 use crate::store::model::{Link, MemberRow, Partner, Program, Workspace};
 use crate::store::payout_model::Page;
 
-/// The rows of [`program_partner_row`], a program's partners `pp` with their partner `p`;
+/// The rows of [`ProgramPartnerRow`]s, a program's partners `pp` with their partner `p`;
 /// a `WHERE` follows.
 pub(super) const PROGRAM_PARTNER_ROWS: &str = "SELECT pp.partner_id, p.name, p.email, \
-    p.code, pp.status, pp.created_at, pp.total_clicks, pp.total_leads, pp.total_sales, \
-    pp.total_revenue_cents, pp.total_commission_cents FROM partner_programs pp \
+    p.code, pp.status, pp.created_at, pp.total_clicks AS clicks, pp.total_leads AS leads, \
+    pp.total_sales AS sales, pp.total_revenue_cents AS revenue_cents, \
+    pp.total_commission_cents AS commission_cents FROM partner_programs pp \
     JOIN partners p ON p.id = pp.partner_id";
-
-/// A row of [`PROGRAM_PARTNER_ROWS`].
-pub(super) fn program_partner_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<ProgramPartnerRow> {
-    Ok(ProgramPartnerRow {
-        partner_id: r.try_get_at(0)?,
-        name: r.try_get_at(1)?,
-        email: r.try_get_at(2)?,
-        code: r.try_get_at(3)?,
-        status: named(r, "status")?,
-        created_at: r.try_get_at(5)?,
-        clicks: r.try_get_at(6)?,
-        leads: r.try_get_at(7)?,
-        sales: r.try_get_at(8)?,
-        revenue_cents: r.try_get_at(9)?,
-        commission_cents: r.try_get_at(10)?,
-    })
-}
 
 /// The workspaces where the user `$1` is an active member.
 const MINE: &str =
@@ -49,35 +33,24 @@ const MINE: &str =
 #[async_trait]
 impl<DB: Engine> ManagementReads for SqlStore<DB> {
     async fn memberships_of(&self, user_id: i64) -> StoreResult<Vec<MembershipView>> {
-        let rows = stmt::<DB>(
-            "SELECT m.workspace_id, w.name, m.role, m.status FROM memberships m \
-             JOIN workspaces w ON w.id = m.workspace_id WHERE m.user_id = $1 \
-             ORDER BY m.workspace_id",
+        Ok(stmt::<DB>(
+            "SELECT m.workspace_id, w.name AS workspace_name, m.role, m.status \
+             FROM memberships m JOIN workspaces w ON w.id = m.workspace_id \
+             WHERE m.user_id = $1 ORDER BY m.workspace_id",
         )
         .bind(user_id)
-        .fetch_all(&mut *self.read.acquire().await?)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(MembershipView {
-                    workspace_id: r.try_get_at(0)?,
-                    workspace_name: r.try_get_at(1)?,
-                    role: named(r, "role")?,
-                    status: named(r, "status")?,
-                })
-            })
-            .collect()
+        .records(&mut *self.read.acquire().await?)
+        .await?)
     }
 
     async fn active_owners(&self, workspace_id: i64) -> StoreResult<Vec<i64>> {
-        let rows = stmt::<DB>(
+        Ok(stmt::<DB>(
             "SELECT user_id FROM memberships WHERE workspace_id = $1 \
              AND role = 'owner' AND status = 'active' ORDER BY user_id",
         )
         .bind(workspace_id)
-        .fetch_all(&mut *self.read.acquire().await?)
-        .await?;
-        rows.iter().map(|r| Ok(r.try_get_at(0)?)).collect()
+        .scalar_all(&mut *self.read.acquire().await?)
+        .await?)
     }
 
     async fn workspaces_of(&self, record: Record) -> StoreResult<Vec<i64>> {
@@ -111,11 +84,10 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
                 id,
             ),
         };
-        let rows = stmt::<DB>(sql)
+        Ok(stmt::<DB>(sql)
             .bind(id)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(|r| Ok(r.try_get_at(0)?)).collect()
+            .scalar_all(&mut *self.read.acquire().await?)
+            .await?)
     }
 
     async fn list_workspaces(
@@ -125,24 +97,14 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
     ) -> StoreResult<Vec<Workspace>> {
         let sql = format!(
             "SELECT id, name, created_at FROM workspaces \
-             WHERE ($1 IS NULL OR id IN {MINE}) AND id < COALESCE($2, {NO_CURSOR}) \
-             ORDER BY id DESC LIMIT $3"
+             WHERE ($1 IS NULL OR id IN {MINE}) AND {keyset}",
+            keyset = keyset("id", 2),
         );
-        let rows = stmt::<DB>(&sql)
+        Ok(stmt::<DB>(&sql)
             .bind(member)
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(Workspace {
-                    id: r.try_get_at(0)?,
-                    name: r.try_get_at(1)?,
-                    created_at: r.try_get_at(2)?,
-                })
-            })
-            .collect()
+            .page(page)
+            .records(&mut *self.read.acquire().await?)
+            .await?)
     }
 
     async fn list_programs(
@@ -154,17 +116,15 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
         let sql = format!(
             "SELECT {PROGRAM_COLUMNS} FROM programs \
              WHERE ($1 IS NULL OR workspace_id IN {MINE}) \
-             AND ($2 IS NULL OR workspace_id = $2) AND id < COALESCE($3, {NO_CURSOR}) \
-             ORDER BY id DESC LIMIT $4"
+             AND ($2 IS NULL OR workspace_id = $2) AND {keyset}",
+            keyset = keyset("id", 3),
         );
-        let rows = stmt::<DB>(&sql)
+        stmt::<DB>(&sql)
             .bind(member)
             .bind(workspace_id)
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(program_from_row).collect()
+            .page(page)
+            .read_all(&mut *self.read.acquire().await?, program_from_row)
+            .await
     }
 
     async fn list_partners(
@@ -181,16 +141,15 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
                WHERE pp.partner_id = p.id AND g.workspace_id IN {MINE})) \
              AND ($2 IS NULL OR LOWER(p.name) LIKE $2 ESCAPE '\\' \
                OR LOWER(p.email) LIKE $2 ESCAPE '\\' OR LOWER(p.code) LIKE $2 ESCAPE '\\') \
-             AND p.id < COALESCE($3, {NO_CURSOR}) ORDER BY p.id DESC LIMIT $4"
+             AND {keyset}",
+            keyset = keyset("p.id", 3),
         );
-        let rows = stmt::<DB>(&sql)
+        stmt::<DB>(&sql)
             .bind(member)
             .bind(pattern)
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(partner_from_row).collect()
+            .page(page)
+            .read_all(&mut *self.read.acquire().await?, partner_from_row)
+            .await
     }
 
     async fn program_partners(
@@ -200,17 +159,16 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
         page: Page,
     ) -> StoreResult<Vec<ProgramPartnerRow>> {
         let sql = format!(
-            "{PROGRAM_PARTNER_ROWS} WHERE pp.program_id = $1 AND ($2 IS NULL OR pp.status = $2) \
-             AND pp.partner_id < COALESCE($3, {NO_CURSOR}) ORDER BY pp.partner_id DESC LIMIT $4"
+            "{PROGRAM_PARTNER_ROWS} WHERE pp.program_id = $1 \
+             AND ($2 IS NULL OR pp.status = $2) AND {keyset}",
+            keyset = keyset("pp.partner_id", 3),
         );
-        let rows = stmt::<DB>(&sql)
+        Ok(stmt::<DB>(&sql)
             .bind(program_id)
             .bind(status.map(PartnerStatus::as_str))
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(program_partner_row).collect()
+            .page(page)
+            .records(&mut *self.read.acquire().await?)
+            .await?)
     }
 
     async fn list_links(
@@ -223,19 +181,17 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
             "SELECT {LINK_COLUMNS} FROM referral_links \
              WHERE ($1 IS NULL OR program_id IN (SELECT id FROM programs WHERE workspace_id IN {MINE})) \
              AND ($2 IS NULL OR program_id = $2) AND ($3 IS NULL OR partner_id = $3) \
-             AND ($4 IS NULL OR status = $4) AND id < COALESCE($5, {NO_CURSOR}) \
-             ORDER BY id DESC LIMIT $6"
+             AND ($4 IS NULL OR status = $4) AND {keyset}",
+            keyset = keyset("id", 5),
         );
-        let rows = stmt::<DB>(&sql)
+        stmt::<DB>(&sql)
             .bind(member)
             .bind(filter.program_id)
             .bind(filter.partner_id)
             .bind(filter.status.map(LinkStatus::as_str))
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(link_from_row).collect()
+            .page(page)
+            .read_all(&mut *self.read.acquire().await?, link_from_row)
+            .await
     }
 
     async fn workspace_members(&self, workspace_id: i64) -> StoreResult<Vec<MemberRow>> {
@@ -249,8 +205,9 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
         to_day: &str,
         limit: i64,
     ) -> StoreResult<Vec<TopPartner>> {
-        let rows = stmt::<DB>(
-            "SELECT r.partner_id, p.name, r.clicks, r.leads, r.sales, r.revenue, r.commission \
+        Ok(stmt::<DB>(
+            "SELECT r.partner_id, p.name, r.clicks, r.leads, r.sales, \
+             r.revenue AS revenue_hundredths, r.commission AS commission_hundredths \
              FROM (SELECT partner_id, CAST(SUM(clicks) AS BIGINT) AS clicks, \
                CAST(SUM(leads) AS BIGINT) AS leads, CAST(SUM(sales) AS BIGINT) AS sales, \
                CAST(SUM(revenue_cents) AS BIGINT) AS revenue, \
@@ -265,21 +222,8 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
         .bind(from_day)
         .bind(to_day)
         .bind(limit)
-        .fetch_all(&mut *self.read.acquire().await?)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(TopPartner {
-                    partner_id: r.try_get_at(0)?,
-                    name: r.try_get_at(1)?,
-                    clicks: r.try_get_at(2)?,
-                    leads: r.try_get_at(3)?,
-                    sales: r.try_get_at(4)?,
-                    revenue_hundredths: r.try_get_at(5)?,
-                    commission_hundredths: r.try_get_at(6)?,
-                })
-            })
-            .collect()
+        .records(&mut *self.read.acquire().await?)
+        .await?)
     }
 
     async fn partner_names(&self, program_id: i64, ids: &[i64]) -> StoreResult<Vec<(i64, String)>> {

@@ -3,12 +3,14 @@
 //! lookups of the tracking API), `reports` (dashboard sessions and reads), `verify` (the
 //! integrity snapshot), `tx` (the statements of the tracking flows), `write` (the group
 //! committer's connection), `counters` (the counter and rollup updates of a batch), `rows`
-//! (the rows of the engines' set-based statements), `migrations`, and, for benchmarks,
-//! `seed`. What differs between the databases (connections, the set-based statements of
-//! the committer, a few statement forms) is the engine's, in `store::sqlite` and
-//! `store::postgres`.
+//! (the rows of the engines' set-based statements), `batch` (what those statements share:
+//! the rows of new clicks and plain sales, the flow of plain sales), `migrations`, and,
+//! for benchmarks, `seed`. What differs between the databases (connections, the
+//! set-based statements of the committer, a few statement forms) is the engine's, in
+//! `store::sqlite` and `store::postgres`.
 
 mod admin;
+pub mod batch;
 pub mod counters;
 mod coupons;
 pub mod engine;
@@ -32,6 +34,15 @@ use sqlx::Pool;
 /// `id < COALESCE($n, NO_CURSOR)`: a range the planner can seek by an index, where
 /// `($n IS NULL OR id < $n)` makes every later page scan the rows before it.
 pub(super) const NO_CURSOR: &str = "9223372036854775807";
+
+/// The end of a keyset page's query, highest `key` first: the rows below the cursor
+/// `$n`, at most `$n+1` of them. [`Stmt::page`](engine::Stmt::page) binds the two.
+pub(super) fn keyset(key: &str, n: usize) -> String {
+    format!(
+        "{key} < COALESCE(${n}, {NO_CURSOR}) ORDER BY {key} DESC LIMIT ${}",
+        n + 1
+    )
+}
 
 /// Whether the emails of a sale's customer `c` and of its partner `pa` (`LEFT JOIN`ed)
 /// show, by their stored self-referral keys, that the sale is no self-referral. A sale

@@ -5,9 +5,9 @@ use async_trait::async_trait;
 
 use super::admin::{partner_from_row, PARTNER_COLUMNS};
 use super::engine::{stmt, Engine};
-use super::payouts::{balance_row, balance_sums};
+use super::payouts::balance_sums;
 use super::write::WriteConnection;
-use super::{named, SqlStore, NO_CURSOR};
+use super::{keyset, SqlStore};
 use crate::domain::self_referral::email_key;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::partners::{
@@ -32,20 +32,13 @@ impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
     }
 
     async fn partner_credentials(&self, email: &str) -> StoreResult<Option<PartnerCredentials>> {
-        let row = stmt::<DB>(
-            "SELECT id, password_hash FROM partners \
+        Ok(stmt::<DB>(
+            "SELECT id AS partner_id, password_hash FROM partners \
              WHERE account_email = $1 AND password_hash IS NOT NULL",
         )
         .bind(email)
-        .fetch_optional(&mut *self.read.acquire().await?)
-        .await?;
-        row.map(|r| {
-            Ok(PartnerCredentials {
-                partner_id: r.try_get_at(0)?,
-                password_hash: r.try_get_at(1)?,
-            })
-        })
-        .transpose()
+        .record_optional(&mut *self.read.acquire().await?)
+        .await?)
     }
 
     async fn create_partner_invite(
@@ -123,23 +116,14 @@ impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
     }
 
     async fn partner_memberships(&self, partner_id: i64) -> StoreResult<Vec<PartnerMembership>> {
-        let rows = stmt::<DB>(
+        Ok(stmt::<DB>(
             "SELECT pp.program_id, g.name, pp.status FROM partner_programs pp \
              JOIN programs g ON g.id = pp.program_id WHERE pp.partner_id = $1 \
              ORDER BY pp.program_id",
         )
         .bind(partner_id)
-        .fetch_all(&mut *self.read.acquire().await?)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(PartnerMembership {
-                    program_id: r.try_get("program_id")?,
-                    name: r.try_get("name")?,
-                    status: named(r, "status")?,
-                })
-            })
-            .collect()
+        .records(&mut *self.read.acquire().await?)
+        .await?)
     }
 
     async fn partner_payout_items(
@@ -149,31 +133,18 @@ impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
         page: Page,
     ) -> StoreResult<Vec<PartnerPayoutItem>> {
         let sql = format!(
-            "SELECT p.id, p.status, i.amount_cents, p.currency, i.commission_count, \
-             p.created_at, p.paid_at FROM payout_items i JOIN payouts p ON p.id = i.payout_id \
-             WHERE i.partner_id = $1 AND p.program_id = $2 \
-             AND p.id < COALESCE($3, {NO_CURSOR}) ORDER BY p.id DESC LIMIT $4"
+            "SELECT p.id AS payout_id, p.status, i.amount_cents, p.currency, \
+             i.commission_count, p.created_at, p.paid_at \
+             FROM payout_items i JOIN payouts p ON p.id = i.payout_id \
+             WHERE i.partner_id = $1 AND p.program_id = $2 AND {keyset}",
+            keyset = keyset("p.id", 3),
         );
-        let rows = stmt::<DB>(&sql)
+        Ok(stmt::<DB>(&sql)
             .bind(partner_id)
             .bind(program_id)
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(PartnerPayoutItem {
-                    payout_id: r.try_get_at(0)?,
-                    status: named(r, "status")?,
-                    amount_cents: r.try_get_at(2)?,
-                    currency: r.try_get_at(3)?,
-                    commission_count: r.try_get_at(4)?,
-                    created_at: r.try_get_at(5)?,
-                    paid_at: r.try_get_at(6)?,
-                })
-            })
-            .collect()
+            .page(page)
+            .records(&mut *self.read.acquire().await?)
+            .await?)
     }
 
     async fn partner_balance(
@@ -188,21 +159,18 @@ impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
              WHERE c.program_id = $2 AND c.partner_id = $3 GROUP BY c.partner_id",
             balance_sums()
         );
-        let row = stmt::<DB>(&sql)
+        let balance = stmt::<DB>(&sql)
             .bind(now)
             .bind(program_id)
             .bind(partner_id)
-            .fetch_optional(&mut *self.read.acquire().await?)
+            .record_optional(&mut *self.read.acquire().await?)
             .await?;
-        Ok(match row {
-            Some(r) => balance_row(&r)?,
-            None => Balance {
-                partner_id,
-                pending_cents: 0,
-                approved_cents: 0,
-                paid_cents: 0,
-            },
-        })
+        Ok(balance.unwrap_or(Balance {
+            partner_id,
+            pending_cents: 0,
+            approved_cents: 0,
+            paid_cents: 0,
+        }))
     }
 
     async fn active_partner_links(&self, program_id: i64, partner_id: i64) -> StoreResult<i64> {
@@ -255,18 +223,12 @@ impl<DB: Engine> PartnerTx for WriteConnection<DB> {
     }
 
     async fn invite(&mut self, token_hash: &str) -> StoreResult<Option<InviteRow>> {
-        let row =
+        Ok(
             stmt::<DB>("SELECT expires_at, used_at FROM partner_invites WHERE token_hash = $1")
                 .bind(token_hash)
-                .fetch_optional(&mut *self.conn)
-                .await?;
-        row.map(|r| {
-            Ok(InviteRow {
-                expires_at: r.try_get_at(0)?,
-                used_at: r.try_get_at(1)?,
-            })
-        })
-        .transpose()
+                .record_optional(&mut *self.conn)
+                .await?,
+        )
     }
 
     async fn partner_email(&mut self, partner_id: i64) -> StoreResult<Option<String>> {

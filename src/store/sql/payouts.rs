@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use super::engine::{stmt, Engine, Rec};
 use super::write::WriteConnection;
-use super::{flags, named, named_opt, SqlStore, NO_CURSOR};
+use super::{flags, keyset, named, named_opt, SqlStore, NO_CURSOR};
 use crate::domain::lifecycle::{CommissionState, DAY_MS};
 use crate::domain::status::{CommissionStatus, PayoutStatus};
 use crate::store::error::StoreResult;
@@ -24,24 +24,17 @@ pub(super) const STATUS: &str = "(CASE WHEN c.status = 'pending' AND NOT c.manua
     ELSE c.status END)";
 
 /// The pending, approved and paid sums of commissions `c` (net of what refunds took
-/// back) at `$1`, their program `p` joined: the columns of a balance.
+/// back) at `$1`, their program `p` joined: with `c.partner_id`, the columns of a
+/// [`Balance`].
 pub(super) fn balance_sums() -> String {
     let net = "c.amount_cents - c.reversed_cents";
     format!(
-        "CAST(SUM(CASE WHEN {STATUS} = 'pending' THEN {net} ELSE 0 END) AS BIGINT), \
-         CAST(SUM(CASE WHEN {STATUS} = 'approved' THEN {net} ELSE 0 END) AS BIGINT), \
-         CAST(SUM(CASE WHEN c.status = 'paid' THEN {net} ELSE 0 END) AS BIGINT)"
+        "CAST(SUM(CASE WHEN {STATUS} = 'pending' THEN {net} ELSE 0 END) AS BIGINT) \
+         AS pending_cents, \
+         CAST(SUM(CASE WHEN {STATUS} = 'approved' THEN {net} ELSE 0 END) AS BIGINT) \
+         AS approved_cents, \
+         CAST(SUM(CASE WHEN c.status = 'paid' THEN {net} ELSE 0 END) AS BIGINT) AS paid_cents"
     )
-}
-
-/// A row of `c.partner_id` and [`balance_sums`].
-pub(super) fn balance_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Balance> {
-    Ok(Balance {
-        partner_id: r.try_get_at(0)?,
-        pending_cents: r.try_get_at(1)?,
-        approved_cents: r.try_get_at(2)?,
-        paid_cents: r.try_get_at(3)?,
-    })
 }
 
 /// A commission `c`'s approval time at `$1`, its program `p` joined.
@@ -171,22 +164,20 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
         let sql = format!(
             "{} WHERE c.program_id = $2 AND ($3 IS NULL OR {STATUS} = $3) \
              AND {partner} AND ($5 IS NULL OR c.created_at >= $5) \
-             AND ($6 IS NULL OR c.created_at < $6) AND c.id < COALESCE($7, {NO_CURSOR}) \
-             ORDER BY c.id DESC LIMIT $8",
-            select_commissions()
+             AND ($6 IS NULL OR c.created_at < $6) AND {keyset}",
+            select_commissions(),
+            keyset = keyset("c.id", 7),
         );
-        let rows = stmt::<DB>(&sql)
+        stmt::<DB>(&sql)
             .bind(now)
             .bind(program_id)
             .bind(filter.status.map(CommissionStatus::as_str))
             .bind(filter.partner_id)
             .bind(filter.from_ms)
             .bind(filter.to_ms)
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(commission_row).collect()
+            .page(page)
+            .read_all(&mut *self.read.acquire().await?, commission_row)
+            .await
     }
 
     async fn balances(&self, program_id: i64, page: Page, now: i64) -> StoreResult<Vec<Balance>> {
@@ -197,28 +188,25 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
              GROUP BY c.partner_id ORDER BY c.partner_id DESC LIMIT $4",
             balance_sums()
         );
-        let rows = stmt::<DB>(&sql)
+        Ok(stmt::<DB>(&sql)
             .bind(now)
             .bind(program_id)
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(balance_row).collect()
+            .page(page)
+            .records(&mut *self.read.acquire().await?)
+            .await?)
     }
 
     async fn payouts(&self, program_id: i64, page: Page) -> StoreResult<Vec<Payout>> {
         let sql = format!(
             "SELECT {PAYOUT_COLUMNS} FROM payouts WHERE program_id = $1 \
-             AND id < COALESCE($2, {NO_CURSOR}) ORDER BY id DESC LIMIT $3"
+             AND {keyset}",
+            keyset = keyset("id", 2),
         );
-        let rows = stmt::<DB>(&sql)
+        stmt::<DB>(&sql)
             .bind(program_id)
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(payout_row).collect()
+            .page(page)
+            .read_all(&mut *self.read.acquire().await?, payout_row)
+            .await
     }
 
     async fn payout(&self, id: i64) -> StoreResult<Option<Payout>> {

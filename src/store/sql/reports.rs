@@ -148,7 +148,7 @@ pub(super) async fn daily_rollups<DB: Engine>(
         ),
         Some(_) => stmt::<DB>(
             "SELECT day, clicks, leads, conversions, revenue_cents, sales, commission_cents, \
-             CAST(0 AS BIGINT) FROM partner_daily_rollups \
+             CAST(0 AS BIGINT) AS partners FROM partner_daily_rollups \
              WHERE program_id = $1 AND day >= $2 AND day <= $3 AND partner_id = $4 ORDER BY day",
         ),
     };
@@ -156,21 +156,7 @@ pub(super) async fn daily_rollups<DB: Engine>(
     if let Some(partner_id) = partner_id {
         query = query.bind(partner_id);
     }
-    let rows = query.fetch_all(&mut *conn).await?;
-    rows.iter()
-        .map(|r| {
-            Ok(DailyRollup {
-                day: r.try_get_at(0)?,
-                clicks: r.try_get_at(1)?,
-                leads: r.try_get_at(2)?,
-                conversions: r.try_get_at(3)?,
-                revenue_cents: r.try_get_at(4)?,
-                sales: r.try_get_at(5)?,
-                commission_cents: r.try_get_at(6)?,
-                partners: r.try_get_at(7)?,
-            })
-        })
-        .collect()
+    Ok(query.records(&mut *conn).await?)
 }
 
 /// The newest test event of a kind in a program.
@@ -355,7 +341,7 @@ pub(super) async fn list_events<DB: Engine>(
          ORDER BY p.ts DESC, p.id DESC, p.kind",
         branches.join(" UNION ALL ")
     );
-    let rows = stmt::<DB>(&sql)
+    stmt::<DB>(&sql)
         .bind(program_id)
         .bind(f.test)
         .bind(f.from_ms.unwrap_or(i64::MIN))
@@ -363,9 +349,8 @@ pub(super) async fn list_events<DB: Engine>(
         .bind(offset.saturating_add(limit))
         .bind(limit)
         .bind(offset)
-        .fetch_all(&mut *conn)
-        .await?;
-    rows.iter().map(listed_event).collect()
+        .read_all(&mut *conn, listed_event)
+        .await
 }
 
 /// One row of [`list_events`] as the event of its kind.

@@ -468,21 +468,15 @@ async fn violations<DB: Engine>(conn: &mut DB::Connection) -> StoreResult<Vec<Vi
 
 /// How many raw records the check read.
 async fn counts<DB: Engine>(conn: &mut DB::Connection) -> StoreResult<RawCounts> {
-    let row = stmt::<DB>(
+    Ok(stmt::<DB>(
         "SELECT \
-         (SELECT COUNT(*) FROM affiliate_click_events WHERE NOT is_test), \
-         (SELECT COUNT(*) FROM affiliate_lead_events WHERE NOT is_test), \
-         (SELECT COUNT(*) FROM affiliate_sale_events WHERE NOT is_test), \
-         (SELECT COUNT(*) FROM commissions), \
-         (SELECT COUNT(*) FROM affiliate_sale_events WHERE NOT is_test AND refunded_cents > 0)",
+         (SELECT COUNT(*) FROM affiliate_click_events WHERE NOT is_test) AS clicks, \
+         (SELECT COUNT(*) FROM affiliate_lead_events WHERE NOT is_test) AS leads, \
+         (SELECT COUNT(*) FROM affiliate_sale_events WHERE NOT is_test) AS sales, \
+         (SELECT COUNT(*) FROM commissions) AS commissions, \
+         (SELECT COUNT(*) FROM affiliate_sale_events WHERE NOT is_test AND refunded_cents > 0) \
+         AS refunded_sales",
     )
-    .fetch_one(&mut *conn)
-    .await?;
-    Ok(RawCounts {
-        clicks: row.try_get_at(0)?,
-        leads: row.try_get_at(1)?,
-        sales: row.try_get_at(2)?,
-        commissions: row.try_get_at(3)?,
-        refunded_sales: row.try_get_at(4)?,
-    })
+    .record(&mut *conn)
+    .await?)
 }

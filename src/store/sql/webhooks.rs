@@ -8,11 +8,11 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use super::engine::{stmt, Engine, Rec};
-use super::management::{program_partner_row, PROGRAM_PARTNER_ROWS};
+use super::management::PROGRAM_PARTNER_ROWS;
 use super::payouts::{commission_by_id, payout_with_items};
 use super::reports::LEAD_CONVERTED;
 use super::write::WriteConnection;
-use super::{named, SqlStore, NO_CURSOR};
+use super::{keyset, named, SqlStore};
 use crate::domain::status::DeliveryStatus;
 use crate::domain::time::iso;
 use crate::domain::webhooks::{new_message_id, EventType, Subscription};
@@ -24,6 +24,7 @@ use crate::store::webhooks::{
     sale_recorded, Attempt, AttemptRecord, ClaimedDelivery, Delivery, EndpointHealth,
     EndpointPatch, Event, NewEndpoint, Resend, Subject, WebhookEndpoint, WebhookStore, WebhookTx,
 };
+use crate::store::ProgramPartnerRow;
 
 const ENDPOINT_COLUMNS: &str = "id, program_id, url, events, enabled, disabled_reason, \
     failing_since, created_at, updated_at";
@@ -171,12 +172,12 @@ async fn render<DB: Engine>(
         Subject::ProgramPartner(partner_id) => {
             let sql =
                 format!("{PROGRAM_PARTNER_ROWS} WHERE pp.program_id = $1 AND pp.partner_id = $2");
-            let row = stmt::<DB>(&sql)
+            let data: ProgramPartnerRow = stmt::<DB>(&sql)
                 .bind(program_id)
                 .bind(partner_id)
-                .fetch_optional(conn)
-                .await?;
-            let data = program_partner_row(&row.ok_or_else(missing)?)?;
+                .record_optional(conn)
+                .await?
+                .ok_or_else(missing)?;
             envelope(event.kind, at, data)
         }
         Subject::Payout(id) => {
@@ -432,28 +433,15 @@ impl<DB: Engine> WebhookTx for WriteConnection<DB> {
             .bind(token)
             .execute(&mut self.conn)
             .await?;
-        let rows = stmt::<DB>(
-            "SELECT d.id, d.endpoint_id, e.url, e.secret, d.message_id, d.payload, d.attempts \
-             FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
+        Ok(stmt::<DB>(
+            "SELECT d.id, d.endpoint_id, e.url, e.secret, d.message_id, d.payload, d.attempts, \
+             d.lease_token FROM webhook_deliveries d \
+             JOIN webhook_endpoints e ON e.id = d.endpoint_id \
              WHERE d.lease_token = $1 ORDER BY d.next_attempt_at, d.id",
         )
         .bind(token)
-        .fetch_all(&mut self.conn)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(ClaimedDelivery {
-                    id: r.try_get_at(0)?,
-                    endpoint_id: r.try_get_at(1)?,
-                    url: r.try_get_at(2)?,
-                    secret: r.try_get_at(3)?,
-                    message_id: r.try_get_at(4)?,
-                    payload: r.try_get_at(5)?,
-                    attempts: r.try_get_at(6)?,
-                    lease_token: token,
-                })
-            })
-            .collect()
+        .records(&mut self.conn)
+        .await?)
     }
 
     async fn record_attempts(
@@ -616,15 +604,14 @@ impl<DB: Engine> WebhookStore for SqlStore<DB> {
     async fn endpoints(&self, program_id: i64, page: Page) -> StoreResult<Vec<WebhookEndpoint>> {
         let sql = format!(
             "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE program_id = $1 \
-             AND id < COALESCE($2, {NO_CURSOR}) ORDER BY id DESC LIMIT $3"
+             AND {keyset}",
+            keyset = keyset("id", 2),
         );
-        let rows = stmt::<DB>(&sql)
+        stmt::<DB>(&sql)
             .bind(program_id)
-            .bind(page.before)
-            .bind(page.limit)
-            .fetch_all(&mut *self.read.acquire().await?)
-            .await?;
-        rows.iter().map(endpoint_row).collect()
+            .page(page)
+            .read_all(&mut *self.read.acquire().await?, endpoint_row)
+            .await
     }
 
     async fn endpoint(&self, id: i64) -> StoreResult<Option<WebhookEndpoint>> {
@@ -640,12 +627,12 @@ impl<DB: Engine> WebhookStore for SqlStore<DB> {
         let conn = &mut *self.read.acquire().await?;
         let sql = format!(
             "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1 \
-             AND id < COALESCE($2, {NO_CURSOR}) ORDER BY id DESC LIMIT $3"
+             AND {keyset}",
+            keyset = keyset("id", 2),
         );
         let rows = stmt::<DB>(&sql)
             .bind(endpoint_id)
-            .bind(page.before)
-            .bind(page.limit)
+            .page(page)
             .fetch_all(&mut *conn)
             .await?;
         with_attempts::<DB>(conn, endpoint_id, rows).await

@@ -100,7 +100,7 @@ impl<DB: Engine> WriteConn for WriteConnection<DB> {
         // sales can run one by one; its increments join `deltas` only when it succeeds.
         DB::raw(&mut self.conn, "SAVEPOINT sales").await?;
         let mut sale_deltas = Deltas::default();
-        match DB::plain_sales(&mut self.conn, &mut sale_deltas, sales).await {
+        match super::batch::plain_sales::<DB>(&mut self.conn, &mut sale_deltas, sales).await {
             Ok(outcomes) => {
                 DB::raw(&mut self.conn, "RELEASE SAVEPOINT sales").await?;
                 deltas.merge(sale_deltas);
