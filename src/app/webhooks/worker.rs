@@ -3,8 +3,12 @@
 //!
 //! At most [`MAX_IN_FLIGHT`] deliveries are under way in a process, and at most
 //! [`PER_ENDPOINT`] to one endpoint, so that a slow or failing endpoint holds a few slots
-//! and the others keep flowing. A slot is freed as soon as its attempt ends, and wakes
-//! the claimer; the attempt is recorded meanwhile, its delivery still reserved. A claim reserves its deliveries for [`LEASE_MS`]: every
+//! and the others keep flowing. A slot is freed as soon as its attempt ends; the attempt
+//! is recorded meanwhile, its delivery still reserved, with the other attempts that ended
+//! within [`RECORD_LINGER`]. Each claim and each record is a write, so the claimer takes
+//! deliveries in batches: it claims again once [`REFILL`] slots have freed, or the last
+//! busy one, or a delivery is retried by hand, or [`IDLE_POLL`] has passed (which is how
+//! new events are found), rather than whenever one slot frees. A claim reserves its deliveries for [`LEASE_MS`]: every
 //! process sharing a database may run a worker, and each attempt is made by one of them
 //! (a process that dies mid-attempt leaves its deliveries to be claimed again when the
 //! reservation lapses, with the same message id). The schedule follows the service's
@@ -17,6 +21,7 @@
 //! [`LEASE_MS`]: crate::domain::webhooks::LEASE_MS
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,8 +40,14 @@ pub const PER_ENDPOINT: usize = 32;
 /// Most deliveries one claim takes.
 const CLAIM_BATCH: usize = 100;
 
+/// How many freed slots make the claimer claim again while deliveries are under way.
+const REFILL: usize = PER_ENDPOINT / 2;
+
 /// Most attempts recorded in one write.
 const RECORD_BATCH: usize = 256;
+
+/// How long the recorder waits for more attempts to end before it records a batch.
+const RECORD_LINGER: Duration = Duration::from_millis(10);
 
 /// How often an idle worker looks for due deliveries.
 const IDLE_POLL: Duration = Duration::from_millis(100);
@@ -59,7 +70,9 @@ pub struct Worker {
     db: tokio::runtime::Handle,
     /// Deliveries under way, per endpoint.
     in_flight: Arc<Mutex<HashMap<i64, usize>>>,
-    /// Wakes the claimer: an attempt has ended, its slot is free.
+    /// Slots freed since the last claim.
+    ended: Arc<AtomicUsize>,
+    /// Rung when an attempt ends and its slot is free.
     freed: Arc<tokio::sync::Notify>,
 }
 
@@ -136,6 +149,7 @@ impl Worker {
             sender,
             db: tokio::runtime::Handle::current(),
             in_flight: Arc::new(Mutex::new(HashMap::new())),
+            ended: Arc::new(AtomicUsize::new(0)),
             freed: Arc::new(tokio::sync::Notify::new()),
         }
     }
@@ -182,12 +196,13 @@ impl Worker {
         }
     }
 
-    /// Claims what room allows; `None` when the database failed.
-    async fn claim(&self) -> Option<Vec<ClaimedDelivery>> {
+    /// Claims what room allows, and says whether it got all it asked for (more may be
+    /// due); `None` when the database failed.
+    async fn claim(&self) -> Option<(Vec<ClaimedDelivery>, bool)> {
         let (total, per) = self.busy();
         let room = MAX_IN_FLIGHT.saturating_sub(total).min(CLAIM_BATCH);
         if room == 0 {
-            return Some(Vec::new());
+            return Some((Vec::new(), false));
         }
         let claimed = self
             .on_db(move |app| async move {
@@ -201,12 +216,26 @@ impl Worker {
                 for d in &claimed {
                     *in_flight.entry(d.endpoint_id).or_insert(0) += 1;
                 }
-                Some(claimed)
+                let all = claimed.len() == room;
+                Some((claimed, all))
             }
             Err(e) => {
                 tracing::warn!(error = %e, "claiming webhook deliveries failed");
                 None
             }
+        }
+    }
+
+    /// Returns once enough slots have freed since the last look for due deliveries for
+    /// a claim to be worth its write: [`REFILL`] of them, or the last one under way.
+    async fn refilled(&self) {
+        loop {
+            let ended = self.ended.load(Ordering::Relaxed);
+            if ended >= REFILL || (ended > 0 && self.busy().0 == 0) {
+                return;
+            }
+            // A slot freed since the check left a permit: this returns at once.
+            self.freed.notified().await;
         }
     }
 
@@ -216,10 +245,15 @@ impl Worker {
         let sender = self.sender.clone();
         let app = self.app.clone();
         let done = done.clone();
-        let (in_flight, freed) = (self.in_flight.clone(), self.freed.clone());
+        let (in_flight, ended, freed) = (
+            self.in_flight.clone(),
+            self.ended.clone(),
+            self.freed.clone(),
+        );
         tokio::spawn(async move {
             let sent = sender.send(&d, app.now_ms()).await;
             Self::release(&in_flight, d.endpoint_id);
+            ended.fetch_add(1, Ordering::Relaxed);
             freed.notify_one();
             let _ = done.send((d, sent));
         });
@@ -232,10 +266,15 @@ impl Worker {
         let recorder = async {
             while let Some(first) = done_rx.recv().await {
                 let mut batch = vec![first];
+                let linger = tokio::time::sleep(RECORD_LINGER);
+                tokio::pin!(linger);
                 while batch.len() < RECORD_BATCH {
-                    match done_rx.try_recv() {
-                        Ok(more) => batch.push(more),
-                        Err(_) => break,
+                    tokio::select! {
+                        more = done_rx.recv() => match more {
+                            Some(more) => batch.push(more),
+                            None => break,
+                        },
+                        _ = &mut linger => break,
                     }
                 }
                 // Should this fail, the deliveries stay reserved until their lease lapses,
@@ -254,35 +293,35 @@ impl Worker {
             let done_tx = done_tx;
             // A dropped handle stops the worker as well.
             while stop.has_changed().is_ok() && !*stop.borrow() {
+                self.ended.store(0, Ordering::Relaxed);
                 let due = self
                     .on_db(|app| async move { app.webhook_due().await })
                     .await;
                 let claimed = match due {
                     Ok(true) => self.claim().await,
-                    Ok(false) => Some(Vec::new()),
+                    Ok(false) => Some((Vec::new(), false)),
                     Err(e) => {
                         tracing::warn!(error = %e, "looking for due webhook deliveries failed");
                         None
                     }
                 };
-                let Some(claimed) = claimed else {
+                let Some((claimed, more)) = claimed else {
                     tokio::select! {
                         _ = stop.changed() => {}
                         _ = tokio::time::sleep(FAILURE_PAUSE) => {}
                     }
                     continue;
                 };
-                if claimed.is_empty() {
+                for d in claimed {
+                    self.start(d, &done_tx);
+                }
+                if !more {
                     tokio::select! {
                         _ = stop.changed() => {}
                         _ = self.app.webhooks_due.notified() => {}
-                        _ = self.freed.notified() => {}
+                        _ = self.refilled() => {}
                         _ = tokio::time::sleep(IDLE_POLL) => {}
                     }
-                    continue;
-                }
-                for d in claimed {
-                    self.start(d, &done_tx);
                 }
             }
         };
