@@ -66,7 +66,8 @@ fn unauthorized() -> Error {
 /// Declares management endpoints whose handler only forwards to the service layer: each
 /// takes the [`Manager`], its path ids and its JSON body, calls the `App` method named
 /// after `=` with the caller, the ids and the body, and answers what it returns: with
-/// `200` as JSON, with `201` as the created record. The OpenAPI description comes from the same declaration: the
+/// `200` as JSON, with `201` as the created record, with `202` as the record of work
+/// accepted. The OpenAPI description comes from the same declaration: the
 /// first response text is the success's, the others answer [`ErrorBody`]; every endpoint
 /// is under `tag` and takes the admin token or a dashboard session.
 ///
@@ -80,9 +81,10 @@ fn unauthorized() -> Error {
 /// ```
 macro_rules! management_endpoints {
     (@reply 200 $out:ty) => { ::axum::Json<$out> };
-    (@reply 201 $out:ty) => { (::axum::http::StatusCode, ::axum::Json<$out>) };
+    (@reply $status:literal $out:ty) => { (::axum::http::StatusCode, ::axum::Json<$out>) };
     (@answer 200 $v:expr) => { ::axum::Json($v) };
     (@answer 201 $v:expr) => { (::axum::http::StatusCode::CREATED, ::axum::Json($v)) };
+    (@answer 202 $v:expr) => { (::axum::http::StatusCode::ACCEPTED, ::axum::Json($v)) };
     (tag = $tag:literal; $(
         $(#[doc = $doc:literal])*
         $method:ident $path:literal

@@ -2,14 +2,13 @@
 //! archived by the link's owners ([`crate::app::coupons`]).
 
 use axum::extract::{RawQuery, State};
-use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::admin::Manager;
+use super::admin::{management_endpoints, Manager};
 use super::error::{ErrorBody, Result};
 use super::extract::{read_list_query, JsonBody, PathParams};
 use super::lists::PageQuery;
@@ -31,37 +30,6 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub struct CouponQuery {
     /// `active` or `archived`; every coupon when absent.
     pub status: Option<String>,
-}
-
-/// Create a coupon code on a link.
-///
-/// A sale with this `coupon_code` (any case), or a Stripe checkout with this
-/// `stripe_promotion_code`, that no click or customer attributes is attributed to the
-/// link's partner. Codes are unique among a program's active coupons, whatever their case.
-#[utoipa::path(
-    post,
-    path = "/links/{id}/coupons",
-    tag = "management",
-    request_body = CouponBody,
-    params(("id" = i64, Path, description = "link id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 201, description = "Created", body = Coupon),
-        (status = 400, description = "Invalid field", body = ErrorBody),
-        (status = 404, description = "Unknown link", body = ErrorBody),
-        (status = 409, description = "An active coupon of the program has this code or promotion code", body = ErrorBody),
-    ),
-)]
-async fn create_coupon(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    JsonBody(b): JsonBody<CouponBody>,
-) -> Result<(StatusCode, Json<Coupon>)> {
-    Ok((
-        StatusCode::CREATED,
-        Json(s.app.create_coupon(&caller, id, b).await?),
-    ))
 }
 
 /// List a link's coupon codes, newest first.
@@ -92,26 +60,38 @@ async fn list_coupons(
     ))
 }
 
-/// Archive a coupon code.
-///
-/// The coupon attributes no more sales and its code and promotion code may be given to a
-/// new coupon; it stays listed (status `archived`), as do the sales it attributed.
-#[utoipa::path(
-    delete,
-    path = "/links/{id}/coupons/{coupon_id}",
-    tag = "management",
-    params(("id" = i64, Path, description = "link id"), ("coupon_id" = i64, Path, description = "coupon id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The archived coupon", body = Coupon),
-        (status = 404, description = "Unknown link or coupon", body = ErrorBody),
-        (status = 409, description = "The coupon is archived already", body = ErrorBody),
-    ),
-)]
-async fn archive_coupon(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams((id, coupon_id)): PathParams<(i64, i64)>,
-) -> Result<Json<Coupon>> {
-    Ok(Json(s.app.archive_coupon(&caller, id, coupon_id).await?))
+management_endpoints! {
+    tag = "management";
+
+    /// Create a coupon code on a link.
+    ///
+    /// A sale with this `coupon_code` (any case), or a Stripe checkout with this
+    /// `stripe_promotion_code`, that no click or customer attributes is attributed to the
+    /// link's partner. Codes are unique among a program's active coupons, whatever their case.
+    post "/links/{id}/coupons"
+        path(id: ("id" = i64, Path, description = "link id"))
+        body(b: JsonBody<CouponBody>)
+        => create_coupon -> 201 Coupon = create_coupon;
+        responses(
+            "Created",
+            400 "Invalid field",
+            404 "Unknown link",
+            409 "An active coupon of the program has this code or promotion code",
+        );
+
+    /// Archive a coupon code.
+    ///
+    /// The coupon attributes no more sales and its code and promotion code may be given to a
+    /// new coupon; it stays listed (status `archived`), as do the sales it attributed.
+    delete "/links/{id}/coupons/{coupon_id}"
+        path(
+            id: ("id" = i64, Path, description = "link id"),
+            coupon_id: ("coupon_id" = i64, Path, description = "coupon id"),
+        )
+        => archive_coupon -> 200 Coupon = archive_coupon;
+        responses(
+            "The archived coupon",
+            404 "Unknown link or coupon",
+            409 "The coupon is archived already",
+        );
 }

@@ -3,7 +3,7 @@
 //! [`crate::app::management`].
 
 use axum::extract::{RawQuery, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::Json;
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -13,7 +13,7 @@ use utoipa_axum::routes;
 use super::admin::{management_endpoints, Manager};
 use super::error::{ErrorBody, Result};
 use super::extract::{read_list_query, JsonBody, PathParams};
-use super::payouts::{csv_stream, ListQuery};
+use super::payouts::ListQuery;
 use super::AppState;
 use crate::app::admin::ProgramView;
 use crate::app::exports;
@@ -190,13 +190,14 @@ async fn list_program_partners(
     let list: ListQuery = read_list_query(raw.as_deref())?;
     let q: ProgramPartnerQuery = read_list_query(raw.as_deref())?;
     let status = q.status.as_deref();
-    if list.csv()? {
-        let chunks = s.app.export_program_partners(&caller, id, status).await?;
-        let name = format!("program-{id}-partners.csv");
-        return Ok(csv_stream(&name, chunks, exports::program_partners_csv));
-    }
     let page = list.page();
-    Ok(Json(s.app.program_partners(&caller, id, status, &page).await?).into_response())
+    list.page_or_csv(
+        s.app.program_partners(&caller, id, status, &page),
+        s.app.export_program_partners(&caller, id, status),
+        format!("program-{id}-partners.csv"),
+        exports::program_partners_csv,
+    )
+    .await
 }
 
 /// List links, filtered by program, partner or status.

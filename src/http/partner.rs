@@ -6,7 +6,7 @@ use axum::extract::{FromRequestParts, RawQuery, State};
 use axum::http::header::HOST;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::Json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -17,7 +17,7 @@ use super::dashboard::PerformanceQuery;
 use super::error::{Error, ErrorBody, Result};
 use super::extract::{read_list_query, read_query, JsonBody, OptionalJsonBody, PathParams};
 use super::lists::PageQuery;
-use super::payouts::{csv_stream, CommissionQuery, ListQuery};
+use super::payouts::{CommissionQuery, ListQuery};
 use super::session::{session_answer, throttled, LoginBody, LoginResponse, LogoutResponse};
 use super::AppState;
 use crate::app::dashboard::NewSession;
@@ -426,19 +426,14 @@ async fn partner_commissions(
 ) -> Result<Response> {
     let list: ListQuery = read_list_query(raw.as_deref())?;
     let params = read_list_query::<CommissionQuery>(raw.as_deref())?.params();
-    if list.csv()? {
-        let chunks = s
-            .app
-            .export_partner_commissions(p.partner_id, id, &params)
-            .await?;
-        let name = format!("program-{id}-my-commissions.csv");
-        return Ok(csv_stream(&name, chunks, exports::commissions_csv));
-    }
-    let page = s
-        .app
-        .partner_commissions(p.partner_id, id, &params, &list.page())
-        .await?;
-    Ok(Json(page).into_response())
+    let page = list.page();
+    list.page_or_csv(
+        s.app.partner_commissions(p.partner_id, id, &params, &page),
+        s.app.export_partner_commissions(p.partner_id, id, &params),
+        format!("program-{id}-my-commissions.csv"),
+        exports::commissions_csv,
+    )
+    .await
 }
 
 /// What the program's payouts pay the signed-in partner, newest first.

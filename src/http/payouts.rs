@@ -6,9 +6,11 @@ use axum::extract::{RawQuery, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use std::future::Future;
+
 use futures::stream::BoxStream;
 use futures::StreamExt;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -88,7 +90,26 @@ impl ListQuery {
             Some(_) => Err(super::Error::bad_request("format must be csv or json")),
         }
     }
+
+    /// The answer of a list that exports: with `format=csv` every row of `export`, as the
+    /// download `file_name` written by `write` ([`csv_stream`]), else the JSON page of
+    /// `page`. Only the one asked for is read.
+    pub(super) async fn page_or_csv<P: Serialize, T: Send + 'static>(
+        &self,
+        page: impl Future<Output = crate::app::Result<P>>,
+        export: impl Future<Output = crate::app::Result<CsvChunks<T>>>,
+        file_name: String,
+        write: fn(&[T], bool) -> Vec<u8>,
+    ) -> Result<Response> {
+        if self.csv()? {
+            return Ok(csv_stream(&file_name, export.await?, write));
+        }
+        Ok(Json(page.await?).into_response())
+    }
 }
+
+/// The rows of a CSV export, a chunk at a time.
+pub(super) type CsvChunks<T> = BoxStream<'static, crate::app::Result<Vec<T>>>;
 
 impl CommissionQuery {
     /// The service layer's parameters.
@@ -122,7 +143,7 @@ pub(super) fn csv_response(file_name: &str, body: Body) -> Response {
 /// the client sees a cut-off download rather than a wrong file.
 pub(super) fn csv_stream<T: Send + 'static>(
     file_name: &str,
-    chunks: BoxStream<'static, crate::app::Result<Vec<T>>>,
+    chunks: CsvChunks<T>,
     write: fn(&[T], bool) -> Vec<u8>,
 ) -> Response {
     let header = Bytes::from(write(&[], true));
@@ -158,17 +179,14 @@ async fn list_commissions(
 ) -> Result<Response> {
     let list: ListQuery = read_list_query(raw.as_deref())?;
     let params = read_list_query::<CommissionQuery>(raw.as_deref())?.params();
-    if list.csv()? {
-        let chunks = s.app.export_commissions(&caller, id, &params).await?;
-        let name = format!("program-{id}-commissions.csv");
-        return Ok(csv_stream(&name, chunks, exports::commissions_csv));
-    }
-    Ok(Json(
-        s.app
-            .list_commissions(&caller, id, &params, &list.page())
-            .await?,
+    let page = list.page();
+    list.page_or_csv(
+        s.app.list_commissions(&caller, id, &params, &page),
+        s.app.export_commissions(&caller, id, &params),
+        format!("program-{id}-commissions.csv"),
+        exports::commissions_csv,
     )
-    .into_response())
+    .await
 }
 
 /// The partners' pending, approved (unpaid) and paid amounts in a program.
@@ -214,12 +232,14 @@ async fn list_payouts(
     RawQuery(raw): RawQuery,
 ) -> Result<Response> {
     let list: ListQuery = read_list_query(raw.as_deref())?;
-    if list.csv()? {
-        let chunks = s.app.export_payouts(&caller, id).await?;
-        let name = format!("program-{id}-payouts.csv");
-        return Ok(csv_stream(&name, chunks, exports::payouts_csv));
-    }
-    Ok(Json(s.app.list_payouts(&caller, id, &list.page()).await?).into_response())
+    let page = list.page();
+    list.page_or_csv(
+        s.app.list_payouts(&caller, id, &page),
+        s.app.export_payouts(&caller, id),
+        format!("program-{id}-payouts.csv"),
+        exports::payouts_csv,
+    )
+    .await
 }
 
 /// Download a payout's items as CSV, or as PayPal's or Wise's bulk payment file.

@@ -8,7 +8,7 @@ use axum::Json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::admin::Manager;
+use super::admin::{management_endpoints, Manager};
 use super::error::{ErrorBody, Result};
 use super::extract::{read_list_query, JsonBody, PathParams};
 use super::lists::PageQuery;
@@ -24,33 +24,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(update_webhook, delete_webhook))
         .routes(routes!(list_deliveries))
         .routes(routes!(retry_delivery))
-}
-
-/// Register an endpoint that is sent the program's events, signed by the Standard
-/// Webhooks scheme; the answer holds its secret, shown this once.
-#[utoipa::path(
-    post,
-    path = "/programs/{id}/webhooks",
-    tag = "outbound webhooks",
-    request_body = WebhookBody,
-    params(("id" = i64, Path, description = "Program id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 201, description = "The endpoint with its secret", body = CreatedWebhook),
-        (status = 400, description = "Invalid URL, a private target, or unknown event types", body = ErrorBody),
-        (status = 404, description = "Unknown program", body = ErrorBody),
-    ),
-)]
-async fn create_webhook(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    JsonBody(b): JsonBody<WebhookBody>,
-) -> Result<(StatusCode, Json<CreatedWebhook>)> {
-    Ok((
-        StatusCode::CREATED,
-        Json(s.app.create_webhook(&caller, id, b).await?),
-    ))
 }
 
 /// List a program's webhook endpoints (without their secrets).
@@ -74,29 +47,6 @@ async fn list_webhooks(
 ) -> Result<Json<Listed<WebhookEndpoint>>> {
     let list: PageQuery = read_list_query(raw.as_deref())?;
     Ok(Json(s.app.list_webhooks(&caller, id, &list.page()).await?))
-}
-
-/// Change an endpoint's URL or event types, or disable or enable it.
-#[utoipa::path(
-    patch,
-    path = "/webhooks/{id}",
-    tag = "outbound webhooks",
-    request_body = WebhookPatchBody,
-    params(("id" = i64, Path, description = "Webhook endpoint id")),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "The endpoint", body = WebhookEndpoint),
-        (status = 400, description = "Invalid URL, a private target, or unknown event types", body = ErrorBody),
-        (status = 404, description = "Unknown endpoint", body = ErrorBody),
-    ),
-)]
-async fn update_webhook(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    JsonBody(b): JsonBody<WebhookPatchBody>,
-) -> Result<Json<WebhookEndpoint>> {
-    Ok(Json(s.app.update_webhook(&caller, id, b).await?))
 }
 
 /// Delete an endpoint with its delivery log.
@@ -145,29 +95,42 @@ async fn list_deliveries(
     ))
 }
 
-/// Send a delivery again now, with its message id, whatever its status.
-#[utoipa::path(
-    post,
-    path = "/webhooks/{id}/deliveries/{delivery_id}/retry",
-    tag = "outbound webhooks",
-    params(
-        ("id" = i64, Path, description = "Webhook endpoint id"),
-        ("delivery_id" = i64, Path, description = "Delivery id"),
-    ),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 202, description = "Due now: the worker sends it at once", body = Delivery),
-        (status = 404, description = "Unknown endpoint or delivery", body = ErrorBody),
-        (status = 409, description = "An attempt is under way, or the endpoint is disabled", body = ErrorBody),
-    ),
-)]
-async fn retry_delivery(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams((id, delivery_id)): PathParams<(i64, i64)>,
-) -> Result<(StatusCode, Json<Delivery>)> {
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(s.app.resend_delivery(&caller, id, delivery_id).await?),
-    ))
+management_endpoints! {
+    tag = "outbound webhooks";
+
+    /// Register an endpoint that is sent the program's events, signed by the Standard
+    /// Webhooks scheme; the answer holds its secret, shown this once.
+    post "/programs/{id}/webhooks"
+        path(id: ("id" = i64, Path, description = "Program id"))
+        body(b: JsonBody<WebhookBody>)
+        => create_webhook -> 201 CreatedWebhook = create_webhook;
+        responses(
+            "The endpoint with its secret",
+            400 "Invalid URL, a private target, or unknown event types",
+            404 "Unknown program",
+        );
+
+    /// Change an endpoint's URL or event types, or disable or enable it.
+    patch "/webhooks/{id}"
+        path(id: ("id" = i64, Path, description = "Webhook endpoint id"))
+        body(b: JsonBody<WebhookPatchBody>)
+        => update_webhook -> 200 WebhookEndpoint = update_webhook;
+        responses(
+            "The endpoint",
+            400 "Invalid URL, a private target, or unknown event types",
+            404 "Unknown endpoint",
+        );
+
+    /// Send a delivery again now, with its message id, whatever its status.
+    post "/webhooks/{id}/deliveries/{delivery_id}/retry"
+        path(
+            id: ("id" = i64, Path, description = "Webhook endpoint id"),
+            delivery_id: ("delivery_id" = i64, Path, description = "Delivery id"),
+        )
+        => retry_delivery -> 202 Delivery = resend_delivery;
+        responses(
+            "Due now: the worker sends it at once",
+            404 "Unknown endpoint or delivery",
+            409 "An attempt is under way, or the endpoint is disabled",
+        );
 }

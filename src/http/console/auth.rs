@@ -1,27 +1,20 @@
-//! The way in: `/` (the first-run setup, the sign-in page or the dashboard), signing in
-//! and out.
+//! The way in: `/` (the first-run setup, the sign-in page or the dashboard), and the
+//! dashboard's sessions, which the shared sign-in and sign-out pages begin and end
+//! ([`crate::http::pages::sign_in`]).
 
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::http::request::Parts;
+use axum::http::Method;
 
 use super::frame::CONSOLE;
-use super::session::{MaybeSigned, COOKIE};
-use crate::http::pages::session::see_other;
+use super::session::{Signed, COOKIE};
+use crate::app;
+use crate::app::dashboard::NewSession;
+use crate::http::error::Result;
+use crate::http::pages::session::{referring_page, see_other, Visitor};
 use crate::http::pages::sign_in::SignIn;
-use crate::http::pages::view::{PageResult, Query};
-use crate::http::session::sign_in;
+use crate::http::pages::view::PageResult;
 use crate::http::AppState;
-
-/// The dashboard's sign-in page.
-const SIGN_IN: SignIn = SignIn {
-    site: CONSOLE,
-    cookie: COOKIE,
-    lead: "Sign in to run your partner programs.",
-    help: "Forgot your password? The operator of this server can set a new one \
-           (reftrack admin), or an owner of your workspace can add you again.",
-};
 
 /// `GET /`: the first-run setup while no user exists, else the dashboard (which sends a
 /// signed-out visitor to the sign-in page).
@@ -32,29 +25,38 @@ pub(super) async fn root(State(s): State<AppState>) -> PageResult {
     Ok(see_other("/app"))
 }
 
-/// `GET /app/login`.
-pub(super) async fn login_page(MaybeSigned(signed): MaybeSigned, Query(q): Query) -> Response {
-    SIGN_IN.form(signed.is_some(), &q)
-}
+impl Visitor for Signed {
+    const SIGN_IN: SignIn = SignIn {
+        site: CONSOLE,
+        cookie: COOKIE,
+        lead: "Sign in to run your partner programs.",
+        help: "Forgot your password? The operator of this server can set a new one \
+               (reftrack admin), or an owner of your workspace can add you again.",
+    };
 
-/// `POST /app/login`.
-pub(super) async fn login(State(s): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let state = &s;
-    SIGN_IN
-        .submit(state, &headers, &body, |email, password| async move {
-            sign_in(state, &email, password).await
-        })
-        .await
-}
-
-/// `POST /app/logout`: ends the session and clears the cookie.
-pub(super) async fn logout(
-    State(s): State<AppState>,
-    headers: HeaderMap,
-    MaybeSigned(signed): MaybeSigned,
-) -> PageResult {
-    if let Some(u) = signed {
-        s.app.logout(&u.token_hash).await?;
+    async fn find(state: &AppState, token: &str) -> app::Result<Option<Signed>> {
+        let found = state.app.session_user(token).await?;
+        Ok(found.map(|(u, token_hash)| Signed {
+            user_id: u.user_id,
+            who: u.name.filter(|n| !n.trim().is_empty()).unwrap_or(u.email),
+            token_hash,
+        }))
     }
-    Ok(COOKIE.signed_out(&s, &headers))
+
+    async fn sign_in(state: &AppState, email: &str, password: String) -> Result<NewSession> {
+        crate::http::session::sign_in(state, email, password).await
+    }
+
+    async fn sign_out(self, state: &AppState) -> app::Result<()> {
+        state.app.logout(&self.token_hash).await
+    }
+
+    /// The page asked for, or, for a form, the page the form was on.
+    fn back_after_sign_in(parts: &Parts) -> Option<String> {
+        if parts.method == Method::GET {
+            parts.uri.path_and_query().map(|p| p.as_str().to_string())
+        } else {
+            referring_page(&parts.headers)
+        }
+    }
 }

@@ -34,22 +34,27 @@ use axum::routing::{any, get, post};
 use axum::Router;
 
 use super::pages::session::{same_origin_posts, see_other};
+use super::pages::sign_in::{login, login_page, logout};
 use super::pages::view::{not_found, page_headers};
 use super::AppState;
+use session::Signed;
 
 /// The dashboard's pages, and `/`.
 pub fn router() -> Router<AppState> {
     // Sign-in and the first run (which hashes a password) count against the per-client-IP
     // login limit, as the API's sign-in does.
     let sign_in = Router::new()
-        .route("/app/login", get(auth::login_page).post(auth::login))
+        .route(
+            "/app/login",
+            get(login_page::<Signed>).post(login::<Signed>),
+        )
         .route("/app/setup", get(first_run::page).post(first_run::submit))
         .route_layer(middleware::from_fn(super::rate_limit::logins));
     let program = "/app/programs/{id}";
     Router::new()
         .route("/", get(auth::root))
         .merge(sign_in)
-        .route("/app/logout", post(auth::logout))
+        .route("/app/logout", post(logout::<Signed>))
         .route("/app", get(programs::home))
         .route("/app/", get(|| async { see_other("/app") }))
         .route("/app/programs", post(programs::create))

@@ -19,7 +19,7 @@ use crate::domain::money::display_amount;
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
     ok, place_error, render, Chrome, Field, Moment, PageError, PageResult, Posted, ProgramId,
-    Query, COMMISSION_STATUSES, NOT_YOURS,
+    Query, Refusal, COMMISSION_STATUSES, NOT_YOURS,
 };
 use crate::http::payouts::{csv_response, csv_stream};
 use crate::http::AppState;
@@ -302,20 +302,13 @@ pub(super) async fn reject(
     let b = RejectBody {
         reason: form.get("reason"),
     };
-    let refused = match s
+    let rejected = s
         .app
         .reject_commission(&frame.caller, commission_id, b)
-        .await
-    {
-        Ok(_) => {
-            return Ok(see_other(&back_to(
-                &form,
-                &Tab::Commissions.href(id),
-                "rejected",
-            )))
-        }
-        Err(app::Error::Invalid(t)) => t,
-        Err(e) => return Err(e.into()),
+        .await;
+    let Err(refused) = rejected.invalid()? else {
+        let done = back_to(&form, &Tab::Commissions.href(id), "rejected");
+        return Ok(see_other(&done));
     };
     // The list the form was on, with the reason and its error beside the row's field.
     let q = back_query(&form, &Tab::Commissions.href(id));
@@ -450,7 +443,7 @@ pub(super) async fn create_payout(
     ProgramId(id): ProgramId,
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Payouts, None).await?;
-    let refused = match s.app.create_payout(&frame.caller, id).await {
+    let refused = match s.app.create_payout(&frame.caller, id).await.conflict()? {
         Ok(p) => {
             return Ok(see_other(&format!(
                 "{}/{}?done=payout",
@@ -458,8 +451,7 @@ pub(super) async fn create_payout(
                 p.id
             )))
         }
-        Err(app::Error::Conflict(t)) => t,
-        Err(e) => return Err(e.into()),
+        Err(refused) => refused,
     };
     let mut page = payouts_page(&s, frame, &Posted::parse(b"")).await?;
     page.form_error = Some(refused);
@@ -574,15 +566,12 @@ pub(super) async fn mark_paid(
     let b = MarkPaidBody {
         reference: form.text("reference"),
     };
-    let refused = match s.app.mark_payout_paid(&frame.caller, payout_id, b).await {
-        Ok(_) => {
-            return Ok(see_other(&format!(
-                "{}/{payout_id}?done=paid",
-                Tab::Payouts.href(id)
-            )))
-        }
-        Err(app::Error::Invalid(t) | app::Error::Conflict(t)) => t,
-        Err(e) => return Err(e.into()),
+    let paid = s.app.mark_payout_paid(&frame.caller, payout_id, b).await;
+    let Err(refused) = paid.refused()? else {
+        return Ok(see_other(&format!(
+            "{}/{payout_id}?done=paid",
+            Tab::Payouts.href(id)
+        )));
     };
     let p = own_payout(&s, &frame, payout_id).await?;
     let mut page = payout_page(frame, p);

@@ -25,7 +25,7 @@ use crate::domain::status::PartnerStatus;
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
     ok, place_error, render, share_text, Chrome, Field, Moment, NavItem, PageError, PageResult,
-    Posted, ProgramId, Query,
+    Posted, ProgramId, Query, Refusal,
 };
 use crate::http::partner::public_url;
 use crate::http::AppState;
@@ -214,8 +214,7 @@ pub(super) async fn add(
         email: email.clone(),
         workspace_id: Some(frame.program.workspace_id),
     };
-    let created = s.app.create_partner(&caller, b).await;
-    let refused = match created {
+    let refused = match s.app.create_partner(&caller, b).await.refused()? {
         Ok(partner) => {
             let add = ProgramPartnerBody {
                 partner_id: partner.id,
@@ -251,8 +250,7 @@ pub(super) async fn add(
                 partner.id
             )));
         }
-        Err(app::Error::Invalid(t) | app::Error::Conflict(t)) => t,
-        Err(e) => return Err(e.into()),
+        Err(refused) => refused,
     };
     let mut page = partners_page(&s, frame, &Posted::parse(b"")).await?;
     page.name = page.name.with(form.get("name"));
@@ -503,15 +501,16 @@ pub(super) async fn edit(
         payout_method: Some(form.text("payout_method")),
         payout_email: Some(form.text("payout_email")),
     };
-    let refused = match s.app.update_partner(&frame.caller, partner_id, b).await {
-        Ok(_) => {
-            return Ok(see_other(&format!(
-                "{}/{partner_id}?done=partner-saved",
-                Tab::Partners.href(id)
-            )))
-        }
-        Err(app::Error::Invalid(t)) => t,
-        Err(e) => return Err(e.into()),
+    let Err(refused) = s
+        .app
+        .update_partner(&frame.caller, partner_id, b)
+        .await
+        .invalid()?
+    else {
+        return Ok(see_other(&format!(
+            "{}/{partner_id}?done=partner-saved",
+            Tab::Partners.href(id)
+        )));
     };
     let mut page = partner_page(&s, frame, partner_id).await?;
     page.edit_name = page.edit_name.with(form.get("name"));
@@ -546,13 +545,12 @@ pub(super) async fn invite(
         .invite_partner(&caller, partner_id, &public_url(&s, &headers))
         .await;
     let mut page = partner_page(&s, frame, partner_id).await?;
-    match made {
+    match made.invalid()? {
         Ok(invite) => page.invite = Some(invite),
-        Err(app::Error::Invalid(t)) => {
-            page.invite_error = Some(t);
+        Err(refused) => {
+            page.invite_error = Some(refused);
             return Ok(render(StatusCode::BAD_REQUEST, &page));
         }
-        Err(e) => return Err(e.into()),
     }
     Ok(ok(&page))
 }
@@ -574,15 +572,11 @@ pub(super) async fn create_link(
         status: None,
         destination_url: None,
     };
-    let refused = match s.app.create_link(&frame.caller, b).await {
-        Ok(_) => {
-            return Ok(see_other(&format!(
-                "{}/{partner_id}?done=link",
-                Tab::Partners.href(id)
-            )))
-        }
-        Err(app::Error::Invalid(t) | app::Error::Conflict(t)) => t,
-        Err(e) => return Err(e.into()),
+    let Err(refused) = s.app.create_link(&frame.caller, b).await.refused()? else {
+        return Ok(see_other(&format!(
+            "{}/{partner_id}?done=link",
+            Tab::Partners.href(id)
+        )));
     };
     let mut page = partner_page(&s, frame, partner_id).await?;
     page.short_link = page.short_link.with(form.get("short_link"));
@@ -659,15 +653,16 @@ pub(super) async fn create_coupon(
         code: form.get("code"),
         stripe_promotion_code: form.text("stripe_promotion_code"),
     };
-    let refused = match s.app.create_coupon(&frame.caller, link_id, b).await {
-        Ok(_) => {
-            return Ok(see_other(&format!(
-                "{}/{partner_id}?done=coupon#link-{link_id}",
-                Tab::Partners.href(id)
-            )))
-        }
-        Err(app::Error::Invalid(t) | app::Error::Conflict(t)) => t,
-        Err(e) => return Err(e.into()),
+    let Err(refused) = s
+        .app
+        .create_coupon(&frame.caller, link_id, b)
+        .await
+        .refused()?
+    else {
+        return Ok(see_other(&format!(
+            "{}/{partner_id}?done=coupon#link-{link_id}",
+            Tab::Partners.href(id)
+        )));
     };
     let mut page = partner_page(&s, frame, partner_id).await?;
     page.coupon_link = page.coupon_link.with(link_id.to_string());

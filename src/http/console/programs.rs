@@ -14,7 +14,9 @@ use crate::app::admin::ProgramBody;
 use crate::app::{Caller, PageParams};
 use crate::domain::access::Access;
 use crate::http::pages::session::see_other;
-use crate::http::pages::view::{ok, place_error, render, Chrome, Field, PageResult, Posted, Query};
+use crate::http::pages::view::{
+    ok, place_error, render, Chrome, Field, PageResult, Posted, Query, Refusal,
+};
 use crate::http::AppState;
 
 #[derive(Template)]
@@ -133,13 +135,12 @@ pub(super) async fn create(
         applications_open: None,
         partner_links_allowed: None,
     };
-    let refused = match s.app.create_program(&caller, b).await {
+    let refused = match s.app.create_program(&caller, b).await.invalid()? {
         // The setup page itself: the one answer that shows the new program's API token.
         Ok(p) => {
             return Ok(setup_page(&s, &user, p.id, &headers, p.api_token, Some("program")).await?)
         }
-        Err(app::Error::Invalid(text)) => text.replace("allowed_origins", "website"),
-        Err(e) => return Err(e.into()),
+        Err(refused) => refused.replace("allowed_origins", "website"),
     };
     let mut page = programs_page(&s, &user, &caller)
         .await?

@@ -16,7 +16,7 @@ use crate::domain::commission::CommissionSpec;
 use crate::domain::money::{display_amount, major_units_text, parse_major_units};
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
-    ok, place_error, render, Chrome, Field, PageResult, Posted, ProgramId, Query,
+    ok, place_error, render, Chrome, Field, PageResult, Posted, ProgramId, Query, Refusal,
 };
 use crate::http::AppState;
 
@@ -215,15 +215,14 @@ pub(super) async fn save(
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     let currency = frame.program.currency.clone();
     let refused = match patch(&form, &currency) {
-        Ok(b) => match s.app.update_program(&frame.caller, id, b).await {
+        Ok(b) => match s.app.update_program(&frame.caller, id, b).await.invalid()? {
             Ok(_) => {
                 return Ok(see_other(&format!(
                     "{}?done=settings",
                     Tab::Settings.href(id)
                 )))
             }
-            Err(app::Error::Invalid(t)) => t,
-            Err(e) => return Err(e.into()),
+            Err(t) => t,
         },
         Err(t) => t,
     };
@@ -307,19 +306,15 @@ pub(super) async fn add_member(
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     let workspace_id = frame.program.workspace_id;
     let role = form.get("role");
-    let refused = match s
+    let email = form.get("email");
+    let added = s
         .app
-        .add_member_by_email(&frame.caller, workspace_id, &form.get("email"), &role)
-        .await
-    {
-        Ok(_) => {
-            return Ok(see_other(&format!(
-                "{}?done=member#members",
-                Tab::Settings.href(id)
-            )))
-        }
-        Err(app::Error::Invalid(t) | app::Error::Conflict(t)) => t,
-        Err(e) => return Err(e.into()),
+        .add_member_by_email(&frame.caller, workspace_id, &email, &role);
+    let Err(refused) = added.await.refused()? else {
+        return Ok(see_other(&format!(
+            "{}?done=member#members",
+            Tab::Settings.href(id)
+        )));
     };
     let mut page = settings_page(&s, frame, &user).await?;
     page.member_email = page.member_email.with(form.get("email"));
@@ -344,19 +339,14 @@ pub(super) async fn update_member(
         status: form.text("status"),
     };
     let workspace_id = frame.program.workspace_id;
-    let refused = match s
+    let saved = s
         .app
-        .update_member(&frame.caller, workspace_id, member_id, b)
-        .await
-    {
-        Ok(_) => {
-            return Ok(see_other(&format!(
-                "{}?done=member-saved#members",
-                Tab::Settings.href(id)
-            )))
-        }
-        Err(app::Error::Invalid(t) | app::Error::Conflict(t)) => t,
-        Err(e) => return Err(e.into()),
+        .update_member(&frame.caller, workspace_id, member_id, b);
+    let Err(refused) = saved.await.refused()? else {
+        return Ok(see_other(&format!(
+            "{}?done=member-saved#members",
+            Tab::Settings.href(id)
+        )));
     };
     let mut page = settings_page(&s, frame, &user).await?;
     page.members_error = Some(refused);

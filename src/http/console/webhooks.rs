@@ -18,7 +18,7 @@ use crate::domain::webhooks::EventType;
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
     ok, place_error, render, Choice, Chrome, Field, Moment, PageError, PageResult, Posted,
-    ProgramId, Query, NOT_YOURS,
+    ProgramId, Query, Refusal, NOT_YOURS,
 };
 use crate::http::AppState;
 use crate::store::webhooks::{Delivery, WebhookEndpoint};
@@ -177,7 +177,7 @@ pub(super) async fn add(
         url: form.get("url"),
         events: form.all("events"),
     };
-    let refused = match s.app.create_webhook(&frame.caller, id, b).await {
+    let refused = match s.app.create_webhook(&frame.caller, id, b).await.invalid()? {
         Ok(created) => {
             let mut page = webhooks_page(&s, frame, &Posted::parse(b"")).await?;
             page.chrome.notice = Some(
@@ -187,8 +187,7 @@ pub(super) async fn add(
             page.secret = Some(created.secret);
             return Ok(ok(&page));
         }
-        Err(app::Error::Invalid(t)) => t,
-        Err(e) => return Err(e.into()),
+        Err(refused) => refused,
     };
     let mut page = webhooks_page(&s, frame, &Posted::parse(b"")).await?;
     page.form = EndpointForm::refused(&form, &refused);
@@ -255,15 +254,14 @@ pub(super) async fn edit(
         events: Some(form.all("events")),
         enabled: None,
     };
-    let refused = match s.app.update_webhook(&frame.caller, webhook_id, b).await {
-        Ok(_) => {
-            return Ok(see_other(&format!(
-                "{}?done=webhook-saved",
-                endpoint_href(id, webhook_id)
-            )))
-        }
-        Err(app::Error::Invalid(t)) => t,
-        Err(e) => return Err(e.into()),
+    let Err(refused) = s
+        .app
+        .update_webhook(&frame.caller, webhook_id, b)
+        .await
+        .invalid()?
+    else {
+        let done = format!("{}?done=webhook-saved", endpoint_href(id, webhook_id));
+        return Ok(see_other(&done));
     };
     let mut page = endpoint_page(frame, &e);
     page.form = EndpointForm::refused(&form, &refused);
@@ -453,16 +451,14 @@ pub(super) async fn retry(
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     let e = own_endpoint(&s, &frame, webhook_id).await?;
     let fallback = format!("{}/deliveries", endpoint_href(id, webhook_id));
-    let refused = match s
+    let resent = s
         .app
-        .resend_delivery(&frame.caller, webhook_id, delivery_id)
-        .await
-    {
-        Ok(_) => return Ok(see_other(&back_to(&form, &fallback, "retry"))),
-        // The API's words name its own call.
-        Err(app::Error::Conflict(t)) => t.replace(" (PATCH enabled=true)", ""),
-        Err(e) => return Err(e.into()),
+        .resend_delivery(&frame.caller, webhook_id, delivery_id);
+    let Err(refused) = resent.await.conflict()? else {
+        return Ok(see_other(&back_to(&form, &fallback, "retry")));
     };
+    // The API's words name its own call.
+    let refused = refused.replace(" (PATCH enabled=true)", "");
     // The page the form was on, with the reason at its top.
     let q = back_query(&form, &fallback);
     let mut page = deliveries_page(&s, frame, &e, &q).await?;

@@ -5,16 +5,85 @@
 //! lifetime and sign-out): `HttpOnly`, `SameSite=Lax`, on the site's path only, and
 //! `Secure` when the server is reached over HTTPS.
 
-use axum::extract::Request;
+use std::future::Future;
+
+use axum::extract::{FromRequestParts, Request};
 use axum::http::header::{COOKIE, HOST, LOCATION, ORIGIN, REFERER, SET_COOKIE};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
+use super::sign_in::SignIn;
 use super::view::PageError;
+use crate::app;
 use crate::app::dashboard::NewSession;
-use crate::http::AppState;
+use crate::http::{AppState, Error};
+
+/// The signed-in visitor of a site: how the site's sessions are begun, found from its
+/// cookie and ended.
+pub trait Visitor: Sized + Send + 'static {
+    /// The site's sign-in page, with its session cookie.
+    const SIGN_IN: SignIn;
+
+    /// The visitor of the live session of `token`, if there is one.
+    fn find(
+        state: &AppState,
+        token: &str,
+    ) -> impl Future<Output = app::Result<Option<Self>>> + Send;
+
+    /// A new session of the account of `email` and `password`.
+    fn sign_in(
+        state: &AppState,
+        email: &str,
+        password: String,
+    ) -> impl Future<Output = Result<NewSession, Error>> + Send;
+
+    /// Ends the visitor's session.
+    fn sign_out(self, state: &AppState) -> impl Future<Output = app::Result<()>> + Send;
+
+    /// The page a signed-out visitor of this request is brought back to after signing
+    /// in; the site's home page when `None` (or not one of the site's pages).
+    fn back_after_sign_in(parts: &Parts) -> Option<String>;
+
+    /// The signed-in visitor; without a live session (none, signed out, expired), the
+    /// 303 to the sign-in page, which brings the visitor back afterwards.
+    fn signed(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> impl Future<Output = Result<Self, Response>> + Send {
+        async move {
+            if let MaybeSigned(Some(v)) =
+                MaybeSigned::<Self>::from_request_parts(parts, state).await?
+            {
+                return Ok(v);
+            }
+            let cookie = Self::SIGN_IN.cookie;
+            let back = Self::back_after_sign_in(parts);
+            Err(see_other(
+                &cookie.login_href(cookie.local_next(back.as_deref())),
+            ))
+        }
+    }
+}
+
+/// The signed-in visitor, if any, on pages that signed-out visitors see too.
+pub struct MaybeSigned<V>(pub Option<V>);
+
+impl<V: Visitor> FromRequestParts<AppState> for MaybeSigned<V> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let Some(token) = V::SIGN_IN.cookie.token(&parts.headers) else {
+            return Ok(MaybeSigned(None));
+        };
+        match V::find(state, token).await {
+            Ok(found) => Ok(MaybeSigned(found)),
+            Err(e) => Err(PageError::from(e).into_response()),
+        }
+    }
+}
 
 /// A site's session cookie: its name and path.
 #[derive(Debug, Clone, Copy)]

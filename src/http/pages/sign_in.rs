@@ -2,17 +2,45 @@
 //! lockout as a page that says how long to wait, and the way back to the page the
 //! visitor wanted.
 
-use std::future::Future;
-
 use askama::Template;
+use axum::body::Bytes;
+use axum::extract::State;
 use axum::http::header::RETRY_AFTER;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::session::{see_other, SessionCookie};
-use super::view::{ok, render, Chrome, Field, PageError, Posted, Site};
-use crate::app::dashboard::NewSession;
+use super::session::{see_other, MaybeSigned, SessionCookie, Visitor};
+use super::view::{ok, render, Chrome, Field, PageError, PageResult, Posted, Query, Site};
 use crate::http::{AppState, Error};
+
+/// `GET …/login`: the form, or straight on when the visitor is signed in already.
+pub async fn login_page<V: Visitor>(
+    MaybeSigned(signed): MaybeSigned<V>,
+    Query(q): Query,
+) -> Response {
+    V::SIGN_IN.form(signed.is_some(), &q)
+}
+
+/// `POST …/login`: signs in and goes on, or shows the form with its errors.
+pub async fn login<V: Visitor>(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    V::SIGN_IN.submit::<V>(&s, &headers, &body).await
+}
+
+/// `POST …/logout`: ends the session and clears the cookie.
+pub async fn logout<V: Visitor>(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    MaybeSigned(signed): MaybeSigned<V>,
+) -> PageResult {
+    if let Some(visitor) = signed {
+        visitor.sign_out(&s).await?;
+    }
+    Ok(V::SIGN_IN.cookie.signed_out(&s, &headers))
+}
 
 /// A site's sign-in: its frame, cookie and words.
 pub struct SignIn {
@@ -50,8 +78,8 @@ impl SignIn {
         }
     }
 
-    /// `GET …/login`: the form, or straight on when the visitor is signed in already.
-    pub fn form(&self, signed_in: bool, q: &Posted) -> Response {
+    /// The form, or straight on when the visitor is signed in already.
+    fn form(&self, signed_in: bool, q: &Posted) -> Response {
         let next = self
             .cookie
             .local_next(q.text("next").as_deref())
@@ -66,19 +94,9 @@ impl SignIn {
         ok(&page)
     }
 
-    /// `POST …/login`: signs in with `attempt` (email and password) and goes on, or
-    /// shows the form with its errors and the email typed.
-    pub async fn submit<F, Fut>(
-        &self,
-        s: &AppState,
-        headers: &HeaderMap,
-        body: &[u8],
-        attempt: F,
-    ) -> Response
-    where
-        F: FnOnce(String, String) -> Fut,
-        Fut: Future<Output = Result<NewSession, Error>>,
-    {
+    /// Signs a `V` in with the email and password sent and goes on, or shows the form
+    /// with its errors and the email typed.
+    async fn submit<V: Visitor>(&self, s: &AppState, headers: &HeaderMap, body: &[u8]) -> Response {
         let form = Posted::parse(body);
         let next = self
             .cookie
@@ -96,7 +114,8 @@ impl SignIn {
         if page.email.error.is_some() || page.password.error.is_some() {
             return render(StatusCode::BAD_REQUEST, &page);
         }
-        match attempt(page.email.value.clone(), password).await {
+        let signed_in = V::sign_in(s, &page.email.value, password).await;
+        match signed_in {
             Ok(session) => self.cookie.signed_in_to(s, headers, &session, &next),
             Err(Error::Unauthorized(text)) => {
                 page.password.error = Some(text);

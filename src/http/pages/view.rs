@@ -468,6 +468,50 @@ pub fn place_error(text: &str, fields: &mut [&mut Field]) -> Option<String> {
     }
 }
 
+/// The answer of a service call a form made, split for its page: the service's refusal
+/// of the values sent (its words go beside a field, or atop the form shown again) apart
+/// from any other failure (an error page).
+pub trait Refusal<T> {
+    /// `Ok(Err(text))` when a value is invalid or conflicts with a stored record; any
+    /// other failure is an `Err`.
+    fn refused(self) -> Result<Result<T, String>, PageError>;
+
+    /// `Ok(Err(text))` when a value is invalid; a conflict too is an `Err`.
+    fn invalid(self) -> Result<Result<T, String>, PageError>;
+
+    /// `Ok(Err(text))` when the change conflicts with a stored record; an invalid value
+    /// too is an `Err`.
+    fn conflict(self) -> Result<Result<T, String>, PageError>;
+}
+
+impl<T> Refusal<T> for app::Result<T> {
+    fn refused(self) -> Result<Result<T, String>, PageError> {
+        split(self, true, true)
+    }
+
+    fn invalid(self) -> Result<Result<T, String>, PageError> {
+        split(self, true, false)
+    }
+
+    fn conflict(self) -> Result<Result<T, String>, PageError> {
+        split(self, false, true)
+    }
+}
+
+/// `answer` with the texts of the refusals asked for (invalid values, conflicts) apart.
+fn split<T>(
+    answer: app::Result<T>,
+    invalid: bool,
+    conflict: bool,
+) -> Result<Result<T, String>, PageError> {
+    match answer {
+        Ok(done) => Ok(Ok(done)),
+        Err(app::Error::Invalid(t)) if invalid => Ok(Err(t)),
+        Err(app::Error::Conflict(t)) if conflict => Ok(Err(t)),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The commission statuses a list filters on, with their words (the empty value is
 /// every status).
 pub const COMMISSION_STATUSES: [(&str, &str); 6] = [

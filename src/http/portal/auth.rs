@@ -1,55 +1,55 @@
-//! Signing in and out, accepting an invite, and applying to a program.
+//! The portal's sessions, which the shared sign-in and sign-out pages begin and end
+//! ([`crate::http::pages::sign_in`]), accepting an invite, and applying to a program.
 
 use askama::Template;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
 
-use super::session::{login_href, MaybeSigned, COOKIE};
+use super::session::{login_href, Signed, COOKIE};
 use super::view::{
     self, ok, place_error, render, standing_text, Chrome, Field, PageResult, Posted, ProgramId,
     Query, Section,
 };
 use crate::app;
+use crate::app::dashboard::NewSession;
 use crate::app::partners::{AcceptInviteBody, ApplyBody, OpenProgram};
+use crate::http::error::Result;
+use crate::http::pages::session::{MaybeSigned, Visitor};
 use crate::http::pages::sign_in::SignIn;
-use crate::http::partner::sign_in;
 use crate::http::AppState;
 
-/// The portal's sign-in page.
-const SIGN_IN: SignIn = SignIn {
-    site: view::PORTAL,
-    cookie: COOKIE,
-    lead: "Sign in to see your links, earnings and payouts.",
-    help: "Forgot your password? Ask the program for a new invite link: it lets you set a new one.",
-};
+impl Visitor for Signed {
+    const SIGN_IN: SignIn = SignIn {
+        site: view::PORTAL,
+        cookie: COOKIE,
+        lead: "Sign in to see your links, earnings and payouts.",
+        help: "Forgot your password? Ask the program for a new invite link: it lets you set a new one.",
+    };
 
-/// `GET /partner/login`: the sign-in form, or straight on when already signed in.
-pub(super) async fn login_page(MaybeSigned(signed): MaybeSigned, Query(q): Query) -> Response {
-    SIGN_IN.form(signed.is_some(), &q)
-}
-
-/// `POST /partner/login`: signs in and goes on, or shows the form with its errors.
-pub(super) async fn login(State(s): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let state = &s;
-    SIGN_IN
-        .submit(state, &headers, &body, |email, password| async move {
-            sign_in(state, &email, password).await
-        })
-        .await
-}
-
-/// `POST /partner/logout`: ends the session and clears the cookie.
-pub(super) async fn logout(
-    State(s): State<AppState>,
-    headers: HeaderMap,
-    MaybeSigned(signed): MaybeSigned,
-) -> PageResult {
-    if let Some(p) = signed {
-        s.app.partner_logout(&p.token_hash).await?;
+    async fn find(state: &AppState, token: &str) -> app::Result<Option<Signed>> {
+        let found = state.app.partner_session(token).await?;
+        Ok(found.map(|(partner_id, token_hash)| Signed {
+            partner_id,
+            token_hash,
+        }))
     }
-    Ok(COOKIE.signed_out(&s, &headers))
+
+    async fn sign_in(state: &AppState, email: &str, password: String) -> Result<NewSession> {
+        crate::http::partner::sign_in(state, email, password).await
+    }
+
+    async fn sign_out(self, state: &AppState) -> app::Result<()> {
+        state.app.partner_logout(&self.token_hash).await
+    }
+
+    /// The page asked for; after a form, the portal's home page.
+    fn back_after_sign_in(parts: &Parts) -> Option<String> {
+        let here = parts.uri.path_and_query().map(|p| p.as_str().to_string());
+        here.filter(|_| parts.method == Method::GET)
+    }
 }
 
 #[derive(Template)]
@@ -175,7 +175,7 @@ impl ApplyPage {
 /// applications (a 404 page otherwise).
 pub(super) async fn apply_page(
     State(s): State<AppState>,
-    MaybeSigned(signed): MaybeSigned,
+    MaybeSigned(signed): MaybeSigned<Signed>,
     ProgramId(id): ProgramId,
 ) -> PageResult {
     let program = s.app.open_program(id).await?;
@@ -188,7 +188,7 @@ pub(super) async fn apply_page(
 pub(super) async fn apply(
     State(s): State<AppState>,
     headers: HeaderMap,
-    MaybeSigned(signed): MaybeSigned,
+    MaybeSigned(signed): MaybeSigned<Signed>,
     ProgramId(id): ProgramId,
     body: Bytes,
 ) -> PageResult {

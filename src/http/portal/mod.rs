@@ -20,15 +20,20 @@ use axum::routing::{any, get, post};
 use axum::Router;
 
 use super::pages::session::same_origin_posts;
+use super::pages::sign_in::{login, login_page, logout};
 use super::pages::view::{not_found, page_headers};
 use super::AppState;
+use session::Signed;
 
 /// The portal's pages.
 pub fn router() -> Router<AppState> {
     // Sign-in and invite acceptance count against the per-client-IP login limit, as
     // their API twins do.
     let sign_in = Router::new()
-        .route("/partner/login", get(auth::login_page).post(auth::login))
+        .route(
+            "/partner/login",
+            get(login_page::<Signed>).post(login::<Signed>),
+        )
         .route(
             "/partner/invite",
             get(auth::invite_page).post(auth::accept_invite),
@@ -36,7 +41,7 @@ pub fn router() -> Router<AppState> {
         .route_layer(middleware::from_fn(super::rate_limit::logins));
     Router::new()
         .merge(sign_in)
-        .route("/partner/logout", post(auth::logout))
+        .route("/partner/logout", post(logout::<Signed>))
         .route(
             "/partner/apply/{program_id}",
             get(auth::apply_page).post(auth::apply),
