@@ -450,33 +450,53 @@ impl<DB: Engine> WebhookTx for WriteConnection<DB> {
         endpoints: &[EndpointHealth],
         at: i64,
     ) -> StoreResult<()> {
-        for a in attempts {
-            let moved = stmt::<DB>(
-                "UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1, \
-                 next_attempt_at = $2, lease_until = NULL, lease_token = NULL, updated_at = $3 \
-                 WHERE id = $4 AND lease_token = $5",
-            )
-            .bind(a.status.as_str())
-            .bind(a.next_attempt_at)
-            .bind(at)
-            .bind(a.delivery_id)
-            .bind(a.lease_token)
-            .execute(&mut self.conn)
-            .await?;
-            if moved == 0 {
-                // Its claim lapsed and another attempt took it over: that one reports.
+        // Set-based: one update and one insert per chunk, whatever the batch's size.
+        for chunk in attempts.chunks(ATTEMPTS_PER_STATEMENT) {
+            // A delivery whose claim lapsed and was taken over by another attempt is left
+            // out: that attempt reports.
+            let sql = format!(
+                "UPDATE webhook_deliveries SET status = v.column3, attempts = attempts + 1, \
+                 next_attempt_at = v.column4, lease_until = NULL, lease_token = NULL, \
+                 updated_at = $1 FROM (VALUES {}) AS v \
+                 WHERE webhook_deliveries.id = v.column1 \
+                 AND webhook_deliveries.lease_token = v.column2 \
+                 RETURNING webhook_deliveries.id",
+                values(chunk.len(), 4, 2)
+            );
+            let mut update = stmt::<DB>(&sql).bind(at);
+            for a in chunk {
+                update = update
+                    .bind(a.delivery_id)
+                    .bind(a.lease_token)
+                    .bind(a.status.as_str())
+                    .bind(a.next_attempt_at);
+            }
+            let moved = update
+                .fetch_all(&mut self.conn)
+                .await?
+                .iter()
+                .map(|r| r.try_get_at::<i64>(0))
+                .collect::<Result<std::collections::HashSet<i64>, _>>()?;
+            let recorded: Vec<&AttemptRecord> = chunk
+                .iter()
+                .filter(|a| moved.contains(&a.delivery_id))
+                .collect();
+            if recorded.is_empty() {
                 continue;
             }
-            stmt::<DB>(
-                "INSERT INTO webhook_attempts (delivery_id, at, status_code, error) \
-                 VALUES ($1, $2, $3, $4)",
-            )
-            .bind(a.delivery_id)
-            .bind(a.at)
-            .bind(a.status_code)
-            .bind(a.error.as_deref())
-            .execute(&mut self.conn)
-            .await?;
+            let sql = format!(
+                "INSERT INTO webhook_attempts (delivery_id, at, status_code, error) VALUES {}",
+                values(recorded.len(), 4, 1)
+            );
+            let mut insert = stmt::<DB>(&sql);
+            for a in recorded {
+                insert = insert
+                    .bind(a.delivery_id)
+                    .bind(a.at)
+                    .bind(a.status_code)
+                    .bind(a.error.as_deref());
+            }
+            insert.execute(&mut self.conn).await?;
         }
         for e in endpoints {
             let sql = if e.succeeded {
@@ -509,6 +529,24 @@ impl<DB: Engine> WebhookTx for WriteConnection<DB> {
         }
         Ok(())
     }
+}
+
+/// Most attempts one statement records (four parameters each, well under either
+/// database's limit).
+const ATTEMPTS_PER_STATEMENT: usize = 500;
+
+/// `rows` tuples of `width` numbered parameters, the first numbered `first`:
+/// `($2, $3), ($4, $5)`.
+fn values(rows: usize, width: usize, first: usize) -> String {
+    (0..rows)
+        .map(|r| {
+            let params: Vec<String> = (0..width)
+                .map(|c| format!("${}", first + r * width + c))
+                .collect();
+            format!("({})", params.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Takes the pending deliveries of a disabled endpoint off the schedule: they stay
@@ -701,5 +739,14 @@ impl<DB: Engine> WebhookStore for SqlStore<DB> {
         .scalar_optional(&mut *self.read.acquire().await?)
         .await?;
         Ok(due.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn values_numbers_the_parameters_of_each_row_in_turn() {
+        assert_eq!(super::values(2, 2, 2), "($2, $3), ($4, $5)");
+        assert_eq!(super::values(1, 4, 1), "($1, $2, $3, $4)");
     }
 }
