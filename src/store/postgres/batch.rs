@@ -106,10 +106,10 @@ impl SetStatements for Postgres {
         Ok(())
     }
 
-    /// [`Self::insert_new_clicks`] and the counters `deltas` as a transaction of its own: one
-    /// statement (which commits on its own) whose inserts and counter updates are CTEs. At
-    /// most [`MAX_SET_ROWS`] clicks and one part of counters. When it fails, nothing of it is
-    /// left.
+    /// [`Self::insert_new_clicks`] and the counters `deltas` as a transaction of its own:
+    /// one statement (which commits on its own) whose inserts and counter updates are CTEs.
+    /// At most [`MAX_SET_ROWS`] clicks and one part of counters. When it fails, nothing of
+    /// it is left.
     async fn commit_new_clicks(
         conn: &mut PgConnection,
         clicks: &[&NewClick],
@@ -138,8 +138,8 @@ impl SetStatements for Postgres {
         Ok(())
     }
 
-    /// The statement of `step` of a batch's plain sales for `n` of them, with `chunk`, a chunk
-    /// of `rows`, bound.
+    /// The statement of `step` of a batch's plain sales for `n` of them, with `chunk`, a
+    /// chunk of `rows`, bound.
     fn plain_sales_query<'q>(
         step: SalesStep,
         n: usize,

@@ -365,9 +365,9 @@ impl SetStatements for Sqlite {
         Ok(())
     }
 
-    /// [`Self::insert_new_clicks`] and the counters `deltas` as a transaction of its own, in one
-    /// query from `BEGIN IMMEDIATE` to `COMMIT`. At most [`MAX_SET_ROWS`] clicks. When it
-    /// fails, nothing of it is left.
+    /// [`Self::insert_new_clicks`] and the counters `deltas` as a transaction of its own,
+    /// in one query from `BEGIN IMMEDIATE` to `COMMIT`. At most [`MAX_SET_ROWS`] clicks.
+    /// When it fails, nothing of it is left.
     async fn commit_new_clicks(
         conn: &mut SqliteConnection,
         clicks: &[&NewClick],
@@ -401,8 +401,8 @@ impl SetStatements for Sqlite {
         Ok(())
     }
 
-    /// The query of `step` of a batch's plain sales for `n` of them, with `chunk`, a chunk of
-    /// `rows`, bound for each of its statements.
+    /// The query of `step` of a batch's plain sales for `n` of them, with `chunk`, a chunk
+    /// of `rows`, bound for each of its statements.
     fn plain_sales_query<'q>(
         step: SalesStep,
         n: usize,
