@@ -9,6 +9,7 @@
 
 use std::sync::OnceLock;
 
+use async_trait::async_trait;
 use sqlx::{PgConnection, Postgres};
 
 use super::counter_ctes;
@@ -16,11 +17,11 @@ use super::rows::{self, BindRows, Rows, Value};
 use crate::domain::figures::Deltas;
 use crate::store::committer::MAX_SET_ROWS;
 use crate::store::error::{StoreError, StoreResult};
-use crate::store::model::NewClick;
+use crate::store::model::{NewClick, NewSale, SaleOutcome};
 use crate::store::sql::batch::{
-    new_click_rows, SalesStep, CLICK_COLUMNS, SALE_COLUMNS, SALE_KEY_COLUMNS,
+    self, new_click_rows, SalesStep, SetStatements, CLICK_COLUMNS, SALE_COLUMNS,
 };
-use crate::store::sql::{counters, NO_SELF_REFERRAL};
+use crate::store::sql::counters;
 
 /// Inserts the customers of new clicks from `rows`.
 const NEW_CUSTOMERS: &str = "INSERT INTO customers (program_id, click_id, customer_status, \
@@ -53,79 +54,10 @@ fn new_clicks_sql(n: usize) -> &'static str {
     rows::sized(&SQL, n, |n| format!("{} SELECT 1", new_clicks_ctes(n)))
 }
 
-/// Inserts new clicks, their customers and click events, in the transaction open on
-/// `conn`: one statement per [`MAX_SET_ROWS`] clicks.
-pub(super) async fn insert_new_clicks(
-    conn: &mut PgConnection,
-    clicks: &[&NewClick],
-) -> StoreResult<()> {
-    let rows = new_click_rows(clicks);
-    for (n, chunk) in rows.chunks() {
-        let query = sqlx::query(new_clicks_sql(n));
-        rows.bind(query, chunk).execute(&mut *conn).await?;
-    }
-    Ok(())
-}
-
-/// [`insert_new_clicks`] and the counters `deltas` as a transaction of its own: one
-/// statement (which commits on its own) whose inserts and counter updates are CTEs. At
-/// most [`MAX_SET_ROWS`] clicks and one part of counters. When it fails, nothing of it is
-/// left.
-pub(super) async fn commit_new_clicks(
-    conn: &mut PgConnection,
-    clicks: &[&NewClick],
-    deltas: &Deltas,
-) -> StoreResult<()> {
-    let rows = new_click_rows(clicks);
-    let mut chunks = rows.chunks();
-    let mut parts = counters::parts(deltas);
-    let (Some((n, chunk)), None, Some(counts), None) =
-        (chunks.next(), chunks.next(), parts.next(), parts.next())
-    else {
-        // Nothing written may be answered as recorded, and more than one chunk would
-        // take more than one statement.
-        return Err(StoreError::Other(anyhow::anyhow!(
-            "{} clicks to commit in one statement (1 to {MAX_SET_ROWS})",
-            clicks.len()
-        )));
-    };
-    let sql = format!(
-        "{}, {} SELECT 1",
-        new_clicks_ctes(n),
-        counter_ctes(&counts.updates::<Postgres>(n * CLICK_COLUMNS.len() + 1))
-    );
-    let query = rows.bind(sqlx::query(&sql), chunk);
-    counts.bind::<Postgres>(query).execute(&mut *conn).await?;
-    Ok(())
-}
-
-/// The customer of a sale in its program (by customer key, then by click id), as an SQL
-/// expression over the sale's row in `rows`.
-const SALE_CUSTOMER_ID: &str = "COALESCE(\
-    (SELECT k.id FROM customers k WHERE k.program_id = rows.program_id \
-    AND k.customer_key = rows.customer_key), \
-    (SELECT k.id FROM customers k WHERE k.click_id = rows.click_id \
-    AND k.program_id = rows.program_id))";
-
-/// The query that resolves `n` plain sales (1 to [`MAX_SET_ROWS`]): per sale (by `idx`),
-/// its customer in the sale's program, that customer's partner-program record, and
-/// whether the transaction id is already recorded. Sales whose customer is not in the
-/// program, or that may be self-referrals ([`NO_SELF_REFERRAL`]), have no row.
+/// The query that resolves `n` plain sales (1 to [`MAX_SET_ROWS`]).
 fn resolve_sales_sql(n: usize) -> &'static str {
     static SQL: OnceLock<Vec<String>> = OnceLock::new();
-    rows::sized(&SQL, n, |n| {
-        format!(
-            "{} SELECT rows.idx, c.id, c.click_id, c.customer_key, c.partner_id, \
-             c.first_purchase_date, pp.id, \
-             EXISTS (SELECT 1 FROM affiliate_sale_events s \
-             WHERE s.processor_event_id = rows.transaction_id) \
-             FROM rows JOIN customers c ON c.id = {SALE_CUSTOMER_ID} \
-             LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
-             AND pp.program_id = c.program_id \
-             LEFT JOIN partners pa ON pa.id = c.partner_id WHERE {NO_SELF_REFERRAL}",
-            rows::cte(n, SALE_KEY_COLUMNS),
-        )
-    })
+    rows::sized(&SQL, n, batch::resolve_sales_sql::<Postgres>)
 }
 
 /// The statement that records `n` resolved plain sales (1 to [`MAX_SET_ROWS`]) from
@@ -161,17 +93,71 @@ fn record_sales_sql(n: usize) -> &'static str {
     })
 }
 
-/// The statement of `step` of a batch's plain sales for `n` of them, with `chunk`, a chunk
-/// of `rows`, bound.
-pub(super) fn plain_sales_query<'q>(
-    step: SalesStep,
-    n: usize,
-    rows: &Rows<'q>,
-    chunk: &[Value<'q>],
-) -> rows::Query<'q> {
-    let sql = match step {
-        SalesStep::Resolve => resolve_sales_sql(n),
-        SalesStep::Record => record_sales_sql(n),
-    };
-    rows.bind(sqlx::query(sql), chunk)
+#[async_trait]
+impl SetStatements for Postgres {
+    /// Inserts new clicks, their customers and click events, in the transaction open on
+    /// `conn`: one statement per [`MAX_SET_ROWS`] clicks.
+    async fn insert_new_clicks(conn: &mut PgConnection, clicks: &[&NewClick]) -> StoreResult<()> {
+        let rows = new_click_rows(clicks);
+        for (n, chunk) in rows.chunks() {
+            let query = sqlx::query(new_clicks_sql(n));
+            rows.bind(query, chunk).execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+
+    /// [`Self::insert_new_clicks`] and the counters `deltas` as a transaction of its own:
+    /// one statement (which commits on its own) whose inserts and counter updates are CTEs.
+    /// At most [`MAX_SET_ROWS`] clicks and one part of counters. When it fails, nothing of
+    /// it is left.
+    async fn commit_new_clicks(
+        conn: &mut PgConnection,
+        clicks: &[&NewClick],
+        deltas: &Deltas,
+    ) -> StoreResult<()> {
+        let rows = new_click_rows(clicks);
+        let mut chunks = rows.chunks();
+        let mut parts = counters::parts(deltas);
+        let (Some((n, chunk)), None, Some(counts), None) =
+            (chunks.next(), chunks.next(), parts.next(), parts.next())
+        else {
+            // Nothing written may be answered as recorded, and more than one chunk would
+            // take more than one statement.
+            return Err(StoreError::Other(anyhow::anyhow!(
+                "{} clicks to commit in one statement (1 to {MAX_SET_ROWS})",
+                clicks.len()
+            )));
+        };
+        let sql = format!(
+            "{}, {} SELECT 1",
+            new_clicks_ctes(n),
+            counter_ctes(&counts.updates::<Postgres>(n * CLICK_COLUMNS.len() + 1))
+        );
+        let query = rows.bind(sqlx::query(&sql), chunk);
+        counts.bind::<Postgres>(query).execute(&mut *conn).await?;
+        Ok(())
+    }
+
+    /// The statement of `step` of a batch's plain sales for `n` of them, with `chunk`, a
+    /// chunk of `rows`, bound.
+    fn plain_sales_query<'q>(
+        step: SalesStep,
+        n: usize,
+        rows: &Rows<'q>,
+        chunk: &[Value<'q>],
+    ) -> rows::Query<'q> {
+        let sql = match step {
+            SalesStep::Resolve => resolve_sales_sql(n),
+            SalesStep::Record => record_sales_sql(n),
+        };
+        rows.bind(sqlx::query(sql), chunk)
+    }
+
+    async fn commit_plain_sales(
+        _conn: &mut PgConnection,
+        _sales: &[&NewSale],
+    ) -> Option<StoreResult<Vec<Option<SaleOutcome>>>> {
+        // No one-statement form here: PostgreSQL records them in the batch's transaction.
+        None
+    }
 }

@@ -10,21 +10,14 @@ mod rows;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use sqlx::postgres::{PgConnection, PgPoolOptions, PgQueryResult, Postgres};
+use sqlx::postgres::{PgPoolOptions, PgQueryResult, Postgres};
 
 use super::committer::{Committer, CommitterConfig};
-use super::error::StoreResult;
-use super::model::{NewClick, NewSale, SaleOutcome};
-use super::sql::batch::SalesStep;
 use super::sql::counters::Update;
-use super::sql::engine::Query;
 use super::sql::migrations::{self, Reworded};
-use super::sql::rows::{Rows, Value};
 use super::sql::write::WritePool;
 use super::sql::{Engine, SqlStore};
 use super::Backend;
-use crate::domain::figures::Deltas;
 
 /// The schema, applied when the store opens.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
@@ -86,7 +79,6 @@ const REWORDED_MIGRATIONS: [Reworded; 2] = [
 /// access rule violation: a syntax error, a missing table, column or function).
 const SYNTAX_ERROR_CLASS: &str = "42";
 
-#[async_trait]
 impl Engine for Postgres {
     const BACKEND: Backend = Backend::Postgres;
     const POOL_NAMES: (&'static str, Option<&'static str>) = ("shared", None);
@@ -119,35 +111,6 @@ impl Engine for Postgres {
         error
             .code()
             .is_some_and(|c| c.starts_with(SYNTAX_ERROR_CLASS))
-    }
-
-    async fn insert_new_clicks(conn: &mut PgConnection, clicks: &[&NewClick]) -> StoreResult<()> {
-        batch::insert_new_clicks(conn, clicks).await
-    }
-
-    async fn commit_new_clicks(
-        conn: &mut PgConnection,
-        clicks: &[&NewClick],
-        deltas: &Deltas,
-    ) -> StoreResult<()> {
-        batch::commit_new_clicks(conn, clicks, deltas).await
-    }
-
-    fn plain_sales_query<'q>(
-        step: SalesStep,
-        n: usize,
-        rows: &Rows<'q>,
-        chunk: &[Value<'q>],
-    ) -> Query<'q, Postgres> {
-        batch::plain_sales_query(step, n, rows, chunk)
-    }
-
-    async fn commit_plain_sales(
-        _conn: &mut PgConnection,
-        _sales: &[&NewSale],
-    ) -> Option<StoreResult<Vec<Option<SaleOutcome>>>> {
-        // No one-statement form here: PostgreSQL records them in the batch's transaction.
-        None
     }
 }
 

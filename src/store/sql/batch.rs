@@ -1,19 +1,55 @@
 //! What the engines' set-based statements of the group committer share: the rows they
 //! read (a batch's new clicks, the keys of its plain sales, the resolved sales), and the
 //! flow of a batch's plain sales around the two statements each engine writes its own way
-//! ([`Engine::plain_sales_query`]).
+//! ([`SetStatements::plain_sales_query`]), and the statement that resolves them, which
+//! both write alike.
 //!
 //! Each writes the same rows and counts the same figures as the flow of the service layer
 //! would for each click or sale one by one.
 
 use std::collections::HashSet;
 
-use super::engine::{Engine, ReadRow};
-use super::rows::{Rows, Value};
-use super::webhooks;
+use async_trait::async_trait;
+use sqlx::Database;
+
+use super::engine::{Engine, Query, ReadRow};
+use super::rows::{self, Rows, Value};
+use super::{webhooks, NO_SELF_REFERRAL};
 use crate::domain::figures::{Deltas, SaleFigures};
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{NewClick, NewSale, SaleOutcome};
+
+/// The set-based statements of the group committer, each engine's own (its `batch`
+/// module).
+#[async_trait]
+pub trait SetStatements: Database {
+    /// Inserts new clicks (each with its customer) in the open transaction.
+    async fn insert_new_clicks(
+        conn: &mut Self::Connection,
+        clicks: &[&NewClick],
+    ) -> StoreResult<()>;
+    /// Inserts new clicks and adds their counters as a transaction of its own.
+    async fn commit_new_clicks(
+        conn: &mut Self::Connection,
+        clicks: &[&NewClick],
+        deltas: &Deltas,
+    ) -> StoreResult<()>;
+    /// The statement of `step` of a batch's plain sales for `n` of them (1 to
+    /// [`MAX_SET_ROWS`](crate::store::committer::MAX_SET_ROWS)), with `chunk`, a chunk of
+    /// `rows`, bound as its parameters (see [`plain_sales`]).
+    fn plain_sales_query<'q>(
+        step: SalesStep,
+        n: usize,
+        rows: &Rows<'q>,
+        chunk: &[Value<'q>],
+    ) -> Query<'q, Self>;
+    /// Records plain sales and their counters as a transaction of its own, where the
+    /// database has a form for it (`None`: it has not).
+    async fn commit_plain_sales(
+        conn: &mut Self::Connection,
+        sales: &[&NewSale],
+    ) -> Option<StoreResult<Vec<Option<SaleOutcome>>>>;
+}
 
 /// The columns of a batch's new clicks.
 pub const CLICK_COLUMNS: &[&str] = &[
@@ -80,7 +116,7 @@ pub const SALE_KEY_COLUMNS: &[&str] = &[
 ];
 
 /// The two statements of a batch's plain sales, each the engine's own
-/// ([`Engine::plain_sales_query`]).
+/// ([`SetStatements::plain_sales_query`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SalesStep {
     /// Per sale of [`SALE_KEY_COLUMNS`], its customer in the sale's program, that
@@ -91,6 +127,33 @@ pub enum SalesStep {
     /// The sale events of resolved sales ([`SALE_COLUMNS`]), their commissions and the
     /// customers' conversion: a [`RecordedSale`] per sale.
     Record,
+}
+
+/// The customer of a sale in its program (by customer key, then by click id), as an SQL
+/// expression over the sale's row in `rows`.
+pub const SALE_CUSTOMER_ID: &str = "COALESCE(\
+    (SELECT k.id FROM customers k WHERE k.program_id = rows.program_id \
+    AND k.customer_key = rows.customer_key), \
+    (SELECT k.id FROM customers k WHERE k.click_id = rows.click_id \
+    AND k.program_id = rows.program_id))";
+
+/// The query that resolves `n` plain sales ([`SalesStep::Resolve`]): per sale (by `idx`),
+/// its customer in the sale's program, that customer's partner-program record, and
+/// whether the transaction id is already recorded. Sales whose customer is not in the
+/// program, or that may be self-referrals ([`NO_SELF_REFERRAL`]), have no row. Each
+/// engine keeps the text per row count ([`rows::sized`]).
+pub fn resolve_sales_sql<DB: Engine>(n: usize) -> String {
+    format!(
+        "{} SELECT rows.idx, c.id, c.click_id, c.customer_key, c.partner_id, \
+         c.first_purchase_date, pp.id, \
+         EXISTS (SELECT 1 FROM affiliate_sale_events s \
+         WHERE s.processor_event_id = rows.transaction_id) \
+         FROM rows JOIN customers c ON c.id = {SALE_CUSTOMER_ID} \
+         LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
+         AND pp.program_id = c.program_id \
+         LEFT JOIN partners pa ON pa.id = c.partner_id WHERE {NO_SELF_REFERRAL}",
+        rows::cte::<DB>(n, SALE_KEY_COLUMNS),
+    )
 }
 
 /// A row of the statement that resolves plain sales ([`SalesStep::Resolve`]):

@@ -3,23 +3,19 @@
 //! [`Engine`] is implemented by [`sqlx::Sqlite`] (in `store::sqlite`) and
 //! [`sqlx::Postgres`] (in `store::postgres`). Its supertraits name, once, every column
 //! type the statements bind and read; its constants and hooks are where the two databases
-//! part ways: how a write transaction begins, how a consistent read begins, and the
-//! set-based statements of the group committer.
+//! part ways: how a write transaction begins, how a consistent read begins, and (its
+//! supertrait [`SetStatements`]) the set-based statements of the group committer.
 //!
 //! [`Stmt`] is the statement builder the generic code uses in place of `sqlx::query`, so
 //! that a function generic over an engine needs no bound beyond `DB: Engine`.
 
-use async_trait::async_trait;
 use futures::future::BoxFuture;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, FromRow, IntoArguments, Row, Type};
 
-use super::super::error::StoreResult;
-use super::super::model::{Customer, NewClick, NewSale, SaleOutcome};
+use super::super::model::Customer;
 use super::super::Backend;
-use super::batch::{FoundSale, RecordedSale, SalesStep};
+use super::batch::{FoundSale, RecordedSale, SetStatements};
 use super::counters::Update;
-use super::rows::{Rows, Value};
-use crate::domain::figures::Deltas;
 use crate::store::integrity::RawCounts;
 use crate::store::management::{MembershipView, ProgramPartnerRow, TopPartner};
 use crate::store::model::{MemberRow, Membership, PartnerProgram, Workspace};
@@ -32,9 +28,9 @@ use crate::store::DailyRollup;
 pub type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arguments<'q>>;
 
 /// A database the standard statements run on.
-#[async_trait]
 pub trait Engine:
     Run
+    + SetStatements
     + for<'q> Param<'q, i64>
     + for<'q> Param<'q, Option<i64>>
     + for<'q> Param<'q, &'q str>
@@ -102,33 +98,6 @@ pub trait Engine:
     /// Whether an error of the database means the statement cannot run as written (a
     /// syntax error, a missing table or column): a bug, not a fault of the data.
     fn is_statement_bug(error: &(dyn sqlx::error::DatabaseError + 'static)) -> bool;
-
-    /// Inserts new clicks (each with its customer) in the open transaction.
-    async fn insert_new_clicks(
-        conn: &mut Self::Connection,
-        clicks: &[&NewClick],
-    ) -> StoreResult<()>;
-    /// Inserts new clicks and adds their counters as a transaction of its own.
-    async fn commit_new_clicks(
-        conn: &mut Self::Connection,
-        clicks: &[&NewClick],
-        deltas: &Deltas,
-    ) -> StoreResult<()>;
-    /// The statement of `step` of a batch's plain sales for `n` of them (1 to
-    /// [`MAX_SET_ROWS`](crate::store::committer::MAX_SET_ROWS)), with `chunk`, a chunk of
-    /// `rows`, bound as its parameters (see [`super::batch::plain_sales`]).
-    fn plain_sales_query<'q>(
-        step: SalesStep,
-        n: usize,
-        rows: &Rows<'q>,
-        chunk: &[Value<'q>],
-    ) -> Query<'q, Self>;
-    /// Records plain sales and their counters as a transaction of its own, where the
-    /// database has a form for it (`None`: it has not).
-    async fn commit_plain_sales(
-        conn: &mut Self::Connection,
-        sales: &[&NewSale],
-    ) -> Option<StoreResult<Vec<Option<SaleOutcome>>>>;
 }
 
 /// A type the database takes as a bound parameter of a query living for `'q`.

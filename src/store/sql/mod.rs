@@ -77,348 +77,165 @@ pub struct SqlStore<DB: Engine> {
     pub(super) committer: Committer,
 }
 
-#[async_trait]
-impl<DB: Engine> Store for SqlStore<DB> {
-    fn backend(&self) -> Backend {
-        DB::BACKEND
+/// Implements [`Store`] for [`SqlStore`]: first the methods written out, then those that
+/// run one statement function (`admin::setting`, …) on a connection of the `read` or the
+/// `write` pool, passing their arguments on in order.
+macro_rules! impl_store {
+    (
+        { $($own:tt)* }
+        $($pool:ident $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty = $m:ident::$f:ident;)*
+    ) => {
+        #[async_trait]
+        impl<DB: Engine> Store for SqlStore<DB> {
+            $($own)*
+
+            $(async fn $name(&self, $($arg: $ty),*) -> StoreResult<$ret> {
+                $m::$f::<DB>(&mut *self.$pool.acquire().await?, $($arg),*).await
+            })*
+        }
+    };
+}
+
+impl_store! {
+    {
+        fn backend(&self) -> Backend {
+            DB::BACKEND
+        }
+
+        async fn ping(&self) -> StoreResult<()> {
+            stmt::<DB>("SELECT 1")
+                .execute(&mut *self.read.acquire().await?)
+                .await?;
+            Ok(())
+        }
+
+        async fn close(&self) {
+            self.committer.close().await;
+            self.write.close().await;
+            self.read.close().await;
+        }
+
+        async fn submit(&self, write: Write) {
+            self.committer.submit(write).await;
+        }
+
+        fn commit_stats(&self) -> &CommitStats {
+            self.committer.stats()
+        }
+
+        fn pool_use(&self) -> Vec<PoolUse> {
+            let (read, write) = DB::POOL_NAMES;
+            std::iter::once((read, &self.read))
+                .chain(write.map(|name| (name, &self.write)))
+                .map(|(pool, p)| {
+                    let open = p.size();
+                    PoolUse {
+                        pool,
+                        open,
+                        in_use: open.saturating_sub(p.num_idle() as u32),
+                        max: p.options().get_max_connections(),
+                    }
+                })
+                .collect()
+        }
+
+        async fn daily_rollups(
+            &self,
+            program_id: i64,
+            from_day: &str,
+            to_day: &str,
+        ) -> StoreResult<Vec<DailyRollup>> {
+            let conn = &mut *self.read.acquire().await?;
+            reports::daily_rollups::<DB>(conn, program_id, None, from_day, to_day).await
+        }
+
+        async fn partner_daily_rollups(
+            &self,
+            program_id: i64,
+            partner_id: i64,
+            from_day: &str,
+            to_day: &str,
+        ) -> StoreResult<Vec<DailyRollup>> {
+            let conn = &mut *self.read.acquire().await?;
+            reports::daily_rollups::<DB>(conn, program_id, Some(partner_id), from_day, to_day)
+                .await
+        }
+
+        async fn integrity(&self) -> StoreResult<integrity::Integrity> {
+            verify::integrity::<DB>(&self.read).await
+        }
     }
 
-    async fn ping(&self) -> StoreResult<()> {
-        stmt::<DB>("SELECT 1")
-            .execute(&mut *self.read.acquire().await?)
-            .await?;
-        Ok(())
-    }
-
-    async fn close(&self) {
-        self.committer.close().await;
-        self.write.close().await;
-        self.read.close().await;
-    }
-
-    async fn submit(&self, write: Write) {
-        self.committer.submit(write).await;
-    }
-
-    fn commit_stats(&self) -> &CommitStats {
-        self.committer.stats()
-    }
-
-    fn pool_use(&self) -> Vec<PoolUse> {
-        let (read, write) = DB::POOL_NAMES;
-        std::iter::once((read, &self.read))
-            .chain(write.map(|name| (name, &self.write)))
-            .map(|(pool, p)| {
-                let open = p.size();
-                PoolUse {
-                    pool,
-                    open,
-                    in_use: open.saturating_sub(p.num_idle() as u32),
-                    max: p.options().get_max_connections(),
-                }
-            })
-            .collect()
-    }
-
-    async fn setting(&self, key: &str) -> StoreResult<Option<String>> {
-        admin::setting::<DB>(&mut *self.read.acquire().await?, key).await
-    }
-
-    async fn set_setting(&self, key: &str, value: &str) -> StoreResult<()> {
-        admin::set_setting::<DB>(&mut *self.write.acquire().await?, key, value).await
-    }
-
-    async fn create_workspace(&self, name: &str, at: i64) -> StoreResult<Workspace> {
-        admin::create_workspace::<DB>(&mut *self.write.acquire().await?, name, at).await
-    }
-
-    async fn create_program(&self, p: &NewProgram, at: i64) -> StoreResult<Program> {
-        admin::create_program::<DB>(&mut *self.write.acquire().await?, p, at).await
-    }
-
-    async fn program(&self, id: i64) -> StoreResult<Program> {
-        admin::program::<DB>(&mut *self.read.acquire().await?, id).await
-    }
-
-    async fn program_by_token(&self, token_hash: &str) -> StoreResult<Option<Program>> {
-        admin::program_by_token::<DB>(&mut *self.read.acquire().await?, token_hash).await
-    }
-
-    async fn update_program(&self, id: i64, patch: &ProgramPatch, at: i64) -> StoreResult<Program> {
-        admin::update_program::<DB>(&mut *self.write.acquire().await?, id, patch, at).await
-    }
-
-    async fn set_program_token(
-        &self,
-        id: i64,
-        hash: &str,
-        prefix: &str,
-        at: i64,
-    ) -> StoreResult<Program> {
-        admin::set_program_token::<DB>(&mut *self.write.acquire().await?, id, hash, prefix, at)
-            .await
-    }
-
-    async fn set_payment_account(
-        &self,
-        id: i64,
-        account: &PaymentAccount,
-        at: i64,
-    ) -> StoreResult<Program> {
-        admin::set_payment_account::<DB>(&mut *self.write.acquire().await?, id, account, at).await
-    }
-
-    async fn create_partner(
-        &self,
+    read setting(key: &str) -> Option<String> = admin::setting;
+    write set_setting(key: &str, value: &str) -> () = admin::set_setting;
+    write create_workspace(name: &str, at: i64) -> Workspace = admin::create_workspace;
+    write create_program(p: &NewProgram, at: i64) -> Program = admin::create_program;
+    read program(id: i64) -> Program = admin::program;
+    read program_by_token(token_hash: &str) -> Option<Program> = admin::program_by_token;
+    write update_program(id: i64, patch: &ProgramPatch, at: i64) -> Program
+        = admin::update_program;
+    write set_program_token(id: i64, hash: &str, prefix: &str, at: i64) -> Program
+        = admin::set_program_token;
+    write set_payment_account(id: i64, account: &PaymentAccount, at: i64) -> Program
+        = admin::set_payment_account;
+    write create_partner(
         name: &str,
         code: &str,
         email: Option<&str>,
         workspace_id: Option<i64>,
-        at: i64,
-    ) -> StoreResult<Partner> {
-        let conn = &mut *self.write.acquire().await?;
-        admin::create_partner::<DB>(conn, name, code, email, workspace_id, at).await
-    }
-
-    async fn partner_program(
-        &self,
-        program_id: i64,
-        partner_id: i64,
-    ) -> StoreResult<PartnerProgram> {
-        admin::partner_program::<DB>(&mut *self.read.acquire().await?, program_id, partner_id).await
-    }
-
-    async fn update_partner(&self, id: i64, patch: &PartnerPatch) -> StoreResult<Partner> {
-        admin::update_partner::<DB>(&mut *self.write.acquire().await?, id, patch).await
-    }
-
-    async fn create_link(
-        &self,
+        at: i64
+    ) -> Partner = admin::create_partner;
+    read partner_program(program_id: i64, partner_id: i64) -> PartnerProgram
+        = admin::partner_program;
+    write update_partner(id: i64, patch: &PartnerPatch) -> Partner = admin::update_partner;
+    write create_link(
         program_id: i64,
         partner_id: Option<i64>,
         short_link: &str,
         status: LinkStatus,
         destination_url: Option<&str>,
-        at: i64,
-    ) -> StoreResult<Link> {
-        admin::create_link::<DB>(
-            &mut *self.write.acquire().await?,
-            program_id,
-            partner_id,
-            short_link,
-            status,
-            destination_url,
-            at,
-        )
-        .await
-    }
-
-    async fn link(&self, id: i64) -> StoreResult<Link> {
-        admin::link::<DB>(&mut *self.read.acquire().await?, id).await
-    }
-
-    async fn update_link(&self, id: i64, patch: &LinkPatch) -> StoreResult<Link> {
-        admin::update_link::<DB>(&mut *self.write.acquire().await?, id, patch).await
-    }
-
-    async fn create_coupon(&self, c: &NewCoupon, at: i64) -> StoreResult<Coupon> {
-        coupons::create::<DB>(&mut *self.write.acquire().await?, c, at).await
-    }
-
-    async fn link_coupons(
-        &self,
-        link_id: i64,
-        status: Option<CouponStatus>,
-        page: Page,
-    ) -> StoreResult<Vec<Coupon>> {
-        coupons::of_link::<DB>(&mut *self.read.acquire().await?, link_id, status, page).await
-    }
-
-    async fn coupon(&self, link_id: i64, coupon_id: i64) -> StoreResult<Coupon> {
-        coupons::one::<DB>(&mut *self.read.acquire().await?, link_id, coupon_id).await
-    }
-
-    async fn archive_coupon(
-        &self,
-        link_id: i64,
-        coupon_id: i64,
-        at: i64,
-    ) -> StoreResult<Option<Coupon>> {
-        coupons::archive::<DB>(&mut *self.write.acquire().await?, link_id, coupon_id, at).await
-    }
-
-    async fn create_user(
-        &self,
-        email: &str,
-        password_hash: &str,
-        name: Option<&str>,
-        at: i64,
-    ) -> StoreResult<User> {
-        admin::create_user::<DB>(
-            &mut *self.write.acquire().await?,
-            email,
-            password_hash,
-            name,
-            at,
-        )
-        .await
-    }
-
-    async fn has_users(&self) -> StoreResult<bool> {
-        admin::has_users::<DB>(&mut *self.read.acquire().await?).await
-    }
-
-    async fn first_run(
-        &self,
-        owner: &NewOwner<'_>,
-        p: &NewProgram,
-        at: i64,
-    ) -> StoreResult<FirstRunRecords> {
-        admin::first_run::<DB>(&mut *self.write.acquire().await?, owner, p, at).await
-    }
-
-    async fn add_member(
-        &self,
+        at: i64
+    ) -> Link = admin::create_link;
+    read link(id: i64) -> Link = admin::link;
+    write update_link(id: i64, patch: &LinkPatch) -> Link = admin::update_link;
+    write create_coupon(c: &NewCoupon, at: i64) -> Coupon = coupons::create;
+    read link_coupons(link_id: i64, status: Option<CouponStatus>, page: Page) -> Vec<Coupon>
+        = coupons::of_link;
+    read coupon(link_id: i64, coupon_id: i64) -> Coupon = coupons::one;
+    write archive_coupon(link_id: i64, coupon_id: i64, at: i64) -> Option<Coupon>
+        = coupons::archive;
+    write create_user(email: &str, password_hash: &str, name: Option<&str>, at: i64) -> User
+        = admin::create_user;
+    read has_users() -> bool = admin::has_users;
+    write first_run(owner: &NewOwner<'_>, p: &NewProgram, at: i64) -> FirstRunRecords
+        = admin::first_run;
+    write add_member(
         workspace_id: i64,
         user_id: i64,
         role: Role,
         status: MembershipStatus,
-        at: i64,
-    ) -> StoreResult<Membership> {
-        admin::add_member::<DB>(
-            &mut *self.write.acquire().await?,
-            workspace_id,
-            user_id,
-            role,
-            status,
-            at,
-        )
-        .await
-    }
-
-    async fn update_member(
-        &self,
+        at: i64
+    ) -> Membership = admin::add_member;
+    write update_member(
         workspace_id: i64,
         user_id: i64,
         role: Option<Role>,
-        status: Option<MembershipStatus>,
-    ) -> StoreResult<Membership> {
-        admin::update_member::<DB>(
-            &mut *self.write.acquire().await?,
-            workspace_id,
-            user_id,
-            role,
-            status,
-        )
-        .await
-    }
-
-    async fn link_target(&self, short_link: &str) -> StoreResult<Option<LinkTarget>> {
-        admin::link_target::<DB>(&mut *self.read.acquire().await?, short_link).await
-    }
-
-    async fn any_program_allows_origin(&self, origin: &str) -> StoreResult<bool> {
-        admin::any_program_allows_origin::<DB>(&mut *self.read.acquire().await?, origin).await
-    }
-
-    async fn user_credentials(&self, email: &str) -> StoreResult<Option<Credentials>> {
-        reports::user_credentials::<DB>(&mut *self.read.acquire().await?, email).await
-    }
-
-    async fn create_session(
-        &self,
-        user_id: i64,
-        token_hash: &str,
-        now: i64,
-        expires_at: i64,
-    ) -> StoreResult<()> {
-        reports::create_session::<DB>(
-            &mut *self.write.acquire().await?,
-            user_id,
-            token_hash,
-            now,
-            expires_at,
-        )
-        .await
-    }
-
-    async fn session_user(&self, token_hash: &str, now: i64) -> StoreResult<Option<SessionUser>> {
-        reports::session_user::<DB>(&mut *self.read.acquire().await?, token_hash, now).await
-    }
-
-    async fn delete_session(&self, token_hash: &str) -> StoreResult<bool> {
-        reports::delete_session::<DB>(&mut *self.write.acquire().await?, token_hash).await
-    }
-
-    async fn program_access(
-        &self,
-        program_id: i64,
-        user_id: i64,
-    ) -> StoreResult<Option<DashboardProgram>> {
-        reports::program_access::<DB>(&mut *self.read.acquire().await?, program_id, user_id).await
-    }
-
-    async fn daily_rollups(
-        &self,
-        program_id: i64,
-        from_day: &str,
-        to_day: &str,
-    ) -> StoreResult<Vec<DailyRollup>> {
-        reports::daily_rollups::<DB>(
-            &mut *self.read.acquire().await?,
-            program_id,
-            None,
-            from_day,
-            to_day,
-        )
-        .await
-    }
-
-    async fn partner_daily_rollups(
-        &self,
-        program_id: i64,
-        partner_id: i64,
-        from_day: &str,
-        to_day: &str,
-    ) -> StoreResult<Vec<DailyRollup>> {
-        reports::daily_rollups::<DB>(
-            &mut *self.read.acquire().await?,
-            program_id,
-            Some(partner_id),
-            from_day,
-            to_day,
-        )
-        .await
-    }
-
-    async fn setup_status(&self, program_id: i64) -> StoreResult<SetupStatus> {
-        reports::setup_status::<DB>(&mut *self.read.acquire().await?, program_id).await
-    }
-
-    async fn count_events(&self, program_id: i64, filter: &EventFilter) -> StoreResult<i64> {
-        reports::count_events::<DB>(&mut *self.read.acquire().await?, program_id, filter).await
-    }
-
-    async fn list_events(
-        &self,
-        program_id: i64,
-        filter: &EventFilter,
-        limit: i64,
-        offset: i64,
-    ) -> StoreResult<Vec<ListedEvent>> {
-        reports::list_events::<DB>(
-            &mut *self.read.acquire().await?,
-            program_id,
-            filter,
-            limit,
-            offset,
-        )
-        .await
-    }
-
-    async fn integrity(&self) -> StoreResult<integrity::Integrity> {
-        verify::integrity::<DB>(&self.read).await
-    }
+        status: Option<MembershipStatus>
+    ) -> Membership = admin::update_member;
+    read link_target(short_link: &str) -> Option<LinkTarget> = admin::link_target;
+    read any_program_allows_origin(origin: &str) -> bool = admin::any_program_allows_origin;
+    read user_credentials(email: &str) -> Option<Credentials> = reports::user_credentials;
+    write create_session(user_id: i64, token_hash: &str, now: i64, expires_at: i64) -> ()
+        = reports::create_session;
+    read session_user(token_hash: &str, now: i64) -> Option<SessionUser>
+        = reports::session_user;
+    write delete_session(token_hash: &str) -> bool = reports::delete_session;
+    read program_access(program_id: i64, user_id: i64) -> Option<DashboardProgram>
+        = reports::program_access;
+    read setup_status(program_id: i64) -> SetupStatus = reports::setup_status;
+    read count_events(program_id: i64, filter: &EventFilter) -> i64 = reports::count_events;
+    read list_events(program_id: i64, filter: &EventFilter, limit: i64, offset: i64)
+        -> Vec<ListedEvent> = reports::list_events;
 }
 
 /// Decodes the stored JSON list of a program's allowed origins.

@@ -48,17 +48,8 @@ impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
         at: i64,
         expires_at: i64,
     ) -> StoreResult<()> {
-        stmt::<DB>(
-            "INSERT INTO partner_invites (partner_id, token_hash, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4)",
-        )
-        .bind(partner_id)
-        .bind(token_hash)
-        .bind(at)
-        .bind(expires_at)
-        .execute(&mut *self.write.acquire().await?)
-        .await?;
-        Ok(())
+        let conn = &mut *self.write.acquire().await?;
+        insert_token::<DB>(conn, INSERT_INVITE, partner_id, token_hash, at, expires_at).await
     }
 
     async fn create_partner_session(
@@ -73,7 +64,7 @@ impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
             .bind(at)
             .execute(&mut *conn)
             .await?;
-        insert_session::<DB>(conn, partner_id, token_hash, at, expires_at).await
+        insert_token::<DB>(conn, INSERT_SESSION, partner_id, token_hash, at, expires_at).await
     }
 
     async fn partner_session(&self, token_hash: &str, now: i64) -> StoreResult<Option<i64>> {
@@ -186,24 +177,30 @@ impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
     }
 }
 
-/// Inserts a partner session.
-async fn insert_session<DB: Engine>(
+/// Inserts a partner invite: `$1` partner, `$2` token hash, `$3` now, `$4` expiry.
+const INSERT_INVITE: &str = "INSERT INTO partner_invites \
+    (partner_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4)";
+
+/// Inserts a partner session, with the parameters of [`INSERT_INVITE`].
+const INSERT_SESSION: &str = "INSERT INTO partner_sessions \
+    (partner_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4)";
+
+/// Runs `sql`, [`INSERT_INVITE`] or [`INSERT_SESSION`], for a partner's new token.
+async fn insert_token<DB: Engine>(
     conn: &mut DB::Connection,
+    sql: &str,
     partner_id: i64,
     token_hash: &str,
     at: i64,
     expires_at: i64,
 ) -> StoreResult<()> {
-    stmt::<DB>(
-        "INSERT INTO partner_sessions (partner_id, token_hash, created_at, expires_at) \
-         VALUES ($1, $2, $3, $4)",
-    )
-    .bind(partner_id)
-    .bind(token_hash)
-    .bind(at)
-    .bind(expires_at)
-    .execute(&mut *conn)
-    .await?;
+    stmt::<DB>(sql)
+        .bind(partner_id)
+        .bind(token_hash)
+        .bind(at)
+        .bind(expires_at)
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 
@@ -271,7 +268,8 @@ impl<DB: Engine> PartnerTx for WriteConnection<DB> {
         at: i64,
         expires_at: i64,
     ) -> StoreResult<()> {
-        insert_session::<DB>(&mut self.conn, partner_id, token_hash, at, expires_at).await
+        let conn = &mut self.conn;
+        insert_token::<DB>(conn, INSERT_SESSION, partner_id, token_hash, at, expires_at).await
     }
 
     async fn insert_applicant(&mut self, a: &NewApplicant<'_>, at: i64) -> StoreResult<i64> {

@@ -103,14 +103,8 @@ async fn stored<DB: Engine>(conn: &mut DB::Connection) -> StoreResult<Figures> {
         d.sales = r.try_get_at(7)?;
         d.commission_cents = r.try_get_at(8)?;
     }
-    let rows = stmt::<DB>("SELECT id, clicks, last_clicked FROM referral_links")
-        .fetch_all(&mut *conn)
-        .await?;
-    for r in rows {
-        let l = f.links.entry(r.try_get_at(0)?).or_default();
-        l.clicks = r.try_get_at(1)?;
-        l.last_clicked = r.try_get_at::<Option<i64>>(2)?.unwrap_or(0);
-    }
+    let sql = "SELECT id, clicks, last_clicked FROM referral_links";
+    links::<DB>(conn, sql, &mut f).await?;
     Ok(f)
 }
 
@@ -260,19 +254,26 @@ async fn recompute<DB: Engine>(
 
     recompute_partner_days::<DB>(conn, &mut f).await?;
 
-    let rows = stmt::<DB>(
-        "SELECT l.id, COUNT(e.id), MAX(e.click_timestamp) FROM referral_links l \
-         LEFT JOIN affiliate_click_events e ON e.link_id = l.id AND NOT e.is_test \
-         GROUP BY l.id",
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    for r in rows {
+    let sql = "SELECT l.id, COUNT(e.id), MAX(e.click_timestamp) FROM referral_links l \
+        LEFT JOIN affiliate_click_events e ON e.link_id = l.id AND NOT e.is_test \
+        GROUP BY l.id";
+    links::<DB>(conn, sql, &mut f).await?;
+    Ok(f)
+}
+
+/// Reads the links' figures from the rows of `sql`: per link its id, its clicks and
+/// its last click (NULL: none).
+async fn links<DB: Engine>(
+    conn: &mut DB::Connection,
+    sql: &str,
+    f: &mut Figures,
+) -> StoreResult<()> {
+    for r in stmt::<DB>(sql).fetch_all(&mut *conn).await? {
         let l = f.links.entry(r.try_get_at(0)?).or_default();
         l.clicks = r.try_get_at(1)?;
         l.last_clicked = r.try_get_at::<Option<i64>>(2)?.unwrap_or(0);
     }
-    Ok(f)
+    Ok(())
 }
 
 /// The partners' daily figures from the raw events: what each partner's own links

@@ -9,6 +9,7 @@
 
 use std::sync::OnceLock;
 
+use async_trait::async_trait;
 use sqlx::{Row, Sqlite, SqliteConnection};
 
 use super::rows::{self, BindRows, Rows, Value};
@@ -19,7 +20,8 @@ use crate::store::committer::MAX_SET_ROWS;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{NewClick, NewSale, SaleOutcome};
 use crate::store::sql::batch::{
-    new_click_rows, place, SalesStep, CLICK_COLUMNS, SALE_COLUMNS, SALE_KEY_COLUMNS,
+    self, new_click_rows, place, SalesStep, SetStatements, CLICK_COLUMNS, SALE_COLUMNS,
+    SALE_CUSTOMER_ID, SALE_KEY_COLUMNS,
 };
 use crate::store::sql::{counters, Engine, NO_SELF_REFERRAL};
 
@@ -61,91 +63,16 @@ fn new_clicks_sql(n: usize) -> &'static str {
     })
 }
 
-/// Inserts new clicks, their customers and click events, in the transaction open on
-/// `conn`: one query per [`MAX_SET_ROWS`] clicks.
-pub(super) async fn insert_new_clicks(
-    conn: &mut SqliteConnection,
-    clicks: &[&NewClick],
-) -> StoreResult<()> {
-    let rows = new_click_rows(clicks);
-    for (n, chunk) in rows.chunks() {
-        let query = sqlx::query(new_clicks_sql(n));
-        rows.bind(query, chunk, NEW_CLICK_STATEMENTS)
-            .execute(&mut *conn)
-            .await?;
-    }
-    Ok(())
-}
-
-/// [`insert_new_clicks`] and the counters `deltas` as a transaction of its own, in one
-/// query from `BEGIN IMMEDIATE` to `COMMIT`. At most [`MAX_SET_ROWS`] clicks. When it
-/// fails, nothing of it is left.
-pub(super) async fn commit_new_clicks(
-    conn: &mut SqliteConnection,
-    clicks: &[&NewClick],
-    deltas: &Deltas,
-) -> StoreResult<()> {
-    let rows = new_click_rows(clicks);
-    let mut chunks = rows.chunks();
-    let (Some((n, chunk)), None) = (chunks.next(), chunks.next()) else {
-        // Nothing written may be answered as recorded, and more than one chunk would
-        // take more than one query.
-        return Err(StoreError::Other(anyhow::anyhow!(
-            "{} clicks to commit in one query (1 to {MAX_SET_ROWS})",
-            clicks.len()
-        )));
-    };
-    let parts: Vec<counters::Part<'_>> = counters::parts(deltas).collect();
-    let mut sql = format!("{BEGIN_WRITE}; {}", new_clicks_sql(n));
-    for part in &parts {
-        sql.push_str("; ");
-        sql.push_str(&Sqlite::counter_query(&part.updates::<Sqlite>(1)));
-    }
-    sql.push_str("; COMMIT");
-    let mut query = rows.bind(sqlx::query(&sql), chunk, NEW_CLICK_STATEMENTS);
-    for part in &parts {
-        query = part.bind::<Sqlite>(query);
-    }
-    if let Err(e) = query.execute(&mut *conn).await {
-        rollback(conn).await;
-        return Err(e.into());
-    }
-    Ok(())
-}
-
 /// Ends the transaction a one-query batch began and stopped in at its failing statement
 /// (an error here means it never began).
 async fn rollback(conn: &mut SqliteConnection) {
     let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
 }
 
-/// The customer of a sale in its program (by customer key, then by click id), as an SQL
-/// expression over the sale's row in `rows`.
-const SALE_CUSTOMER_ID: &str = "COALESCE(\
-    (SELECT k.id FROM customers k WHERE k.program_id = rows.program_id \
-    AND k.customer_key = rows.customer_key), \
-    (SELECT k.id FROM customers k WHERE k.click_id = rows.click_id \
-    AND k.program_id = rows.program_id))";
-
-/// The query that resolves `n` plain sales (1 to [`MAX_SET_ROWS`]): per sale (by `idx`),
-/// its customer in the sale's program, that customer's partner-program record, and
-/// whether the transaction id is already recorded. Sales whose customer is not in the
-/// program, or that may be self-referrals ([`NO_SELF_REFERRAL`]), have no row.
+/// The query that resolves `n` plain sales (1 to [`MAX_SET_ROWS`]).
 fn resolve_sales_sql(n: usize) -> &'static str {
     static SQL: OnceLock<Vec<String>> = OnceLock::new();
-    rows::sized(&SQL, n, |n| {
-        format!(
-            "{} SELECT rows.idx, c.id, c.click_id, c.customer_key, c.partner_id, \
-             c.first_purchase_date, pp.id, \
-             EXISTS (SELECT 1 FROM affiliate_sale_events s \
-             WHERE s.processor_event_id = rows.transaction_id) \
-             FROM rows JOIN customers c ON c.id = {SALE_CUSTOMER_ID} \
-             LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
-             AND pp.program_id = c.program_id \
-             LEFT JOIN partners pa ON pa.id = c.partner_id WHERE {NO_SELF_REFERRAL}",
-            rows::cte(n, SALE_KEY_COLUMNS),
-        )
-    })
+    rows::sized(&SQL, n, batch::resolve_sales_sql::<Sqlite>)
 }
 
 /// Of [`SALE_COLUMNS`], those the sale event's row needs.
@@ -207,21 +134,6 @@ fn record_sales_sql(n: usize) -> &'static str {
             .collect::<Vec<_>>()
             .join("; ")
     })
-}
-
-/// The query of `step` of a batch's plain sales for `n` of them, with `chunk`, a chunk of
-/// `rows`, bound for each of its statements.
-pub(super) fn plain_sales_query<'q>(
-    step: SalesStep,
-    n: usize,
-    rows: &Rows<'q>,
-    chunk: &[Value<'q>],
-) -> rows::Query<'q> {
-    let (sql, statements): (_, &[&[&str]]) = match step {
-        SalesStep::Resolve => (resolve_sales_sql(n), &[SALE_KEY_COLUMNS]),
-        SalesStep::Record => (record_sales_sql(n), &RECORD_SALES_COLUMNS),
-    };
-    rows.bind(sqlx::query(sql), chunk, statements)
 }
 
 /// The columns of the sales [`commit_plain_sales`] takes: what [`SALE_COLUMNS`] holds
@@ -345,7 +257,7 @@ fn commit_sale_batch_sql(n: usize) -> &'static str {
 /// plainly with their counters, and returns what it recorded. At most [`MAX_SET_ROWS`]
 /// sales (any more are answered `None`). When it fails, nothing of it is left; a sale
 /// answered `None` was not written and is left to its own job.
-pub(super) async fn commit_plain_sales(
+async fn commit_plain_sales(
     conn: &mut SqliteConnection,
     sales: &[&NewSale],
 ) -> StoreResult<Vec<Option<SaleOutcome>>> {
@@ -433,6 +345,83 @@ fn parse_recorded_sale(triple: &str) -> Option<(usize, SaleOutcome)> {
             commission_id,
         },
     ))
+}
+
+#[async_trait]
+impl SetStatements for Sqlite {
+    /// Inserts new clicks, their customers and click events, in the transaction open on
+    /// `conn`: one query per [`MAX_SET_ROWS`] clicks.
+    async fn insert_new_clicks(
+        conn: &mut SqliteConnection,
+        clicks: &[&NewClick],
+    ) -> StoreResult<()> {
+        let rows = new_click_rows(clicks);
+        for (n, chunk) in rows.chunks() {
+            let query = sqlx::query(new_clicks_sql(n));
+            rows.bind(query, chunk, NEW_CLICK_STATEMENTS)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// [`Self::insert_new_clicks`] and the counters `deltas` as a transaction of its own,
+    /// in one query from `BEGIN IMMEDIATE` to `COMMIT`. At most [`MAX_SET_ROWS`] clicks.
+    /// When it fails, nothing of it is left.
+    async fn commit_new_clicks(
+        conn: &mut SqliteConnection,
+        clicks: &[&NewClick],
+        deltas: &Deltas,
+    ) -> StoreResult<()> {
+        let rows = new_click_rows(clicks);
+        let mut chunks = rows.chunks();
+        let (Some((n, chunk)), None) = (chunks.next(), chunks.next()) else {
+            // Nothing written may be answered as recorded, and more than one chunk would
+            // take more than one query.
+            return Err(StoreError::Other(anyhow::anyhow!(
+                "{} clicks to commit in one query (1 to {MAX_SET_ROWS})",
+                clicks.len()
+            )));
+        };
+        let parts: Vec<counters::Part<'_>> = counters::parts(deltas).collect();
+        let mut sql = format!("{BEGIN_WRITE}; {}", new_clicks_sql(n));
+        for part in &parts {
+            sql.push_str("; ");
+            sql.push_str(&Sqlite::counter_query(&part.updates::<Sqlite>(1)));
+        }
+        sql.push_str("; COMMIT");
+        let mut query = rows.bind(sqlx::query(&sql), chunk, NEW_CLICK_STATEMENTS);
+        for part in &parts {
+            query = part.bind::<Sqlite>(query);
+        }
+        if let Err(e) = query.execute(&mut *conn).await {
+            rollback(conn).await;
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// The query of `step` of a batch's plain sales for `n` of them, with `chunk`, a chunk
+    /// of `rows`, bound for each of its statements.
+    fn plain_sales_query<'q>(
+        step: SalesStep,
+        n: usize,
+        rows: &Rows<'q>,
+        chunk: &[Value<'q>],
+    ) -> rows::Query<'q> {
+        let (sql, statements): (_, &[&[&str]]) = match step {
+            SalesStep::Resolve => (resolve_sales_sql(n), &[SALE_KEY_COLUMNS]),
+            SalesStep::Record => (record_sales_sql(n), &RECORD_SALES_COLUMNS),
+        };
+        rows.bind(sqlx::query(sql), chunk, statements)
+    }
+
+    async fn commit_plain_sales(
+        conn: &mut SqliteConnection,
+        sales: &[&NewSale],
+    ) -> Option<StoreResult<Vec<Option<SaleOutcome>>>> {
+        Some(commit_plain_sales(conn, sales).await)
+    }
 }
 
 #[cfg(test)]

@@ -15,22 +15,15 @@ mod tests;
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteQueryResult};
+use sqlx::sqlite::{Sqlite, SqliteQueryResult};
 use sqlx::Pool;
 
 use super::committer::{Committer, CommitterConfig};
-use super::error::StoreResult;
-use super::model::{NewClick, NewSale, SaleOutcome};
-use super::sql::batch::SalesStep;
 use super::sql::counters::Update;
-use super::sql::engine::Query;
 use super::sql::migrations::{self, Reworded};
-use super::sql::rows::{Rows, Value};
 use super::sql::write::WritePool;
 use super::sql::{Engine, SqlStore};
 use super::Backend;
-use crate::domain::figures::Deltas;
 
 /// The schema, applied when the store opens.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
@@ -129,7 +122,6 @@ const REWORDED_MIGRATIONS: [Reworded; 2] = [
 /// syntax error, a missing table, column or function).
 const SQLITE_ERROR: &str = "1";
 
-#[async_trait]
 impl Engine for Sqlite {
     const BACKEND: Backend = Backend::Sqlite;
     const POOL_NAMES: (&'static str, Option<&'static str>) = ("read", Some("write"));
@@ -163,37 +155,6 @@ impl Engine for Sqlite {
 
     fn is_statement_bug(error: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
         error.code().as_deref() == Some(SQLITE_ERROR)
-    }
-
-    async fn insert_new_clicks(
-        conn: &mut SqliteConnection,
-        clicks: &[&NewClick],
-    ) -> StoreResult<()> {
-        batch::insert_new_clicks(conn, clicks).await
-    }
-
-    async fn commit_new_clicks(
-        conn: &mut SqliteConnection,
-        clicks: &[&NewClick],
-        deltas: &Deltas,
-    ) -> StoreResult<()> {
-        batch::commit_new_clicks(conn, clicks, deltas).await
-    }
-
-    fn plain_sales_query<'q>(
-        step: SalesStep,
-        n: usize,
-        rows: &Rows<'q>,
-        chunk: &[Value<'q>],
-    ) -> Query<'q, Sqlite> {
-        batch::plain_sales_query(step, n, rows, chunk)
-    }
-
-    async fn commit_plain_sales(
-        conn: &mut SqliteConnection,
-        sales: &[&NewSale],
-    ) -> Option<StoreResult<Vec<Option<SaleOutcome>>>> {
-        Some(batch::commit_plain_sales(conn, sales).await)
     }
 }
 
