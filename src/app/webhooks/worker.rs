@@ -291,12 +291,20 @@ impl Worker {
             // Owned here: once the claimer and the attempts under way have dropped their
             // senders, the recorder has seen every result and ends.
             let done_tx = done_tx;
+            // Whether the last claim took any: then the next claims without looking first.
+            let mut busy = false;
             // A dropped handle stops the worker as well.
             while stop.has_changed().is_ok() && !*stop.borrow() {
                 self.ended.store(0, Ordering::Relaxed);
-                let due = self
-                    .on_db(|app| async move { app.webhook_due().await })
-                    .await;
+                // The look is a read, cheaper than a claim when nothing is due; while
+                // deliveries flow it would only come before a claim that finds some.
+                let due = match busy {
+                    true => Ok(true),
+                    false => {
+                        self.on_db(|app| async move { app.webhook_due().await })
+                            .await
+                    }
+                };
                 let claimed = match due {
                     Ok(true) => self.claim().await,
                     Ok(false) => Some((Vec::new(), false)),
@@ -312,6 +320,7 @@ impl Worker {
                     }
                     continue;
                 };
+                busy = !claimed.is_empty();
                 for d in claimed {
                     self.start(d, &done_tx);
                 }
