@@ -27,6 +27,7 @@ mod error;
 pub mod exports;
 pub mod first_run;
 pub mod invite_mail;
+pub mod load;
 pub mod management;
 mod pages;
 pub mod partners;
@@ -71,6 +72,8 @@ pub struct App {
     private_webhook_targets: bool,
     /// Wakes the webhook worker: a delivery was made due now.
     webhooks_due: tokio::sync::Notify,
+    /// The tracking calls under way, which the webhook worker yields to.
+    load: load::Load,
 }
 
 impl App {
@@ -85,7 +88,13 @@ impl App {
             mailer: None,
             private_webhook_targets: false,
             webhooks_due: tokio::sync::Notify::new(),
+            load: load::Load::default(),
         }
+    }
+
+    /// The tracking calls under way in this process, which the webhook worker yields to.
+    pub fn load(&self) -> &load::Load {
+        &self.load
     }
 
     /// The same service mailing partner invites through `mailer` (none: nothing is mailed).

@@ -176,6 +176,7 @@ impl App {
     /// Records a click on a referral link: reuses the customer of `existing_click_id` in
     /// the same program (last touch) or creates one, stores the event and counts it.
     pub async fn track_click(&self, c: ClickCommand) -> Result<ClickOutcome> {
+        let _call = self.load.tracking_call();
         let at = self.now_ms();
         if c.test_mode {
             if let Err(e @ AffError::InvalidUrl) = &c.aff {
@@ -273,6 +274,7 @@ impl App {
     /// `lead`; with only a customer key and no known customer, stores an unattributed
     /// lead.
     pub async fn track_lead(&self, l: LeadCommand) -> Result<()> {
+        let _call = self.load.tracking_call();
         if l.click_id.is_none() && l.customer_key.is_none() {
             return Err(Error::invalid("click_id or customer_key is required"));
         }
@@ -324,6 +326,7 @@ impl App {
     /// the figures, in one transaction. A transaction id is accepted once, across all
     /// programs.
     pub async fn track_sale(&self, program: &Program, s: SaleCommand) -> Result<SaleOutcome> {
+        let _call = self.load.tracking_call();
         if !s.test_mode
             && s.customer_key.is_none()
             && s.click_id.is_none()
@@ -380,6 +383,7 @@ impl App {
     /// Refunds a sale of `program`, fully or partly, reversing its commission in
     /// proportion; a repeated full refund is harmless (`skipped`).
     pub async fn track_refund(&self, program: &Program, r: RefundCommand) -> Result<RefundOutcome> {
+        let _call = self.load.tracking_call();
         let program_id = program.id;
         let at = self.now_ms();
         self.write(move |tx, deltas| refund_flow(tx, deltas, program_id, r, at).boxed())

@@ -642,3 +642,31 @@ on_both_backends! {
         assert_eq!(good.bad(), Vec::<String>::new());
     }
 }
+
+on_both_backends! {
+    async fn the_worker_holds_back_while_the_tracking_api_is_busy(app: TestApp) {
+        let app = app.with_private_webhooks(Arc::new(SystemClock));
+        let seed = app.seed().await;
+        let good = Receiver::start(Answer::Ok).await;
+        endpoint(&app, seed.program_id, &good, &["lead.created"]).await;
+        const LEADS: usize = 60;
+        for i in 0..LEADS {
+            app.lead(&seed, &format!("k{i}")).await;
+        }
+        // As many tracking calls under way as make the API busy.
+        let load = app.state.app.load();
+        let calls: Vec<_> = (0..reftrack::app::load::BUSY_FROM).map(|_| load.tracking_call()).collect();
+        let (_running, stop) = tokio::sync::watch::channel(false);
+        let worker = tokio::spawn(Worker::new(app.state.app.clone()).run(stop));
+        until(Duration::from_secs(5), "a first claim is delivered", || !good.received().is_empty()).await;
+        // One claim of at most 16 per 100 ms: within 150 ms of seeing the first (which
+        // may come late), three at the most; without holding back all 60 go at once.
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let held = good.received().len();
+        assert!(held <= 48, "{held} delivered while the tracking API was busy");
+        drop(calls);
+        until(Duration::from_secs(5), "every message once the calls have ended", || good.received().len() == LEADS).await;
+        worker.abort();
+        assert_eq!(good.bad(), Vec::<String>::new());
+    }
+}

@@ -12,13 +12,14 @@
 //! process sharing a database may run a worker, and each attempt is made by one of them
 //! (a process that dies mid-attempt leaves its deliveries to be claimed again when the
 //! reservation lapses, with the same message id). The schedule follows the service's
-//! clock. The worker runs on a thread of its own, apart from the requests, at a lower
-//! scheduling priority than theirs: when the machine's CPUs are all busy, tracking calls
-//! go first and the outbox waits (it is durable; the backlog drains once there is room).
+//! clock. Tracking calls go first: while the tracking API is busy ([`Load::busy`]), the
+//! worker claims at most [`HELD_BACK_CLAIM`] deliveries every [`IDLE_POLL`], and the
+//! outbox waits (it is durable; the backlog drains once the calls are fewer).
 //! Asked to stop, the worker claims nothing more and lets the attempts under way end and
 //! be recorded, so that a restart does not send them again.
 //!
 //! [`LEASE_MS`]: crate::domain::webhooks::LEASE_MS
+//! [`Load::busy`]: crate::app::load::Load::busy
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,6 +41,10 @@ pub const PER_ENDPOINT: usize = 32;
 /// Most deliveries one claim takes.
 const CLAIM_BATCH: usize = 100;
 
+/// Most deliveries one claim takes while the tracking API is busy; the worker then
+/// claims once every [`IDLE_POLL`], so at most 160 deliveries a second start.
+const HELD_BACK_CLAIM: usize = 16;
+
 /// How many freed slots make the claimer claim again while deliveries are under way.
 const REFILL: usize = PER_ENDPOINT / 2;
 
@@ -55,64 +60,16 @@ const IDLE_POLL: Duration = Duration::from_millis(100);
 /// How long the worker waits before trying again after the database failed it.
 const FAILURE_PAUSE: Duration = Duration::from_secs(1);
 
-/// The niceness of the worker's threads (0 is the requests', 19 the lowest priority):
-/// low enough that tracking calls win a busy CPU, not so low that deliveries starve
-/// under a steady load.
-#[cfg(target_os = "linux")]
-const NICENESS: libc::c_int = 10;
-
 /// The worker of one process.
 pub struct Worker {
     app: Arc<App>,
     sender: Arc<Sender>,
-    /// Where its database calls run: the runtime it was made on (the requests', when
-    /// spawned by the server).
-    db: tokio::runtime::Handle,
     /// Deliveries under way, per endpoint.
     in_flight: Arc<Mutex<HashMap<i64, usize>>>,
     /// Slots freed since the last claim.
     ended: Arc<AtomicUsize>,
     /// Rung when an attempt ends and its slot is free.
     freed: Arc<tokio::sync::Notify>,
-}
-
-/// The runtime the worker runs on: one thread of its own, so that sending never takes
-/// turns from the requests' tasks.
-fn worker_runtime() -> tokio::runtime::Handle {
-    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name("reftrack-webhooks")
-                .on_thread_start(lower_priority)
-                .enable_all()
-                .build()
-                .expect("the webhook worker's runtime starts")
-        })
-        .handle()
-        .clone()
-}
-
-/// Lowers the calling thread's scheduling priority to [`NICENESS`]. On Linux the nice
-/// value belongs to a thread, so the requests' threads keep theirs. Raising niceness needs
-/// no privilege; should it fail all the same, the worker runs at normal priority.
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: `gettid` and `setpriority` take and return plain integers; no memory
-        // is shared with the kernel.
-        let failed = unsafe {
-            let tid = libc::gettid();
-            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, NICENESS) != 0
-        };
-        if failed {
-            tracing::warn!(
-                error = %std::io::Error::last_os_error(),
-                "the webhook worker runs at normal priority"
-            );
-        }
-    }
 }
 
 /// A running worker: stop it with [`Running::stop`] (dropping it stops it too, without
@@ -140,41 +97,24 @@ impl Running {
 }
 
 impl Worker {
-    /// The worker of `app`, its sender allowing private targets as `app` does; its
-    /// database calls run on the current runtime.
+    /// The worker of `app`, its sender allowing private targets as `app` does.
     pub fn new(app: Arc<App>) -> Self {
         let sender = Arc::new(Sender::new(app.private_webhook_targets()));
         Worker {
             app,
             sender,
-            db: tokio::runtime::Handle::current(),
             in_flight: Arc::new(Mutex::new(HashMap::new())),
             ended: Arc::new(AtomicUsize::new(0)),
             freed: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
-    /// Starts the worker of `app` on its own thread; it runs until stopped.
+    /// Starts the worker of `app`; it runs until stopped.
     pub fn spawn(app: Arc<App>) -> Running {
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let worker = Worker::new(app);
-        let task = worker_runtime().spawn(worker.run(stopped));
+        let task = tokio::spawn(worker.run(stopped));
         Running { stop, task }
-    }
-
-    /// Runs a database call on [`Worker::db`]. Threads inherit their creator's niceness,
-    /// so a connection a pool opens from this worker's thread would get a lowered thread
-    /// (SQLite's connections each have one) that the requests then share.
-    async fn on_db<T, F>(&self, call: impl FnOnce(Arc<App>) -> F) -> Result<T>
-    where
-        F: std::future::Future<Output = Result<T>> + Send + 'static,
-        T: Send + 'static,
-    {
-        match self.db.spawn(call(self.app.clone())).await {
-            Ok(done) => done,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(e) => Err(crate::app::Error::Unavailable(e.into())),
-        }
     }
 
     fn busy(&self) -> (usize, Vec<(i64, i64)>) {
@@ -198,17 +138,15 @@ impl Worker {
 
     /// Claims what room allows, and says whether it got all it asked for (more may be
     /// due); `None` when the database failed.
-    async fn claim(&self) -> Option<(Vec<ClaimedDelivery>, bool)> {
+    async fn claim(&self, most: usize) -> Option<(Vec<ClaimedDelivery>, bool)> {
         let (total, per) = self.busy();
-        let room = MAX_IN_FLIGHT.saturating_sub(total).min(CLAIM_BATCH);
+        let room = MAX_IN_FLIGHT.saturating_sub(total).min(most);
         if room == 0 {
             return Some((Vec::new(), false));
         }
         let claimed = self
-            .on_db(move |app| async move {
-                app.claim_deliveries(room as i64, PER_ENDPOINT as i64, per)
-                    .await
-            })
+            .app
+            .claim_deliveries(room as i64, PER_ENDPOINT as i64, per)
             .await;
         match claimed {
             Ok(claimed) => {
@@ -279,9 +217,7 @@ impl Worker {
                 }
                 // Should this fail, the deliveries stay reserved until their lease lapses,
                 // then any process makes the attempt again.
-                let recorded = self
-                    .on_db(|app| async move { app.record_attempts(batch).await })
-                    .await;
+                let recorded = self.app.record_attempts(batch).await;
                 if let Err(e) = recorded {
                     tracing::warn!(error = %e, "recording webhook attempts failed");
                 }
@@ -292,21 +228,24 @@ impl Worker {
             // senders, the recorder has seen every result and ends.
             let done_tx = done_tx;
             // Whether the last claim took any: then the next claims without looking first.
-            let mut busy = false;
+            let mut flowing = false;
             // A dropped handle stops the worker as well.
             while stop.has_changed().is_ok() && !*stop.borrow() {
                 self.ended.store(0, Ordering::Relaxed);
+                let held_back = self.app.load.busy();
                 // The look is a read, cheaper than a claim when nothing is due; while
                 // deliveries flow it would only come before a claim that finds some.
-                let due = match busy {
+                let due = match flowing {
                     true => Ok(true),
-                    false => {
-                        self.on_db(|app| async move { app.webhook_due().await })
-                            .await
-                    }
+                    false => self.app.webhook_due().await,
+                };
+                let most = if held_back {
+                    HELD_BACK_CLAIM
+                } else {
+                    CLAIM_BATCH
                 };
                 let claimed = match due {
-                    Ok(true) => self.claim().await,
+                    Ok(true) => self.claim(most).await,
                     Ok(false) => Some((Vec::new(), false)),
                     Err(e) => {
                         tracing::warn!(error = %e, "looking for due webhook deliveries failed");
@@ -320,11 +259,17 @@ impl Worker {
                     }
                     continue;
                 };
-                busy = !claimed.is_empty();
+                flowing = !claimed.is_empty();
                 for d in claimed {
                     self.start(d, &done_tx);
                 }
-                if !more {
+                if held_back {
+                    tokio::select! {
+                        _ = stop.changed() => {}
+                        _ = self.app.webhooks_due.notified() => {}
+                        _ = tokio::time::sleep(IDLE_POLL) => {}
+                    }
+                } else if !more {
                     tokio::select! {
                         _ = stop.changed() => {}
                         _ = self.app.webhooks_due.notified() => {}
