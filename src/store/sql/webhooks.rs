@@ -457,19 +457,20 @@ impl<DB: Engine> WebhookTx for WriteConnection<DB> {
             let sql = format!(
                 "UPDATE webhook_deliveries SET status = v.column3, attempts = attempts + 1, \
                  next_attempt_at = v.column4, lease_until = NULL, lease_token = NULL, \
-                 updated_at = $1 FROM (VALUES {}) AS v \
+                 updated_at = v.column5 FROM (VALUES {}) AS v \
                  WHERE webhook_deliveries.id = v.column1 \
                  AND webhook_deliveries.lease_token = v.column2 \
                  RETURNING webhook_deliveries.id",
-                values(chunk.len(), 4, 2)
+                DB::values(chunk.len(), 5, 1)
             );
-            let mut update = stmt::<DB>(&sql).bind(at);
+            let mut update = stmt::<DB>(&sql);
             for a in chunk {
                 update = update
                     .bind(a.delivery_id)
                     .bind(a.lease_token)
                     .bind(a.status.as_str())
-                    .bind(a.next_attempt_at);
+                    .bind(a.next_attempt_at)
+                    .bind(at);
             }
             let moved = update
                 .fetch_all(&mut self.conn)
@@ -486,7 +487,7 @@ impl<DB: Engine> WebhookTx for WriteConnection<DB> {
             }
             let sql = format!(
                 "INSERT INTO webhook_attempts (delivery_id, at, status_code, error) VALUES {}",
-                values(recorded.len(), 4, 1)
+                DB::values(recorded.len(), 4, 1)
             );
             let mut insert = stmt::<DB>(&sql);
             for a in recorded {
@@ -531,23 +532,9 @@ impl<DB: Engine> WebhookTx for WriteConnection<DB> {
     }
 }
 
-/// Most attempts one statement records (four parameters each, well under either
+/// Most attempts one statement records (five parameters each, well under either
 /// database's limit).
 const ATTEMPTS_PER_STATEMENT: usize = 500;
-
-/// `rows` tuples of `width` numbered parameters, the first numbered `first`:
-/// `($2, $3), ($4, $5)`.
-fn values(rows: usize, width: usize, first: usize) -> String {
-    (0..rows)
-        .map(|r| {
-            let params: Vec<String> = (0..width)
-                .map(|c| format!("${}", first + r * width + c))
-                .collect();
-            format!("({})", params.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
 
 /// Takes the pending deliveries of a disabled endpoint off the schedule: they stay
 /// pending, and are due again when it is enabled.
@@ -739,14 +726,5 @@ impl<DB: Engine> WebhookStore for SqlStore<DB> {
         .scalar_optional(&mut *self.read.acquire().await?)
         .await?;
         Ok(due.is_some())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn values_numbers_the_parameters_of_each_row_in_turn() {
-        assert_eq!(super::values(2, 2, 2), "($2, $3), ($4, $5)");
-        assert_eq!(super::values(1, 4, 1), "($1, $2, $3, $4)");
     }
 }
