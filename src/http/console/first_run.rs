@@ -2,7 +2,6 @@
 //! workspace, its owner and a first program, then signs the owner in.
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::header::SET_COOKIE;
 use axum::http::{HeaderMap, StatusCode};
@@ -62,9 +61,8 @@ pub(super) async fn page(State(s): State<AppState>) -> PageResult {
 pub(super) async fn submit(
     State(s): State<AppState>,
     headers: HeaderMap,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let mut page = FirstRunPage::new();
     page.workspace_name = page.workspace_name.with(form.get("workspace_name").trim());
     page.name = page.name.with(form.get("name").trim());

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use askama::Template;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::StatusCode;
 
@@ -275,9 +275,8 @@ pub(super) async fn approve(
     State(s): State<AppState>,
     user: Signed,
     Ids(id, commission_id): Ids,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = commission_frame(&s, &user, id, commission_id).await?;
     s.app
         .approve_commission(&frame.caller, commission_id)
@@ -295,9 +294,8 @@ pub(super) async fn reject(
     State(s): State<AppState>,
     user: Signed,
     Ids(id, commission_id): Ids,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = commission_frame(&s, &user, id, commission_id).await?;
     let b = RejectBody {
         reason: form.get("reason"),
@@ -558,9 +556,8 @@ pub(super) async fn mark_paid(
     State(s): State<AppState>,
     user: Signed,
     Ids(id, payout_id): Ids,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Payouts, None).await?;
     own_payout(&s, &frame, payout_id).await?;
     let b = MarkPaidBody {
@@ -585,9 +582,8 @@ pub(super) async fn cancel(
     State(s): State<AppState>,
     user: Signed,
     Ids(id, payout_id): Ids,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Payouts, None).await?;
     let p = own_payout(&s, &frame, payout_id).await?;
     let here = format!("{}/{payout_id}", Tab::Payouts.href(id));

@@ -5,7 +5,6 @@
 //! confirmation), details and invite link.
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 
@@ -202,9 +201,8 @@ pub(super) async fn add(
     user: Signed,
     ProgramId(id): ProgramId,
     headers: HeaderMap,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
     let caller = frame.caller.clone();
     let email = form.text("email");
@@ -273,9 +271,8 @@ pub(super) async fn set_status(
     State(s): State<AppState>,
     user: Signed,
     Ids(id, partner_id): Ids,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
     let status = form.get("status");
     if status == "banned" && !confirmed(&form) {
@@ -489,9 +486,8 @@ pub(super) async fn edit(
     State(s): State<AppState>,
     user: Signed,
     Ids(id, partner_id): Ids,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
     // Only a partner of this program is edited from its pages.
     s.app.program_partner(&frame.caller, id, partner_id).await?;
@@ -560,9 +556,8 @@ pub(super) async fn create_link(
     State(s): State<AppState>,
     user: Signed,
     Ids(id, partner_id): Ids,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
     s.app.program_partner(&frame.caller, id, partner_id).await?;
     let b = LinkBody {
@@ -590,9 +585,8 @@ pub(super) async fn set_link_status(
     State(s): State<AppState>,
     user: Signed,
     Ids(id, link_id): Ids,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
     let link = own_link(&s, &frame.caller, id, link_id).await?;
     let b = LinkPatchBody {
@@ -634,9 +628,8 @@ pub(super) async fn create_coupon(
     State(s): State<AppState>,
     user: Signed,
     Ids(id, partner_id): Ids,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
     // The form's link is one of this partner's links in this program.
     let missing = || PageError::new(StatusCode::NOT_FOUND, crate::http::pages::view::NOT_YOURS);
@@ -701,9 +694,8 @@ pub(super) async fn archive_coupon(
     State(s): State<AppState>,
     user: Signed,
     Ids3(id, link_id, coupon_id): Ids3,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
     let link = own_link(&s, &frame.caller, id, link_id).await?;
     let back = link_page(id, &link);

@@ -2,7 +2,6 @@
 //! and a new program.
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 
@@ -111,9 +110,8 @@ pub(super) async fn create(
     State(s): State<AppState>,
     user: Signed,
     headers: HeaderMap,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let caller = s.app.member_caller(user.user_id).await?;
     let workspace_id = form
         .text("workspace_id")

@@ -3,7 +3,6 @@
 //! API token's rotation (after a confirmation), and the workspace's members and roles.
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 
@@ -209,9 +208,8 @@ pub(super) async fn save(
     State(s): State<AppState>,
     user: Signed,
     ProgramId(id): ProgramId,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     let currency = frame.program.currency.clone();
     let refused = match patch(&form, &currency) {
@@ -273,9 +271,8 @@ pub(super) async fn rotate_token(
     user: Signed,
     ProgramId(id): ProgramId,
     headers: HeaderMap,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     if !confirmed(&form) {
         let mut page = Confirm::new(
@@ -300,9 +297,8 @@ pub(super) async fn add_member(
     State(s): State<AppState>,
     user: Signed,
     ProgramId(id): ProgramId,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     let workspace_id = frame.program.workspace_id;
     let role = form.get("role");
@@ -330,9 +326,8 @@ pub(super) async fn update_member(
     State(s): State<AppState>,
     user: Signed,
     Ids(id, member_id): Ids,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     let b = MemberPatchBody {
         role: form.text("role"),

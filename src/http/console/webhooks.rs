@@ -4,7 +4,6 @@
 //! attempts, sent again by hand.
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 
@@ -169,9 +168,8 @@ pub(super) async fn add(
     State(s): State<AppState>,
     user: Signed,
     ProgramId(id): ProgramId,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     let b = WebhookBody {
         url: form.get("url"),
@@ -244,9 +242,8 @@ pub(super) async fn edit(
     State(s): State<AppState>,
     user: Signed,
     Ids(id, webhook_id): Ids,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     let e = own_endpoint(&s, &frame, webhook_id).await?;
     let b = WebhookPatchBody {
@@ -274,9 +271,8 @@ pub(super) async fn set_enabled(
     State(s): State<AppState>,
     user: Signed,
     Ids(id, webhook_id): Ids,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     own_endpoint(&s, &frame, webhook_id).await?;
     let enabled = match form.get("enabled").as_str() {
@@ -312,9 +308,8 @@ pub(super) async fn delete(
     State(s): State<AppState>,
     user: Signed,
     Ids(id, webhook_id): Ids,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     let e = own_endpoint(&s, &frame, webhook_id).await?;
     if !confirmed(&form) {
@@ -445,9 +440,8 @@ pub(super) async fn retry(
     State(s): State<AppState>,
     user: Signed,
     Ids3(id, webhook_id, delivery_id): Ids3,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     let e = own_endpoint(&s, &frame, webhook_id).await?;
     let fallback = format!("{}/deliveries", endpoint_href(id, webhook_id));

@@ -3,7 +3,6 @@
 //! visitor wanted.
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::header::RETRY_AFTER;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -25,9 +24,9 @@ pub async fn login_page<V: Visitor>(
 pub async fn login<V: Visitor>(
     State(s): State<AppState>,
     headers: HeaderMap,
-    body: Bytes,
+    form: Posted,
 ) -> Response {
-    V::SIGN_IN.submit::<V>(&s, &headers, &body).await
+    V::SIGN_IN.submit::<V>(&s, &headers, &form).await
 }
 
 /// `POST …/logout`: ends the session and clears the cookie.
@@ -96,8 +95,12 @@ impl SignIn {
 
     /// Signs a `V` in with the email and password sent and goes on, or shows the form
     /// with its errors and the email typed.
-    async fn submit<V: Visitor>(&self, s: &AppState, headers: &HeaderMap, body: &[u8]) -> Response {
-        let form = Posted::parse(body);
+    async fn submit<V: Visitor>(
+        &self,
+        s: &AppState,
+        headers: &HeaderMap,
+        form: &Posted,
+    ) -> Response {
         let next = self
             .cookie
             .local_next(form.text("next").as_deref())

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{FromRequestParts, Path, Request, State};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::header::{
     CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, REFERRER_POLICY, RETRY_AFTER,
     X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
@@ -323,8 +323,19 @@ fn error_text(status: StatusCode, content_type: &str, body: &Bytes) -> String {
 }
 
 /// A submitted form's fields, each with every value it was sent with (checkboxes of
-/// one name send several).
+/// one name send several). As an extractor it reads the request body.
 pub struct Posted(HashMap<String, Vec<String>>);
+
+impl<S: Send + Sync> FromRequest<S> for Posted {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let body = Bytes::from_request(req, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Posted::parse(&body))
+    }
+}
 
 impl Posted {
     /// Reads an `application/x-www-form-urlencoded` body; anything else reads as empty.

@@ -2,7 +2,6 @@
 //! ([`crate::http::pages::sign_in`]), accepting an invite, and applying to a program.
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode};
@@ -91,9 +90,8 @@ pub(super) async fn invite_page(Query(q): Query) -> Response {
 pub(super) async fn accept_invite(
     State(s): State<AppState>,
     headers: HeaderMap,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let mut page = InvitePage::new(form.text("token").unwrap_or_default());
     if page.form_error.is_some() {
         return Ok(render(StatusCode::BAD_REQUEST, &page));
@@ -190,12 +188,11 @@ pub(super) async fn apply(
     headers: HeaderMap,
     MaybeSigned(signed): MaybeSigned<Signed>,
     ProgramId(id): ProgramId,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
     let program = s.app.open_program(id).await?;
     let program_id = program.id;
     let partner = signed.map(|p| p.partner_id);
-    let form = Posted::parse(&body);
     let mut page = ApplyPage::new(&s, program, partner).await?;
     page.website = page.website.with(form.get("website").trim());
     page.message = page.message.with(form.get("message").trim());

@@ -2,7 +2,6 @@
 //! commissions (and their CSV) and its payouts.
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 
@@ -169,9 +168,8 @@ pub(super) async fn create_link(
     p: Signed,
     headers: HeaderMap,
     ProgramId(id): ProgramId,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let wanted = form.text("short_link");
     let b = PartnerLinkBody {
         short_link: wanted.clone(),

@@ -1,7 +1,6 @@
 //! The partner's settings: its name and payout details, and its password.
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 
@@ -77,8 +76,7 @@ pub(super) async fn settings(State(s): State<AppState>, p: Signed, Query(q): Que
 }
 
 /// `POST /partner/settings`: name and payout details.
-pub(super) async fn save_profile(State(s): State<AppState>, p: Signed, body: Bytes) -> PageResult {
-    let form = Posted::parse(&body);
+pub(super) async fn save_profile(State(s): State<AppState>, p: Signed, form: Posted) -> PageResult {
     let b = PartnerMeBody {
         name: Some(form.get("name")),
         payout_method: Some(form.text("payout_method")),
@@ -109,9 +107,8 @@ pub(super) async fn save_profile(State(s): State<AppState>, p: Signed, body: Byt
 pub(super) async fn change_password(
     State(s): State<AppState>,
     p: Signed,
-    body: Bytes,
+    form: Posted,
 ) -> PageResult {
-    let form = Posted::parse(&body);
     let new_password = form.get("new_password");
     let refused = if new_password != form.get("confirm_password") {
         None
