@@ -29,7 +29,7 @@ use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
 use crate::domain::status::{LinkStatus, PartnerStatus};
 use crate::domain::webhooks::EventType;
-use crate::store::partners::{NewApplicant, PartnerMembership, PartnerPayoutItem};
+use crate::store::partners::{NewApplicant, PartnerMembership, PartnerPayoutItem, TokenGrant};
 use crate::store::webhooks::{Event, Subject};
 use crate::store::{Balance, CommissionRow, Link, LinkFilter, PartnerProgram, Record, StoreError};
 
@@ -246,7 +246,12 @@ impl App {
         let now = self.now_ms();
         let expires_at = now + INVITE_LIFETIME_MS;
         self.store
-            .create_partner_invite(partner_id, &hash_token(&token), now, expires_at)
+            .create_partner_invite(&TokenGrant {
+                partner_id,
+                token_hash: &hash_token(&token),
+                at: now,
+                expires_at,
+            })
             .await?;
         let invite_url = format!(
             "{}/partner/invite?token={token}",
@@ -305,8 +310,13 @@ impl App {
                         ),
                         other => other.into(),
                     })?;
-                tx.insert_partner_session(partner_id, &session_hash, now, expires_at)
-                    .await?;
+                tx.insert_partner_session(&TokenGrant {
+                    partner_id,
+                    token_hash: &session_hash,
+                    at: now,
+                    expires_at,
+                })
+                .await?;
                 Ok(())
             })
         })
@@ -328,7 +338,12 @@ impl App {
         let now = self.now_ms();
         let expires_at = now + SESSION_LIFETIME_MS;
         self.store
-            .create_partner_session(partner_id, &hash_token(&token), now, expires_at)
+            .create_partner_session(&TokenGrant {
+                partner_id,
+                token_hash: &hash_token(&token),
+                at: now,
+                expires_at,
+            })
             .await?;
         Ok(NewSession { token, expires_at })
     }

@@ -34,7 +34,7 @@ pub use management::{
     LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record, TopPartner,
 };
 pub use model::*;
-pub use partners::{PartnerAccounts, PartnerTx};
+pub use partners::{PartnerAccounts, PartnerTx, TokenGrant};
 pub use payout_model::*;
 pub use payouts::{PayoutReads, PayoutTx};
 pub use webhooks::{WebhookStore, WebhookTx};

@@ -71,6 +71,19 @@ pub struct NewApplicant<'a> {
     pub workspace_id: i64,
 }
 
+/// A token issued to a partner (an invite or a session), as the store keeps it: by hash.
+#[derive(Debug, Clone, Copy)]
+pub struct TokenGrant<'a> {
+    /// The partner it is issued to.
+    pub partner_id: i64,
+    /// The hash of the token; the token itself is only given to the partner.
+    pub token_hash: &'a str,
+    /// When it was issued (epoch ms).
+    pub at: i64,
+    /// When it stops working (epoch ms).
+    pub expires_at: i64,
+}
+
 /// Partner accounts and what the partner API reads.
 #[async_trait]
 pub trait PartnerAccounts {
@@ -78,22 +91,10 @@ pub trait PartnerAccounts {
     async fn partner_account(&self, id: i64) -> StoreResult<PartnerAccount>;
     /// The partner whose account email is `email` (normalised), if any.
     async fn partner_credentials(&self, email: &str) -> StoreResult<Option<PartnerCredentials>>;
-    /// A new invite of `partner_id`.
-    async fn create_partner_invite(
-        &self,
-        partner_id: i64,
-        token_hash: &str,
-        at: i64,
-        expires_at: i64,
-    ) -> StoreResult<()>;
-    /// A new session of `partner_id`; purges expired partner sessions on the way.
-    async fn create_partner_session(
-        &self,
-        partner_id: i64,
-        token_hash: &str,
-        at: i64,
-        expires_at: i64,
-    ) -> StoreResult<()>;
+    /// A new invite.
+    async fn create_partner_invite(&self, grant: &TokenGrant<'_>) -> StoreResult<()>;
+    /// A new session; purges expired partner sessions on the way.
+    async fn create_partner_session(&self, grant: &TokenGrant<'_>) -> StoreResult<()>;
     /// The partner of a live session, if any.
     async fn partner_session(&self, token_hash: &str, now: i64) -> StoreResult<Option<i64>>;
     /// Ends a session.
@@ -145,14 +146,8 @@ pub trait PartnerTx: Send {
         email: &str,
         password_hash: &str,
     ) -> StoreResult<()>;
-    /// A new session of `partner_id`.
-    async fn insert_partner_session(
-        &mut self,
-        partner_id: i64,
-        token_hash: &str,
-        at: i64,
-        expires_at: i64,
-    ) -> StoreResult<()>;
+    /// A new session.
+    async fn insert_partner_session(&mut self, grant: &TokenGrant<'_>) -> StoreResult<()>;
     /// Creates an applicant's partner record with its account; returns its id.
     /// `Conflict("account email")`, `Conflict("partner code")`.
     async fn insert_applicant(&mut self, a: &NewApplicant<'_>, at: i64) -> StoreResult<i64>;

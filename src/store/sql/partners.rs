@@ -12,7 +12,7 @@ use crate::domain::self_referral::email_key;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::partners::{
     InviteRow, NewApplicant, PartnerAccount, PartnerAccounts, PartnerCredentials,
-    PartnerMembership, PartnerPayoutItem, PartnerTx,
+    PartnerMembership, PartnerPayoutItem, PartnerTx, TokenGrant,
 };
 use crate::store::payout_model::{Balance, Page};
 
@@ -41,30 +41,18 @@ impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
         .await?)
     }
 
-    async fn create_partner_invite(
-        &self,
-        partner_id: i64,
-        token_hash: &str,
-        at: i64,
-        expires_at: i64,
-    ) -> StoreResult<()> {
+    async fn create_partner_invite(&self, grant: &TokenGrant<'_>) -> StoreResult<()> {
         let conn = &mut *self.write.acquire().await?;
-        insert_token::<DB>(conn, INSERT_INVITE, partner_id, token_hash, at, expires_at).await
+        insert_token::<DB>(conn, INSERT_INVITE, grant).await
     }
 
-    async fn create_partner_session(
-        &self,
-        partner_id: i64,
-        token_hash: &str,
-        at: i64,
-        expires_at: i64,
-    ) -> StoreResult<()> {
+    async fn create_partner_session(&self, grant: &TokenGrant<'_>) -> StoreResult<()> {
         let conn = &mut *self.write.acquire().await?;
         stmt::<DB>("DELETE FROM partner_sessions WHERE expires_at <= $1")
-            .bind(at)
+            .bind(grant.at)
             .execute(&mut *conn)
             .await?;
-        insert_token::<DB>(conn, INSERT_SESSION, partner_id, token_hash, at, expires_at).await
+        insert_token::<DB>(conn, INSERT_SESSION, grant).await
     }
 
     async fn partner_session(&self, token_hash: &str, now: i64) -> StoreResult<Option<i64>> {
@@ -189,16 +177,13 @@ const INSERT_SESSION: &str = "INSERT INTO partner_sessions \
 async fn insert_token<DB: Engine>(
     conn: &mut DB::Connection,
     sql: &str,
-    partner_id: i64,
-    token_hash: &str,
-    at: i64,
-    expires_at: i64,
+    grant: &TokenGrant<'_>,
 ) -> StoreResult<()> {
     stmt::<DB>(sql)
-        .bind(partner_id)
-        .bind(token_hash)
-        .bind(at)
-        .bind(expires_at)
+        .bind(grant.partner_id)
+        .bind(grant.token_hash)
+        .bind(grant.at)
+        .bind(grant.expires_at)
         .execute(&mut *conn)
         .await?;
     Ok(())
@@ -261,15 +246,8 @@ impl<DB: Engine> PartnerTx for WriteConnection<DB> {
         Ok(())
     }
 
-    async fn insert_partner_session(
-        &mut self,
-        partner_id: i64,
-        token_hash: &str,
-        at: i64,
-        expires_at: i64,
-    ) -> StoreResult<()> {
-        let conn = &mut self.conn;
-        insert_token::<DB>(conn, INSERT_SESSION, partner_id, token_hash, at, expires_at).await
+    async fn insert_partner_session(&mut self, grant: &TokenGrant<'_>) -> StoreResult<()> {
+        insert_token::<DB>(&mut self.conn, INSERT_SESSION, grant).await
     }
 
     async fn insert_applicant(&mut self, a: &NewApplicant<'_>, at: i64) -> StoreResult<i64> {
