@@ -747,8 +747,8 @@ pub(super) async fn sale_flow(
     }
     let partner_id =
         partner_id.ok_or_else(|| Error::invalid("partnerId required to create commission"))?;
-    let partner_program_id = tx
-        .partner_program_id(partner_id, s.program.id)
+    let (partner_program_id, standing) = tx
+        .partner_program(partner_id, s.program.id)
         .await?
         .ok_or_else(|| Error::invalid("No partner-program relationship found for this customer"))?;
     let row = SaleEventRow {
@@ -759,8 +759,13 @@ pub(super) async fn sale_flow(
         customer_key: s.customer_key.as_deref().or(c.customer_key.as_deref()),
     };
     let sale_id = insert_sale_event(tx, &row).await?;
-    let earns = !s.is_recurring
-        || commission::recurring_earns(s.program.recurring_commission_months, first_sale_at, s.at);
+    let earns = commission::partner_earns(standing)
+        && (!s.is_recurring
+            || commission::recurring_earns(
+                s.program.recurring_commission_months,
+                first_sale_at,
+                s.at,
+            ));
     let (commission_id, commission_cents) = if earns {
         let flags = commission_flags(tx, &c, &s, partner_id).await?;
         let commission = NewCommission {

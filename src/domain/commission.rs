@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::status::PartnerStatus;
+
 /// How a program pays its partners for a sale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommissionRule {
@@ -88,9 +90,28 @@ pub fn recurring_earns(limit: Option<i64>, first_sale_ms: Option<i64>, sale_ms: 
     }
 }
 
+/// Whether a partner with `status` in a program earns commission on a new sale. Only an
+/// approved partner does: an applicant (`pending`), a `rejected` or a `banned` partner's
+/// sales are recorded and counted, without commission.
+pub fn partner_earns(status: PartnerStatus) -> bool {
+    status == PartnerStatus::Approved
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_approved_partners_earn() {
+        assert!(partner_earns(PartnerStatus::Approved));
+        for status in [
+            PartnerStatus::Pending,
+            PartnerStatus::Rejected,
+            PartnerStatus::Banned,
+        ] {
+            assert!(!partner_earns(status), "{status:?}");
+        }
+    }
 
     #[test]
     fn percentage_rounds_half_up_to_the_cent() {

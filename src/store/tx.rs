@@ -84,12 +84,12 @@ pub trait Tx: PayoutTx + PartnerTx + WebhookTx + Send {
         program_id: i64,
         subscription_id: &str,
     ) -> StoreResult<Option<(Option<i64>, i64)>>;
-    /// The id of the partner-program record of `partner_id` in `program_id`.
-    async fn partner_program_id(
+    /// The partner-program record of `partner_id` in `program_id`: its id and status.
+    async fn partner_program(
         &mut self,
         partner_id: i64,
         program_id: i64,
-    ) -> StoreResult<Option<i64>>;
+    ) -> StoreResult<Option<(i64, PartnerStatus)>>;
     /// Whether a program and a partner exist.
     async fn program_and_partner_exist(
         &mut self,

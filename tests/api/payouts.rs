@@ -462,3 +462,59 @@ on_both_backends! {
         assert_eq!(app.count("SELECT CAST(SUM(commission_count) AS BIGINT) FROM payout_items").await, 6);
     }
 }
+
+on_both_backends! {
+    async fn only_approved_partners_earn_commission(app: TestApp) {
+        let seed = app.seed_with(json!({"commission_hold_days": 0})).await;
+        let p = seed.program_id;
+        // An applicant (pending) with a link the owner made for it, a rejected partner and
+        // a banned one.
+        let r = app.admin("POST", "/partners", Some(json!({"name": "Pat", "code": "pat"}))).await.expect(201);
+        let pat = r.body["id"].as_i64().unwrap();
+        app.admin("POST", &format!("/programs/{p}/partners"), Some(json!({"partner_id": pat, "status": "pending"}))).await.expect(201);
+        app.admin("POST", "/links", Some(json!({"program_id": p, "partner_id": pat, "short_link": "pat"}))).await.expect(201);
+        let (rex, _) = app.add_partner(&seed, "rex").await;
+        app.admin("PATCH", &format!("/programs/{p}/partners/{rex}"), Some(json!({"status": "rejected"}))).await.expect(200);
+        let (bo, _) = app.add_partner(&seed, "bo").await;
+        app.admin("PATCH", &format!("/programs/{p}/partners/{bo}"), Some(json!({"status": "banned"}))).await.expect(200);
+
+        // Their sales are recorded and counted, without commission, whether they arrive
+        // alone or together (a batch of sales resolves the plain ones at once).
+        sale(&app, &seed, "pat", "t-pat", 10000).await;
+        let mut sales = Vec::new();
+        for (link, txn) in [("rex", "t-rex"), ("bo", "t-bo"), ("rex", "t-rex-2"), ("bo", "t-bo-2")] {
+            let click_id = app.click(link).await;
+            let body = json!({"transaction_id": txn, "amount_cents": 5000, "click_id": click_id});
+            sales.push(app.post_auth("/api/v1/track/sale", &seed.api_token, body));
+        }
+        for r in futures::future::join_all(sales).await {
+            assert_eq!(r.status, 200);
+        }
+        let r = app.admin("GET", &format!("/programs/{p}/commissions"), None).await.expect(200);
+        assert_eq!(r.body["data"], json!([]), "no commission");
+        let r = app.admin("GET", &format!("/programs/{p}/partners"), None).await.expect(200);
+        for row in r.body["data"].as_array().unwrap() {
+            if [pat, rex, bo].contains(&row["partner_id"].as_i64().unwrap()) {
+                let sales = if row["partner_id"] == pat { 1 } else { 2 };
+                assert_eq!((row["sales"].as_i64(), row["revenue_cents"].as_i64()), (Some(sales), Some(10000)), "{row}");
+                assert_eq!(row["commission_cents"], 0, "{row}");
+            }
+        }
+        let r = app.admin("GET", &format!("/programs/{p}/balances"), None).await.expect(200);
+        for row in r.body["data"].as_array().unwrap() {
+            assert_eq!(row["pending_cents"].as_i64().unwrap() + row["approved_cents"].as_i64().unwrap(), 0, "{row}");
+        }
+
+        // Approved, the applicant earns on its next sale, and the approved seed partner
+        // on each.
+        app.admin("PATCH", &format!("/programs/{p}/partners/{pat}"), Some(json!({"status": "approved"}))).await.expect(200);
+        sale(&app, &seed, "pat", "t-pat-2", 10000).await;
+        sale(&app, &seed, &seed.short_link, "t-seed", 10000).await;
+        let r = app.admin("GET", &format!("/programs/{p}/commissions"), None).await.expect(200);
+        let mut earners: Vec<i64> = r.body["data"].as_array().unwrap().iter().map(|c| c["partner_id"].as_i64().unwrap()).collect();
+        earners.sort_unstable();
+        let mut expected = vec![seed.partner_id, pat];
+        expected.sort_unstable();
+        assert_eq!(earners, expected);
+    }
+}

@@ -120,7 +120,8 @@ pub const SALE_KEY_COLUMNS: &[&str] = &[
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SalesStep {
     /// Per sale of [`SALE_KEY_COLUMNS`], its customer in the sale's program, that
-    /// customer's partner-program record, and whether the transaction id is recorded
+    /// customer's partner-program record if the partner is approved, and whether the
+    /// transaction id is recorded
     /// already: a [`FoundSale`] per sale whose customer is in the program and may be no
     /// self-referral.
     Resolve,
@@ -138,8 +139,9 @@ pub const SALE_CUSTOMER_ID: &str = "COALESCE(\
     AND k.program_id = rows.program_id))";
 
 /// The query that resolves `n` plain sales ([`SalesStep::Resolve`]): per sale (by `idx`),
-/// its customer in the sale's program, that customer's partner-program record, and
-/// whether the transaction id is already recorded. Sales whose customer is not in the
+/// its customer in the sale's program, that customer's partner-program record if the
+/// partner is approved (the flow of a sale of another partner decides its commission),
+/// and whether the transaction id is already recorded. Sales whose customer is not in the
 /// program, or that may be self-referrals ([`NO_SELF_REFERRAL`]), have no row. Each
 /// engine keeps the text per row count ([`rows::sized`]).
 pub fn resolve_sales_sql<DB: Engine>(n: usize) -> String {
@@ -150,7 +152,7 @@ pub fn resolve_sales_sql<DB: Engine>(n: usize) -> String {
          WHERE s.processor_event_id = rows.transaction_id) \
          FROM rows JOIN customers c ON c.id = {SALE_CUSTOMER_ID} \
          LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
-         AND pp.program_id = c.program_id \
+         AND pp.program_id = c.program_id AND pp.status = 'approved' \
          LEFT JOIN partners pa ON pa.id = c.partner_id WHERE {NO_SELF_REFERRAL}",
         rows::cte::<DB>(n, SALE_KEY_COLUMNS),
     )

@@ -296,18 +296,20 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .await?)
     }
 
-    async fn partner_program_id(
+    async fn partner_program(
         &mut self,
         partner_id: i64,
         program_id: i64,
-    ) -> StoreResult<Option<i64>> {
-        Ok(
-            stmt::<DB>("SELECT id FROM partner_programs WHERE partner_id = $1 AND program_id = $2")
-                .bind(partner_id)
-                .bind(program_id)
-                .scalar_optional(&mut *self.conn)
-                .await?,
+    ) -> StoreResult<Option<(i64, PartnerStatus)>> {
+        let row = stmt::<DB>(
+            "SELECT id, status FROM partner_programs WHERE partner_id = $1 AND program_id = $2",
         )
+        .bind(partner_id)
+        .bind(program_id)
+        .fetch_optional(&mut *self.conn)
+        .await?;
+        let Some(r) = row else { return Ok(None) };
+        Ok(Some((r.try_get_at(0)?, named_at(&r, 1)?)))
     }
 
     async fn program_and_partner_exist(

@@ -167,7 +167,7 @@ const SALE_BATCH_TABLE: &str = "CREATE TEMP TABLE IF NOT EXISTS sale_batch (idx 
     day TEXT, converts INTEGER)";
 
 /// The statement of [`commit_plain_sales`] after its `rows` and `ranked`: the sales that
-/// resolve plainly (and are no self-referrals, [`NO_SELF_REFERRAL`]) go into
+/// resolve plainly (an approved partner's, no self-referrals, [`NO_SELF_REFERRAL`]) go into
 /// `sale_batch`, which the writes of [`record_sales`] then read. A sale of a program with
 /// webhook endpoints is left to the batch's transaction, where its messages are written
 /// with it.
@@ -179,7 +179,7 @@ fn resolve_sale_batch() -> String {
     r.revenue_hundredths, r.commission_hundredths, r.day, c.first_purchase_date IS NULL \
     FROM ranked r JOIN customers c ON c.id = r.customer_id \
     JOIN partner_programs pp ON pp.partner_id = c.partner_id AND pp.program_id = c.program_id \
-    LEFT JOIN partners pa ON pa.id = c.partner_id \
+    AND pp.status = 'approved' LEFT JOIN partners pa ON pa.id = c.partner_id \
     WHERE r.nth_of_customer = 1 AND r.nth_of_transaction = 1 AND {NO_SELF_REFERRAL} \
     AND NOT EXISTS (SELECT 1 FROM affiliate_sale_events s \
     WHERE s.processor_event_id = r.transaction_id) \
