@@ -17,6 +17,7 @@ use super::dashboard::PerformanceQuery;
 use super::error::{Error, ErrorBody, Result};
 use super::extract::{read_list_query, read_query, JsonBody, OptionalJsonBody, PathParams};
 use super::lists::PageQuery;
+use super::pages::session::forwarded_https;
 use super::payouts::{CommissionQuery, ListQuery};
 use super::session::{session_answer, throttled, LoginBody, LoginResponse, LogoutResponse};
 use super::AppState;
@@ -102,7 +103,7 @@ impl FromRequestParts<AppState> for MaybePartner {
 }
 
 /// Where partners reach this server: `REFTRACK_PUBLIC_URL`, or else the request's own
-/// scheme and host.
+/// scheme (`https` when a proxy in front says so with `X-Forwarded-Proto`) and host.
 pub(super) fn public_url(state: &AppState, headers: &HeaderMap) -> String {
     if let Some(url) = &state.public_url {
         return url.to_string();
@@ -112,7 +113,12 @@ pub(super) fn public_url(state: &AppState, headers: &HeaderMap) -> String {
         .and_then(|h| h.to_str().ok())
         .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_graphic()))
         .unwrap_or("localhost");
-    format!("http://{host}")
+    let scheme = if forwarded_https(headers) {
+        "https"
+    } else {
+        "http"
+    };
+    format!("{scheme}://{host}")
 }
 
 /// Invite a partner to sign in.

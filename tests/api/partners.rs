@@ -411,6 +411,28 @@ async fn invite_links_use_the_public_url() {
         "{}",
         r.body
     );
+    // Behind a proxy that ends TLS, the scheme is the one the proxy names.
+    let r = app
+        .send(
+            "POST",
+            &format!("/api/admin/partners/{}/invite", seed.partner_id),
+            None,
+            &[
+                ("authorization", &format!("Bearer {ADMIN_TOKEN}")),
+                ("host", "track.example.com"),
+                ("x-forwarded-proto", "https"),
+            ],
+        )
+        .await
+        .expect(201);
+    assert!(
+        r.body["invite_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://track.example.com/partner/invite?token=rti_"),
+        "{}",
+        r.body
+    );
     let app = app.with_public_url("https://partners.example.com/");
     let r = app
         .admin(

@@ -209,10 +209,16 @@ fn https(state: &AppState, headers: &HeaderMap) -> bool {
         .public_url
         .as_deref()
         .is_some_and(|u| u.starts_with("https://"))
-        || headers
-            .get("x-forwarded-proto")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
+        || forwarded_https(headers)
+}
+
+/// Whether a proxy in front of this server says the visitor came over HTTPS
+/// (`X-Forwarded-Proto: https`).
+pub(crate) fn forwarded_https(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
 }
 
 /// Refuses (403 page) a POST, PUT, PATCH or DELETE whose `Origin` (or, without one,
