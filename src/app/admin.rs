@@ -528,14 +528,16 @@ impl App {
         Ok(program_view(&done?, Some(&token)))
     }
 
-    /// Sets a program's payment-account fields as an operator states them.
+    /// Sets a program's payment-account fields (what the status endpoint reports), as the
+    /// operator or an owner or admin of its workspace states them.
     pub async fn set_payment_account(
         &self,
         caller: &Caller,
         id: i64,
         b: PaymentAccountBody,
     ) -> Result<ProgramView> {
-        caller.operator_only("set a program's payment account")?;
+        self.allow(caller, Record::Program(id), Access::Change)
+            .await?;
         let connection_date = match b.connection_date.as_deref() {
             None => None,
             Some(d) => Some(

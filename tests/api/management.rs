@@ -115,6 +115,7 @@ on_both_backends! {
             ("POST", format!("/programs/{p}/payouts"), json!({})),
             ("POST", "/partners".into(), json!({"name": "New", "code": "new-by-viewer"})),
             ("POST", "/programs".into(), json!({"workspace_id": a.workspace_id, "name": "Another"})),
+            ("PUT", format!("/programs/{p}/payment-account"), json!({"status": "connected"})),
         ];
         for s in [&member, &viewer] {
             for (method, path, body) in &changes {
@@ -168,7 +169,11 @@ on_both_backends! {
         // Workspaces and users are the operator's; members are the owner's too.
         owner.call(&app, "POST", "/workspaces", Some(json!({"name": "Mine"}))).await.expect(403);
         owner.call(&app, "POST", "/users", Some(json!({"email": "x@example.com", "password": PASSWORD}))).await.expect(403);
-        owner.call(&app, "PUT", &format!("/programs/{p}/payment-account"), Some(json!({"status": "connected"}))).await.expect(403);
+        // A program's payment account is its workspace's to state, as its other fields.
+        let r = owner.call(&app, "PUT", &format!("/programs/{p}/payment-account"), Some(json!({"status": "connected"}))).await.expect(200);
+        assert_eq!(r.body["payment_account"]["status"], "connected");
+        admin.call(&app, "PUT", &format!("/programs/{p}/payment-account"), Some(json!({"status": "pending"}))).await.expect(200);
+        owner.call(&app, "PUT", &format!("/programs/{}/payment-account", b.program_id), Some(json!({"status": "connected"}))).await.expect(404);
         let other = app.admin("POST", "/users", Some(json!({"email": "new@example.com", "password": PASSWORD}))).await.expect(201);
         let other_id = other.body["id"].clone();
         admin.call(&app, "POST", &format!("/workspaces/{}/members", a.workspace_id), Some(json!({"user_id": other_id, "role": "viewer"}))).await.expect(403);
