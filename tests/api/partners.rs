@@ -391,65 +391,35 @@ async fn invite_links_use_the_public_url() {
     )
     .await
     .expect(200);
-    let r = app
-        .send(
-            "POST",
-            &format!("/api/admin/partners/{}/invite", seed.partner_id),
-            None,
-            &[
-                ("authorization", &format!("Bearer {ADMIN_TOKEN}")),
-                ("host", "track.example.com"),
-            ],
-        )
-        .await
-        .expect(201);
+    let p = seed.partner_id;
+    let host = ("host", "track.example.com");
+    let url = invite_url(&app, p, &[host]).await;
     assert!(
-        r.body["invite_url"]
-            .as_str()
-            .unwrap()
-            .starts_with("http://track.example.com/partner/invite?token=rti_"),
-        "{}",
-        r.body
+        url.starts_with("http://track.example.com/partner/invite?token=rti_"),
+        "{url}"
     );
     // Behind a proxy that ends TLS, the scheme is the one the proxy names.
-    let r = app
-        .send(
-            "POST",
-            &format!("/api/admin/partners/{}/invite", seed.partner_id),
-            None,
-            &[
-                ("authorization", &format!("Bearer {ADMIN_TOKEN}")),
-                ("host", "track.example.com"),
-                ("x-forwarded-proto", "https"),
-            ],
-        )
-        .await
-        .expect(201);
+    let url = invite_url(&app, p, &[host, ("x-forwarded-proto", "https")]).await;
     assert!(
-        r.body["invite_url"]
-            .as_str()
-            .unwrap()
-            .starts_with("https://track.example.com/partner/invite?token=rti_"),
-        "{}",
-        r.body
+        url.starts_with("https://track.example.com/partner/invite?token=rti_"),
+        "{url}"
     );
     let app = app.with_public_url("https://partners.example.com/");
-    let r = app
-        .admin(
-            "POST",
-            &format!("/partners/{}/invite", seed.partner_id),
-            None,
-        )
-        .await
-        .expect(201);
+    let url = invite_url(&app, p, &[host]).await;
     assert!(
-        r.body["invite_url"]
-            .as_str()
-            .unwrap()
-            .starts_with("https://partners.example.com/partner/invite?token=rti_"),
-        "{}",
-        r.body
+        url.starts_with("https://partners.example.com/partner/invite?token=rti_"),
+        "{url}"
     );
+}
+
+/// The invite URL the admin API answers for `partner_id`, asked with `headers` too.
+async fn invite_url(app: &TestApp, partner_id: i64, headers: &[(&str, &str)]) -> String {
+    let auth = format!("Bearer {ADMIN_TOKEN}");
+    let mut all = vec![("authorization", auth.as_str())];
+    all.extend_from_slice(headers);
+    let path = format!("/api/admin/partners/{partner_id}/invite");
+    let r = app.send("POST", &path, None, &all).await.expect(201);
+    r.body["invite_url"].as_str().unwrap().to_string()
 }
 
 /// The partner's links in `program_id`, asked of the server as `host`: the page's rows.
