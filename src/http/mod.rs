@@ -67,6 +67,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .nest("/api/partner", partner::router())
         .nest("/api/auth", session::router())
         .nest("/api/webhooks", webhooks::router())
+        .merge(redirect::router())
         .split_for_parts();
     (router, openapi::finish(doc))
 }
@@ -86,7 +87,6 @@ pub fn router(state: AppState) -> Router {
     };
     let router = routes
         .merge(portal::router())
-        .merge(redirect::router())
         .merge(console::router())
         .merge(pages::assets::router())
         .route_layer(middleware::from_fn(outage::time_limit))

@@ -33,6 +33,7 @@ use utoipa::Modify;
         (name = "webhooks", description = "Payment-processor webhooks"),
         (name = "outbound webhooks", description = "Endpoints a program's events are sent to, signed by the Standard Webhooks scheme, and their delivery log (admin token)"),
         (name = "service", description = "Health, readiness and the tracker script"),
+        (name = "redirects", description = "Redirect links: a partner's short link that records the click and sends the visitor on (a page, not JSON)"),
     ),
     modifiers(&SecuritySchemes),
 )]
@@ -74,7 +75,7 @@ pub fn base() -> OpenApi {
 }
 
 /// Errors that come from shared machinery rather than from one handler, added to every
-/// operation they apply to, as its annotations tell: a path parameter can be no id (400),
+/// operation they apply to, as its annotations tell: an id in the path can be no id (400),
 /// a JSON request body can be too large or not JSON (413, 415; the webhooks read raw
 /// bytes and declare their own), an
 /// admin-token operation can lack the token (401), and everything but the service
@@ -110,11 +111,13 @@ fn add_common_errors(op: &mut Operation) {
             .unwrap_or_default()
             .contains("admin_token")
     });
-    let path_parameter = op.parameters.as_ref().is_some_and(|ps| {
-        ps.iter()
-            .any(|p| matches!(p, RefOr::T(p) if matches!(p.parameter_in, utoipa::openapi::path::ParameterIn::Path)))
+    let id_in_path = op.parameters.as_ref().is_some_and(|ps| {
+        ps.iter().any(|p| {
+            matches!(p, RefOr::T(p) if matches!(p.parameter_in, utoipa::openapi::path::ParameterIn::Path))
+                && serde_json::to_value(p).is_ok_and(|p| p["schema"]["type"] == "integer")
+        })
     });
-    if path_parameter {
+    if id_in_path {
         add("400", "Invalid path parameter (not a positive integer id)");
     }
     if json_body && !webhook {

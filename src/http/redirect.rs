@@ -3,16 +3,16 @@
 //!
 //! A page, not an API: no CORS (a browser navigates here), and the answers are a `302`
 //! or a small HTML page. A `HEAD`, a crawler or link-preview fetcher (by its user agent),
-//! and a client over the click API's per-IP rate limit are sent on without a click. Not
-//! in the OpenAPI document, which describes the JSON API; docs/links-and-coupons.md does.
+//! and a client over the click API's per-IP rate limit are sent on without a click.
+//! docs/links-and-coupons.md says where a visitor is sent.
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, REFERER, USER_AGENT};
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::fields::{truncate, MAX_TEXT_LEN};
 use super::rate_limit::Limited;
@@ -24,9 +24,9 @@ use crate::domain::user_agent::is_bot;
 use crate::store::ClickDetails;
 
 /// The route of redirect links.
-pub fn router() -> Router<AppState> {
-    // `get` answers `HEAD` with the same handler, without the body.
-    Router::new().route("/r/{short_link}", get(follow))
+pub fn router() -> OpenApiRouter<AppState> {
+    // A `get` route answers `HEAD` with the same handler, without the body.
+    OpenApiRouter::new().routes(routes!(follow))
 }
 
 /// The page of a link that leads nowhere.
@@ -72,6 +72,20 @@ fn counts(state: &AppState, method: &Method, caller: &Caller, user_agent: &str) 
 
 /// Follow a redirect link: 302 to its destination with `aff` (and, for a counted visit,
 /// `rt_click` and `rt_window`), or an HTML 404 page.
+///
+/// A `HEAD`, a crawler or link-preview fetcher and a client over the click rate limit are
+/// sent on without a click. The query string of the visit is passed on to the destination.
+#[utoipa::path(
+    get,
+    path = "/r/{short_link}",
+    tag = "redirects",
+    params(("short_link" = String, Path, description = "The link's short_link")),
+    responses(
+        (status = 302, description = "To the link's destination (or its program's)", headers(("Location" = String, description = "The destination with aff, rt_click and rt_window"))),
+        (status = 404, description = "Unknown or inactive link, or one without a destination: an HTML page", content_type = "text/html", body = String),
+        (status = 503, description = "The database cannot answer now: an HTML page", content_type = "text/html", body = String),
+    ),
+)]
 async fn follow(
     State(state): State<AppState>,
     method: Method,
