@@ -83,9 +83,9 @@ test('web/tracker.js and clients/js/index.js are what clients/js/build.mjs makes
   assert.doesNotMatch(r.stderr, /index\.js/);
 });
 
-test('npm pack ships the module, its types, README and package.json only', () => {
+test('npm pack ships the module, its types, README, LICENSE and package.json only', () => {
   const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n').sort();
-  assert.deepEqual(files, ['package/README.md', 'package/index.d.ts', 'package/index.js', 'package/package.json']);
+  assert.deepEqual(files, ['package/LICENSE', 'package/README.md', 'package/index.d.ts', 'package/index.js', 'package/package.json']);
   const manifest = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' }));
   assert.equal(manifest.name, PKG);
   assert.equal(manifest.type, 'module');
