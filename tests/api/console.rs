@@ -337,8 +337,12 @@ on_both_backends! {
         assert_eq!(location(&r), format!("/app/programs/{p}/partners?done=status"));
         let r = app.admin("GET", &format!("/programs/{p}/partners"), None).await.expect(200);
         assert_eq!(r.body["data"][0]["status"], "banned");
+        let page = format!("/app/programs/{p}/partners/{}", seed.partner_id);
+        let without = "its sales are recorded and counted, without commission";
+        assert!(html(&DASHBOARD.get(&app, &page, Some(&owner)).await.expect(200)).contains(without));
         // Approving needs no confirmation.
         DASHBOARD.post(&app, &status, Some(&owner), "status=approved").await.expect(303);
+        assert!(!html(&DASHBOARD.get(&app, &page, Some(&owner)).await.expect(200)).contains(without));
 
         let rotate = format!("/app/programs/{p}/settings/token");
         let r = DASHBOARD.post(&app, &rotate, Some(&owner), "").await.expect(200);

@@ -70,8 +70,9 @@ pub(super) fn standing_text(status: PartnerStatus) -> &'static str {
     match status {
         PartnerStatus::Approved => "Approved: you are promoting this program.",
         PartnerStatus::Pending => {
-            "Your application is pending. The program's team will review it; you will see \
-             your links here once you are approved."
+            "Your application is pending. The program's team will review it; once you are \
+             approved, you will see your links here and earn commission on the sales they \
+             bring."
         }
         PartnerStatus::Rejected => "Your application to this program was not accepted.",
         PartnerStatus::Banned => "You can no longer promote this program.",
