@@ -6,8 +6,6 @@
 //! the rest of their batch ([`Write::Click`], [`Write::Sale`]); whatever the batch
 //! statement does not take runs as the same flow, so the answer is always the flow's.
 
-use std::sync::atomic::{AtomicI64, Ordering};
-
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
@@ -27,6 +25,7 @@ use crate::store::write::{self, ClickWrite, Job, OnCommit, SaleWrite, Write};
 use crate::store::{
     origin_allowed, ClickDetails, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewClick,
     NewCommission, NewCustomer, NewSale, Program, SaleEventRow, SaleOutcome, SaleProgram,
+    StoreError,
 };
 
 /// The answer to a click for an origin the program does not list.
@@ -361,6 +360,7 @@ impl App {
                 commission: program.commission,
                 recurring_commission_months: program.recurring_commission_months,
             },
+            generated_id: s.transaction_id.is_none(),
             transaction_id: s.transaction_id.unwrap_or_else(|| test_transaction_id(at)),
             commission_cents: program.commission.amount_for(s.amount_cents),
             amount_cents: s.amount_cents,
@@ -392,17 +392,30 @@ impl App {
     }
 }
 
-/// Test-mode transaction ids, `test_txn_<epoch-ms>`, kept unique within the process
-/// when two arrive in one millisecond.
-fn test_transaction_id(now: i64) -> String {
-    static LAST: AtomicI64 = AtomicI64::new(0);
-    let ms = LAST
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
-            Some(now.max(last + 1))
-        })
-        .map(|last| now.max(last + 1))
-        .unwrap_or(now);
+/// The transaction id generated for a test sale sent without one: `test_txn_<epoch-ms>`.
+fn test_transaction_id(ms: i64) -> String {
     format!("test_txn_{ms}")
+}
+
+/// How many milliseconds on a generated test transaction id may move before the sale is
+/// refused as a duplicate: far more test sales than arrive in one millisecond.
+const GENERATED_ID_TRIES: i64 = 1_000;
+
+/// Stores a test sale event. A generated transaction id that is taken (another test sale
+/// of the same millisecond, in this process or another one sharing the database) moves on
+/// to the next millisecond's, so that generated ids never collide.
+async fn insert_test_sale_event(tx: &mut dyn Tx, s: &mut NewSale) -> Result<i64> {
+    if !s.generated_id {
+        let row = SaleEventRow::test(s);
+        return insert_sale_event(tx, &row).await;
+    }
+    for ms in s.at..s.at + GENERATED_ID_TRIES {
+        s.transaction_id = test_transaction_id(ms);
+        if let Some(id) = tx.insert_sale_event_if_new(&SaleEventRow::test(s)).await? {
+            return Ok(id);
+        }
+    }
+    Err(StoreError::Conflict("transaction_id").into())
 }
 
 /// A click: reuses the customer of `existing` when it is in the click's program, else
@@ -719,14 +732,8 @@ pub(super) async fn sale_flow(
     s: NewSale,
 ) -> Result<SaleOutcome> {
     if s.is_test {
-        let row = SaleEventRow {
-            sale: &s,
-            customer_id: None,
-            partner_id: None,
-            click_id: s.click_id.as_deref(),
-            customer_key: s.customer_key.as_deref(),
-        };
-        let sale_id = insert_sale_event(tx, &row).await?;
+        let mut s = s;
+        let sale_id = insert_test_sale_event(tx, &mut s).await?;
         return Ok(SaleOutcome {
             sale_id,
             commission_id: None,

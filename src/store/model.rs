@@ -410,6 +410,9 @@ pub struct SaleProgram {
 pub struct NewSale {
     pub program: SaleProgram,
     pub transaction_id: String,
+    /// Whether `transaction_id` was generated (`test_txn_<epoch-ms>`, a test sale sent
+    /// without one): a taken one moves on to the next millisecond's.
+    pub generated_id: bool,
     pub amount_cents: i64,
     pub currency: String,
     pub customer_key: Option<String>,
@@ -455,6 +458,19 @@ pub struct SaleEventRow<'a> {
     pub partner_id: Option<i64>,
     pub click_id: Option<&'a str>,
     pub customer_key: Option<&'a str>,
+}
+
+impl<'a> SaleEventRow<'a> {
+    /// The row of a test sale: no customer or partner, the ids it was sent with.
+    pub fn test(sale: &'a NewSale) -> Self {
+        SaleEventRow {
+            sale,
+            customer_id: None,
+            partner_id: None,
+            click_id: sale.click_id.as_deref(),
+            customer_key: sale.customer_key.as_deref(),
+        }
+    }
 }
 
 /// A new commission of a sale.

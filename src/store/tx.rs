@@ -61,6 +61,9 @@ pub trait Tx: PayoutTx + PartnerTx + WebhookTx + Send {
     /// Stores a sale event; returns its id. `Conflict("transaction_id")` when the
     /// transaction id is recorded already, in any program.
     async fn insert_sale_event(&mut self, e: &SaleEventRow<'_>) -> StoreResult<i64>;
+    /// Stores a sale event unless its transaction id is recorded already (in any
+    /// program): its id, or `None` when the id is taken.
+    async fn insert_sale_event_if_new(&mut self, e: &SaleEventRow<'_>) -> StoreResult<Option<i64>>;
     /// Stores a commission; returns its id.
     async fn insert_commission(&mut self, c: &NewCommission<'_>) -> StoreResult<i64>;
 

@@ -387,3 +387,31 @@ on_both_backends! {
         assert_eq!(app.count(&format!("SELECT COUNT(*) FROM customers WHERE program_id = {} AND customer_status = 'conversion'", other.program_id)).await, 0);
     }
 }
+
+on_both_backends! {
+    async fn generated_test_transaction_ids_never_collide(app: TestApp) {
+        let at = 1_790_000_000_000;
+        let app = app.with_clock(std::sync::Arc::new(reftrack::domain::time::ManualClock::at(at)));
+        let seed = app.seed().await;
+        let test_sale = |id: Option<String>| {
+            let mut body = json!({"amount_cents": 100, "additional_data": {"test_mode": true}});
+            if let Some(id) = id {
+                body["transaction_id"] = json!(id);
+            }
+            app.post_auth(SALE, &seed.api_token, body)
+        };
+        // This millisecond's id is taken already (by a client, or another process on the
+        // same database): generated ids move on past it, and past each other.
+        test_sale(Some(format!("test_txn_{at}"))).await.expect(200);
+        test_sale(None).await.expect(200);
+        test_sale(None).await.expect(200);
+        let taken = app.count(&format!(
+            "SELECT COUNT(*) FROM affiliate_sale_events WHERE is_test AND processor_event_id IN \
+             ('test_txn_{at}', 'test_txn_{}', 'test_txn_{}')", at + 1, at + 2
+        )).await;
+        assert_eq!(taken, 3);
+        // An id sent twice is still a duplicate.
+        let r = test_sale(Some(format!("test_txn_{at}"))).await.expect(409);
+        assert_eq!(r.error(), "Duplicate transaction_id. This sale has already been recorded.");
+    }
+}

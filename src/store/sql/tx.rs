@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 
-use super::engine::{stmt, Engine};
+use super::engine::{stmt, Engine, Stmt};
 use super::flags_text;
 use super::payouts::STATUS;
 use super::write::WriteConnection;
@@ -183,33 +183,19 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
     }
 
     async fn insert_sale_event(&mut self, e: &SaleEventRow<'_>) -> StoreResult<i64> {
-        let s = e.sale;
-        stmt::<DB>(
-            "INSERT INTO affiliate_sale_events (program_id, customer_id, partner_id, click_id, \
-             customer_key, processor_event_id, amount_cents, currency, sale_type, \
-             payment_status, is_recurring, subscription_id, product_id, metadata, is_test, \
-             sale_date, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'paid', $10, $11, $12, $13, $14, $15, \
-             $15) RETURNING id",
-        )
-        .bind(s.program.id)
-        .bind(e.customer_id)
-        .bind(e.partner_id)
-        .bind(e.click_id)
-        .bind(e.customer_key)
-        .bind(&s.transaction_id)
-        .bind(s.amount_cents)
-        .bind(&s.currency)
-        .bind(&s.sale_type)
-        .bind(s.is_recurring)
-        .bind(&s.subscription_id)
-        .bind(&s.product_id)
-        .bind(&s.metadata)
-        .bind(s.is_test)
-        .bind(s.at)
-        .scalar(&mut *self.conn)
-        .await
-        .map_err(|e| StoreError::from(e).conflict_on("transaction_id"))
+        let sql = format!("{INSERT_SALE_EVENT} RETURNING id");
+        sale_event::<DB>(&sql, e)
+            .scalar(&mut *self.conn)
+            .await
+            .map_err(|e| StoreError::from(e).conflict_on("transaction_id"))
+    }
+
+    async fn insert_sale_event_if_new(&mut self, e: &SaleEventRow<'_>) -> StoreResult<Option<i64>> {
+        let sql =
+            format!("{INSERT_SALE_EVENT} ON CONFLICT (processor_event_id) DO NOTHING RETURNING id");
+        Ok(sale_event::<DB>(&sql, e)
+            .scalar_optional(&mut *self.conn)
+            .await?)
     }
 
     async fn insert_commission(&mut self, c: &NewCommission<'_>) -> StoreResult<i64> {
@@ -572,4 +558,32 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .await?;
         Ok(())
     }
+}
+
+/// The insert of a sale event, without its `RETURNING`.
+const INSERT_SALE_EVENT: &str = "INSERT INTO affiliate_sale_events (program_id, customer_id, \
+    partner_id, click_id, customer_key, processor_event_id, amount_cents, currency, sale_type, \
+    payment_status, is_recurring, subscription_id, product_id, metadata, is_test, sale_date, \
+    created_at) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'paid', $10, $11, $12, $13, $14, $15, $15)";
+
+/// `sql`, an insert of [`INSERT_SALE_EVENT`]'s parameters, bound to the sale event `e`.
+fn sale_event<'q, DB: Engine>(sql: &'q str, e: &'q SaleEventRow<'_>) -> Stmt<'q, DB> {
+    let s = e.sale;
+    stmt::<DB>(sql)
+        .bind(s.program.id)
+        .bind(e.customer_id)
+        .bind(e.partner_id)
+        .bind(e.click_id)
+        .bind(e.customer_key)
+        .bind(&s.transaction_id)
+        .bind(s.amount_cents)
+        .bind(&s.currency)
+        .bind(&s.sale_type)
+        .bind(s.is_recurring)
+        .bind(&s.subscription_id)
+        .bind(&s.product_id)
+        .bind(&s.metadata)
+        .bind(s.is_test)
+        .bind(s.at)
 }

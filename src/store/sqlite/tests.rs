@@ -129,6 +129,7 @@ impl Fixture {
                 recurring_commission_months: None,
             },
             transaction_id: transaction_id.into(),
+            generated_id: false,
             amount_cents,
             currency: "usd".into(),
             customer_key: None,
