@@ -14,7 +14,7 @@ use sqlx::Database;
 
 use super::engine::{Engine, Query, ReadRow};
 use super::rows::{self, Rows, Value};
-use super::{webhooks, NO_SELF_REFERRAL};
+use super::{webhooks, APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
 use crate::domain::figures::{Deltas, SaleFigures};
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{NewClick, NewSale, SaleOutcome};
@@ -151,8 +151,7 @@ pub fn resolve_sales_sql<DB: Engine>(n: usize) -> String {
          EXISTS (SELECT 1 FROM affiliate_sale_events s \
          WHERE s.processor_event_id = rows.transaction_id) \
          FROM rows JOIN customers c ON c.id = {SALE_CUSTOMER_ID} \
-         LEFT JOIN partner_programs pp ON pp.partner_id = c.partner_id \
-         AND pp.program_id = c.program_id AND pp.status = 'approved' \
+         LEFT JOIN partner_programs pp ON {APPROVED_PARTNER_RECORD} \
          LEFT JOIN partners pa ON pa.id = c.partner_id WHERE {NO_SELF_REFERRAL}",
         rows::cte::<DB>(n, SALE_KEY_COLUMNS),
     )

@@ -53,6 +53,13 @@ pub const NO_SELF_REFERRAL: &str = "(c.email IS NULL OR (c.email_key IS NOT NULL
     AND (pa.account_email IS NULL OR (pa.account_email_key IS NOT NULL \
     AND pa.account_email_key <> c.email_key))))";
 
+/// The join of a sale's customer `c` to its partner's record `pp` in the customer's
+/// program, when that partner is approved there. A sale of another partner earns no
+/// commission; it is left to its own flow, which applies the rule
+/// ([`crate::domain::commission::partner_earns`]).
+pub const APPROVED_PARTNER_RECORD: &str = "pp.partner_id = c.partner_id \
+    AND pp.program_id = c.program_id AND pp.status = 'approved'";
+
 pub use engine::Engine;
 use engine::{stmt, Rec};
 

@@ -23,7 +23,7 @@ use crate::store::sql::batch::{
     self, new_click_rows, place, SalesStep, SetStatements, CLICK_COLUMNS, SALE_COLUMNS,
     SALE_CUSTOMER_ID, SALE_KEY_COLUMNS,
 };
-use crate::store::sql::{counters, Engine, NO_SELF_REFERRAL};
+use crate::store::sql::{counters, Engine, APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
 
 /// How the batches that are transactions of their own begin.
 const BEGIN_WRITE: &str = <Sqlite as Engine>::BEGIN_WRITE;
@@ -167,10 +167,10 @@ const SALE_BATCH_TABLE: &str = "CREATE TEMP TABLE IF NOT EXISTS sale_batch (idx 
     day TEXT, converts INTEGER)";
 
 /// The statement of [`commit_plain_sales`] after its `rows` and `ranked`: the sales that
-/// resolve plainly (an approved partner's, no self-referrals, [`NO_SELF_REFERRAL`]) go into
-/// `sale_batch`, which the writes of [`record_sales`] then read. A sale of a program with
-/// webhook endpoints is left to the batch's transaction, where its messages are written
-/// with it.
+/// resolve plainly (an approved partner's, [`APPROVED_PARTNER_RECORD`], and no
+/// self-referrals, [`NO_SELF_REFERRAL`]) go into `sale_batch`, which the writes of
+/// [`record_sales`] then read. A sale of a program with webhook endpoints is left to the
+/// batch's transaction, where its messages are written with it.
 fn resolve_sale_batch() -> String {
     format!(
         "INSERT INTO temp.sale_batch SELECT r.idx, r.program_id, c.id, c.partner_id, pp.id, \
@@ -178,8 +178,8 @@ fn resolve_sale_batch() -> String {
     r.currency, r.sale_type, r.product_id, r.metadata, r.at, r.commission, \
     r.revenue_hundredths, r.commission_hundredths, r.day, c.first_purchase_date IS NULL \
     FROM ranked r JOIN customers c ON c.id = r.customer_id \
-    JOIN partner_programs pp ON pp.partner_id = c.partner_id AND pp.program_id = c.program_id \
-    AND pp.status = 'approved' LEFT JOIN partners pa ON pa.id = c.partner_id \
+    JOIN partner_programs pp ON {APPROVED_PARTNER_RECORD} \
+    LEFT JOIN partners pa ON pa.id = c.partner_id \
     WHERE r.nth_of_customer = 1 AND r.nth_of_transaction = 1 AND {NO_SELF_REFERRAL} \
     AND NOT EXISTS (SELECT 1 FROM affiliate_sale_events s \
     WHERE s.processor_event_id = r.transaction_id) \
