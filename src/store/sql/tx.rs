@@ -19,6 +19,17 @@ use crate::store::model::{
 };
 use crate::store::tx::Tx;
 
+/// The insert of a sale event, without its `RETURNING`: a literal, so that each
+/// statement built on it is one too.
+macro_rules! insert_sale_event {
+    () => {
+        "INSERT INTO affiliate_sale_events (program_id, customer_id, partner_id, click_id, \
+         customer_key, processor_event_id, amount_cents, currency, sale_type, payment_status, \
+         is_recurring, subscription_id, product_id, metadata, is_test, sale_date, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'paid', $10, $11, $12, $13, $14, $15, $15)"
+    };
+}
+
 const CUSTOMER: &str = "SELECT id, program_id, click_id, customer_key, customer_status, \
     partner_id, first_purchase_date, email FROM customers";
 
@@ -183,17 +194,18 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
     }
 
     async fn insert_sale_event(&mut self, e: &SaleEventRow<'_>) -> StoreResult<i64> {
-        let sql = format!("{INSERT_SALE_EVENT} RETURNING id");
-        sale_event::<DB>(&sql, e)
+        sale_event::<DB>(concat!(insert_sale_event!(), " RETURNING id"), e)
             .scalar(&mut *self.conn)
             .await
             .map_err(|e| StoreError::from(e).conflict_on("transaction_id"))
     }
 
     async fn insert_sale_event_if_new(&mut self, e: &SaleEventRow<'_>) -> StoreResult<Option<i64>> {
-        let sql =
-            format!("{INSERT_SALE_EVENT} ON CONFLICT (processor_event_id) DO NOTHING RETURNING id");
-        Ok(sale_event::<DB>(&sql, e)
+        let sql = concat!(
+            insert_sale_event!(),
+            " ON CONFLICT (processor_event_id) DO NOTHING RETURNING id"
+        );
+        Ok(sale_event::<DB>(sql, e)
             .scalar_optional(&mut *self.conn)
             .await?)
     }
@@ -560,14 +572,7 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
     }
 }
 
-/// The insert of a sale event, without its `RETURNING`.
-const INSERT_SALE_EVENT: &str = "INSERT INTO affiliate_sale_events (program_id, customer_id, \
-    partner_id, click_id, customer_key, processor_event_id, amount_cents, currency, sale_type, \
-    payment_status, is_recurring, subscription_id, product_id, metadata, is_test, sale_date, \
-    created_at) \
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'paid', $10, $11, $12, $13, $14, $15, $15)";
-
-/// `sql`, an insert of [`INSERT_SALE_EVENT`]'s parameters, bound to the sale event `e`.
+/// `sql`, an insert of `insert_sale_event!`'s parameters, bound to the sale event `e`.
 fn sale_event<'q, DB: Engine>(sql: &'q str, e: &'q SaleEventRow<'_>) -> Stmt<'q, DB> {
     let s = e.sale;
     stmt::<DB>(sql)
