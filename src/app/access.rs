@@ -100,6 +100,21 @@ impl App {
             Decision::Allowed => Ok(()),
             Decision::Hidden => Err(Error::NotFound(record.not_found())),
             Decision::Refused(why) => Err(Error::Forbidden(why)),
+            Decision::Shared => Err(Error::Forbidden(format!(
+                "This {} is also in programs of a workspace you do not manage: only it (in \
+                 its portal) or the operator may change its sign-in, email and payout details",
+                record.kind().to_ascii_lowercase()
+            ))),
+        }
+    }
+
+    /// Whether `caller` may change a partner's sign-in, contact email and payout details
+    /// ([`Access::ChangeEverywhere`]), for pages that offer those changes.
+    pub async fn may_change_everywhere(&self, caller: &Caller, record: Record) -> Result<bool> {
+        match self.allow(caller, record, Access::ChangeEverywhere).await {
+            Ok(()) => Ok(true),
+            Err(Error::Forbidden(_)) => Ok(false),
+            Err(e) => Err(e),
         }
     }
 

@@ -273,9 +273,9 @@ pub(super) fn check_password(field: &str, password: &str) -> Result<()> {
 /// The argon2id hash of a password, computed off the async workers (it is deliberately
 /// slow).
 pub(super) async fn hashed_password(password: String) -> Result<String> {
-    tokio::task::spawn_blocking(move || secrets::hash_password(&password))
+    secrets::password_work(move || secrets::hash_password(&password))
         .await
-        .map_err(|e| Error::Internal("Internal server error", e.into()))?
+        .and_then(|hashed| hashed)
         .map_err(|e| Error::Internal("Internal server error", e))
 }
 
@@ -618,6 +618,11 @@ impl App {
         self.allow(caller, Record::Partner(id), Access::Change)
             .await?;
         let patch = partner_patch(b)?;
+        let current = self.store.partner_account(id).await?.partner;
+        if patch.changes_account(&current) {
+            self.allow(caller, Record::Partner(id), Access::ChangeEverywhere)
+                .await?;
+        }
         Ok(self.store.update_partner(id, &patch).await?)
     }
 }

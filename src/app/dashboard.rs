@@ -5,7 +5,7 @@
 //! than sliding, so a stolen token has a bounded life; sign-out ends it at once. Expired
 //! sessions are purged at the next sign-in.
 
-use super::secrets::{generate_token, hash_token, verify_password};
+use super::secrets::{generate_token, hash_token, password_work, verify_password};
 use super::{App, Error, Result};
 use crate::domain::status::{MembershipStatus, Permission};
 use crate::store::{
@@ -68,8 +68,7 @@ impl App {
         account: Option<(i64, String)>,
         password: String,
     ) -> Result<i64> {
-        // argon2 is deliberately slow; keep it off the async workers.
-        tokio::task::spawn_blocking(move || match account {
+        password_work(move || match account {
             Some((id, hash)) => verify_password(&password, &hash).then_some(id),
             None => {
                 let _ = verify_password(&password, DUMMY_PASSWORD_HASH);
@@ -77,7 +76,7 @@ impl App {
             }
         })
         .await
-        .map_err(|e| Error::Internal("Internal server error", e.into()))?
+        .map_err(|e| Error::Internal("Internal server error", e))?
         .ok_or_else(|| Error::Unauthorized(INVALID_CREDENTIALS.into()))
     }
 

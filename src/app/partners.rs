@@ -234,8 +234,12 @@ impl App {
         partner_id: i64,
         public_url: &str,
     ) -> Result<Invite> {
-        self.allow(caller, Record::Partner(partner_id), Access::Change)
-            .await?;
+        self.allow(
+            caller,
+            Record::Partner(partner_id),
+            Access::ChangeEverywhere,
+        )
+        .await?;
         let account = self.store.partner_account(partner_id).await?;
         let Some(email) = &account.partner.email else {
             return Err(Error::invalid(
@@ -245,14 +249,20 @@ impl App {
         let token = generate_token(INVITE_TOKEN_PREFIX);
         let now = self.now_ms();
         let expires_at = now + INVITE_LIFETIME_MS;
-        self.store
-            .create_partner_invite(&TokenGrant {
-                partner_id,
-                token_hash: &hash_token(&token),
-                at: now,
-                expires_at,
+        let token_hash = hash_token(&token);
+        self.write(move |tx, _| {
+            Box::pin(async move {
+                tx.insert_invite(&TokenGrant {
+                    partner_id,
+                    token_hash: &token_hash,
+                    at: now,
+                    expires_at,
+                })
+                .await?;
+                Ok(())
             })
-            .await?;
+        })
+        .await?;
         let invite_url = format!(
             "{}/partner/invite?token={token}",
             public_url.trim_end_matches('/')
@@ -302,7 +312,7 @@ impl App {
                     .ok_or_else(|| {
                         Error::invalid("The partner has no email: ask the program for a new invite")
                     })?;
-                tx.set_partner_account(partner_id, &email, &hash)
+                tx.set_partner_account(partner_id, &email, &hash, now)
                     .await
                     .map_err(|e| match e {
                         StoreError::Conflict(_) => Error::Conflict(
@@ -512,10 +522,16 @@ impl App {
         .await
         .map_err(|_| Error::invalid("current_password is not the current password"))?;
         let hash = hashed_password(b.new_password).await?;
-        Ok(self
-            .store
-            .set_partner_password(partner_id, &hash, session_hash)
-            .await?)
+        let keep = session_hash.to_string();
+        let now = self.now_ms();
+        self.write(move |tx, _| {
+            Box::pin(async move {
+                tx.set_partner_password(partner_id, &hash, &keep, now)
+                    .await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     /// The partner's record in a program where it is approved: 404 when it is not in the

@@ -1,11 +1,14 @@
 //! Secrets: API and admin tokens (stored as SHA-256 hashes, compared in constant time)
 //! and dashboard passwords (argon2id).
 
+use std::sync::LazyLock;
+
 use argon2::password_hash::{rand_core::OsRng as PwOsRng, SaltString};
 use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier};
 use rand::{rngs::OsRng, RngCore};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+use tokio::sync::Semaphore;
 
 /// Prefix of program API keys.
 pub const API_TOKEN_PREFIX: &str = "rtk_";
@@ -43,6 +46,21 @@ pub fn hash_password(password: &str) -> anyhow::Result<String> {
         .map_err(|e| anyhow::anyhow!("password hashing failed: {e}"))
 }
 
+/// Password hashes and checks that may run at once: one per core. Each argon2id run holds
+/// about 19 MiB and a core for tens of milliseconds, so a burst of sign-ins or
+/// applications waits its turn instead of taking the server's memory.
+static PASSWORD_WORK: LazyLock<Semaphore> =
+    LazyLock::new(|| Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get())));
+
+/// Runs `work` (a password hash or check) off the async workers, once one of the
+/// [`PASSWORD_WORK`] permits is free.
+pub async fn password_work<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> anyhow::Result<T> {
+    let _permit = PASSWORD_WORK.acquire().await?;
+    Ok(tokio::task::spawn_blocking(work).await?)
+}
+
 /// Checks a password against its stored hash.
 pub fn verify_password(password: &str, stored: &str) -> bool {
     PasswordHash::new(stored)
@@ -76,5 +94,33 @@ mod tests {
         assert!(verify_password("correct horse", &h));
         assert!(!verify_password("wrong horse", &h));
         assert!(!verify_password("x", "not a hash"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn password_work_runs_at_most_one_per_core() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..cores * 4)
+            .map(|_| {
+                let (running, most) = (running.clone(), most.clone());
+                tokio::spawn(password_work(move || {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                }))
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        let most = most.load(Ordering::SeqCst);
+        assert!(
+            (1..=cores).contains(&most),
+            "{most} ran at once on {cores} cores"
+        );
     }
 }

@@ -17,6 +17,10 @@ pub enum Access {
     Change,
     /// Adds or changes members of a workspace: `owner`.
     ManageMembers,
+    /// Changes what a shared record holds for every workspace it is in at once (a
+    /// partner's sign-in, contact email and payout details): `owner` or `admin` of each
+    /// of those workspaces, so that one workspace cannot take over what another relies on.
+    ChangeEverywhere,
 }
 
 /// One of the caller's memberships, as the rule needs it.
@@ -36,6 +40,9 @@ pub enum Decision {
     Hidden,
     /// Refuse, saying why.
     Refused(String),
+    /// Refuse [`Access::ChangeEverywhere`]: the record is also of a workspace where the
+    /// caller may not change it.
+    Shared,
 }
 
 impl Role {
@@ -43,7 +50,7 @@ impl Role {
     pub fn allows(self, access: Access) -> bool {
         match access {
             Access::Read => true,
-            Access::Change => matches!(self, Role::Owner | Role::Admin),
+            Access::Change | Access::ChangeEverywhere => matches!(self, Role::Owner | Role::Admin),
             Access::ManageMembers => self == Role::Owner,
         }
     }
@@ -65,12 +72,23 @@ pub fn decide(seats: &[Seat], workspaces: &[i64], access: Access) -> Decision {
     if active.is_empty() {
         return Decision::Refused("Your membership of this workspace is suspended".into());
     }
+    let reaches = |w: i64| {
+        active
+            .iter()
+            .any(|s| s.workspace_id == w && s.role.allows(access))
+    };
+    if access == Access::ChangeEverywhere && workspaces.iter().any(|&w| reaches(w)) {
+        if workspaces.iter().all(|&w| reaches(w)) {
+            return Decision::Allowed;
+        }
+        return Decision::Shared;
+    }
     if active.iter().any(|s| s.role.allows(access)) {
         return Decision::Allowed;
     }
     let needed = match access {
         Access::Read => "a member",
-        Access::Change => "an owner or admin",
+        Access::Change | Access::ChangeEverywhere => "an owner or admin",
         Access::ManageMembers => "an owner",
     };
     let role = active.iter().map(|s| s.role.as_str()).next().unwrap_or("");
@@ -147,5 +165,27 @@ mod tests {
         ));
         assert_eq!(workspaces_allowing(&seats, Access::Read), vec![1, 2]);
         assert_eq!(workspaces_allowing(&seats, Access::Change), vec![2]);
+    }
+
+    #[test]
+    fn changing_a_shared_record_everywhere_takes_every_workspace() {
+        use MembershipStatus::{Active, Suspended};
+        let seats = [
+            seat(1, Role::Owner, Active),
+            seat(2, Role::Admin, Active),
+            seat(3, Role::Viewer, Active),
+            seat(4, Role::Owner, Suspended),
+        ];
+        let everywhere = |w: &[i64]| decide(&seats, w, Access::ChangeEverywhere);
+        assert_eq!(everywhere(&[1]), Decision::Allowed);
+        assert_eq!(everywhere(&[1, 2]), Decision::Allowed);
+        for shared in [&[1, 3][..], &[1, 4], &[2, 9]] {
+            assert_eq!(everywhere(shared), Decision::Shared, "{shared:?}");
+        }
+        // Where no seat may change it at all, the usual answers.
+        assert_eq!(everywhere(&[9]), Decision::Hidden);
+        assert!(matches!(everywhere(&[3]), Decision::Refused(t) if t.contains("viewer")));
+        // Plain changes still take the best seat.
+        assert_eq!(decide(&seats, &[1, 3], Access::Change), Decision::Allowed);
     }
 }

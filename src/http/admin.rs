@@ -178,6 +178,9 @@ management_endpoints! {
         );
 
     /// Change a partner's name, email or payout details; absent fields stay, `null` clears.
+    /// Changing the email or payout details of a partner that is also in programs of a
+    /// workspace the session does not manage is refused (403): that is for the partner
+    /// itself, or the operator.
     patch "/partners/{id}"
         path(id: ("id" = i64, Path, description = "id"))
         body(b: JsonBody<PartnerPatchBody>)

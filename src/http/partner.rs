@@ -35,13 +35,15 @@ use crate::store::CommissionRow;
 /// Routes under `/api/partner`.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
+        // Every call that checks or hashes a password counts against the per-client-IP
+        // login limit: argon2 is deliberately costly.
         .routes(routes!(partner_login))
         .routes(routes!(accept_partner_invite))
+        .routes(routes!(apply_to_program))
+        .routes(routes!(change_partner_password))
         .route_layer(axum::middleware::from_fn(super::rate_limit::logins))
         .routes(routes!(partner_logout))
-        .routes(routes!(apply_to_program))
         .routes(routes!(partner_me, update_partner_me))
-        .routes(routes!(change_partner_password))
         .routes(routes!(partner_links, create_partner_link))
         .routes(routes!(partner_performance))
         .routes(routes!(partner_commissions))
@@ -124,8 +126,10 @@ pub(super) fn public_url(state: &AppState, headers: &HeaderMap) -> String {
 /// Invite a partner to sign in.
 ///
 /// The answer's `invite_url` opens the partner portal's page that sets a password; it
-/// works once, for 7 days. Inviting again issues a new link (also how a partner that
-/// forgot its password gets a new one). The partner needs an email. When an SMTP server
+/// works once, for 7 days. Inviting again issues a new link and ends the older ones (also
+/// how a partner that forgot its password gets a new one). The partner needs an email. A
+/// dashboard session needs to manage every workspace whose programs the partner is in
+/// (403 otherwise): a new password reaches all of them. When an SMTP server
 /// is configured (`REFTRACK_SMTP_URL`) the link is also mailed to that email, and
 /// `emailed` tells whether the server accepted the mail; a mail that fails leaves the
 /// invite working, and the answer still carries the link.

@@ -2,7 +2,8 @@
 //! `governor` crate) and a per-account slowdown of failed logins.
 //!
 //! Limited are `POST /track/click`, browser-mode `POST /track/lead` (no `Authorization`
-//! header) and `POST /api/auth/login`, each per client IP as
+//! header) and every POST that checks or hashes a password (sign-in, invites,
+//! applications, password changes: [`logins`]), each per client IP as
 //! [`ClientResolver::client_ip`](super::client_ip::ClientResolver::client_ip) sees it
 //! (the TCP peer, or a trusted proxy's client header). IPv6 clients are limited per /64,
 //! the block one subscriber usually holds. A request whose client IP is unknown (the
@@ -35,7 +36,8 @@ pub enum Limited {
     Click,
     /// `POST /api/v1/track/lead` without an `Authorization` header (browser mode).
     Lead,
-    /// `POST /api/auth/login`.
+    /// A POST that checks or hashes a password (sign-in, invites, applications, password
+    /// changes).
     Login,
 }
 
@@ -140,7 +142,8 @@ pub async fn browser_leads(
     limit(&state, Limited::Lead, req, next).await
 }
 
-/// Route layer of the login route: POST requests count against [`Limited::Login`].
+/// Route layer of the routes that check or hash a password: POST requests count against
+/// [`Limited::Login`].
 pub async fn logins(Extension(state): Extension<AppState>, req: Request, next: Next) -> Response {
     limit(&state, Limited::Login, req, next).await
 }

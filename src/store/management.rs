@@ -29,7 +29,12 @@ pub enum Record {
 impl Record {
     /// What a client reads when the record is hidden or missing.
     pub fn not_found(self) -> String {
-        let what = match self {
+        format!("{} not found", self.kind())
+    }
+
+    /// The kind of record, as a sentence starts with it.
+    pub fn kind(self) -> &'static str {
+        match self {
             Record::Workspace(_) => "Workspace",
             Record::Program(_) => "Program",
             Record::Partner(_) => "Partner",
@@ -37,8 +42,7 @@ impl Record {
             Record::Commission(_) => "Commission",
             Record::Payout(_) => "Payout",
             Record::Webhook(_) => "Webhook",
-        };
-        format!("{what} not found")
+        }
     }
 }
 

@@ -156,6 +156,22 @@ pub struct PartnerPatch {
     pub payout_email: Option<Option<String>>,
 }
 
+impl PartnerPatch {
+    /// Whether it changes what reaches every program of the partner beyond its name: the
+    /// contact email (where invites go) or the payout details (where money goes).
+    pub fn changes_account(&self, current: &Partner) -> bool {
+        self.email.as_ref().is_some_and(|e| *e != current.email)
+            || self
+                .payout_method
+                .as_ref()
+                .is_some_and(|m| *m != current.payout_method)
+            || self
+                .payout_email
+                .as_ref()
+                .is_some_and(|e| *e != current.payout_email)
+    }
+}
+
 /// A partner's membership in a program, with its running totals.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 pub struct PartnerProgram {

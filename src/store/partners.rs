@@ -91,22 +91,12 @@ pub trait PartnerAccounts {
     async fn partner_account(&self, id: i64) -> StoreResult<PartnerAccount>;
     /// The partner whose account email is `email` (normalised), if any.
     async fn partner_credentials(&self, email: &str) -> StoreResult<Option<PartnerCredentials>>;
-    /// A new invite.
-    async fn create_partner_invite(&self, grant: &TokenGrant<'_>) -> StoreResult<()>;
     /// A new session; purges expired partner sessions on the way.
     async fn create_partner_session(&self, grant: &TokenGrant<'_>) -> StoreResult<()>;
     /// The partner of a live session, if any.
     async fn partner_session(&self, token_hash: &str, now: i64) -> StoreResult<Option<i64>>;
     /// Ends a session.
     async fn delete_partner_session(&self, token_hash: &str) -> StoreResult<()>;
-    /// Replaces a partner's password and ends its other sessions (all but the one whose
-    /// token hashes to `keep`).
-    async fn set_partner_password(
-        &self,
-        partner_id: i64,
-        password_hash: &str,
-        keep: &str,
-    ) -> StoreResult<()>;
     /// The programs a partner is in, by program id.
     async fn partner_memberships(&self, partner_id: i64) -> StoreResult<Vec<PartnerMembership>>;
     /// One page of what payouts of a program pay a partner, newest first.
@@ -138,13 +128,27 @@ pub trait PartnerTx: Send {
     async fn invite(&mut self, token_hash: &str) -> StoreResult<Option<InviteRow>>;
     /// A partner's contact email; `NotFound("partner")`.
     async fn partner_email(&mut self, partner_id: i64) -> StoreResult<Option<String>>;
-    /// Gives a partner an account (or a new password), ending its sessions;
-    /// `Conflict("account email")` when another partner signs in with that email.
+    /// A new invite; the partner's unused invites expire at `grant.at`, so that only the
+    /// newest link sets a password.
+    async fn insert_invite(&mut self, grant: &TokenGrant<'_>) -> StoreResult<()>;
+    /// Gives a partner an account (or a new password) at `at`, ending its sessions and
+    /// its unused invites; `Conflict("account email")` when another partner signs in with
+    /// that email.
     async fn set_partner_account(
         &mut self,
         partner_id: i64,
         email: &str,
         password_hash: &str,
+        at: i64,
+    ) -> StoreResult<()>;
+    /// Replaces a partner's password at `at`, ending its unused invites and its other
+    /// sessions (all but the one whose token hashes to `keep`).
+    async fn set_partner_password(
+        &mut self,
+        partner_id: i64,
+        password_hash: &str,
+        keep: &str,
+        at: i64,
     ) -> StoreResult<()>;
     /// A new session.
     async fn insert_partner_session(&mut self, grant: &TokenGrant<'_>) -> StoreResult<()>;

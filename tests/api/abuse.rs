@@ -248,6 +248,56 @@ async fn footprint(app: &TestApp, p: i64) -> Vec<i64> {
 }
 
 on_both_backends! {
+    async fn every_password_call_shares_the_login_limit(app: TestApp) {
+        // Applying, accepting an invite and changing a password hash a password (argon2,
+        // deliberately costly): each counts against the login limit like signing in.
+        let app = app
+            .with_resolver(ClientResolver::new(Some("*".parse().unwrap()), None).unwrap())
+            .with_rate_limits(RateLimitArgs {
+                rate_limit_click: 0,
+                rate_limit_lead: 0,
+                rate_limit_login: 2,
+            });
+        let p = app.seed_with(json!({"applications_open": true})).await.program_id;
+        let apply = format!("/api/partner/apply/{p}");
+        let body = |i: u32| json!({"name": "Spam", "email": format!("spam{i}@example.com"), "password": "partner password"});
+        app.send("POST", &apply, Some(body(0)), &from("198.51.100.7")).await.expect(201);
+        app.send("POST", &apply, Some(body(1)), &from("198.51.100.7")).await.expect(201);
+        assert_429(&app.send("POST", &apply, Some(body(2)), &from("198.51.100.7")).await);
+        assert_eq!(app.count("SELECT COUNT(*) FROM partners WHERE email = 'spam2@example.com'").await, 0);
+
+        // A password change from one client, whatever its session.
+        let login = json!({"email": "spam0@example.com", "password": "partner password"});
+        let r = app.send("POST", "/api/partner/auth/login", Some(login), &from("198.51.100.10")).await.expect(200);
+        let auth = format!("Bearer {}", r.body["token"].as_str().unwrap());
+        let change = json!({"current_password": "wrong password", "new_password": "new partner password"});
+        for _ in 0..2 {
+            app.send("POST", "/api/partner/me/password", Some(change.clone()), &[("x-forwarded-for", "198.51.100.8"), ("authorization", &auth)]).await.expect(400);
+        }
+        let r = app.send("POST", "/api/partner/me/password", Some(change), &[("x-forwarded-for", "198.51.100.8"), ("authorization", &auth)]).await;
+        assert_429(&r);
+
+        // The portal's application form, from a third client: the third is refused.
+        let form = |i: u32| {
+            axum::http::Request::builder()
+                .method("POST")
+                .uri(format!("/partner/apply/{p}"))
+                .header("host", pages::HOST)
+                .header("origin", pages::ORIGIN)
+                .header("x-forwarded-for", "198.51.100.9")
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(axum::body::Body::from(format!("name=Spam&email=page{i}%40example.com&password=partner+password")))
+                .unwrap()
+        };
+        app.raw(form(0)).await.expect(303);
+        app.raw(form(1)).await.expect(303);
+        let r = app.raw(form(2)).await;
+        assert_eq!(r.status.as_u16(), 429);
+        assert_eq!(app.count("SELECT COUNT(*) FROM partners WHERE email = 'page2@example.com'").await, 0);
+    }
+}
+
+on_both_backends! {
     async fn an_api_key_reaches_nothing_of_another_program(app: TestApp) {
         let a = app.seed().await;
         let b = app.seed().await;

@@ -105,6 +105,93 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    async fn only_the_newest_invite_sets_a_password(app: TestApp) {
+        let seed = app.seed().await;
+        let accept = |token: String, password: &str| app.post("/api/partner/auth/accept-invite", json!({"token": token, "password": password}));
+        // A new invite ends the older one; accepting ends any other.
+        let first = app.invite_token(seed.partner_id, "alice@example.com").await;
+        let second = app.invite_token(seed.partner_id, "alice@example.com").await;
+        let r = accept(first, PASSWORD).await.expect(400);
+        assert_eq!(r.error(), "This invite link has expired: ask for a new one");
+        let session = accept(second, PASSWORD).await.expect(200).body["token"].as_str().unwrap().to_string();
+        // A password change ends the invites made before it.
+        let third = app.invite_token(seed.partner_id, "alice@example.com").await;
+        partner(&app, &session, "POST", "/me/password", Some(json!({"current_password": PASSWORD, "new_password": "another password"}))).await.expect(200);
+        accept(third, "taken over").await.expect(400);
+        partner_login(&app, "alice@example.com", "another password").await.expect(200);
+        partner(&app, &session, "GET", "/me", None).await.expect(200);
+    }
+}
+
+on_both_backends! {
+    async fn a_partner_of_two_workspaces_keeps_its_account_to_itself(app: TestApp) {
+        let a = app.seed().await;
+        let b = app.seed_with(json!({"applications_open": true})).await;
+        let session_of = |workspace_id: i64, email: &'static str| {
+            let app = &app;
+            async move {
+                app.member(workspace_id, email, "owner password", "owner").await;
+                let r = app.login(email, "owner password").await.expect(200);
+                format!("Bearer {}", r.body["token"].as_str().unwrap())
+            }
+        };
+        let owner_a = session_of(a.workspace_id, "a@example.com").await;
+        let owner_b = session_of(b.workspace_id, "b@example.com").await;
+        let as_owner = |auth: &str, method: &str, path: String, body: Option<Value>| {
+            let auth = auth.to_string();
+            let method = method.to_string();
+            let app = &app;
+            async move { app.send(&method, &format!("/api/admin{path}"), body, &[("authorization", &auth)]).await }
+        };
+        // Alice, A's partner with an account, joins B's program herself.
+        let alice = signed_in(&app, a.partner_id, "alice@example.com").await;
+        partner(&app, &alice, "POST", &format!("/apply/{}", b.program_id), Some(json!({}))).await.expect(201);
+        app.admin("PATCH", &format!("/programs/{}/partners/{}", b.program_id, a.partner_id), Some(json!({"status": "approved"}))).await.expect(200);
+        partner(&app, &alice, "PATCH", "/me", Some(json!({"payout_method": "paypal", "payout_email": "pay@alice.example"}))).await.expect(200);
+
+        // Neither workspace may hand out a new password or redirect her payouts and mail.
+        let p = a.partner_id;
+        for owner in [&owner_a, &owner_b] {
+            let r = as_owner(owner, "POST", format!("/partners/{p}/invite"), None).await.expect(403);
+            assert!(r.error().contains("also in programs of a workspace you do not manage"), "{}", r.error());
+            for change in [json!({"payout_email": "thief@example.com"}), json!({"payout_method": "wise"}), json!({"email": "thief@example.com"}), json!({"payout_email": null})] {
+                as_owner(owner, "PATCH", format!("/partners/{p}"), Some(change)).await.expect(403);
+            }
+        }
+        // Her name, and the same values again, are still theirs to send.
+        as_owner(&owner_a, "PATCH", format!("/partners/{p}"), Some(json!({"name": "Alice A.", "payout_email": "pay@alice.example", "email": "alice@example.com"}))).await.expect(200);
+        let me = partner(&app, &alice, "GET", "/me", None).await.expect(200);
+        assert_eq!((me.body["name"].as_str(), me.body["payout_email"].as_str()), (Some("Alice A."), Some("pay@alice.example")));
+        assert_eq!(app.count(&format!("SELECT COUNT(*) FROM partner_invites WHERE partner_id = {p} AND used_at IS NULL")).await, 0);
+
+        // The dashboard's page of her offers neither, and its form keeps them.
+        let cookie = {
+            let r = pages::DASHBOARD.post(&app, "/app/login", None, "email=a%40example.com&password=owner+password").await.expect(303);
+            pages::DASHBOARD.session(&r)
+        };
+        let page = format!("/app/programs/{}/partners/{p}", a.program_id);
+        let r = pages::DASHBOARD.get(&app, &page, Some(&cookie)).await.expect(200);
+        let body = pages::html(&r);
+        assert!(body.contains("its email, payout details and password are its own to change"), "{body}");
+        assert!(!body.contains("Make an invite link") && !body.contains("name=\"payout_email\""), "{body}");
+        pages::DASHBOARD.post(&app, &page, Some(&cookie), "name=Alice").await.expect(303);
+        let me = partner(&app, &alice, "GET", "/me", None).await.expect(200);
+        assert_eq!((me.body["name"].as_str(), me.body["payout_email"].as_str(), me.body["payout_method"].as_str()), (Some("Alice"), Some("pay@alice.example"), Some("paypal")));
+        pages::DASHBOARD.post(&app, &format!("{page}/invite"), Some(&cookie), "").await.expect(403);
+
+        // The operator still may; so may the owner of both workspaces.
+        app.admin("PATCH", &format!("/partners/{p}"), Some(json!({"payout_email": "new@alice.example"}))).await.expect(200);
+        let both_id = app.admin("POST", "/users", Some(json!({"email": "both@example.com", "password": "owner password"}))).await.expect(201).body["id"].as_i64().unwrap();
+        for w in [a.workspace_id, b.workspace_id] {
+            app.admin("POST", &format!("/workspaces/{w}/members"), Some(json!({"user_id": both_id, "role": "admin"}))).await.expect(201);
+        }
+        let r = app.login("both@example.com", "owner password").await.expect(200);
+        let both = format!("Bearer {}", r.body["token"].as_str().unwrap());
+        as_owner(&both, "POST", format!("/partners/{p}/invite"), None).await.expect(201);
+    }
+}
+
+on_both_backends! {
     async fn password_change_ends_the_other_sessions(app: TestApp) {
         let seed = app.seed().await;
         let first = signed_in(&app, seed.partner_id, "alice@example.com").await;

@@ -317,6 +317,9 @@ struct PartnerPage {
     methods: Vec<(&'static str, &'static str, bool)>,
     edit_payout_email: Field,
     edit_error: Option<String>,
+    /// Whether the caller may change the partner's sign-in, email and payout details:
+    /// not when the partner is also in programs of a workspace it does not manage.
+    owns_account: bool,
     /// An invite link just made.
     invite: Option<Invite>,
     invite_error: Option<String>,
@@ -434,7 +437,12 @@ async fn partner_page(s: &AppState, frame: Frame, partner_id: i64) -> app::Resul
         });
     }
     let method = record.payout_method.map(|m| m.as_str()).unwrap_or("");
+    let owns_account = s
+        .app
+        .may_change_everywhere(&frame.caller, Record::Partner(partner_id))
+        .await?;
     Ok(PartnerPage {
+        owns_account,
         partner: partner_row(&row, &frame.program.currency),
         payout_method: METHODS
             .iter()
@@ -491,11 +499,14 @@ pub(super) async fn edit(
     let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
     // Only a partner of this program is edited from its pages.
     s.app.program_partner(&frame.caller, id, partner_id).await?;
+    // A partner shared with another workspace's programs gets a form without the
+    // fields it keeps to itself: what is not sent is left as it is.
+    let sent = |name: &str| form.has(name).then(|| form.text(name));
     let b = PartnerPatchBody {
         name: Some(form.get("name")),
-        email: Some(form.text("email")),
-        payout_method: Some(form.text("payout_method")),
-        payout_email: Some(form.text("payout_email")),
+        email: sent("email"),
+        payout_method: sent("payout_method"),
+        payout_email: sent("payout_email"),
     };
     let Err(refused) = s
         .app

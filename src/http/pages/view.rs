@@ -364,6 +364,11 @@ impl Posted {
         self.0.get(name).cloned().unwrap_or_default()
     }
 
+    /// Whether the form has the field at all (blank or not).
+    pub fn has(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
     /// A field's value trimmed, `None` when absent or blank.
     pub fn text(&self, name: &str) -> Option<String> {
         Some(self.get(name).trim().to_string()).filter(|v| !v.is_empty())

@@ -27,8 +27,9 @@ use session::Signed;
 
 /// The portal's pages.
 pub fn router() -> Router<AppState> {
-    // Sign-in and invite acceptance count against the per-client-IP login limit, as
-    // their API twins do.
+    // Every form that checks or hashes a password (sign-in, invites, applications,
+    // password changes) counts against the per-client-IP login limit, as its API twin
+    // does.
     let sign_in = Router::new()
         .route(
             "/partner/login",
@@ -38,14 +39,18 @@ pub fn router() -> Router<AppState> {
             "/partner/invite",
             get(auth::invite_page).post(auth::accept_invite),
         )
-        .route_layer(middleware::from_fn(super::rate_limit::logins));
-    Router::new()
-        .merge(sign_in)
-        .route("/partner/logout", post(logout::<Signed>))
         .route(
             "/partner/apply/{program_id}",
             get(auth::apply_page).post(auth::apply),
         )
+        .route(
+            "/partner/settings/password",
+            post(settings::change_password),
+        )
+        .route_layer(middleware::from_fn(super::rate_limit::logins));
+    Router::new()
+        .merge(sign_in)
+        .route("/partner/logout", post(logout::<Signed>))
         .route("/partner", get(overview::overview))
         .route("/partner/", get(overview::to_overview))
         .route(
@@ -64,10 +69,6 @@ pub fn router() -> Router<AppState> {
         .route(
             "/partner/settings",
             get(settings::settings).post(settings::save_profile),
-        )
-        .route(
-            "/partner/settings/password",
-            post(settings::change_password),
         )
         .route("/partner/{*rest}", any(not_found))
         .layer(middleware::from_fn(same_origin_posts))

@@ -41,11 +41,6 @@ impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
         .await?)
     }
 
-    async fn create_partner_invite(&self, grant: &TokenGrant<'_>) -> StoreResult<()> {
-        let conn = &mut *self.write.acquire().await?;
-        insert_token::<DB>(conn, INSERT_INVITE, grant).await
-    }
-
     async fn create_partner_session(&self, grant: &TokenGrant<'_>) -> StoreResult<()> {
         let conn = &mut *self.write.acquire().await?;
         stmt::<DB>("DELETE FROM partner_sessions WHERE expires_at <= $1")
@@ -70,26 +65,6 @@ impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
         stmt::<DB>("DELETE FROM partner_sessions WHERE token_hash = $1")
             .bind(token_hash)
             .execute(&mut *self.write.acquire().await?)
-            .await?;
-        Ok(())
-    }
-
-    async fn set_partner_password(
-        &self,
-        partner_id: i64,
-        password_hash: &str,
-        keep: &str,
-    ) -> StoreResult<()> {
-        let conn = &mut *self.write.acquire().await?;
-        stmt::<DB>("UPDATE partners SET password_hash = $1 WHERE id = $2")
-            .bind(password_hash)
-            .bind(partner_id)
-            .execute(&mut *conn)
-            .await?;
-        stmt::<DB>("DELETE FROM partner_sessions WHERE partner_id = $1 AND token_hash <> $2")
-            .bind(partner_id)
-            .bind(keep)
-            .execute(&mut *conn)
             .await?;
         Ok(())
     }
@@ -173,6 +148,23 @@ const INSERT_INVITE: &str = "INSERT INTO partner_invites \
 const INSERT_SESSION: &str = "INSERT INTO partner_sessions \
     (partner_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4)";
 
+/// Ends a partner's unused invites at `at`: they answer as expired from then on.
+async fn expire_invites<DB: Engine>(
+    conn: &mut DB::Connection,
+    partner_id: i64,
+    at: i64,
+) -> StoreResult<()> {
+    stmt::<DB>(
+        "UPDATE partner_invites SET expires_at = $2 \
+         WHERE partner_id = $1 AND used_at IS NULL AND expires_at > $2",
+    )
+    .bind(partner_id)
+    .bind(at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
 /// Runs `sql`, [`INSERT_INVITE`] or [`INSERT_SESSION`], for a partner's new token.
 async fn insert_token<DB: Engine>(
     conn: &mut DB::Connection,
@@ -222,11 +214,17 @@ impl<DB: Engine> PartnerTx for WriteConnection<DB> {
         Ok(row.try_get_at(0)?)
     }
 
+    async fn insert_invite(&mut self, grant: &TokenGrant<'_>) -> StoreResult<()> {
+        expire_invites::<DB>(&mut self.conn, grant.partner_id, grant.at).await?;
+        insert_token::<DB>(&mut self.conn, INSERT_INVITE, grant).await
+    }
+
     async fn set_partner_account(
         &mut self,
         partner_id: i64,
         email: &str,
         password_hash: &str,
+        at: i64,
     ) -> StoreResult<()> {
         stmt::<DB>(
             "UPDATE partners SET account_email = $1, account_email_key = $4, \
@@ -243,7 +241,27 @@ impl<DB: Engine> PartnerTx for WriteConnection<DB> {
             .bind(partner_id)
             .execute(&mut *self.conn)
             .await?;
-        Ok(())
+        expire_invites::<DB>(&mut self.conn, partner_id, at).await
+    }
+
+    async fn set_partner_password(
+        &mut self,
+        partner_id: i64,
+        password_hash: &str,
+        keep: &str,
+        at: i64,
+    ) -> StoreResult<()> {
+        stmt::<DB>("UPDATE partners SET password_hash = $1 WHERE id = $2")
+            .bind(password_hash)
+            .bind(partner_id)
+            .execute(&mut *self.conn)
+            .await?;
+        stmt::<DB>("DELETE FROM partner_sessions WHERE partner_id = $1 AND token_hash <> $2")
+            .bind(partner_id)
+            .bind(keep)
+            .execute(&mut *self.conn)
+            .await?;
+        expire_invites::<DB>(&mut self.conn, partner_id, at).await
     }
 
     async fn insert_partner_session(&mut self, grant: &TokenGrant<'_>) -> StoreResult<()> {
