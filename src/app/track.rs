@@ -737,6 +737,7 @@ pub(super) async fn sale_flow(
         return Ok(SaleOutcome {
             sale_id,
             commission_id: None,
+            unearned: None,
         });
     }
     let c = attributed_customer(tx, &s).await?;
@@ -758,22 +759,25 @@ pub(super) async fn sale_flow(
         .partner_program(partner_id, s.program.id)
         .await?
         .ok_or_else(|| Error::invalid("No partner-program relationship found for this customer"))?;
+    let unearned = commission::unearned(
+        standing,
+        !s.is_recurring
+            || commission::recurring_earns(
+                s.program.recurring_commission_months,
+                first_sale_at,
+                s.at,
+            ),
+    );
     let row = SaleEventRow {
         sale: &s,
         customer_id: Some(c.id),
         partner_id: Some(partner_id),
         click_id: Some(&c.click_id),
         customer_key: s.customer_key.as_deref().or(c.customer_key.as_deref()),
+        unearned,
     };
     let sale_id = insert_sale_event(tx, &row).await?;
-    let earns = commission::partner_earns(standing)
-        && (!s.is_recurring
-            || commission::recurring_earns(
-                s.program.recurring_commission_months,
-                first_sale_at,
-                s.at,
-            ));
-    let (commission_id, commission_cents) = if earns {
+    let (commission_id, commission_cents) = if unearned.is_none() {
         let flags = commission_flags(tx, &c, &s, partner_id).await?;
         let commission = NewCommission {
             program_id: s.program.id,
@@ -797,6 +801,7 @@ pub(super) async fn sale_flow(
     let outcome = SaleOutcome {
         sale_id,
         commission_id,
+        unearned,
     };
     tx.record_events(s.program.id, s.at, &sale_recorded(&outcome))
         .await?;

@@ -97,6 +97,46 @@ pub fn partner_earns(status: PartnerStatus) -> bool {
     status == PartnerStatus::Approved
 }
 
+/// Why a sale (not in test mode) earns no commission; kept with the sale, so that a sale
+/// without commission always says why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unearned {
+    /// Its partner was not approved in the program when the sale came.
+    PartnerNotApproved,
+    /// A renewal past the program's recurring commission months.
+    RecurringPeriodEnded,
+}
+
+impl Unearned {
+    /// The stored form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unearned::PartnerNotApproved => "partner_not_approved",
+            Unearned::RecurringPeriodEnded => "recurring_period_ended",
+        }
+    }
+
+    /// What the sale's answer says after "no commission: ".
+    pub fn reason(self) -> &'static str {
+        match self {
+            Unearned::PartnerNotApproved => "the partner is not approved in this program",
+            Unearned::RecurringPeriodEnded => "the recurring commission period has ended",
+        }
+    }
+}
+
+/// Whether a sale earns, from its partner's standing and, for a renewal, whether it is
+/// within the recurring limit ([`recurring_earns`]): `None` when it does, else why not.
+pub fn unearned(standing: PartnerStatus, within_recurring_limit: bool) -> Option<Unearned> {
+    if !partner_earns(standing) {
+        Some(Unearned::PartnerNotApproved)
+    } else if !within_recurring_limit {
+        Some(Unearned::RecurringPeriodEnded)
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,7 +150,15 @@ mod tests {
             PartnerStatus::Banned,
         ] {
             assert!(!partner_earns(status), "{status:?}");
+            for within in [true, false] {
+                assert_eq!(unearned(status, within), Some(Unearned::PartnerNotApproved));
+            }
         }
+        assert_eq!(unearned(PartnerStatus::Approved, true), None);
+        assert_eq!(
+            unearned(PartnerStatus::Approved, false),
+            Some(Unearned::RecurringPeriodEnded)
+        );
     }
 
     #[test]

@@ -123,7 +123,8 @@ pub struct SaleTracked {
     /// Always `true`.
     pub success: bool,
     pub sale_id: i64,
-    /// `null` when the sale earns no commission (recurring limit reached).
+    /// `null` when the sale earns no commission: its partner is not approved in the
+    /// program, or a renewal is past the recurring limit (`message` says which).
     pub commission_id: Option<i64>,
     pub message: String,
 }
@@ -674,17 +675,15 @@ async fn sale(
             program.id,
         ))));
     }
-    let message = match outcome.commission_id {
-        Some(_) => "Sale tracked successfully",
-        None => {
-            "Sale tracked successfully; no commission: the recurring commission period has ended"
-        }
+    let message = match outcome.unearned {
+        None => "Sale tracked successfully".to_string(),
+        Some(why) => format!("Sale tracked successfully; no commission: {}", why.reason()),
     };
     Ok(Json(SaleResponse::Tracked(SaleTracked {
         success: true,
         sale_id: outcome.sale_id,
         commission_id: outcome.commission_id,
-        message: message.into(),
+        message,
     })))
 }
 

@@ -589,6 +589,7 @@ async fn commit_sales(
                 let unused = SaleOutcome {
                     sale_id: 0,
                     commission_id: None,
+                    unearned: None,
                 };
                 s.on_commit(unused)(Err(failed.error()));
             }
@@ -720,6 +721,7 @@ fn fail_batch(batch: Batch, e: &StoreError) {
         let unused = SaleOutcome {
             sale_id: 0,
             commission_id: None,
+            unearned: None,
         };
         s.on_commit(unused)(Err(failed.error()));
     }

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::domain::commission::CommissionRule;
+use crate::domain::commission::{CommissionRule, Unearned};
 use crate::domain::lifecycle::Approval;
 use crate::domain::status::{
     CommissionFlag, CouponStatus, CustomerStatus, LinkStatus, MembershipStatus, PartnerStatus,
@@ -474,6 +474,8 @@ pub struct SaleEventRow<'a> {
     pub partner_id: Option<i64>,
     pub click_id: Option<&'a str>,
     pub customer_key: Option<&'a str>,
+    /// Why the sale earns no commission; `None` when it earns (or is a test sale).
+    pub unearned: Option<Unearned>,
 }
 
 impl<'a> SaleEventRow<'a> {
@@ -485,6 +487,7 @@ impl<'a> SaleEventRow<'a> {
             partner_id: None,
             click_id: sale.click_id.as_deref(),
             customer_key: sale.customer_key.as_deref(),
+            unearned: None,
         }
     }
 }
@@ -509,8 +512,10 @@ pub struct NewCommission<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SaleOutcome {
     pub sale_id: i64,
-    /// `None` when the sale earns no commission (recurring limit reached, or test mode).
+    /// `None` when the sale earns no commission (see `unearned`, or test mode).
     pub commission_id: Option<i64>,
+    /// Why a sale not in test mode earns no commission.
+    pub unearned: Option<Unearned>,
 }
 
 /// A sale as a refund reads it, with its commission.

@@ -489,9 +489,13 @@ on_both_backends! {
         }
         for r in futures::future::join_all(sales).await {
             assert_eq!(r.status, 200);
+            // The answer says why, and so does the sale, for `reftrack verify`.
+            assert_eq!(r.body["commission_id"], Value::Null);
+            assert_eq!(r.body["message"], "Sale tracked successfully; no commission: the partner is not approved in this program");
         }
         let r = app.admin("GET", &format!("/programs/{p}/commissions"), None).await.expect(200);
         assert_eq!(r.body["data"], json!([]), "no commission");
+        assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_sale_events WHERE unearned = 'partner_not_approved'").await, 5);
         let r = app.admin("GET", &format!("/programs/{p}/partners"), None).await.expect(200);
         for row in r.body["data"].as_array().unwrap() {
             if [pat, rex, bo].contains(&row["partner_id"].as_i64().unwrap()) {
@@ -516,5 +520,7 @@ on_both_backends! {
         let mut expected = vec![seed.partner_id, pat];
         expected.sort_unstable();
         assert_eq!(earners, expected);
+        let report = reftrack::verify::check(&*app.store).await.unwrap();
+        assert!(report.ok(), "{}", report.to_json());
     }
 }

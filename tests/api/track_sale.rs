@@ -162,6 +162,7 @@ on_both_backends! {
             .await
             .expect(200);
         assert!(renewal.body["commission_id"].is_null());
+        assert_eq!(renewal.body["message"], "Sale tracked successfully; no commission: the recurring commission period has ended");
         assert!(renewal.body["sale_id"].is_i64());
         assert_eq!(app.count("SELECT COUNT(*) FROM commissions").await, 1);
         assert_eq!(app.count("SELECT revenue_cents FROM daily_rollups").await, 4000);

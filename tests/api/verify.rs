@@ -145,7 +145,7 @@ on_both_backends! {
         reftrack_exec(url, "UPDATE partner_programs SET total_sales = total_sales + 2").await;
         reftrack_exec(url, "UPDATE referral_links SET clicks = 0").await;
         reftrack_exec(url, "DELETE FROM commissions WHERE sale_id = (SELECT id FROM affiliate_sale_events WHERE processor_event_id = 't2')").await;
-        reftrack_exec(url, "UPDATE affiliate_sale_events SET refunded_cents = 20000 WHERE processor_event_id = 't1'").await;
+        reftrack_exec(url, "UPDATE affiliate_sale_events SET refunded_cents = 20000, unearned = 'partner_not_approved' WHERE processor_event_id = 't1'").await;
         let r = report(&app).await;
         let fields: Vec<(&str, &str)> = r.drift.iter().map(|d| (d.table, d.field)).collect();
         for expected in [
@@ -164,6 +164,7 @@ on_both_backends! {
             ("sale_without_commission", "t2"),
             ("sale_refunded_beyond_amount", "t1"),
             ("sale_refund_status_mismatch", "t1"),
+            ("unearned_sale_with_commission", "t1"),
         ] {
             assert!(checks.contains(&expected), "{expected:?} not in {checks:?}");
         }

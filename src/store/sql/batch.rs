@@ -283,6 +283,7 @@ pub async fn plain_sales<DB: Engine>(
                 *slot = Some(SaleOutcome {
                     sale_id,
                     commission_id,
+                    unearned: None,
                 });
             }
         }

@@ -8,6 +8,7 @@ use super::flags_text;
 use super::payouts::STATUS;
 use super::write::WriteConnection;
 use super::{named_at, parse_origins};
+use crate::domain::commission::Unearned;
 use crate::domain::lifecycle::Approval;
 use crate::domain::lifecycle::CommissionState;
 use crate::domain::self_referral::email_key;
@@ -25,8 +26,10 @@ macro_rules! insert_sale_event {
     () => {
         "INSERT INTO affiliate_sale_events (program_id, customer_id, partner_id, click_id, \
          customer_key, processor_event_id, amount_cents, currency, sale_type, payment_status, \
-         is_recurring, subscription_id, product_id, metadata, is_test, sale_date, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'paid', $10, $11, $12, $13, $14, $15, $15)"
+         is_recurring, subscription_id, product_id, metadata, is_test, sale_date, created_at, \
+         unearned) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'paid', $10, $11, $12, $13, $14, $15, $15, \
+         $16)"
     };
 }
 
@@ -591,4 +594,5 @@ fn sale_event<'q, DB: Engine>(sql: &'q str, e: &'q SaleEventRow<'_>) -> Stmt<'q,
         .bind(&s.metadata)
         .bind(s.is_test)
         .bind(s.at)
+        .bind(e.unearned.map(Unearned::as_str))
 }

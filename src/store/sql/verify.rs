@@ -350,16 +350,25 @@ async fn recompute_partner_days<DB: Engine>(
 
 /// Invariants across records: (name, what the id column is, what the key column is,
 /// query returning at most 100 offending `(id, key)` rows).
-const INVARIANTS: [(&str, &str, &str, &str); 10] = [
+const INVARIANTS: [(&str, &str, &str, &str); 11] = [
     (
-        // Non-recurring sales always earn; recurring ones may be past their limit.
+        // A sale earns unless it says why not (its partner was not approved, or a
+        // renewal past the recurring limit).
         "sale_without_commission",
         "sale_id",
         "transaction_id",
         "SELECT s.id, s.processor_event_id FROM affiliate_sale_events s \
          LEFT JOIN commissions c ON c.sale_id = s.id AND c.kind = 'sale' \
-         WHERE NOT s.is_test AND NOT s.is_recurring AND s.payment_status IN ('paid', 'refunded') \
-         AND c.id IS NULL ORDER BY s.id LIMIT 100",
+         WHERE NOT s.is_test AND s.payment_status IN ('paid', 'refunded') \
+         AND s.unearned IS NULL AND c.id IS NULL ORDER BY s.id LIMIT 100",
+    ),
+    (
+        "unearned_sale_with_commission",
+        "sale_id",
+        "transaction_id",
+        "SELECT s.id, s.processor_event_id FROM affiliate_sale_events s \
+         JOIN commissions c ON c.sale_id = s.id AND c.kind = 'sale' \
+         WHERE s.unearned IS NOT NULL ORDER BY s.id LIMIT 100",
     ),
     (
         "test_sale_with_commission",

@@ -343,6 +343,7 @@ fn parse_recorded_sale(triple: &str) -> Option<(usize, SaleOutcome)> {
         SaleOutcome {
             sale_id,
             commission_id,
+            unearned: None,
         },
     ))
 }
@@ -437,7 +438,8 @@ mod tests {
                 3,
                 SaleOutcome {
                     sale_id: 17,
-                    commission_id: Some(9)
+                    commission_id: Some(9),
+                    unearned: None,
                 }
             ))
         );
@@ -447,7 +449,8 @@ mod tests {
                 0,
                 SaleOutcome {
                     sale_id: 5,
-                    commission_id: None
+                    commission_id: None,
+                    unearned: None,
                 }
             ))
         );

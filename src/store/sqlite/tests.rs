@@ -578,6 +578,7 @@ async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
             (11, "links and coupons".to_string()),
             (12, "webhooks".to_string()),
             (13, "webhook claim order".to_string()),
+            (14, "sale unearned".to_string()),
         ]
     );
     reopened.close().await;
