@@ -154,7 +154,7 @@ pub struct WebhookArgs {
 }
 
 /// An `http://` or `https://` URL with a host and no query, for `REFTRACK_PUBLIC_URL`.
-fn public_url(value: &str) -> Result<String, String> {
+pub fn public_url(value: &str) -> Result<String, String> {
     let url = url::Url::parse(value.trim()).map_err(|e| format!("not a URL: {e}"))?;
     if !matches!(url.scheme(), "http" | "https") || url.host().is_none() || url.query().is_some() {
         return Err("must be an http:// or https:// URL with a host and no query".into());

@@ -252,7 +252,7 @@ pub(super) fn email(field: &str, value: &str) -> Result<String> {
 /// A link's short name: trimmed, 1 to 255 characters without spaces.
 pub(super) fn short_link(value: &str) -> Result<&str> {
     let v = value.trim();
-    if v.is_empty() || v.len() > 255 || v.contains(char::is_whitespace) {
+    if v.is_empty() || v.chars().count() > 255 || v.contains(char::is_whitespace) {
         return Err(Error::invalid(
             "short_link must be 1 to 255 characters without spaces",
         ));
@@ -262,7 +262,8 @@ pub(super) fn short_link(value: &str) -> Result<&str> {
 
 /// The password rule of dashboard users and partners: 8 to 1024 characters.
 pub(super) fn check_password(field: &str, password: &str) -> Result<()> {
-    if password.chars().count() < 8 || password.len() > 1024 {
+    let length = password.chars().count();
+    if !(8..=1024).contains(&length) {
         return Err(Error::invalid(format!(
             "{field} must be 8 to 1024 characters"
         )));
@@ -325,7 +326,7 @@ pub(super) fn destination_url(url: &str) -> Result<String> {
 
 fn webhook_secret(secret: Option<String>) -> Result<Option<String>> {
     match secret {
-        Some(s) if s.trim().is_empty() || s.len() > 255 => Err(Error::invalid(
+        Some(s) if s.trim().is_empty() || s.chars().count() > 255 => Err(Error::invalid(
             "stripe_webhook_secret must be 1 to 255 characters",
         )),
         other => Ok(other.map(|s| s.trim().to_string())),

@@ -113,8 +113,10 @@ impl App {
         match (need, role) {
             (Need::ActiveMember, Some(_)) => Ok(program),
             (Need::Permission(p), Some(role)) if role.grants(p) => Ok(program),
-            (Need::Permission(p), Some(_)) => Err(Error::Forbidden(format!(
-                "Your role does not grant {} on this program",
+            (Need::Permission(p), Some(role)) => Err(Error::Forbidden(format!(
+                "Your role ({}) does not grant {} on this program: an owner or admin of its \
+                 workspace can give you a role that does",
+                role.as_str(),
                 p.as_str()
             ))),
             (_, None) => Err(Error::Forbidden(

@@ -13,6 +13,7 @@ use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
 use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
 use crate::domain::lifecycle::{self, Conflict};
+use crate::domain::money::display_amount;
 use crate::domain::status::PayoutStatus;
 use crate::domain::webhooks::EventType;
 use crate::store::webhooks::{Event, Subject};
@@ -297,8 +298,10 @@ impl App {
                 let id = tx.insert_payout(program_id, &rules.currency, at).await?;
                 if tx.claim_commissions(program_id, id, &rules, at).await? == 0 {
                     return Err(Error::Conflict(format!(
-                        "No partner qualifies for a payout: none has an approved, unpaid \
-                         balance of at least {} cents with a payout email",
+                        "No partner qualifies for a payout: none is approved in the program \
+                         with a payout email and an approved, unpaid balance of at least {} \
+                         (min_payout_cents {})",
+                        display_amount(rules.min_payout_cents, &rules.currency),
                         rules.min_payout_cents
                     )));
                 }

@@ -18,8 +18,9 @@ use serde_json::{Map, Value};
 
 use crate::app::management::LinkParams;
 use crate::app::{App, Caller, PageParams};
-use crate::config::{DatabaseArgs, WebhookArgs};
+use crate::config::{DatabaseArgs, MailArgs, WebhookArgs};
 use crate::domain::time::SystemClock;
+use crate::mail::Mailer;
 use crate::store;
 
 /// Options of `reftrack admin`.
@@ -29,6 +30,9 @@ pub struct AdminArgs {
     pub database: DatabaseArgs,
     #[command(flatten)]
     pub webhooks: WebhookArgs,
+    /// The SMTP server partner invites are mailed through, as `reftrack serve` takes it.
+    #[command(flatten)]
+    pub mail: MailArgs,
     #[command(subcommand)]
     pub command: AdminCommand,
 }
@@ -57,6 +61,14 @@ pub enum AdminCommand {
     /// Change a partner: [name=…] [email=…] [payout_method=paypal|wise|manual]
     /// [payout_email=…] (`key:=null` clears)
     UpdatePartner { id: i64, fields: Vec<String> },
+    /// Make an invite link for a partner (a new password for one that has an account),
+    /// mailed to it too when an SMTP server is configured; older links stop working.
+    InvitePartner {
+        id: i64,
+        /// Where partners reach the server, the link's base (`https://track.example.com`).
+        #[arg(long, env = "REFTRACK_PUBLIC_URL", value_parser = crate::config::public_url)]
+        public_url: String,
+    },
     /// Add a partner to a program: partner_id:=1 [status=approved|pending|rejected]
     AddProgramPartner {
         program_id: i64,
@@ -313,6 +325,9 @@ impl AdminCommand {
             UpdatePartner { id, fields } => {
                 answer(app.update_partner(caller, id, body(&fields)?).await)
             }
+            InvitePartner { id, public_url } => {
+                answer(app.invite_partner(caller, id, &public_url).await)
+            }
             AddProgramPartner { program_id, fields } => answer(
                 app.add_program_partner(caller, program_id, body(&fields)?)
                     .await,
@@ -379,7 +394,8 @@ impl AdminCommand {
 /// returns whether it succeeded.
 pub async fn run_admin(args: AdminArgs) -> anyhow::Result<bool> {
     let command = args.command;
-    run_on(&args.database, args.webhooks, |app| {
+    let mailer = Mailer::from_args(&args.mail)?;
+    run_on(&args.database, args.webhooks, mailer, |app| {
         async move { command.run(app).await }.boxed()
     })
     .await
@@ -391,6 +407,7 @@ pub async fn run_admin(args: AdminArgs) -> anyhow::Result<bool> {
 pub async fn run_on<W>(
     database: &DatabaseArgs,
     webhooks: WebhookArgs,
+    mailer: Option<Mailer>,
     work: W,
 ) -> anyhow::Result<bool>
 where
@@ -398,7 +415,8 @@ where
 {
     let store = store::open(&database.database_url).await?;
     let app = App::new(store.clone(), Arc::new(SystemClock))
-        .allowing_private_webhook_targets(webhooks.allow_private);
+        .allowing_private_webhook_targets(webhooks.allow_private)
+        .with_mailer(mailer);
     let done = work(&app).await;
     store.close().await;
     match done {

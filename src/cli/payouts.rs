@@ -228,7 +228,7 @@ impl PayoutsCommand {
 /// Runs one `reftrack commissions` subcommand; returns whether it succeeded.
 pub async fn run_commissions(args: CommissionsArgs) -> anyhow::Result<bool> {
     let command = args.command;
-    run_on(&args.database, WebhookArgs::default(), |app| {
+    run_on(&args.database, WebhookArgs::default(), None, |app| {
         command.run(app).boxed()
     })
     .await
@@ -237,7 +237,7 @@ pub async fn run_commissions(args: CommissionsArgs) -> anyhow::Result<bool> {
 /// Runs one `reftrack payouts` subcommand; returns whether it succeeded.
 pub async fn run_payouts(args: PayoutsArgs) -> anyhow::Result<bool> {
     let command = args.command;
-    run_on(&args.database, WebhookArgs::default(), |app| {
+    run_on(&args.database, WebhookArgs::default(), None, |app| {
         command.run(app).boxed()
     })
     .await

@@ -17,7 +17,7 @@ pub const MAX_DESTINATION_LEN: usize = 2048;
 pub fn destination(url: &str) -> Result<String, &'static str> {
     const TEXT: &str = "must be an absolute http or https URL";
     let url = url.trim();
-    if url.len() > MAX_DESTINATION_LEN {
+    if url.chars().count() > MAX_DESTINATION_LEN {
         return Err("must be at most 2048 characters");
     }
     let parsed = url::Url::parse(url).map_err(|_| TEXT)?;

@@ -43,8 +43,8 @@ fn value_or<'de, D: Deserializer<'de>, T>(
     read(value).ok_or_else(|| de::Error::custom(text))
 }
 
-/// An identifier: a string, trimmed; blank is absent. Over [`MAX_ID_LEN`] bytes, or
-/// not a string: refused.
+/// An identifier: a string, trimmed; blank is absent. Over [`MAX_ID_LEN`] characters,
+/// or not a string: refused.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Id(pub Option<String>);
 
@@ -53,7 +53,9 @@ impl<'de> Deserialize<'de> for Id {
         match Value::deserialize(d)? {
             Value::Null => Ok(Id(None)),
             Value::String(s) if s.trim().is_empty() => Ok(Id(None)),
-            Value::String(s) if s.trim().len() <= MAX_ID_LEN => Ok(Id(Some(s.trim().into()))),
+            Value::String(s) if s.trim().chars().count() <= MAX_ID_LEN => {
+                Ok(Id(Some(s.trim().into())))
+            }
             Value::String(_) => Err(de::Error::custom(format!(
                 "{{field}} must be at most {MAX_ID_LEN} characters"
             ))),
@@ -341,6 +343,9 @@ mod tests {
             read::<Id>(json!("y".repeat(300))).unwrap_err(),
             "{field} must be at most 255 characters"
         );
+        // Characters, not bytes: 255 two-byte letters fit, 256 do not.
+        assert!(read::<Id>(json!("é".repeat(255))).is_ok());
+        assert!(read::<Id>(json!("é".repeat(256))).is_err());
     }
 
     #[test]

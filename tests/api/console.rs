@@ -410,6 +410,7 @@ on_both_backends! {
         let payouts = format!("/app/programs/{p}/payouts");
         let r = DASHBOARD.post(&app, &payouts, Some(&owner), "").await.expect(409);
         assert!(html(&r).contains("No partner qualifies"));
+        assert!(html(&r).contains("balance of at least $1.00 (min_payout_cents 100)"), "{}", html(&r));
         app.admin("PATCH", &format!("/partners/{}", seed.partner_id), Some(json!({"payout_method": "paypal", "payout_email": "pay@alice.example"}))).await.expect(200);
         let r = DASHBOARD.post(&app, &payouts, Some(&owner), "").await.expect(303);
         let payout = location(&r).to_string();
@@ -781,5 +782,30 @@ on_both_backends! {
         let r = app.admin("GET", &format!("/links/{link}/coupons"), None).await.expect(200);
         assert_eq!(r.body["data"].as_array().unwrap().len(), 1);
         assert_eq!(r.body["data"][0]["status"], "active");
+    }
+}
+
+on_both_backends! {
+    async fn the_overview_names_new_figures_and_the_dates_it_shows(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+        app.click(&seed.short_link).await;
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}"), Some(&owner)).await.expect(200);
+        let body = html(&r);
+        // Clicks from none: new, not "up 100 %".
+        assert!(body.contains("new: none in the previous period"), "{body}");
+        assert!(!body.contains("up 100.0%"), "{body}");
+        // The date fields hold the 30 days shown.
+        let today = chrono::Utc::now().date_naive();
+        let from = today - chrono::Days::new(29);
+        assert!(body.contains(&format!("name=\"from\" type=\"date\" value=\"{from}\"")), "{body}");
+        assert!(body.contains(&format!("name=\"to\" type=\"date\" value=\"{today}\"")), "{body}");
+        // "Programs" lists them, even when there is one (`/app` opens that one).
+        assert!(body.contains("href=\"/app?all=1\""), "{body}");
+        DASHBOARD.get(&app, "/app?all=1", Some(&owner)).await.expect(200);
+        // A refused range says so in the picker's words.
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}?from=2026-03-02&to=2026-03-01"), Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("The start date must not be after the end date"), "{}", html(&r));
     }
 }

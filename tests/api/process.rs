@@ -270,6 +270,24 @@ fn cli_admin_commands_print_json() {
     let csv = String::from_utf8(out.stdout).unwrap();
     assert_eq!(csv.lines().count(), 2, "{csv}");
     assert!(csv.lines().nth(1).unwrap().contains("alice"), "{csv}");
+    // An invite link on the public URL; without one the command is refused.
+    let (ok, _) = run(&["admin", "update-partner", "1", "email=alice@example.com"]);
+    assert!(ok);
+    let (ok, invite) = run(&[
+        "admin",
+        "invite-partner",
+        "1",
+        "--public-url",
+        "https://track.example.com",
+    ]);
+    assert!(ok, "{invite}");
+    assert!(invite["invite_url"]
+        .as_str()
+        .unwrap()
+        .starts_with("https://track.example.com/partner/invite?token=rti_"));
+    assert_eq!(invite["emailed"], false);
+    let (ok, _) = run(&["admin", "invite-partner", "1"]);
+    assert!(!ok, "an invite needs the public URL");
     let (ok, err) = run(&["admin", "list-workspaces", "--limit", "0"]);
     assert!(!ok);
     assert!(err["error"].as_str().unwrap().contains("limit"), "{err}");

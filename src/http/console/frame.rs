@@ -34,8 +34,9 @@ pub(super) fn public(title: impl Into<String>) -> Chrome {
 
 /// The frame of a page of the signed-in `user` outside a program.
 pub(super) fn signed_in(title: impl Into<String>, user: &Signed, programs_current: bool) -> Chrome {
+    // `all`: the list itself, even of a single program (`/app` opens that program).
     let items = vec![NavItem {
-        href: "/app".into(),
+        href: "/app?all=1".into(),
         label: "Programs".into(),
         current: programs_current,
     }];

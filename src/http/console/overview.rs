@@ -64,9 +64,11 @@ struct TopRow {
     commission: String,
 }
 
-/// The trend of a figure in words.
-fn trend_text(t: &TrendView) -> String {
+/// The trend of a figure in words; `before` is its total in the previous period (the
+/// API's 100 % "up" from nothing reads as new here).
+fn trend_text(t: &TrendView, before: i64) -> String {
     match t.trend_direction.as_str() {
+        "up" if before == 0 => "new: none in the previous period".into(),
         "up" => format!("up {:.1}% on the previous period", t.trend),
         "down" => format!("down {:.1}% on the previous period", t.trend),
         _ => "same as the previous period".into(),
@@ -228,21 +230,24 @@ async fn live_view(
         by_day(days, &current, |r| money(r.commission_cents)),
     );
     let m = performance(range, rows).metrics;
+    let from = day_text(range.current.from);
+    let before =
+        |f: fn(&DailyRollup) -> i64| -> i64 { rows.iter().filter(|r| r.day < from).map(f).sum() };
     let trends = [
-        &m.clicks_trend,
-        &m.leads_trend,
-        &m.sales_trend,
-        &m.revenue_trend,
-        &m.commission_trend,
+        (&m.clicks_trend, before(|r| r.clicks)),
+        (&m.leads_trend, before(|r| r.leads)),
+        (&m.sales_trend, before(|r| r.sales)),
+        (&m.revenue_trend, before(|r| r.revenue_cents)),
+        (&m.commission_trend, before(|r| r.commission_cents)),
     ];
     let figures = series
         .iter()
         .zip(trends)
-        .map(|(s, t)| Figure {
+        .map(|(s, (t, before))| Figure {
             label: s.label,
             value: s.total(currency),
             direction: t.trend_direction.clone(),
-            trend: trend_text(t),
+            trend: trend_text(t, before),
         })
         .collect();
     let params = app::performance::PerformanceParams {

@@ -63,6 +63,7 @@ fn error_text(text: &str) -> String {
         "dateFrom and dateTo must be given together",
         "Give both dates",
     )
+    .replace("after dateTo", "after the end date")
     .replace("dateFrom", "The start date")
     .replace("dateTo", "The end date")
     .replace(" or timestamp", "")
@@ -99,6 +100,11 @@ where
         Err(e) => return Err(e),
     };
     let range = range_of(&found);
+    // The dates of the range shown, unless the form keeps what was refused.
+    if error.is_none() {
+        from.value = day_text(range.current.from);
+        to.value = day_text(range.current.to);
+    }
     let query: String = hidden
         .iter()
         .map(|(k, v)| {
@@ -139,7 +145,7 @@ mod tests {
     fn errors_read_as_the_form_names_its_fields() {
         assert_eq!(
             error_text("dateFrom must not be after dateTo"),
-            "The start date must not be after The end date"
+            "The start date must not be after the end date"
         );
         assert_eq!(
             error_text("dateFrom and dateTo must be given together"),
