@@ -524,3 +524,25 @@ on_both_backends! {
         assert!(report.ok(), "{}", report.to_json());
     }
 }
+
+on_both_backends! {
+    async fn a_commission_in_another_currency_is_in_no_balance_or_payout(app: TestApp) {
+        let (app, seed, clock) = setup(app).await;
+        let p = seed.program_id;
+        sale(&app, &seed, &seed.short_link, "usd-1", 10_000).await; // 2000
+        let click_id = app.click(&seed.short_link).await;
+        app.post_auth("/api/v1/track/sale", &seed.api_token, json!({"transaction_id": "eur-1", "amount_cents": 5_000, "currency": "EUR", "click_id": click_id}))
+            .await
+            .expect(200);
+        clock.advance(31 * DAY);
+        // The program pays in dollars: the euro commission is listed with its currency,
+        // and neither balances nor payouts count it.
+        let eur = commission_of(&app, &seed, "eur-1").await;
+        assert_eq!((eur["currency"].as_str(), eur["amount_cents"].as_i64()), (Some("eur"), Some(1_000)));
+        assert_eq!(balance(&app, &seed, seed.partner_id).await, (0, 2_000, 0));
+        let created = app.admin("POST", &format!("/programs/{p}/payouts"), None).await.expect(201);
+        assert_eq!(created.body["total_cents"], 2_000);
+        assert_eq!(commission_of(&app, &seed, "eur-1").await["payout_id"], Value::Null);
+        assert_eq!(balance(&app, &seed, seed.partner_id).await, (0, 2_000, 0));
+    }
+}

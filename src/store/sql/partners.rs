@@ -110,7 +110,8 @@ impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
         // The (program_id, partner_id, id) index of commissions serves the filter.
         let sql = format!(
             "SELECT c.partner_id, {} FROM commissions c JOIN programs p ON p.id = c.program_id \
-             WHERE c.program_id = $2 AND c.partner_id = $3 GROUP BY c.partner_id",
+             WHERE c.program_id = $2 AND c.partner_id = $3 AND c.currency = p.currency \
+             GROUP BY c.partner_id",
             balance_sums()
         );
         let balance = stmt::<DB>(&sql)

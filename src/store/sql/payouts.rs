@@ -26,6 +26,8 @@ pub(super) const STATUS: &str = "(CASE WHEN c.status = 'pending' AND NOT c.manua
 /// The pending, approved and paid sums of commissions `c` (net of what refunds took
 /// back) at `$1`, their program `p` joined: with `c.partner_id`, the columns of a
 /// [`Balance`].
+/// The sums of a balance, over commissions `c` in their program `p`'s currency (the
+/// callers' condition): what payouts pay.
 pub(super) fn balance_sums() -> String {
     let net = "c.amount_cents - c.reversed_cents";
     format!(
@@ -184,7 +186,8 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
         let sql = format!(
             "SELECT c.partner_id, {} \
              FROM commissions c JOIN programs p ON p.id = c.program_id \
-             WHERE c.program_id = $2 AND c.partner_id < COALESCE($3, {NO_CURSOR}) \
+             WHERE c.program_id = $2 AND c.currency = p.currency \
+             AND c.partner_id < COALESCE($3, {NO_CURSOR}) \
              GROUP BY c.partner_id ORDER BY c.partner_id DESC LIMIT $4",
             balance_sums()
         );
