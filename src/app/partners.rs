@@ -27,11 +27,14 @@ use super::redirect::redirect_url;
 use super::secrets::{generate_token, hash_token};
 use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
+use crate::domain::commission::CommissionRule;
 use crate::domain::status::{LinkStatus, PartnerStatus};
 use crate::domain::webhooks::EventType;
 use crate::store::partners::{NewApplicant, PartnerMembership, PartnerPayoutItem, TokenGrant};
 use crate::store::webhooks::{Event, Subject};
-use crate::store::{Balance, CommissionRow, Link, LinkFilter, PartnerProgram, Record, StoreError};
+use crate::store::{
+    Balance, CommissionRow, Link, LinkFilter, PartnerProgram, Program, Record, StoreError,
+};
 
 /// Prefix of partner session tokens.
 pub const PARTNER_SESSION_PREFIX: &str = "rtp_";
@@ -71,12 +74,51 @@ pub struct PartnerLink {
     pub redirect_url: Option<String>,
 }
 
+/// What a program offers its partners: the fields of the program that decide what a
+/// partner earns and when it is paid, as the portal states them to applicants and
+/// partners.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramTerms {
+    /// The program's currency, three lower-case letters; a flat commission and the
+    /// minimum payout are in its smallest unit.
+    pub currency: String,
+    /// What a sale earns.
+    pub commission: CommissionRule,
+    /// Days the browser tracker remembers a click (`docs/decisions.md`, "The attribution
+    /// window").
+    pub cookie_window_days: i64,
+    /// Months after a subscription's first payment during which its renewals earn too:
+    /// `None` for ever, `Some(0)` never
+    /// ([`recurring_earns`](crate::domain::commission::recurring_earns)).
+    pub recurring_commission_months: Option<i64>,
+    /// Days a commission stays pending before it is due.
+    pub commission_hold_days: i64,
+    /// The smallest due balance a payout pays, in the currency's smallest unit.
+    pub min_payout_cents: i64,
+}
+
+impl ProgramTerms {
+    /// The terms of `program`.
+    pub fn of(program: &Program) -> ProgramTerms {
+        ProgramTerms {
+            currency: program.currency.clone(),
+            commission: program.commission,
+            cookie_window_days: program.cookie_window_days,
+            recurring_commission_months: program.recurring_commission_months,
+            commission_hold_days: program.commission_hold_days,
+            min_payout_cents: program.min_payout_cents,
+        }
+    }
+}
+
 /// A program that takes applications.
 #[derive(Debug, Clone)]
 pub struct OpenProgram {
     pub id: i64,
     pub name: String,
     pub workspace_id: i64,
+    /// What it offers, for the page that applies to it.
+    pub terms: ProgramTerms,
 }
 
 /// What an approved partner sees of one of its programs.
@@ -90,8 +132,8 @@ pub struct PartnerProgramView {
     pub allowed_origins: Vec<String>,
     /// Whether the partner may make its own links.
     pub partner_links_allowed: bool,
-    /// Days a commission stays pending.
-    pub commission_hold_days: i64,
+    /// What the program offers: commission, cookie window, renewals, hold, minimum payout.
+    pub terms: ProgramTerms,
 }
 
 /// The body of accepting an invite.
@@ -373,11 +415,12 @@ impl App {
         Ok(self.store.delete_partner_session(token_hash).await?)
     }
 
-    /// A program that takes applications: its id and name for the page that applies to
-    /// it; 404 otherwise, as for an unknown program.
+    /// A program that takes applications: its id, name and terms for the page that
+    /// applies to it; 404 otherwise, as for an unknown program.
     pub async fn open_program(&self, program_id: i64) -> Result<OpenProgram> {
         match self.store.program(program_id).await {
             Ok(p) if p.applications_open => Ok(OpenProgram {
+                terms: ProgramTerms::of(&p),
                 id: p.id,
                 name: p.name,
                 workspace_id: p.workspace_id,
@@ -573,13 +616,40 @@ impl App {
         page: &PageParams,
         public_url: &str,
     ) -> Result<Listed<PartnerLink>> {
+        self.partner_links_in(partner_id, program_id, None, page, public_url)
+            .await
+    }
+
+    /// The partner's active links in a program, newest first, one page of them: the
+    /// addresses it shares now, for its overview.
+    pub async fn partner_active_links(
+        &self,
+        partner_id: i64,
+        program_id: i64,
+        page: &PageParams,
+        public_url: &str,
+    ) -> Result<Listed<PartnerLink>> {
+        let active = Some(LinkStatus::Active);
+        self.partner_links_in(partner_id, program_id, active, page, public_url)
+            .await
+    }
+
+    /// The partner's links in a program with `status` (any when `None`), newest first.
+    async fn partner_links_in(
+        &self,
+        partner_id: i64,
+        program_id: i64,
+        status: Option<LinkStatus>,
+        page: &PageParams,
+        public_url: &str,
+    ) -> Result<Listed<PartnerLink>> {
         let page = page.page()?;
         self.approved_in(partner_id, program_id).await?;
         let destination = self.store.program(program_id).await?.destination_url;
         let filter = LinkFilter {
             program_id: Some(program_id),
             partner_id: Some(partner_id),
-            status: None,
+            status,
         };
         let rows = self.store.list_links(None, filter, probe(page)).await?;
         let Listed { data, next_cursor } = listed(rows, page, |l| l.id);
@@ -643,8 +713,9 @@ impl App {
         ))
     }
 
-    /// What an approved partner sees of a program: its name, currency, origins and
-    /// whether it may make links (404 when not in it, 403 naming its standing otherwise).
+    /// What an approved partner sees of a program: its name, currency, origins, whether
+    /// it may make links, and its terms (404 when not in it, 403 naming its standing
+    /// otherwise).
     pub async fn partner_program(
         &self,
         partner_id: i64,
@@ -653,12 +724,12 @@ impl App {
         self.approved_in(partner_id, program_id).await?;
         let p = self.store.program(program_id).await?;
         Ok(PartnerProgramView {
+            terms: ProgramTerms::of(&p),
             id: p.id,
             name: p.name,
             currency: p.currency,
             allowed_origins: p.allowed_origins,
             partner_links_allowed: p.partner_links_allowed,
-            commission_hold_days: p.commission_hold_days,
         })
     }
 

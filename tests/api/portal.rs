@@ -132,9 +132,19 @@ on_both_backends! {
         }
         let r = PORTAL.post(&app, &format!("/partner/programs/{}/links", other.program_id), Some(&cookie), "short_link=mine").await.expect(404);
         assert!(html(&r).contains("Page not found"));
-        // A program that takes no applications has no apply page.
-        let r = PORTAL.get(&app, &format!("/partner/apply/{}", seed.program_id), None).await.expect(404);
-        assert!(html(&r).contains("Page not found"));
+        // A program that takes no applications has no apply page: the 404 page says so,
+        // in the same words as for a program that does not exist (signed in or not, GET or
+        // POST).
+        let closed = format!("/partner/apply/{}", seed.program_id);
+        for (path, cookie) in [(closed.as_str(), None), (closed.as_str(), Some(cookie.as_str())), ("/partner/apply/999999999", None), ("/partner/apply/nope", None)] {
+            let r = PORTAL.get(&app, path, cookie).await.expect(404);
+            assert!(html(&r).contains("Page not found"), "{path}");
+            assert!(html(&r).contains("This program does not exist or is not taking applications right now."), "{path}: {}", html(&r));
+            assert!(!html(&r).contains("What you earn"), "{path}");
+        }
+        let r = PORTAL.post(&app, &closed, None, "name=Bob&email=bob%40example.com&password=partner+password").await.expect(404);
+        assert!(html(&r).contains("This program does not exist or is not taking applications right now."));
+        assert!(!html(&PORTAL.get(&app, "/partner/no-such-page", None).await.expect(404)).contains("taking applications"));
 
         // A pending partner sees its standing and nothing of the program.
         app.admin("PATCH", &format!("/programs/{}/partners/{}", seed.program_id, seed.partner_id), Some(json!({"status": "banned"}))).await.expect(200);
@@ -240,6 +250,33 @@ on_both_backends! {
         let apply = format!("/partner/apply/{p}");
         let r = PORTAL.get(&app, &apply, None).await.expect(200);
         assert!(html(&r).contains("Apply to Acme Partners") && html(&r).contains("name=\"password\""));
+        // The program's terms, the defaults: 20 %, 60 days, every renewal, 30 days, $50.00.
+        let body = html(&r);
+        for line in [
+            "<h2>What you earn</h2>",
+            "<li>You earn 20\u{a0}% of each sale.</li>",
+            "<li>On a subscription, you also earn on every renewal.</li>",
+            "<li>Visitors who follow your link are remembered for 60 days: if they sign up or buy within that time, it counts as yours, unless they follow another partner&#39;s link after yours.</li>",
+            "<li>Commissions become payable 30 days after the sale.</li>",
+            "<li>Payouts are made once your payable commissions add up to at least $50.00.</li>",
+        ] {
+            assert!(body.contains(line), "{line}: {body}");
+        }
+        // Changed terms read as changed, a fixed amount in the program's currency.
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"currency": "eur", "commission": {"type": "flat", "amount_cents": 500}, "cookie_window_days": 1, "recurring_commission_months": 12, "commission_hold_days": 0, "min_payout_cents": 2500}))).await.expect(200);
+        let body = html(&PORTAL.get(&app, &apply, None).await.expect(200)).to_string();
+        for line in [
+            "<li>You earn €5.00 per sale.</li>",
+            "<li>On a subscription, you also earn on its renewals for 12 months after its first payment.</li>",
+            "remembered for 1 day: if they",
+            "<li>Commissions become payable as soon as the sale is recorded.</li>",
+            "<li>Payouts are made once your payable commissions add up to at least €25.00.</li>",
+        ] {
+            assert!(body.contains(line), "{line}: {body}");
+        }
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"recurring_commission_months": 0}))).await.expect(200);
+        let body = html(&PORTAL.get(&app, &apply, None).await.expect(200)).to_string();
+        assert!(body.contains("<li>On a subscription, you earn on the first payment only, not on renewals.</li>"), "{body}");
         let r = PORTAL.post(&app, &apply, None, "name=Bob&email=bob&password=partner+password").await.expect(400);
         assert!(html(&r).contains("id=\"f-email-error\">Email must be an email address"), "{}", html(&r));
         assert!(html(&r).contains("value=\"Bob\""));
@@ -287,6 +324,23 @@ on_both_backends! {
         }
         let cookie = accepted(&app, seed.partner_id, "alice@example.com").await;
         let r = PORTAL.get(&app, "/partner", Some(&cookie)).await.expect(200);
+        // The program's terms, in the words of the apply page.
+        let body = html(&r);
+        for line in [
+            "<h3>What you earn</h3>",
+            "<li>You earn 30\u{a0}% of each sale.</li>",
+            "<li>On a subscription, you also earn on every renewal.</li>",
+            "remembered for 60 days",
+            "<li>Commissions become payable as soon as the sale is recorded.</li>",
+            "<li>Payouts are made once your payable commissions add up to at least $50.00.</li>",
+        ] {
+            assert!(body.contains(line), "{line}: {body}");
+        }
+        // Its link, with a copy button: no site origin, so the parameter, explained.
+        assert!(body.contains(&format!("id=\"share-1\" class=\"share-text\" type=\"text\" value=\"?aff={}\" readonly>", seed.short_link)), "{body}");
+        assert!(body.contains("data-copy=\"share-1\"") && body.contains("class=\"copy-status visually-hidden\""), "{body}");
+        assert!(body.contains("<label for=\"share-1\">Parameter</label>") && body.contains("that carries its tracker"), "{body}");
+        assert!(!body.contains("id=\"share-2\""), "{body}");
         // 30 % of $100.00 and $1,234.56, due at once (no hold).
         assert!(html(&r).contains("<dt>Approved</dt><dd>$400.37</dd>"), "{}", html(&r));
         assert!(html(&r).contains("<dt>Pending</dt><dd>$0.00</dd>"));
@@ -372,6 +426,12 @@ on_both_backends! {
         app.admin("POST", &format!("/links/{link}/coupons"), Some(json!({"code": "PODCAST"}))).await.expect(201);
         let body = html(&PORTAL.get(&app, &links, Some(&cookie)).await.expect(200)).to_string();
         assert!(body.contains("Coupon codes: <code>SUMMER10</code> <code>PODCAST</code>") && body.contains("Sales with these codes count"), "{body}");
+        // The overview shares the same addresses, with the same copy buttons.
+        let body = html(&PORTAL.get(&app, "/partner", Some(&cookie)).await.expect(200)).to_string();
+        assert!(body.contains(&format!("id=\"share-1\" class=\"share-text\" type=\"text\" value=\"http://{HOST}/r/{short}\"")), "{body}");
+        assert!(body.contains(&format!("id=\"site-1\" class=\"share-text\" type=\"text\" value=\"https://shop.example/?aff={short}\"")), "{body}");
+        assert!(body.contains("data-copy=\"share-1\"") && body.contains("data-copy=\"site-1\""), "{body}");
+        assert!(!body.contains("that carries its tracker, for example"), "{body}");
 
         // REFTRACK_PUBLIC_URL names the server; a link made on the page has its address too.
         let app = app.with_public_url("https://go.example.com");
@@ -379,12 +439,25 @@ on_both_backends! {
         let body = html(&PORTAL.get(&app, location(&r), Some(&cookie)).await.expect(200)).to_string();
         assert!(body.contains("value=\"https://go.example.com/r/alice-summer\""), "{body}");
         assert!(body.contains(&format!("value=\"https://go.example.com/r/{short}\"")), "{body}");
+        let body = html(&PORTAL.get(&app, "/partner", Some(&cookie)).await.expect(200)).to_string();
+        assert!(body.contains("id=\"share-1\" class=\"share-text\" type=\"text\" value=\"https://go.example.com/r/alice-summer\""), "{body}");
+        assert!(body.contains(&format!("id=\"share-2\" class=\"share-text\" type=\"text\" value=\"https://go.example.com/r/{short}\"")), "{body}");
 
         // An inactive link: back to the site's address, and its codes no longer count.
         app.admin("PATCH", &format!("/links/{link}"), Some(json!({"status": "inactive"}))).await.expect(200);
         let body = html(&PORTAL.get(&app, &links, Some(&cookie)).await.expect(200)).to_string();
         assert!(!body.contains(&format!("/r/{short}")), "{body}");
         assert!(body.contains("sales with its codes no longer count"), "{body}");
+        // The overview shows active links only.
+        let body = html(&PORTAL.get(&app, "/partner", Some(&cookie)).await.expect(200)).to_string();
+        assert!(body.contains("value=\"https://go.example.com/r/alice-summer\"") && !body.contains(&format!("?aff={short}\"")), "{body}");
+        assert!(!body.contains("id=\"share-2\"") && !body.contains("Your other links"), "{body}");
+        for n in 1..=3 {
+            PORTAL.post(&app, &links, Some(&cookie), &format!("short_link=alice-{n}")).await.expect(303);
+        }
+        let body = html(&PORTAL.get(&app, "/partner", Some(&cookie)).await.expect(200)).to_string();
+        assert!(body.contains("value=\"https://go.example.com/r/alice-3\"") && body.contains("id=\"share-3\"") && !body.contains("id=\"share-4\""), "{body}");
+        assert!(body.contains("Your other links, their clicks and coupon codes are on the Links tab."), "{body}");
         // Without the site's origin: the parameter, explained for the link that has no address.
         app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"allowed_origins": []}))).await.expect(200);
         let body = html(&PORTAL.get(&app, &links, Some(&cookie)).await.expect(200)).to_string();

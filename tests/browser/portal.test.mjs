@@ -118,6 +118,13 @@ test('an invited partner signs in, shares a link and sees its click and sale', a
   assert.deepEqual(totals, { clicks: '1', leads: '1', sales: '1', earnings: '$15.00' });
   assert.match(await page.locator('.chart-clicks svg').getAttribute('aria-label'), /^Clicks: 1 in total; highest 1/);
   assert.equal(await page.locator('.chart-sales svg rect').count(), 1);
+  // The program's terms, and the link to share with its copy button, as on the links page.
+  const terms = page.locator('main li');
+  assert.equal(await terms.filter({ hasText: 'You earn' }).textContent(), 'You earn 30\u00a0% of each sale.');
+  assert.equal(await terms.filter({ hasText: 'payable' }).first().textContent(), 'Commissions become payable 30 days after the sale.');
+  assert.equal(await page.getByLabel('Link to share').inputValue(), shareUrl);
+  await page.locator('button[data-copy="share-1"]').click();
+  await page.waitForFunction((want) => navigator.clipboard.readText().then((t) => t === want), shareUrl);
   await page.getByText('The figures as a table').click();
   await shoot(page, 'overview');
   await page.getByRole('link', { name: '7 days' }).click();
@@ -169,9 +176,17 @@ test('an invited partner signs in, shares a link and sees its click and sale', a
 
 test('an applicant applies, is approved by the owner and then sees its links', async () => {
   const prog = await program({ name: 'Beta Program', applications_open: true });
-  const { context, page, problems } = await browse();
+  const closed = await program({ name: 'Closed Program' });
+  const { context, page, problems, expecting } = await browse();
+
+  // A program that takes no applications: the 404 page says so.
+  await expecting(404, () => page.goto(`${api}/partner/apply/${closed.id}`));
+  assert.equal(await page.locator('h1').textContent(), 'Page not found');
+  assert.match(await page.locator('main').textContent(), /This program does not exist or is not taking applications right now\./);
+  await shoot(page, 'apply-closed');
 
   await page.goto(`${api}/partner/apply/${prog.id}`);
+  assert.equal(await page.locator('main li').first().textContent(), 'You earn 30\u00a0% of each sale.');
   await shoot(page, 'apply');
   await page.getByLabel('Your name').fill('Bea Applicant');
   await page.getByLabel('Email').fill('bea@browser.test');

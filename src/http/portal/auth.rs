@@ -8,6 +8,7 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
 
 use super::session::{login_href, Signed, COOKIE};
+use super::terms;
 use super::view::{
     self, ok, place_error, render, standing_text, Chrome, Field, PageResult, Posted, ProgramId,
     Query, Section,
@@ -18,6 +19,7 @@ use crate::app::partners::{AcceptInviteBody, ApplyBody, OpenProgram};
 use crate::http::error::Result;
 use crate::http::pages::session::{MaybeSigned, Visitor};
 use crate::http::pages::sign_in::SignIn;
+use crate::http::pages::view::PageError;
 use crate::http::AppState;
 
 impl Visitor for Signed {
@@ -124,6 +126,8 @@ struct ApplyPage {
     signed_in: bool,
     /// The standing of a signed-in partner already in the program.
     member_standing: Option<&'static str>,
+    /// What the program offers, one sentence a line ([`terms::lines`]).
+    terms: Vec<String>,
     name: Field,
     email: Field,
     password: Field,
@@ -155,6 +159,7 @@ impl ApplyPage {
         };
         Ok(ApplyPage {
             chrome,
+            terms: terms::lines(&program.terms),
             login_href: login_href(&format!("/partner/apply/{}", program.id)),
             program,
             signed_in: partner.is_some(),
@@ -169,14 +174,33 @@ impl ApplyPage {
     }
 }
 
+/// The words of the apply page's 404: the program does not exist or takes no
+/// applications, which it does not tell apart (as the API does not).
+const NOT_OPEN: &str = "This program does not exist or is not taking applications right now.";
+
+/// The program of an apply page, when it takes applications; else the 404 page saying
+/// so (an id that is not one included).
+async fn open_program(
+    s: &AppState,
+    id: std::result::Result<ProgramId, PageError>,
+) -> std::result::Result<OpenProgram, PageError> {
+    let not_open = || PageError::new(StatusCode::NOT_FOUND, NOT_OPEN);
+    let ProgramId(id) = id.map_err(|_| not_open())?;
+    match s.app.open_program(id).await {
+        Ok(program) => Ok(program),
+        Err(app::Error::NotFound(_)) => Err(not_open()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// `GET /partner/apply/{program_id}`: the application form of a program that takes
-/// applications (a 404 page otherwise).
+/// applications, with its terms (a 404 page otherwise).
 pub(super) async fn apply_page(
     State(s): State<AppState>,
     MaybeSigned(signed): MaybeSigned<Signed>,
-    ProgramId(id): ProgramId,
+    id: std::result::Result<ProgramId, PageError>,
 ) -> PageResult {
-    let program = s.app.open_program(id).await?;
+    let program = open_program(&s, id).await?;
     let page = ApplyPage::new(&s, program, signed.map(|p| p.partner_id)).await?;
     Ok(ok(&page))
 }
@@ -187,10 +211,10 @@ pub(super) async fn apply(
     State(s): State<AppState>,
     headers: HeaderMap,
     MaybeSigned(signed): MaybeSigned<Signed>,
-    ProgramId(id): ProgramId,
+    id: std::result::Result<ProgramId, PageError>,
     form: Posted,
 ) -> PageResult {
-    let program = s.app.open_program(id).await?;
+    let program = open_program(&s, id).await?;
     let program_id = program.id;
     let partner = signed.map(|p| p.partner_id);
     let mut page = ApplyPage::new(&s, program, partner).await?;

@@ -1,6 +1,6 @@
 //! The partner portal: server-rendered pages under `/partner/` (sign-in, invites,
-//! applications, the overview with earnings and a daily chart, links, commissions,
-//! payouts and settings).
+//! applications with the program's terms, the overview with earnings, terms, the links
+//! to share and a daily chart, links, commissions, payouts and settings).
 //!
 //! Pages are askama templates (`templates/partner/`) filled by handlers that call the
 //! service layer ([`crate::app`]) directly, on the page layer shared with the owner's
@@ -13,6 +13,7 @@ mod overview;
 mod programs;
 mod session;
 mod settings;
+mod terms;
 mod view;
 
 use axum::middleware;

@@ -1,23 +1,29 @@
 //! The overview: the partner's programs, and for the one chosen its standing or, once
-//! approved, its earnings and the daily chart of a range.
+//! approved, its earnings, the program's terms, its newest active links to share and the
+//! daily chart of a range.
 
 use askama::Template;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::Response;
 use std::collections::HashMap;
 
+use super::programs::shares;
 use super::session::{see_other, Signed};
+use super::terms;
 use super::view::{
     self, notice, ok, program_tabs, standing_text, Chrome, NavItem, PageResult, Posted, Query,
     Section,
 };
 use crate::app;
-use crate::app::partners::PartnerProgramView;
+use crate::app::partners::{PartnerLink, PartnerProgramView};
+use crate::app::PageParams;
 use crate::domain::metrics;
 use crate::domain::money::{display_amount, from_hundredths};
 use crate::domain::status::PartnerStatus;
 use crate::http::pages::chart::{self, Chart, Series};
 use crate::http::pages::range::{self, RangePicker};
+use crate::http::partner::public_url;
 use crate::http::{AppState, Error};
 use crate::store::DailyRollup;
 
@@ -44,10 +50,30 @@ struct Approved {
     pending: String,
     approved: String,
     paid: String,
-    hold_days: i64,
+    /// What the program offers, one sentence a line ([`terms::lines`]).
+    terms: Vec<String>,
+    /// The partner's newest active links, what to share for each.
+    links: Vec<Share>,
+    /// It has more active links than shown.
+    more_links: bool,
+    /// No site origin is known: a link without a redirect address is a parameter.
+    parameter_only: bool,
+    /// Some link shown is a parameter, which the page explains.
+    any_parameter: bool,
+    /// The partner may make its own links.
+    can_create: bool,
     picker: RangePicker,
     chart: Chart,
 }
+
+/// What the partner shares for one of its links, as on the links page.
+struct Share {
+    share: String,
+    on_site: Option<String>,
+}
+
+/// Active links the overview shows; the links page has them all.
+const LINKS_SHOWN: &str = "3";
 
 /// `GET /partner/`: the overview's address without the slash.
 pub(super) async fn to_overview() -> Response {
@@ -55,7 +81,12 @@ pub(super) async fn to_overview() -> Response {
 }
 
 /// `GET /partner?program=ID&period=30d` (or `&from=YYYY-MM-DD&to=YYYY-MM-DD`).
-pub(super) async fn overview(State(s): State<AppState>, p: Signed, Query(q): Query) -> PageResult {
+pub(super) async fn overview(
+    State(s): State<AppState>,
+    p: Signed,
+    headers: HeaderMap,
+    Query(q): Query,
+) -> PageResult {
     let me = s.app.partner_me(p.partner_id).await?;
     let wanted = match q.text("program") {
         Some(id) => Some(
@@ -94,7 +125,7 @@ pub(super) async fn overview(State(s): State<AppState>, p: Signed, Query(q): Que
             Some(Chosen {
                 name: m.name.clone(),
                 standing: None,
-                approved: Some(approved(&s, p.partner_id, &program, &q).await?),
+                approved: Some(approved(&s, p.partner_id, &program, &headers, &q).await?),
             })
         }
     };
@@ -107,14 +138,34 @@ pub(super) async fn overview(State(s): State<AppState>, p: Signed, Query(q): Que
     }))
 }
 
-/// The earnings and chart of an approved partner's program.
+/// The earnings, terms, links and chart of an approved partner's program.
 async fn approved(
     s: &AppState,
     partner_id: i64,
     program: &PartnerProgramView,
+    headers: &HeaderMap,
     q: &Posted,
 ) -> app::Result<Approved> {
     let balance = s.app.partner_balance(partner_id, program.id).await?;
+    let first = PageParams {
+        limit: Some(LINKS_SHOWN.into()),
+        cursor: None,
+    };
+    let url = public_url(s, headers);
+    let listed = s
+        .app
+        .partner_active_links(partner_id, program.id, &first, &url)
+        .await?;
+    let links = listed
+        .data
+        .into_iter()
+        .map(|PartnerLink { link, redirect_url }| {
+            let (share, on_site) = shares(&program.allowed_origins, &link.short_link, redirect_url);
+            Share { share, on_site }
+        })
+        .collect::<Vec<Share>>();
+    let parameter_only = program.allowed_origins.is_empty();
+    let any_parameter = parameter_only && links.iter().any(|l| l.on_site.is_none());
     let money = |cents| display_amount(cents, &program.currency);
     let ((range, rows), picker) = range::load(
         q,
@@ -172,7 +223,12 @@ async fn approved(
         pending: money(balance.pending_cents),
         approved: money(balance.approved_cents),
         paid: money(balance.paid_cents),
-        hold_days: program.commission_hold_days,
+        terms: terms::lines(&program.terms),
+        more_links: listed.next_cursor.is_some(),
+        links,
+        any_parameter,
+        parameter_only,
+        can_create: program.partner_links_allowed,
         picker,
         chart: chart::chart(&days, &series, &program.currency),
     })

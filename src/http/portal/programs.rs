@@ -102,6 +102,22 @@ struct LinkRow {
     created: Moment,
 }
 
+/// What the partner shares for its link `short_link` in a program whose site is at
+/// `origins`: its redirect address when it has one, with the address on the program's
+/// site (or the parameter) beside it, for pages that carry the tracker; else that
+/// address (or parameter) alone.
+pub(super) fn shares(
+    origins: &[String],
+    short_link: &str,
+    redirect_url: Option<String>,
+) -> (String, Option<String>) {
+    let on_site = share_text(origins, short_link);
+    match redirect_url {
+        Some(redirect) => (redirect, Some(on_site)),
+        None => (on_site, None),
+    }
+}
+
 async fn links_page(
     s: &AppState,
     p: &Signed,
@@ -117,11 +133,11 @@ async fn links_page(
         .data
         .into_iter()
         .map(|PartnerLink { link, redirect_url }| {
-            let on_site = share_text(&frame.program.allowed_origins, &link.short_link);
-            let (share, on_site) = match redirect_url {
-                Some(redirect) => (redirect, Some(on_site)),
-                None => (on_site, None),
-            };
+            let (share, on_site) = shares(
+                &frame.program.allowed_origins,
+                &link.short_link,
+                redirect_url,
+            );
             LinkRow {
                 share,
                 on_site,
