@@ -721,6 +721,19 @@ on_both_backends! {
         let other = app.seed().await;
         let other_link = app.link_id(&other.short_link).await;
         DASHBOARD.post(&app, &format!("/app/programs/{p}/links/{other_link}/coupons/{first}/archive"), Some(&owner), "confirm=yes").await.expect(404);
+
+        // An archived link is not offered for a new code, and one posted anyway is refused.
+        DASHBOARD.post(&app, &format!("/app/programs/{p}/links/{link}/status"), Some(&owner), "status=inactive").await.expect(303);
+        let r = DASHBOARD.get(&app, &format!("{partner}?coupon_link={link}"), Some(&owner)).await.expect(200);
+        let body = html(&r);
+        let card = body.split(&format!("id=\"link-{link}\"")).nth(1).unwrap().split("class=\"share\"").next().unwrap();
+        assert!(card.contains("badge-archived\">archived</span>"), "{card}");
+        assert!(!body.contains(&format!("<option value=\"{link}\"")) && !body.contains("Add a coupon code<"), "{body}");
+        assert!(body.contains("links are all archived: activate one to add a code"), "{body}");
+        let stored = app.count("SELECT COUNT(*) FROM coupons").await;
+        let r = DASHBOARD.post(&app, &coupons, Some(&owner), &format!("link_id={link}&code=AUTUMN")).await.expect(400);
+        assert!(html(&r).contains(&format!("The link {} is archived: activate it", seed.short_link)), "{}", html(&r));
+        assert_eq!(app.count("SELECT COUNT(*) FROM coupons").await, stored, "nothing stored");
     }
 }
 

@@ -382,29 +382,20 @@ const METHODS: [(&str, &str); 4] = [
 
 impl PartnerPage {
     /// The page as sent: the method options follow the method field, the link options
-    /// the coupon's link field (else the first active link is chosen).
+    /// the coupon's link field (else the first active link is chosen). Only active links
+    /// are offered: a coupon code on an archived link would attribute nothing.
     fn finished(mut self) -> PartnerPage {
         self.methods = METHODS
             .iter()
             .map(|(v, l)| (*v, *l, *v == self.edit_method.value))
             .collect();
-        let chosen = self
-            .links
-            .iter()
+        let active = || self.links.iter().filter(|l| l.active);
+        let chosen = active()
             .find(|l| l.id.to_string() == self.coupon_link.value)
-            .or_else(|| self.links.iter().find(|l| l.active))
+            .or_else(|| active().next())
             .map(|l| l.id);
-        self.link_options = self
-            .links
-            .iter()
-            .map(|l| {
-                let label = if l.active {
-                    l.short_link.clone()
-                } else {
-                    format!("{} (archived)", l.short_link)
-                };
-                (l.id, label, Some(l.id) == chosen)
-            })
+        self.link_options = active()
+            .map(|l| (l.id, l.short_link.clone(), Some(l.id) == chosen))
             .collect();
         self
     }
@@ -652,6 +643,18 @@ pub(super) async fn create_coupon(
     let link = own_link(&s, &frame.caller, id, link_id).await?;
     if link.partner_id != Some(partner_id) {
         return Err(missing());
+    }
+    // The form offers active links only; one archived since the page was shown is
+    // refused beside the form.
+    if link.status.as_str() != "active" {
+        let mut page = partner_page(&s, frame, partner_id).await?;
+        page.coupon_code = page.coupon_code.with(form.get("code"));
+        page.promotion_code = page.promotion_code.with(form.get("stripe_promotion_code"));
+        page.coupon_error = Some(format!(
+            "The link {} is archived: activate it, or choose an active link, to add a coupon code.",
+            link.short_link
+        ));
+        return Ok(render(StatusCode::BAD_REQUEST, &page.finished()));
     }
     let b = CouponBody {
         code: form.get("code"),
