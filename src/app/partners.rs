@@ -42,6 +42,15 @@ pub const PARTNER_SESSION_PREFIX: &str = "rtp_";
 pub const INVITE_TOKEN_PREFIX: &str = "rti_";
 /// How long an invite works: 7 days.
 pub const INVITE_LIFETIME_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+/// How long a password-reset link a partner asked for itself works: an hour.
+pub const RESET_LIFETIME_MS: i64 = 60 * 60 * 1000;
+/// The answer to a partner's password-reset request, whether or not the email has an
+/// account (the answer does not tell).
+pub const RESET_SENT: &str = "If a partner account signs in with this email, a link to set a \
+    new password is on its way to it. The link works once, for an hour.";
+/// Why a partner cannot reset its password itself on this server.
+pub const RESET_UNAVAILABLE: &str = "Resetting a password by mail is not set up on this \
+    server: ask the program for a new invite link, which lets you set a new password";
 /// Active links a partner may have in one program when it makes its own.
 pub const MAX_PARTNER_LINKS: i64 = 20;
 
@@ -144,6 +153,21 @@ pub struct AcceptInviteBody {
     pub token: String,
     /// At least 8 characters.
     pub password: String,
+}
+
+/// The body of a partner's request for a new password.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PasswordResetBody {
+    /// The email the partner signs in with.
+    pub email: String,
+}
+
+/// The answer to a password-reset request: the same whether or not the email has an
+/// account.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PasswordResetAnswer {
+    pub message: String,
 }
 
 /// The body of an application to a program. A caller signed in as a partner sends only
@@ -288,27 +312,9 @@ impl App {
                 "The partner has no email: set its email before inviting it",
             ));
         };
-        let token = generate_token(INVITE_TOKEN_PREFIX);
-        let now = self.now_ms();
-        let expires_at = now + INVITE_LIFETIME_MS;
-        let token_hash = hash_token(&token);
-        self.write(move |tx, _| {
-            Box::pin(async move {
-                tx.insert_invite(&TokenGrant {
-                    partner_id,
-                    token_hash: &token_hash,
-                    at: now,
-                    expires_at,
-                })
-                .await?;
-                Ok(())
-            })
-        })
-        .await?;
-        let invite_url = format!(
-            "{}/partner/invite?token={token}",
-            public_url.trim_end_matches('/')
-        );
+        let (invite_url, expires_at) = self
+            .grant_invite(partner_id, INVITE_LIFETIME_MS, public_url)
+            .await?;
         let emailed = match &self.mailer {
             None => false,
             Some(mailer) => {
@@ -331,6 +337,79 @@ impl App {
             expires_at: crate::domain::time::iso(expires_at),
             emailed,
         })
+    }
+
+    /// A new invite of `partner_id` working for `lifetime` ms (its older ones end): its
+    /// URL on `public_url`, and when it expires.
+    async fn grant_invite(
+        &self,
+        partner_id: i64,
+        lifetime: i64,
+        public_url: &str,
+    ) -> Result<(String, i64)> {
+        let token = generate_token(INVITE_TOKEN_PREFIX);
+        let now = self.now_ms();
+        let expires_at = now + lifetime;
+        let token_hash = hash_token(&token);
+        self.write(move |tx, _| {
+            Box::pin(async move {
+                tx.insert_invite(&TokenGrant {
+                    partner_id,
+                    token_hash: &token_hash,
+                    at: now,
+                    expires_at,
+                })
+                .await?;
+                Ok(())
+            })
+        })
+        .await?;
+        let url = format!(
+            "{}/partner/invite?token={token}",
+            public_url.trim_end_matches('/')
+        );
+        Ok((url, expires_at))
+    }
+
+    /// Whether a partner may reset a forgotten password itself: only when the server
+    /// mails and knows its own address (`public_url`, from `REFTRACK_PUBLIC_URL`), so that
+    /// a mailed link never takes its host from a request.
+    pub fn partner_reset_available(&self, public_url: Option<&str>) -> bool {
+        self.mailer.is_some() && public_url.is_some()
+    }
+
+    /// Mails a link that sets a new password (an invite of [`RESET_LIFETIME_MS`]) to the
+    /// partner account that signs in with `email`, if there is one; the answer is the
+    /// same either way. 404 [`RESET_UNAVAILABLE`] when the server cannot
+    /// ([`Self::partner_reset_available`]).
+    pub async fn reset_partner_password(
+        &self,
+        email: &str,
+        public_url: Option<&str>,
+    ) -> Result<()> {
+        let (Some(mailer), Some(public_url)) = (self.mailer.clone(), public_url) else {
+            return Err(Error::NotFound(RESET_UNAVAILABLE.into()));
+        };
+        let email = email.trim().to_ascii_lowercase();
+        if !email.contains('@') || email.chars().count() > 255 {
+            return Err(Error::invalid("email must be an email address"));
+        }
+        let Some(found) = self.store.partner_credentials(&email).await? else {
+            return Ok(());
+        };
+        let account = self.store.partner_account(found.partner_id).await?;
+        let (url, expires_at) = self
+            .grant_invite(found.partner_id, RESET_LIFETIME_MS, public_url)
+            .await?;
+        let mail = invite_mail(&email, &account.partner.name, &url, expires_at, true);
+        // Sent after the answer, so that its time does not tell that the account exists.
+        let partner_id = found.partner_id;
+        tokio::spawn(async move {
+            if let Err(e) = mailer.send(mail).await {
+                tracing::warn!(partner_id, error = %e, "mailing a password reset failed");
+            }
+        });
+        Ok(())
     }
 
     /// Accepts an invite: sets the partner's password and signs it in.

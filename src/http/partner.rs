@@ -25,7 +25,7 @@ use crate::app::dashboard::NewSession;
 use crate::app::exports;
 use crate::app::partners::{
     AcceptInviteBody, Application, ApplyBody, Invite, PartnerLink, PartnerLinkBody, PartnerMe,
-    PartnerMeBody, PasswordBody,
+    PartnerMeBody, PasswordBody, PasswordResetAnswer, PasswordResetBody, RESET_SENT,
 };
 use crate::app::performance::PerformanceResponse;
 use crate::app::Listed;
@@ -39,6 +39,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         // login limit: argon2 is deliberately costly.
         .routes(routes!(partner_login))
         .routes(routes!(accept_partner_invite))
+        .routes(routes!(reset_partner_password))
         .routes(routes!(apply_to_program))
         .routes(routes!(change_partner_password))
         .route_layer(axum::middleware::from_fn(super::rate_limit::logins))
@@ -174,6 +175,40 @@ async fn accept_partner_invite(
     JsonBody(b): JsonBody<AcceptInviteBody>,
 ) -> Result<Json<LoginResponse>> {
     Ok(session_answer(s.app.accept_invite(b).await?))
+}
+
+/// Ask for a new password by mail.
+///
+/// When the server mails (`REFTRACK_SMTP_URL`) and knows its address
+/// (`REFTRACK_PUBLIC_URL`), the partner account that signs in with `email`, if any, is
+/// mailed a link that sets a new password: an invite that works once, for an hour, and
+/// ends the account's older invites. The answer is the same whether or not the account
+/// exists. Otherwise 404: the program sends a new invite link instead.
+#[utoipa::path(
+    post,
+    path = "/auth/reset",
+    tag = "partners",
+    request_body = PasswordResetBody,
+    responses(
+        (status = 202, description = "Mailed, if the account exists", body = PasswordResetAnswer),
+        (status = 400, description = "Not an email address", body = ErrorBody),
+        (status = 404, description = "Password resets by mail are not set up on this server", body = ErrorBody),
+        (status = 429, description = "Too many attempts from this client", body = ErrorBody),
+    ),
+)]
+async fn reset_partner_password(
+    State(s): State<AppState>,
+    JsonBody(b): JsonBody<PasswordResetBody>,
+) -> Result<(StatusCode, Json<PasswordResetAnswer>)> {
+    s.app
+        .reset_partner_password(&b.email, s.public_url.as_deref())
+        .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(PasswordResetAnswer {
+            message: RESET_SENT.into(),
+        }),
+    ))
 }
 
 /// Sign in as a partner.

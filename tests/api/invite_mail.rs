@@ -119,6 +119,62 @@ on_both_backends! {
     }
 }
 
+on_both_backends! {
+    async fn a_partner_resets_a_forgotten_password_by_mail(app: TestApp) {
+        use crate::common::pages::{html, PORTAL};
+        // Without mail, or without its own address, the server sends nobody a link.
+        let r = app.post("/api/partner/auth/reset", json!({"email": "alice@example.com"})).await.expect(404);
+        assert!(r.error().starts_with("Resetting a password by mail is not set up"), "{}", r.error());
+        let r = PORTAL.get(&app, "/partner/reset", None).await.expect(200);
+        assert!(html(&r).contains("Ask the program for a new invite link"), "{}", html(&r));
+
+        let mut smtp = FakeSmtp::start().await;
+        let app = app
+            .with_mailer(&smtp.url, FROM)
+            .with_public_url("https://partners.example.com");
+        let seed = app.seed().await;
+        let first = app.invite(seed.partner_id, "alice@example.com").await;
+        smtp.next().await;
+        let link = first.body["invite_url"].as_str().unwrap();
+        app.post("/api/partner/auth/accept-invite", json!({"token": token_of(link), "password": "alice password 1"}))
+            .await
+            .expect(200);
+
+        // The sign-in page links the reset page; an unknown email gets the same answer and
+        // no mail; a bad one is refused.
+        let r = PORTAL.get(&app, "/partner/login", None).await.expect(200);
+        assert!(html(&r).contains("href=\"/partner/reset\""), "{}", html(&r));
+        let unknown = app.post("/api/partner/auth/reset", json!({"email": "nobody@example.com"})).await.expect(202);
+        app.post("/api/partner/auth/reset", json!({"email": "nobody"})).await.expect(400);
+        let known = app.post("/api/partner/auth/reset", json!({"email": " Alice@Example.com "})).await.expect(202);
+        assert_eq!(unknown.body, known.body);
+        let mail = smtp.next().await;
+        let parsed = mail_parser::MessageParser::default().parse(mail.data.as_bytes()).unwrap();
+        let body = parsed.body_text(0).unwrap().to_string();
+        let link = body
+            .split_whitespace()
+            .find(|w| w.starts_with("https://partners.example.com/partner/invite?token=rti_"))
+            .expect("the link on the server's own address")
+            .to_string();
+        assert_mail(&mail, "alice@example.com", "Set a new password for the partner portal", &link);
+        // The link sets the new password; the old one stops working.
+        app.post("/api/partner/auth/accept-invite", json!({"token": token_of(&link), "password": "alice password 2"}))
+            .await
+            .expect(200);
+        app.post("/api/partner/auth/login", json!({"email": "alice@example.com", "password": "alice password 1"})).await.expect(401);
+        app.post("/api/partner/auth/login", json!({"email": "alice@example.com", "password": "alice password 2"})).await.expect(200);
+
+        // The portal's page: the form, then the same words whatever the email.
+        let r = PORTAL.get(&app, "/partner/reset", None).await.expect(200);
+        assert!(html(&r).contains("name=\"email\""), "{}", html(&r));
+        let r = PORTAL.post(&app, "/partner/reset", None, "email=alice%40example.com").await.expect(200);
+        assert!(html(&r).contains("a link to set a new password is on its way"), "{}", html(&r));
+        smtp.next().await;
+        let r = PORTAL.post(&app, "/partner/reset", None, "email=nope").await.expect(400);
+        assert!(html(&r).contains("id=\"f-email-error\""), "{}", html(&r));
+    }
+}
+
 /// The binary refuses an incomplete or unusable mail configuration at start, without
 /// repeating the SMTP password.
 #[test]

@@ -32,6 +32,7 @@ impl Visitor for Signed {
         lead: "Sign in to run your partner programs.",
         help: "Forgot your password? The operator of this server can set a new one \
                (reftrack admin), or an owner of your workspace can add you again.",
+        reset: None,
     };
 
     async fn find(state: &AppState, token: &str) -> app::Result<Option<Signed>> {

@@ -49,6 +49,8 @@ pub struct SignIn {
     pub lead: &'static str,
     /// The line under the form (what to do about a forgotten password).
     pub help: &'static str,
+    /// The page that resets a forgotten password, linked after `help`, if the site has one.
+    pub reset: Option<&'static str>,
 }
 
 #[derive(Template)]
@@ -57,6 +59,7 @@ struct LoginPage {
     chrome: Chrome,
     lead: &'static str,
     help: &'static str,
+    reset: Option<&'static str>,
     email: Field,
     password: Field,
     /// Where to go after signing in.
@@ -70,6 +73,7 @@ impl SignIn {
             chrome: Chrome::public(self.site, "Sign in"),
             lead: self.lead,
             help: self.help,
+            reset: self.reset,
             email: Field::new("email", "Email"),
             password: Field::new("password", "Password"),
             next: next.to_string(),

@@ -27,7 +27,8 @@ impl Visitor for Signed {
         site: view::PORTAL,
         cookie: COOKIE,
         lead: "Sign in to see your links, earnings and payouts.",
-        help: "Forgot your password? Ask the program for a new invite link: it lets you set a new one.",
+        help: "Forgot your password?",
+        reset: Some("/partner/reset"),
     };
 
     async fn find(state: &AppState, token: &str) -> app::Result<Option<Signed>> {
@@ -74,6 +75,58 @@ impl InvitePage {
             password: Field::new("password", "New password"),
             confirm: Field::new("confirm", "Repeat the password"),
         }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "partner/reset.html")]
+struct ResetPage {
+    chrome: Chrome,
+    /// Whether this server mails reset links ([`app::App::partner_reset_available`]).
+    available: bool,
+    /// The request was taken: the page says what happens next.
+    sent: bool,
+    email: Field,
+    form_error: Option<String>,
+}
+
+impl ResetPage {
+    fn new(s: &AppState) -> ResetPage {
+        ResetPage {
+            chrome: view::public("Forgot your password?"),
+            available: s.app.partner_reset_available(s.public_url.as_deref()),
+            sent: false,
+            email: Field::new("email", "Email"),
+            form_error: None,
+        }
+    }
+}
+
+/// `GET /partner/reset`: asks for the email that a new-password link is mailed to.
+pub(super) async fn reset_page(State(s): State<AppState>) -> Response {
+    ok(&ResetPage::new(&s))
+}
+
+/// `POST /partner/reset`: mails the link when the email has an account; the page says
+/// the same either way.
+pub(super) async fn reset(State(s): State<AppState>, form: Posted) -> PageResult {
+    let mut page = ResetPage::new(&s);
+    page.email = page.email.with(form.get("email"));
+    match s
+        .app
+        .reset_partner_password(&form.get("email"), s.public_url.as_deref())
+        .await
+    {
+        Ok(()) => {
+            page.sent = true;
+            Ok(ok(&page))
+        }
+        Err(app::Error::Invalid(text)) => {
+            page.form_error = place_error(&text, &mut [&mut page.email]);
+            Ok(render(StatusCode::BAD_REQUEST, &page))
+        }
+        Err(app::Error::NotFound(_)) => Ok(render(StatusCode::NOT_FOUND, &page)),
+        Err(e) => Err(e.into()),
     }
 }
 

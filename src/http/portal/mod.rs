@@ -29,8 +29,8 @@ use session::Signed;
 /// The portal's pages.
 pub fn router() -> Router<AppState> {
     // Every form that checks or hashes a password (sign-in, invites, applications,
-    // password changes) counts against the per-client-IP login limit, as its API twin
-    // does.
+    // password changes) or mails a reset link counts against the per-client-IP login
+    // limit, as its API twin does.
     let sign_in = Router::new()
         .route(
             "/partner/login",
@@ -40,6 +40,7 @@ pub fn router() -> Router<AppState> {
             "/partner/invite",
             get(auth::invite_page).post(auth::accept_invite),
         )
+        .route("/partner/reset", get(auth::reset_page).post(auth::reset))
         .route(
             "/partner/apply/{program_id}",
             get(auth::apply_page).post(auth::apply),
