@@ -47,6 +47,10 @@ pub struct Panel {
     pub label: &'static str,
     /// The range's total, formatted.
     pub total: String,
+    /// The scale: the highest bar's value at the chart's top, and the lowest (negative)
+    /// one's at its bottom when a bar goes below zero (money taken back).
+    pub top: String,
+    pub bottom: Option<String>,
     /// The `<svg>` element.
     pub svg: String,
 }
@@ -99,11 +103,22 @@ fn escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// One bar chart of `values` (with the period of each bar), worded by `show`.
+/// The scale of `bars`: the highest value (at least 0) and the lowest (at most 0).
+fn scale(bars: &[(i64, String)]) -> (i64, i64) {
+    let values = bars.iter().map(|(v, _)| *v);
+    (
+        values.clone().max().unwrap_or(0).max(0),
+        values.min().unwrap_or(0).min(0),
+    )
+}
+
+/// One bar chart of `values` (with the period of each bar), worded by `show`. Bars rise
+/// from zero; a negative bar (more taken back than earned that day) hangs below it.
 fn svg(label: &str, bars: &[(i64, String)], show: &dyn Fn(i64) -> String) -> String {
     const BAR: usize = 10;
     const HEIGHT: i64 = 100;
-    let max = bars.iter().map(|(v, _)| *v).max().unwrap_or(0).max(0);
+    let (max, min) = scale(bars);
+    let span = max.saturating_sub(min);
     let total: i64 = bars.iter().map(|(v, _)| *v).sum();
     let best = bars
         .iter()
@@ -124,21 +139,31 @@ fn svg(label: &str, bars: &[(i64, String)], show: &dyn Fn(i64) -> String) -> Str
          role=\"img\" aria-label=\"{}\" focusable=\"false\">",
         escape(&summary)
     );
+    // Where zero is: the bottom, unless some bar is negative.
+    let zero = if span == 0 {
+        HEIGHT
+    } else {
+        max.saturating_mul(HEIGHT) / span
+    };
     let _ = write!(
         out,
-        "<line class=\"baseline\" x1=\"0\" y1=\"{HEIGHT}\" x2=\"{width}\" y2=\"{HEIGHT}\"/>"
+        "<line class=\"baseline\" x1=\"0\" y1=\"{zero}\" x2=\"{width}\" y2=\"{zero}\"/>"
     );
     for (i, (value, p)) in bars.iter().enumerate() {
-        if *value <= 0 || max == 0 {
+        if *value == 0 || span == 0 {
             continue;
         }
         // A non-zero day stays visible however large the best day is.
-        let h = (value.saturating_mul(HEIGHT) / max).max(2);
+        let h = (value.saturating_abs().saturating_mul(HEIGHT) / span).max(2);
+        let (y, class) = if *value > 0 {
+            (zero - h, "")
+        } else {
+            (zero, " class=\"negative\"")
+        };
         let _ = write!(
             out,
-            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{h}\"><title>{}: {}</title></rect>",
+            "<rect{class} x=\"{}\" y=\"{y}\" width=\"{}\" height=\"{h}\"><title>{}: {}</title></rect>",
             i * BAR + 1,
-            HEIGHT - h,
             BAR - 2,
             escape(p),
             escape(&show(*value)),
@@ -170,10 +195,13 @@ pub fn chart(days: &[NaiveDate], series: &[Series], currency: &str) -> Chart {
         .map(|(s, bars)| {
             let labelled: Vec<(i64, String)> =
                 bars.iter().copied().zip(periods.iter().cloned()).collect();
+            let (max, min) = scale(&labelled);
             Panel {
                 key: s.key,
                 label: s.label,
                 total: s.total(currency),
+                top: s.show(max, currency),
+                bottom: (min < 0).then(|| s.show(min, currency)),
                 svg: svg(s.label, &labelled, &|n| s.show(n, currency)),
             }
         })
@@ -240,10 +268,20 @@ mod tests {
         assert!(clicks.svg.contains("height=\"100\""), "{}", clicks.svg);
         assert!(clicks.svg.contains("height=\"50\""), "{}", clicks.svg);
         assert_eq!(clicks.svg.matches("<rect").count(), 2);
+        assert_eq!((clicks.top.as_str(), clicks.bottom.as_deref()), ("4", None));
         let earnings = &c.panels[2];
         assert_eq!(earnings.total, "$12.00");
         assert!(earnings.svg.contains("<title>2026-01-02: $15.00</title>"));
-        assert!(!earnings.svg.contains("-$3.00</title>"));
+        // A day that took back more than it earned hangs below zero, on the same scale:
+        // zero at 1500 / 1800 of the height, the bar 300 / 1800 of it.
+        assert_eq!(
+            (earnings.top.as_str(), earnings.bottom.as_deref()),
+            ("$15.00", Some("-$3.00"))
+        );
+        assert!(earnings.svg.contains("y1=\"83\""), "{}", earnings.svg);
+        assert!(earnings
+            .svg
+            .contains("<rect class=\"negative\" x=\"21\" y=\"83\" width=\"8\" height=\"16\"><title>2026-01-03: -$3.00</title>"));
         let none = &c.panels[1];
         assert!(none.svg.contains("Leads: none in this period"));
         assert_eq!(c.rows[2].cells, ["2", "0", "-$3.00"]);
