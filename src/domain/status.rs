@@ -215,6 +215,17 @@ named_enum! {
     }
 }
 
+impl PayoutMethod {
+    /// The method's name as a page shows it.
+    pub fn label(self) -> &'static str {
+        match self {
+            PayoutMethod::Paypal => "PayPal",
+            PayoutMethod::Wise => "Wise",
+            PayoutMethod::Manual => "Manual",
+        }
+    }
+}
+
 /// What a role may do on the dashboard endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Permission {

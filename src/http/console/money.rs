@@ -509,10 +509,7 @@ fn payout_page(frame: Frame, p: Payout) -> PayoutPage {
             .map(|i| ItemView {
                 partner_id: i.partner_id,
                 partner: i.partner_name,
-                method: i
-                    .payout_method
-                    .map_or("not set", |m| m.as_str())
-                    .to_string(),
+                method: i.payout_method.map_or("Not set", |m| m.label()).to_string(),
                 email: i.payout_email,
                 amount: display_amount(i.amount_cents, &p.currency),
                 commissions: i.commission_count,
