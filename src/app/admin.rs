@@ -806,12 +806,18 @@ impl App {
     }
 }
 
-/// A new user's normalised email and display name, once its body is valid.
-pub(super) fn user_fields(b: &UserBody) -> Result<(String, Option<String>)> {
-    let email = b.email.trim().to_ascii_lowercase();
-    if !email.contains('@') || email.len() > 255 {
+/// A user's sign-in email, normalised (trimmed, lower-case).
+pub(super) fn user_email(value: &str) -> Result<String> {
+    let email = value.trim().to_ascii_lowercase();
+    if !email.contains('@') || email.chars().count() > 255 {
         return Err(Error::invalid("email must be an email address"));
     }
+    Ok(email)
+}
+
+/// A new user's normalised email and display name, once its body is valid.
+pub(super) fn user_fields(b: &UserBody) -> Result<(String, Option<String>)> {
+    let email = user_email(&b.email)?;
     check_password("password", &b.password)?;
     let display = b
         .name

@@ -3,7 +3,10 @@
 //! Once anyone has an account, it is gone; operators keep the admin token and the CLI
 //! either way.
 
-use super::admin::{hashed_password, name, new_program, user_fields, ProgramBody, UserBody};
+use super::admin::{
+    check_password, hashed_password, name, new_program, user_email, user_fields, ProgramBody,
+    UserBody,
+};
 use super::{App, Error, Result};
 use crate::store::{NewOwner, StoreError, User, Workspace};
 
@@ -23,6 +26,75 @@ pub struct FirstRunBody {
     /// The site's origin (`https://shop.example.com`), the program's first allowed
     /// origin; optional.
     pub website: Option<String>,
+}
+
+impl FirstRunBody {
+    /// The first program as this body asks for it, with the site and currency given.
+    fn program(&self, website: Option<String>, currency: Option<String>) -> ProgramBody {
+        ProgramBody {
+            workspace_id: 0,
+            name: self.program_name.trim().to_string(),
+            cookie_window_days: None,
+            currency: currency.filter(|c| !c.trim().is_empty()),
+            commission: None,
+            recurring_commission_months: None,
+            // The site is also where redirect links send visitors, until changed.
+            destination_url: website.clone(),
+            allowed_origins: website.map(|w| vec![w]),
+            stripe_webhook_secret: None,
+            commission_hold_days: None,
+            min_payout_cents: None,
+            applications_open: None,
+            partner_links_allowed: None,
+        }
+    }
+
+    fn website(&self) -> Option<String> {
+        self.website
+            .as_deref()
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+    }
+
+    /// Every field the body gets wrong, in the form's order: the use case refuses the
+    /// first, the setup page shows them all at once.
+    pub fn problems(&self) -> Vec<String> {
+        // The site and the currency each on their own, under a valid name, so that one
+        // error does not hide another.
+        let named = FirstRunBody {
+            program_name: "Program".into(),
+            ..self.clone()
+        };
+        let program = |website, currency| {
+            new_program(named.program(website, currency)).map_err(website_words)
+        };
+        [
+            name("workspace_name", &self.workspace_name, 200).map(drop),
+            name("name", &self.name, 200).map(drop),
+            user_email(&self.email).map(drop),
+            check_password("password", &self.password),
+            name("program_name", &self.program_name, 200).map(drop),
+            program(self.website(), None).map(drop),
+            program(None, self.currency.clone()).map(drop),
+        ]
+        .into_iter()
+        .filter_map(|checked| match checked {
+            Err(Error::Invalid(text)) => Some(text),
+            _ => None,
+        })
+        .collect()
+    }
+}
+
+/// The program's refusal of the site in the setup form's words.
+fn website_words(e: Error) -> Error {
+    match e {
+        Error::Invalid(text) if text.starts_with("allowed_origins") => Error::invalid(
+            "website must be the address of your site, like https://shop.example.com",
+        ),
+        other => other,
+    }
 }
 
 /// What the first run created; the program's view carries its API token.
@@ -46,39 +118,15 @@ impl App {
     /// user exists.
     pub async fn first_run(&self, b: FirstRunBody) -> Result<FirstRun> {
         let workspace_name = name("workspace_name", &b.workspace_name, 200)?;
+        let program_body = b.program(b.website(), b.currency.clone());
         let user = UserBody {
             email: b.email,
             password: b.password,
             name: Some(b.name),
         };
         let (email, display) = user_fields(&user)?;
-        let program_name = name("program_name", &b.program_name, 200)?;
-        let website = b
-            .website
-            .map(|w| w.trim().to_string())
-            .filter(|w| !w.is_empty());
-        let (program, token) = new_program(ProgramBody {
-            workspace_id: 0,
-            name: program_name,
-            cookie_window_days: None,
-            currency: b.currency.filter(|c| !c.trim().is_empty()),
-            commission: None,
-            recurring_commission_months: None,
-            // The site is also where redirect links send visitors, until changed.
-            destination_url: website.clone(),
-            allowed_origins: website.map(|w| vec![w]),
-            stripe_webhook_secret: None,
-            commission_hold_days: None,
-            min_payout_cents: None,
-            applications_open: None,
-            partner_links_allowed: None,
-        })
-        .map_err(|e| match e {
-            Error::Invalid(text) if text.starts_with("allowed_origins") => Error::invalid(
-                "website must be the address of your site, like https://shop.example.com",
-            ),
-            other => other,
-        })?;
+        name("program_name", &b.program_name, 200)?;
+        let (program, token) = new_program(program_body).map_err(website_words)?;
         if !self.needs_first_run().await? {
             return Err(Error::Conflict(ALREADY_SET_UP.into()));
         }

@@ -57,6 +57,12 @@ on_both_backends! {
         assert!(html(&r).contains("id=\"f-workspace_name-error\">Company or team must be 1 to 200 characters"));
         let r = DASHBOARD.post(&app, "/app/setup", None, &good.replace("currency=eur", "currency=euro")).await.expect(400);
         assert!(html(&r).contains("id=\"f-currency-error\">Currency must be a 3-letter currency code"));
+        // Every field's error at once, each beside its field.
+        let all_wrong = "workspace_name=+&name=+&email=ann&password=short&confirm=other&program_name=+&website=shop&currency=dollars";
+        let r = DASHBOARD.post(&app, "/app/setup", None, all_wrong).await.expect(400);
+        for field in ["workspace_name", "name", "email", "password", "confirm", "program_name", "website", "currency"] {
+            assert!(html(&r).contains(&format!("id=\"f-{field}-error\"")), "{field}: {}", html(&r));
+        }
         assert_eq!(app.count("SELECT COUNT(*) FROM users").await, 0, "nothing half-made");
 
         // Done: the setup page with the program's token, signed in.

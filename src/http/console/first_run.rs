@@ -71,10 +71,6 @@ pub(super) async fn submit(
     page.website = page.website.with(form.get("website").trim());
     page.currency = page.currency.with(form.get("currency").trim());
     let password = form.get("password");
-    if password != form.get("confirm") {
-        page.confirm.error = Some("The two passwords are not the same".into());
-        return Ok(render(StatusCode::BAD_REQUEST, &page));
-    }
     let b = FirstRunBody {
         workspace_name: page.workspace_name.value.clone(),
         name: page.name.value.clone(),
@@ -84,6 +80,15 @@ pub(super) async fn submit(
         currency: Some(page.currency.value.clone()),
         website: Some(page.website.value.clone()),
     };
+    // Every field's error at once, each beside its field.
+    let problems = b.problems();
+    if password != form.get("confirm") {
+        page.confirm.error = Some("The two passwords are not the same".into());
+    }
+    if !problems.is_empty() || page.confirm.error.is_some() {
+        page.place_errors(&problems);
+        return Ok(render(StatusCode::BAD_REQUEST, &page));
+    }
     let refused = match s.app.first_run(b).await {
         Ok(done) => {
             let session = s.app.login(&done.user.email, password).await?;
@@ -114,17 +119,29 @@ pub(super) async fn submit(
         }
         Err(e) => return Err(e.into()),
     };
-    page.form_error = place_error(
-        &refused,
-        &mut [
-            &mut page.workspace_name,
-            &mut page.name,
-            &mut page.email,
-            &mut page.password,
-            &mut page.program_name,
-            &mut page.website,
-            &mut page.currency,
-        ],
-    );
+    page.place_errors(&[refused]);
     Ok(render(StatusCode::BAD_REQUEST, &page))
+}
+
+impl FirstRunPage {
+    /// Puts each of `errors` beside the field it names, or above the form.
+    fn place_errors(&mut self, errors: &[String]) {
+        for text in errors {
+            let above = place_error(
+                text,
+                &mut [
+                    &mut self.workspace_name,
+                    &mut self.name,
+                    &mut self.email,
+                    &mut self.password,
+                    &mut self.program_name,
+                    &mut self.website,
+                    &mut self.currency,
+                ],
+            );
+            if above.is_some() {
+                self.form_error = above;
+            }
+        }
+    }
 }
