@@ -35,6 +35,10 @@ test('an invited partner signs in, shares a link and sees its click and sale', a
   // Sign-in page, empty.
   await page.goto(`${api}/partner/login`);
   await shoot(page, 'login');
+  // Its forgotten-password link: this server mails nothing, so the page says whom to ask.
+  await Promise.all([page.waitForURL(/\/partner\/reset$/), page.getByRole('link', { name: 'Set a new one' }).click()]);
+  assert.match(await page.locator('main').textContent(), /Ask the program for a new invite link/);
+  await shoot(page, 'reset');
 
   // The invite: a mismatched repeat stays on the page with the error beside the field.
   await page.goto(invite.invite_url);
