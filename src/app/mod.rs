@@ -20,6 +20,7 @@
 
 pub mod access;
 pub mod admin;
+pub mod application_mail;
 pub mod cache;
 pub mod coupons;
 pub mod dashboard;

@@ -19,6 +19,7 @@ use super::access::Caller;
 use super::admin::{
     check_password, email, hashed_password, name, partner_patch, short_link, PartnerPatchBody,
 };
+use super::application_mail::{application_mail, ApplicationNotice};
 use super::dashboard::{NewSession, SESSION_LIFETIME_MS};
 use super::invite_mail::invite_mail;
 use super::pages::{listed, probe, PageParams};
@@ -28,7 +29,7 @@ use super::secrets::{generate_token, hash_token};
 use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
 use crate::domain::commission::CommissionRule;
-use crate::domain::status::{LinkStatus, PartnerStatus};
+use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus};
 use crate::domain::webhooks::EventType;
 use crate::store::partners::{NewApplicant, PartnerMembership, PartnerPayoutItem, TokenGrant};
 use crate::store::webhooks::{Event, Subject};
@@ -514,11 +515,14 @@ impl App {
     /// An application to a program that takes them (404 otherwise). Without a session it
     /// creates the applicant's partner account; with one (`partner_id`), it adds the
     /// signed-in partner.
+    /// `public_url` is the server's configured address, for the review link in the mail
+    /// to the program's owners and admins.
     pub async fn apply(
         &self,
         program_id: i64,
         partner_id: Option<i64>,
         b: ApplyBody,
+        public_url: Option<&str>,
     ) -> Result<Application> {
         let program = self.open_program(program_id).await?;
         let website = note("website", b.website, 500)?;
@@ -540,6 +544,7 @@ impl App {
             }
         };
         let workspace_id = program.workspace_id;
+        let noted = (website.clone(), message.clone());
         let partner_id = self
             .write(move |tx, deltas| {
                 Box::pin(async move {
@@ -589,11 +594,71 @@ impl App {
                 })
             })
             .await?;
+        self.notify_application(&program, partner_id, noted, public_url)
+            .await;
         Ok(Application {
             partner_id,
             program_id,
             status: PartnerStatus::Pending,
         })
+    }
+
+    /// Mails the program's active owners and admins that `partner_id` applied, when the
+    /// server mails. The application is committed: a notice that cannot be sent is
+    /// logged, and the mails go out after the answer.
+    async fn notify_application(
+        &self,
+        program: &OpenProgram,
+        partner_id: i64,
+        (website, message): (Option<String>, Option<String>),
+        public_url: Option<&str>,
+    ) {
+        let Some(mailer) = self.mailer.clone() else {
+            return;
+        };
+        let found = async {
+            let members = self.store.workspace_members(program.workspace_id).await?;
+            let account = self.store.partner_account(partner_id).await?;
+            Ok::<_, StoreError>((members, account))
+        };
+        let (members, account) = match found.await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(partner_id, error = %e, "reading who to tell of an application failed");
+                return;
+            }
+        };
+        let review_url = public_url.map(|u| {
+            format!(
+                "{}/app/programs/{}/partners?status=pending",
+                u.trim_end_matches('/'),
+                program.id
+            )
+        });
+        let applicant_email = account
+            .account_email
+            .or(account.partner.email)
+            .unwrap_or_default();
+        let notice = ApplicationNotice {
+            program_name: &program.name,
+            applicant_name: &account.partner.name,
+            applicant_email: &applicant_email,
+            website: website.as_deref(),
+            message: message.as_deref(),
+            review_url: review_url.as_deref(),
+        };
+        let mails: Vec<_> = members
+            .iter()
+            .filter(|m| m.status == MembershipStatus::Active && m.role.allows(Access::Change))
+            .map(|m| application_mail(&m.email, &notice))
+            .collect();
+        tokio::spawn(async move {
+            for mail in mails {
+                if let Err(e) = mailer.send(mail).await {
+                    tracing::warn!(partner_id, error = %e, "mailing an application notice failed");
+                }
+            }
+        });
     }
 
     /// The signed-in partner and its programs.

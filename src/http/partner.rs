@@ -293,7 +293,10 @@ async fn apply_to_program(
     OptionalJsonBody(b): OptionalJsonBody<ApplyBody>,
 ) -> Result<(StatusCode, Json<Application>)> {
     let partner_id = p.map(|p| p.partner_id);
-    let done = s.app.apply(program_id, partner_id, b).await?;
+    let done = s
+        .app
+        .apply(program_id, partner_id, b, s.public_url.as_deref())
+        .await?;
     Ok((StatusCode::CREATED, Json(done)))
 }
 

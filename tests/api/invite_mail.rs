@@ -175,6 +175,42 @@ on_both_backends! {
     }
 }
 
+on_both_backends! {
+    async fn owners_and_admins_are_told_of_an_application(app: TestApp) {
+        let mut smtp = FakeSmtp::start().await;
+        let app = app
+            .with_mailer(&smtp.url, FROM)
+            .with_public_url("https://partners.example.com");
+        let seed = app.seed_with(json!({"applications_open": true})).await;
+        let w = seed.workspace_id;
+        app.member(w, "owner@acme.example", "owner password", "owner").await;
+        app.member(w, "admin@acme.example", "admin password", "admin").await;
+        app.member(w, "viewer@acme.example", "viewer password", "viewer").await;
+        let r = app
+            .post(
+                &format!("/api/partner/apply/{}", seed.program_id),
+                json!({"name": "Bob", "email": "Bob@Example.com", "password": "bob password 1", "website": "https://bob.example", "message": "I write about shoes."}),
+            )
+            .await
+            .expect(201);
+        let mut to: Vec<String> = Vec::new();
+        for _ in 0..2 {
+            let mail = smtp.next().await;
+            let review = format!("https://partners.example.com/app/programs/{}/partners?status=pending", seed.program_id);
+            let recipient = mail.to[0].clone();
+            assert_mail(&mail, &recipient, "New partner application: Acme Partners", &review);
+            let body = mail_parser::MessageParser::default().parse(mail.data.as_bytes()).unwrap().body_text(0).unwrap().to_string();
+            assert!(body.contains("Bob (bob@example.com) applied to join Acme Partners.") && body.contains("I write about shoes."), "{body}");
+            to.push(recipient);
+        }
+        to.sort();
+        assert_eq!(to, ["admin@acme.example", "owner@acme.example"], "owners and admins only");
+        assert_eq!(r.body["status"], "pending");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(!smtp.has_more(), "no mail to the viewer");
+    }
+}
+
 /// The binary refuses an incomplete or unusable mail configuration at start, without
 /// repeating the SMTP password.
 #[test]

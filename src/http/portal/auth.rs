@@ -284,7 +284,11 @@ pub(super) async fn apply(
         message: Some(page.message.value.clone()),
     };
     let overview = format!("/partner?program={program_id}&done=applied");
-    let refused = match s.app.apply(program_id, partner, b).await {
+    let refused = match s
+        .app
+        .apply(program_id, partner, b, s.public_url.as_deref())
+        .await
+    {
         Ok(_) if partner.is_some() => return Ok(super::session::see_other(&overview)),
         Ok(_) => {
             let email = page.email.value.to_ascii_lowercase();
