@@ -77,6 +77,7 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
     let app = Arc::new(
         App::new(store.clone(), Arc::new(SystemClock))
             .with_mailer(mailer)
+            .with_public_url(args.public_url.clone())
             .allowing_private_webhook_targets(args.webhooks.allow_private),
     );
     let approvals = tokio::spawn(record_approvals(app.clone()));

@@ -1,4 +1,5 @@
-//! The mail that tells a program's owners and admins that someone applied to it.
+//! The mails about an application: to a program's owners and admins that someone
+//! applied, and to the applicant once it is approved.
 
 use crate::mail::Mail;
 
@@ -39,6 +40,23 @@ pub fn application_mail(to: &str, n: &ApplicationNotice<'_>) -> Mail {
     }
 }
 
+/// The mail that tells the partner called `name` it is approved in `program_name`;
+/// `portal_url` is the portal's sign-in page when the server knows its address.
+pub fn approval_mail(to: &str, name: &str, program_name: &str, portal_url: Option<&str>) -> Mail {
+    let sign_in = match portal_url {
+        Some(url) => format!("Sign in to the partner portal to get your links:\n{url}\n"),
+        None => "Sign in to the partner portal to get your links.\n".to_string(),
+    };
+    Mail {
+        to: to.to_string(),
+        subject: format!("You are approved: {program_name}"),
+        body: format!(
+            "Hello {name},\n\nYour application to {program_name} is approved: sales through \
+             your links now earn you commission.\n\n{sign_in}"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +87,24 @@ mod tests {
         let mail = application_mail("owner@acme.example", &n);
         assert!(mail.body.contains("Partners page of the dashboard"));
         assert!(!mail.body.contains("Website:"));
+    }
+
+    #[test]
+    fn the_approval_says_where_to_sign_in() {
+        let mail = approval_mail(
+            "bob@example.com",
+            "Bob",
+            "Acme Partners",
+            Some("https://track.example.com/partner/login"),
+        );
+        assert_eq!(mail.subject, "You are approved: Acme Partners");
+        assert!(mail.body.contains("Hello Bob,"));
+        assert!(mail
+            .body
+            .contains("https://track.example.com/partner/login"));
+        let mail = approval_mail("bob@example.com", "Bob", "Acme Partners", None);
+        assert!(mail
+            .body
+            .contains("Sign in to the partner portal to get your links."));
     }
 }

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 
 use super::access::Caller;
 use super::admin::{program_view, ProgramView};
+use super::application_mail::approval_mail;
 use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
 use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
@@ -182,9 +183,47 @@ impl App {
             })
             .await?;
         self.changed();
-        changed.ok_or_else(|| {
+        let changed = changed.ok_or_else(|| {
             Error::Conflict("The partner's status changed while this call ran; try again".into())
-        })
+        })?;
+        if to == PartnerStatus::Approved {
+            self.notify_approval(program_id, partner_id).await;
+        }
+        Ok(changed)
+    }
+
+    /// Mails a partner with an account that it is approved in a program, when the server
+    /// mails; after the answer, and a failure is only logged (the approval is committed).
+    async fn notify_approval(&self, program_id: i64, partner_id: i64) {
+        let Some(mailer) = self.mailer.clone() else {
+            return;
+        };
+        let found = async {
+            let account = self.store.partner_account(partner_id).await?;
+            let program = self.program(program_id).await?;
+            Ok::<_, Error>((account, program))
+        };
+        let (account, program) = match found.await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(partner_id, error = %e, "reading an approval's partner failed");
+                return;
+            }
+        };
+        // A partner without an account cannot sign in yet: the owner's invite tells it.
+        let Some(to) = account.account_email else {
+            return;
+        };
+        let portal = self
+            .public_url
+            .as_ref()
+            .map(|u| format!("{u}/partner/login"));
+        let mail = approval_mail(&to, &account.partner.name, &program.name, portal.as_deref());
+        tokio::spawn(async move {
+            if let Err(e) = mailer.send(mail).await {
+                tracing::warn!(partner_id, error = %e, "mailing an approval failed");
+            }
+        });
     }
 
     /// One page of the links the caller may see that match `params`.

@@ -69,6 +69,10 @@ pub struct App {
     programs: ReadCache<String, Program>,
     user_agents: Mutex<LruCache<String, DeviceInfo>>,
     mailer: Option<Arc<Mailer>>,
+    /// Where partners and users reach the server (`REFTRACK_PUBLIC_URL`), for links in
+    /// mails that nobody asked for by a request of their own; none: such mails carry no
+    /// link.
+    public_url: Option<String>,
     /// Whether webhook endpoints may be on loopback, private or link-local addresses.
     private_webhook_targets: bool,
     /// Wakes the webhook worker: a delivery was made due now.
@@ -87,6 +91,7 @@ impl App {
             programs: ReadCache::new(256, cache::TTL),
             user_agents: Mutex::new(LruCache::new(NonZeroUsize::new(4096).expect("non-zero"))),
             mailer: None,
+            public_url: None,
             private_webhook_targets: false,
             webhooks_due: tokio::sync::Notify::new(),
             load: load::Load::default(),
@@ -101,6 +106,13 @@ impl App {
     /// The same service mailing partner invites through `mailer` (none: nothing is mailed).
     pub fn with_mailer(mut self, mailer: Option<Mailer>) -> Self {
         self.mailer = mailer.map(Arc::new);
+        self
+    }
+
+    /// The same service knowing its public address (`REFTRACK_PUBLIC_URL`) for the links
+    /// of the mails it sends.
+    pub fn with_public_url(mut self, url: Option<String>) -> Self {
+        self.public_url = url.map(|u| u.trim_end_matches('/').to_string());
         self
     }
 

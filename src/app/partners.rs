@@ -11,6 +11,8 @@
 //! `approved` there; pending, rejected and banned partners see the program's name and
 //! their standing (in [`App::partner_me`]) and nothing else.
 
+use std::sync::Arc;
+
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -375,42 +377,49 @@ impl App {
     /// Whether a partner may reset a forgotten password itself: only when the server
     /// mails and knows its own address (`public_url`, from `REFTRACK_PUBLIC_URL`), so that
     /// a mailed link never takes its host from a request.
-    pub fn partner_reset_available(&self, public_url: Option<&str>) -> bool {
-        self.mailer.is_some() && public_url.is_some()
+    pub fn partner_reset_available(&self) -> bool {
+        self.mailer.is_some() && self.public_url.is_some()
     }
 
     /// Mails a link that sets a new password (an invite of [`RESET_LIFETIME_MS`]) to the
-    /// partner account that signs in with `email`, if there is one; the answer is the
-    /// same either way. 404 [`RESET_UNAVAILABLE`] when the server cannot
-    /// ([`Self::partner_reset_available`]).
-    pub async fn reset_partner_password(
-        &self,
-        email: &str,
-        public_url: Option<&str>,
-    ) -> Result<()> {
-        let (Some(mailer), Some(public_url)) = (self.mailer.clone(), public_url) else {
+    /// partner account that signs in with `email`, if there is one. The answer comes once
+    /// the email is read, and is the same either way: the lookup, the invite and the mail
+    /// run after it, so that its time does not tell whether the account exists. 404
+    /// [`RESET_UNAVAILABLE`] when the server cannot ([`Self::partner_reset_available`]).
+    pub async fn reset_partner_password(self: &Arc<Self>, email: &str) -> Result<()> {
+        if !self.partner_reset_available() {
             return Err(Error::NotFound(RESET_UNAVAILABLE.into()));
-        };
+        }
         let email = email.trim().to_ascii_lowercase();
         if !email.contains('@') || email.chars().count() > 255 {
             return Err(Error::invalid("email must be an email address"));
         }
-        let Some(found) = self.store.partner_credentials(&email).await? else {
+        let app = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = app.mail_reset(&email).await {
+                tracing::warn!(error = %e, "a password reset failed");
+            }
+        });
+        Ok(())
+    }
+
+    /// The work of [`Self::reset_partner_password`] after its answer.
+    async fn mail_reset(&self, email: &str) -> Result<()> {
+        let (Some(mailer), Some(public_url)) = (&self.mailer, self.public_url.as_deref()) else {
+            return Ok(());
+        };
+        let Some(found) = self.store.partner_credentials(email).await? else {
             return Ok(());
         };
         let account = self.store.partner_account(found.partner_id).await?;
         let (url, expires_at) = self
             .grant_invite(found.partner_id, RESET_LIFETIME_MS, public_url)
             .await?;
-        let mail = invite_mail(&email, &account.partner.name, &url, expires_at, true);
-        // Sent after the answer, so that its time does not tell that the account exists.
-        let partner_id = found.partner_id;
-        tokio::spawn(async move {
-            if let Err(e) = mailer.send(mail).await {
-                tracing::warn!(partner_id, error = %e, "mailing a password reset failed");
-            }
-        });
-        Ok(())
+        let mail = invite_mail(email, &account.partner.name, &url, expires_at, true);
+        mailer
+            .send(mail)
+            .await
+            .map_err(|e| Error::Internal("Internal server error", e.into()))
     }
 
     /// Accepts an invite: sets the partner's password and signs it in.
@@ -428,7 +437,7 @@ impl App {
                     return Err(invite_refused(tx.invite(&invite_hash).await?, now));
                 };
                 let email = tx
-                    .partner_email(partner_id)
+                    .partner_sign_in_email(partner_id)
                     .await?
                     .map(|e| e.trim().to_ascii_lowercase())
                     .ok_or_else(|| {
@@ -515,14 +524,11 @@ impl App {
     /// An application to a program that takes them (404 otherwise). Without a session it
     /// creates the applicant's partner account; with one (`partner_id`), it adds the
     /// signed-in partner.
-    /// `public_url` is the server's configured address, for the review link in the mail
-    /// to the program's owners and admins.
     pub async fn apply(
         &self,
         program_id: i64,
         partner_id: Option<i64>,
         b: ApplyBody,
-        public_url: Option<&str>,
     ) -> Result<Application> {
         let program = self.open_program(program_id).await?;
         let website = note("website", b.website, 500)?;
@@ -549,7 +555,12 @@ impl App {
             .write(move |tx, deltas| {
                 Box::pin(async move {
                     let partner_id = match &applicant {
-                        Err(id) => *id,
+                        Err(id) => {
+                            // A signed-in partner needs no invite; one made earlier by
+                            // a workspace must not reach this program's.
+                            tx.end_invites(*id, at).await?;
+                            *id
+                        }
                         Ok((name, email, hash)) => {
                             let code = applicant_code(name);
                             let new = NewApplicant {
@@ -594,8 +605,7 @@ impl App {
                 })
             })
             .await?;
-        self.notify_application(&program, partner_id, noted, public_url)
-            .await;
+        self.notify_application(&program, partner_id, noted).await;
         Ok(Application {
             partner_id,
             program_id,
@@ -611,7 +621,6 @@ impl App {
         program: &OpenProgram,
         partner_id: i64,
         (website, message): (Option<String>, Option<String>),
-        public_url: Option<&str>,
     ) {
         let Some(mailer) = self.mailer.clone() else {
             return;
@@ -628,13 +637,10 @@ impl App {
                 return;
             }
         };
-        let review_url = public_url.map(|u| {
-            format!(
-                "{}/app/programs/{}/partners?status=pending",
-                u.trim_end_matches('/'),
-                program.id
-            )
-        });
+        let review_url = self
+            .public_url
+            .as_ref()
+            .map(|u| format!("{u}/app/programs/{}/partners?status=pending", program.id));
         let applicant_email = account
             .account_email
             .or(account.partner.email)

@@ -1,7 +1,7 @@
 //! Secrets: API and admin tokens (stored as SHA-256 hashes, compared in constant time)
 //! and dashboard passwords (argon2id).
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use argon2::password_hash::{rand_core::OsRng as PwOsRng, SaltString};
 use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier};
@@ -49,16 +49,26 @@ pub fn hash_password(password: &str) -> anyhow::Result<String> {
 /// Password hashes and checks that may run at once: one per core. Each argon2id run holds
 /// about 19 MiB and a core for tens of milliseconds, so a burst of sign-ins or
 /// applications waits its turn instead of taking the server's memory.
-static PASSWORD_WORK: LazyLock<Semaphore> =
-    LazyLock::new(|| Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get())));
+static PASSWORD_WORK: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
+    Arc::new(Semaphore::new(
+        std::thread::available_parallelism().map_or(2, |n| n.get()),
+    ))
+});
 
 /// Runs `work` (a password hash or check) off the async workers, once one of the
 /// [`PASSWORD_WORK`] permits is free.
 pub async fn password_work<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> anyhow::Result<T> {
-    let _permit = PASSWORD_WORK.acquire().await?;
-    Ok(tokio::task::spawn_blocking(work).await?)
+    // The permit goes with the work: a caller that gives up (a client gone, a request
+    // timed out) does not free it while argon2 still runs.
+    let permit = PASSWORD_WORK.clone().acquire_owned().await?;
+    Ok(tokio::task::spawn_blocking(move || {
+        let done = work();
+        drop(permit);
+        done
+    })
+    .await?)
 }
 
 /// Checks a password against its stored hash.
@@ -99,7 +109,6 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn password_work_runs_at_most_one_per_core() {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        use std::sync::Arc;
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let running = Arc::new(AtomicUsize::new(0));
         let most = Arc::new(AtomicUsize::new(0));
@@ -114,8 +123,17 @@ mod tests {
                 }))
             })
             .collect();
+        // Callers that give up while their work runs keep its permit until it ends.
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        for t in tasks.iter().step_by(2) {
+            t.abort();
+        }
         for t in tasks {
-            t.await.unwrap().unwrap();
+            let _ = t.await;
+        }
+        // Aborted callers' work may still run: wait until none does.
+        while running.load(Ordering::SeqCst) > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
         let most = most.load(Ordering::SeqCst);
         assert!(

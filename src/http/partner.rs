@@ -200,9 +200,7 @@ async fn reset_partner_password(
     State(s): State<AppState>,
     JsonBody(b): JsonBody<PasswordResetBody>,
 ) -> Result<(StatusCode, Json<PasswordResetAnswer>)> {
-    s.app
-        .reset_partner_password(&b.email, s.public_url.as_deref())
-        .await?;
+    s.app.reset_partner_password(&b.email).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(PasswordResetAnswer {
@@ -293,10 +291,7 @@ async fn apply_to_program(
     OptionalJsonBody(b): OptionalJsonBody<ApplyBody>,
 ) -> Result<(StatusCode, Json<Application>)> {
     let partner_id = p.map(|p| p.partner_id);
-    let done = s
-        .app
-        .apply(program_id, partner_id, b, s.public_url.as_deref())
-        .await?;
+    let done = s.app.apply(program_id, partner_id, b).await?;
     Ok((StatusCode::CREATED, Json(done)))
 }
 

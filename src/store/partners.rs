@@ -126,8 +126,12 @@ pub trait PartnerTx: Send {
     async fn claim_invite(&mut self, token_hash: &str, at: i64) -> StoreResult<Option<i64>>;
     /// The invite whose token hashes to `token_hash`, to tell why it could not be used.
     async fn invite(&mut self, token_hash: &str) -> StoreResult<Option<InviteRow>>;
-    /// A partner's contact email; `NotFound("partner")`.
-    async fn partner_email(&mut self, partner_id: i64) -> StoreResult<Option<String>>;
+    /// The email an invite makes the partner sign in with: the one it signs in with
+    /// already, else its contact email; `NotFound("partner")`.
+    async fn partner_sign_in_email(&mut self, partner_id: i64) -> StoreResult<Option<String>>;
+    /// Ends the partner's unused invites at `at` (it joined a program of another workspace
+    /// with its own session: a link made earlier must not reach that one).
+    async fn end_invites(&mut self, partner_id: i64, at: i64) -> StoreResult<()>;
     /// A new invite; the partner's unused invites expire at `grant.at`, so that only the
     /// newest link sets a password.
     async fn insert_invite(&mut self, grant: &TokenGrant<'_>) -> StoreResult<()>;

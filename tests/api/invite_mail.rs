@@ -42,8 +42,7 @@ on_both_backends! {
     async fn invites_and_new_passwords_are_mailed_with_the_link(app: TestApp) {
         let mut smtp = FakeSmtp::start().await;
         let app = app
-            .with_mailer(&smtp.url, FROM)
-            .with_public_url("https://partners.example.com");
+            .with_mailer_at(&smtp.url, FROM, "https://partners.example.com");
         let seed = app.seed().await;
 
         let first = app.invite(seed.partner_id, "alice@example.com").await;
@@ -130,8 +129,7 @@ on_both_backends! {
 
         let mut smtp = FakeSmtp::start().await;
         let app = app
-            .with_mailer(&smtp.url, FROM)
-            .with_public_url("https://partners.example.com");
+            .with_mailer_at(&smtp.url, FROM, "https://partners.example.com");
         let seed = app.seed().await;
         let first = app.invite(seed.partner_id, "alice@example.com").await;
         smtp.next().await;
@@ -140,6 +138,8 @@ on_both_backends! {
             .await
             .expect(200);
 
+        // Her contact email changes; she still signs in, and resets, with her own.
+        app.admin("PATCH", &format!("/partners/{}", seed.partner_id), Some(json!({"email": "alice@newjob.example"}))).await.expect(200);
         // The sign-in page links the reset page; an unknown email gets the same answer and
         // no mail; a bad one is refused.
         let r = PORTAL.get(&app, "/partner/login", None).await.expect(200);
@@ -176,11 +176,10 @@ on_both_backends! {
 }
 
 on_both_backends! {
-    async fn owners_and_admins_are_told_of_an_application(app: TestApp) {
+    async fn owners_are_told_of_an_application_and_the_applicant_of_its_approval(app: TestApp) {
         let mut smtp = FakeSmtp::start().await;
         let app = app
-            .with_mailer(&smtp.url, FROM)
-            .with_public_url("https://partners.example.com");
+            .with_mailer_at(&smtp.url, FROM, "https://partners.example.com");
         let seed = app.seed_with(json!({"applications_open": true})).await;
         let w = seed.workspace_id;
         app.member(w, "owner@acme.example", "owner password", "owner").await;
@@ -208,6 +207,16 @@ on_both_backends! {
         assert_eq!(r.body["status"], "pending");
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         assert!(!smtp.has_more(), "no mail to the viewer");
+
+        // Approved, the applicant is told where to sign in.
+        let bob = r.body["partner_id"].as_i64().unwrap();
+        app.admin("PATCH", &format!("/programs/{}/partners/{bob}", seed.program_id), Some(json!({"status": "approved"}))).await.expect(200);
+        let mail = smtp.next().await;
+        assert_mail(&mail, "bob@example.com", "You are approved: Acme Partners", "https://partners.example.com/partner/login");
+        // Rejecting tells nobody.
+        app.admin("PATCH", &format!("/programs/{}/partners/{bob}", seed.program_id), Some(json!({"status": "rejected"}))).await.expect(200);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(!smtp.has_more());
     }
 }
 

@@ -143,9 +143,14 @@ on_both_backends! {
             let app = &app;
             async move { app.send(&method, &format!("/api/admin{path}"), body, &[("authorization", &auth)]).await }
         };
-        // Alice, A's partner with an account, joins B's program herself.
+        // Alice, A's partner with an account, joins B's program herself; a link A made
+        // while she was only A's stops working then.
         let alice = signed_in(&app, a.partner_id, "alice@example.com").await;
+        let earlier = as_owner(&owner_a, "POST", format!("/partners/{}/invite", a.partner_id), None).await.expect(201);
+        let earlier = earlier.body["invite_url"].as_str().unwrap().split("token=").nth(1).unwrap().to_string();
         partner(&app, &alice, "POST", &format!("/apply/{}", b.program_id), Some(json!({}))).await.expect(201);
+        let r = app.post("/api/partner/auth/accept-invite", json!({"token": earlier, "password": "taken over"})).await.expect(400);
+        assert_eq!(r.error(), "This invite link has expired: ask for a new one");
         app.admin("PATCH", &format!("/programs/{}/partners/{}", b.program_id, a.partner_id), Some(json!({"status": "approved"}))).await.expect(200);
         partner(&app, &alice, "PATCH", "/me", Some(json!({"payout_method": "paypal", "payout_email": "pay@alice.example"}))).await.expect(200);
 
@@ -162,7 +167,8 @@ on_both_backends! {
         as_owner(&owner_a, "PATCH", format!("/partners/{p}"), Some(json!({"name": "Alice A.", "payout_email": "pay@alice.example", "email": "alice@example.com"}))).await.expect(200);
         let me = partner(&app, &alice, "GET", "/me", None).await.expect(200);
         assert_eq!((me.body["name"].as_str(), me.body["payout_email"].as_str()), (Some("Alice A."), Some("pay@alice.example")));
-        assert_eq!(app.count(&format!("SELECT COUNT(*) FROM partner_invites WHERE partner_id = {p} AND used_at IS NULL")).await, 0);
+        let now = chrono::Utc::now().timestamp_millis();
+        assert_eq!(app.count(&format!("SELECT COUNT(*) FROM partner_invites WHERE partner_id = {p} AND used_at IS NULL AND expires_at > {now}")).await, 0, "no live invite");
 
         // The dashboard's page of her offers neither, and its form keeps them.
         let cookie = {

@@ -120,18 +120,28 @@ fn svg(label: &str, bars: &[(i64, String)], show: &dyn Fn(i64) -> String) -> Str
     let (max, min) = scale(bars);
     let span = max.saturating_sub(min);
     let total: i64 = bars.iter().map(|(v, _)| *v).sum();
-    let best = bars
-        .iter()
-        .filter(|(v, _)| *v > 0 && *v == max)
-        .map(|(_, p)| p.as_str())
-        .next();
-    let summary = match best {
-        Some(p) => format!(
-            "{label}: {} in total; highest {} ({p})",
+    let day_of = |v: i64| {
+        bars.iter()
+            .find(|(b, _)| *b == v)
+            .map(|(_, p)| p.as_str())
+            .unwrap_or("")
+    };
+    let summary = if max > 0 {
+        format!(
+            "{label}: {} in total; highest {} ({})",
             show(total),
-            show(max)
-        ),
-        None => format!("{label}: none in this period"),
+            show(max),
+            day_of(max)
+        )
+    } else if min < 0 {
+        format!(
+            "{label}: {} in total; lowest {} ({})",
+            show(total),
+            show(min),
+            day_of(min)
+        )
+    } else {
+        format!("{label}: none in this period")
     };
     let width = bars.len().max(1) * BAR;
     let mut out = format!(
@@ -139,11 +149,12 @@ fn svg(label: &str, bars: &[(i64, String)], show: &dyn Fn(i64) -> String) -> Str
          role=\"img\" aria-label=\"{}\" focusable=\"false\">",
         escape(&summary)
     );
-    // Where zero is: the bottom, unless some bar is negative.
-    let zero = if span == 0 {
-        HEIGHT
-    } else {
-        max.saturating_mul(HEIGHT) / span
+    // Where zero is: the bottom, unless some bar is negative; with bars on both sides,
+    // never so near an edge that the smaller side's bars would not show.
+    let zero = match (max > 0, min < 0) {
+        (true, true) => (max.saturating_mul(HEIGHT) / span).clamp(2, HEIGHT - 2),
+        (false, true) => 0,
+        _ => HEIGHT,
     };
     let _ = write!(
         out,
@@ -153,12 +164,14 @@ fn svg(label: &str, bars: &[(i64, String)], show: &dyn Fn(i64) -> String) -> Str
         if *value == 0 || span == 0 {
             continue;
         }
-        // A non-zero day stays visible however large the best day is.
+        // A non-zero day stays visible however large the best day is, and inside the
+        // chart on its side of zero.
         let h = (value.saturating_abs().saturating_mul(HEIGHT) / span).max(2);
-        let (y, class) = if *value > 0 {
-            (zero - h, "")
+        let (y, h, class) = if *value > 0 {
+            let h = h.min(zero);
+            (zero - h, h, "")
         } else {
-            (zero, " class=\"negative\"")
+            (zero, h.min(HEIGHT - zero), " class=\"negative\"")
         };
         let _ = write!(
             out,
@@ -288,6 +301,29 @@ mod tests {
         assert_eq!(
             (c.first_day.as_str(), c.last_day.as_str()),
             ("2026-01-01", "2026-01-03")
+        );
+    }
+
+    #[test]
+    fn small_days_beside_large_ones_of_the_other_sign_stay_in_sight() {
+        let c = chart(
+            &days(3),
+            &[series("Earnings", true, vec![100, -100_000, 0])],
+            "usd",
+        );
+        let svg = &c.panels[0].svg;
+        // Zero two units below the top: the small day's bar fits above it, the large
+        // refund's below.
+        assert!(svg.contains("y1=\"2\""), "{svg}");
+        assert!(svg.contains("y=\"0\" width=\"8\" height=\"2\""), "{svg}");
+        assert!(svg.contains("y=\"2\" width=\"8\" height=\"98\""), "{svg}");
+        // Only money taken back: zero at the top, the summary says so.
+        let c = chart(&days(2), &[series("Earnings", true, vec![-300, 0])], "usd");
+        let svg = &c.panels[0].svg;
+        assert!(svg.contains("y1=\"0\""), "{svg}");
+        assert!(
+            svg.contains("aria-label=\"Earnings: -$3.00 in total; lowest -$3.00 (2026-01-01)\""),
+            "{svg}"
         );
     }
 

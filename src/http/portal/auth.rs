@@ -94,7 +94,7 @@ impl ResetPage {
     fn new(s: &AppState) -> ResetPage {
         ResetPage {
             chrome: view::public("Forgot your password?"),
-            available: s.app.partner_reset_available(s.public_url.as_deref()),
+            available: s.app.partner_reset_available(),
             sent: false,
             email: Field::new("email", "Email"),
             form_error: None,
@@ -112,11 +112,7 @@ pub(super) async fn reset_page(State(s): State<AppState>) -> Response {
 pub(super) async fn reset(State(s): State<AppState>, form: Posted) -> PageResult {
     let mut page = ResetPage::new(&s);
     page.email = page.email.with(form.get("email"));
-    match s
-        .app
-        .reset_partner_password(&form.get("email"), s.public_url.as_deref())
-        .await
-    {
+    match s.app.reset_partner_password(&form.get("email")).await {
         Ok(()) => {
             page.sent = true;
             Ok(ok(&page))
@@ -284,11 +280,7 @@ pub(super) async fn apply(
         message: Some(page.message.value.clone()),
     };
     let overview = format!("/partner?program={program_id}&done=applied");
-    let refused = match s
-        .app
-        .apply(program_id, partner, b, s.public_url.as_deref())
-        .await
-    {
+    let refused = match s.app.apply(program_id, partner, b).await {
         Ok(_) if partner.is_some() => return Ok(super::session::see_other(&overview)),
         Ok(_) => {
             let email = page.email.value.to_ascii_lowercase();

@@ -206,13 +206,17 @@ impl<DB: Engine> PartnerTx for WriteConnection<DB> {
         )
     }
 
-    async fn partner_email(&mut self, partner_id: i64) -> StoreResult<Option<String>> {
-        let row = stmt::<DB>("SELECT email FROM partners WHERE id = $1")
+    async fn partner_sign_in_email(&mut self, partner_id: i64) -> StoreResult<Option<String>> {
+        let row = stmt::<DB>("SELECT COALESCE(account_email, email) FROM partners WHERE id = $1")
             .bind(partner_id)
             .fetch_optional(&mut *self.conn)
             .await?
             .ok_or(StoreError::NotFound("partner"))?;
         Ok(row.try_get_at(0)?)
+    }
+
+    async fn end_invites(&mut self, partner_id: i64, at: i64) -> StoreResult<()> {
+        expire_invites::<DB>(&mut self.conn, partner_id, at).await
     }
 
     async fn insert_invite(&mut self, grant: &TokenGrant<'_>) -> StoreResult<()> {

@@ -242,6 +242,16 @@ impl TestApp {
         self.serving_app(app)
     }
 
+    /// [`Self::with_mailer`], on a server that knows its address `url` (the links of the
+    /// mails nobody asked for by a request of their own, and those the router hands out).
+    pub fn with_mailer_at(self, smtp_url: &str, from: &str, url: &str) -> TestApp {
+        let mailer = reftrack::mail::Mailer::new(smtp_url, from).expect("mailer");
+        let app = App::new(self.store.clone(), Arc::new(SystemClock))
+            .with_mailer(Some(mailer))
+            .with_public_url(Some(url.to_string()));
+        self.serving_app(app).with_public_url(url)
+    }
+
     /// The same database behind a router that hands out links on `url`.
     pub fn with_public_url(self, url: &str) -> TestApp {
         let state = self.state.clone().with_public_url(Some(url.to_string()));
