@@ -39,6 +39,10 @@ pub struct CommissionRow {
     /// What it pays now, in cents: the original amount less what refunds took back
     /// (negative for a clawback).
     pub amount_cents: i64,
+    /// What refunds or a rejection took back of the original amount, in cents: pages
+    /// show it beside the net; the API's rows carry the net only.
+    #[serde(skip)]
+    pub taken_back_cents: i64,
     pub currency: String,
     pub status: CommissionStatus,
     /// The commission a clawback takes back from; null on sale commissions.

@@ -409,6 +409,7 @@ on_both_backends! {
         assert!(location(&r).ends_with("done=rejected"));
         let r = DASHBOARD.get(&app, &format!("{commissions}?status=rejected"), Some(&owner)).await.expect(200);
         assert!(html(&r).contains("Test order"));
+
         // Another program's commission is not this program's.
         DASHBOARD.post(&app, &format!("/app/programs/{p}/commissions/999999/approve"), Some(&owner), "").await.expect(404);
 
@@ -826,5 +827,23 @@ on_both_backends! {
         // A refused range says so in the picker's words.
         let r = DASHBOARD.get(&app, &format!("/app/programs/{p}?from=2026-03-02&to=2026-03-01"), Some(&owner)).await.expect(200);
         assert!(html(&r).contains("The start date must not be after the end date"), "{}", html(&r));
+    }
+}
+
+on_both_backends! {
+    async fn a_refunded_commission_shows_what_it_was(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+        app.lead(&seed, "k").await;
+        app.post_auth("/api/v1/track/sale", &seed.api_token, json!({"transaction_id": "t1", "amount_cents": 3000, "customer_key": "k"})).await.expect(200);
+        app.post_auth("/api/v1/track/refund", &seed.api_token, json!({"transaction_id": "t1"})).await.expect(200);
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/commissions"), Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("$0.00 (of $6.00)"), "{}", html(&r));
+        // The API's row keeps its fields: the net only.
+        let api = app.admin("GET", &format!("/programs/{p}/commissions"), None).await.expect(200);
+        let row = &api.body["data"][0];
+        assert_eq!(row["amount_cents"], 0);
+        assert!(row.get("taken_back_cents").is_none(), "{row}");
     }
 }

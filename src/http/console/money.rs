@@ -95,7 +95,15 @@ fn commission_view(c: CommissionRow, names: &HashMap<i64, String>) -> Commission
             .get(&c.partner_id)
             .cloned()
             .unwrap_or_else(|| format!("Partner {}", c.partner_id)),
-        amount: display_amount(c.amount_cents, &c.currency),
+        amount: match c.taken_back_cents {
+            0 => display_amount(c.amount_cents, &c.currency),
+            // A rejected or refunded commission: what is left, and what it was.
+            back => format!(
+                "{} (of {})",
+                display_amount(c.amount_cents, &c.currency),
+                display_amount(c.amount_cents + back, &c.currency)
+            ),
+        },
         can_approve: status == "pending",
         can_reject: (status == "pending" || status == "approved")
             && !held

@@ -52,6 +52,7 @@ fn commission_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<CommissionRow> {
         transaction_id: r.try_get("transaction_id")?,
         kind: named(r, "kind")?,
         amount_cents: r.try_get("amount_cents")?,
+        taken_back_cents: r.try_get("reversed_cents")?,
         currency: r.try_get("currency")?,
         status: named(r, "status")?,
         original_commission_id: r.try_get("original_commission_id")?,
@@ -120,7 +121,8 @@ pub(super) async fn payout_with_items<DB: Engine>(
 fn select_commissions() -> String {
     format!(
         "SELECT c.id, c.partner_id, c.sale_id, s.processor_event_id AS transaction_id, \
-         c.kind, c.amount_cents - c.reversed_cents AS amount_cents, c.currency, \
+         c.kind, c.amount_cents - c.reversed_cents AS amount_cents, c.reversed_cents, \
+         c.currency, \
          {STATUS} AS status, c.original_commission_id, c.reject_reason, c.created_at, \
          {APPROVED_AT} AS approved_at, c.paid_at, c.payout_id, c.flags \
          FROM commissions c JOIN programs p ON p.id = c.program_id \
