@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 
 use super::access::Caller;
 use super::admin::{program_view, ProgramView};
-use super::application_mail::approval_mail;
+use super::notice_mail::approval_mail;
 use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
 use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;

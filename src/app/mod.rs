@@ -20,7 +20,6 @@
 
 pub mod access;
 pub mod admin;
-pub mod application_mail;
 pub mod cache;
 pub mod coupons;
 pub mod dashboard;
@@ -30,6 +29,7 @@ pub mod first_run;
 pub mod invite_mail;
 pub mod load;
 pub mod management;
+pub mod notice_mail;
 mod pages;
 pub mod partners;
 pub mod payouts;

@@ -21,9 +21,9 @@ use super::access::Caller;
 use super::admin::{
     check_password, email, hashed_password, name, partner_patch, short_link, PartnerPatchBody,
 };
-use super::application_mail::{application_mail, ApplicationNotice};
 use super::dashboard::{NewSession, SESSION_LIFETIME_MS};
 use super::invite_mail::invite_mail;
+use super::notice_mail::{application_mail, ApplicationNotice};
 use super::pages::{listed, probe, PageParams};
 use super::payouts::CommissionParams;
 use super::redirect::redirect_url;

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::access::Caller;
+use super::notice_mail::{paid_mail, PaidNotice};
 use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
 use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
@@ -361,8 +362,58 @@ impl App {
         if reference.as_ref().is_some_and(|r| r.chars().count() > 255) {
             return Err(Error::invalid("reference must be at most 255 characters"));
         }
-        self.settle_payout(id, reference, lifecycle::mark_paid)
-            .await
+        let payout = self
+            .settle_payout(id, reference, lifecycle::mark_paid)
+            .await?;
+        self.notify_paid(&payout).await;
+        Ok(payout)
+    }
+
+    /// Mails each partner with an account what a paid payout sent it, when the server
+    /// mails; after the answer (a payout may pay thousands), and a failure is only logged.
+    async fn notify_paid(&self, payout: &Payout) {
+        let Some(mailer) = self.mailer.clone() else {
+            return;
+        };
+        let program = match self.program(payout.program_id).await {
+            Ok(program) => program,
+            Err(e) => {
+                tracing::warn!(payout = payout.id, error = %e, "reading a paid payout's program failed");
+                return;
+            }
+        };
+        let store = self.store.clone();
+        let payouts_url = self
+            .public_url
+            .as_ref()
+            .map(|u| format!("{u}/partner/programs/{}/payouts", program.id));
+        let payout = payout.clone();
+        tokio::spawn(async move {
+            for item in payout.items.iter().flatten() {
+                let to = match store.partner_account(item.partner_id).await {
+                    Ok(account) => account.account_email,
+                    Err(e) => {
+                        tracing::warn!(partner_id = item.partner_id, error = %e, "reading a paid partner failed");
+                        continue;
+                    }
+                };
+                // A partner without an account hears from the program its own way.
+                let Some(to) = to else { continue };
+                let method = item.payout_method.map_or("Not set", |m| m.label());
+                let notice = PaidNotice {
+                    name: &item.partner_name,
+                    program_name: &program.name,
+                    amount: &display_amount(item.amount_cents, &payout.currency),
+                    commission_count: item.commission_count,
+                    sent_by: format!("{method} to {}", item.payout_email),
+                    reference: payout.reference.as_deref(),
+                    payouts_url: payouts_url.clone(),
+                };
+                if let Err(e) = mailer.send(paid_mail(&to, &notice)).await {
+                    tracing::warn!(partner_id = item.partner_id, error = %e, "mailing a payout notice failed");
+                }
+            }
+        });
     }
 
     /// Cancels a pending payout: its commissions return to approved, for a later payout.

@@ -220,6 +220,39 @@ on_both_backends! {
     }
 }
 
+on_both_backends! {
+    async fn a_paid_partner_is_told_what_it_was_paid(app: TestApp) {
+        let mut smtp = FakeSmtp::start().await;
+        let app = app.with_mailer_at(&smtp.url, FROM, "https://partners.example.com");
+        let seed = app.seed_with(json!({"commission_hold_days": 0, "min_payout_cents": 100})).await;
+        let p = seed.program_id;
+        let invite = app.invite(seed.partner_id, "alice@example.com").await;
+        smtp.next().await;
+        let link = invite.body["invite_url"].as_str().unwrap();
+        app.post("/api/partner/auth/accept-invite", json!({"token": token_of(link), "password": "alice password 1"}))
+            .await
+            .expect(200);
+        app.admin("PATCH", &format!("/partners/{}", seed.partner_id), Some(json!({"payout_method": "paypal", "payout_email": "pay@alice.example"}))).await.expect(200);
+        app.lead(&seed, "k").await;
+        app.post_auth("/api/v1/track/sale", &seed.api_token, json!({"transaction_id": "t1", "amount_cents": 10000, "customer_key": "k"}))
+            .await
+            .expect(200);
+        let payout = app.admin("POST", &format!("/programs/{p}/payouts"), None).await.expect(201);
+        let id = payout.body["id"].as_i64().unwrap();
+        assert!(!smtp.has_more(), "nothing is told before it is paid");
+        app.admin("POST", &format!("/payouts/{id}/mark-paid"), Some(json!({"reference": "PP-123"}))).await.expect(200);
+        let mail = smtp.next().await;
+        assert_mail(
+            &mail,
+            "alice@example.com",
+            "Payout sent: $20.00 from Acme Partners",
+            &format!("https://partners.example.com/partner/programs/{p}/payouts"),
+        );
+        let body = mail_parser::MessageParser::default().parse(mail.data.as_bytes()).unwrap().body_text(0).unwrap().to_string();
+        assert!(body.contains("by PayPal to pay@alice.example") && body.contains("Reference: PP-123"), "{body}");
+    }
+}
+
 /// The binary refuses an incomplete or unusable mail configuration at start, without
 /// repeating the SMTP password.
 #[test]

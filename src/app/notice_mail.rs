@@ -1,5 +1,5 @@
-//! The mails about an application: to a program's owners and admins that someone
-//! applied, and to the applicant once it is approved.
+//! Notices: to a program's owners and admins that someone applied, to the applicant once
+//! it is approved, and to a partner when a payout paid it.
 
 use crate::mail::Mail;
 
@@ -57,6 +57,44 @@ pub fn approval_mail(to: &str, name: &str, program_name: &str, portal_url: Optio
     }
 }
 
+/// What a paid payout's notice says to one partner.
+pub struct PaidNotice<'a> {
+    pub name: &'a str,
+    pub program_name: &'a str,
+    /// The amount, formatted in the payout's currency.
+    pub amount: &'a str,
+    pub commission_count: i64,
+    /// How and where it was sent: `PayPal to pay@alice.example`.
+    pub sent_by: String,
+    /// The transfer's reference in the tool that sent the money, if the owner gave one.
+    pub reference: Option<&'a str>,
+    /// The partner's payouts page, when the server knows its address.
+    pub payouts_url: Option<String>,
+}
+
+/// The notice of a paid payout, to `to`.
+pub fn paid_mail(to: &str, n: &PaidNotice<'_>) -> Mail {
+    let commissions = match n.commission_count {
+        1 => "1 commission".to_string(),
+        c => format!("{c} commissions"),
+    };
+    let mut body = format!(
+        "Hello {},\n\n{} has paid you {} for {commissions}, by {}.\n",
+        n.name, n.program_name, n.amount, n.sent_by
+    );
+    if let Some(reference) = n.reference {
+        body.push_str(&format!("Reference: {reference}\n"));
+    }
+    if let Some(url) = &n.payouts_url {
+        body.push_str(&format!("\nYour payouts:\n{url}\n"));
+    }
+    Mail {
+        to: to.to_string(),
+        subject: format!("Payout sent: {} from {}", n.amount, n.program_name),
+        body,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +125,30 @@ mod tests {
         let mail = application_mail("owner@acme.example", &n);
         assert!(mail.body.contains("Partners page of the dashboard"));
         assert!(!mail.body.contains("Website:"));
+    }
+
+    #[test]
+    fn the_payout_notice_says_how_much_and_how() {
+        let mail = paid_mail(
+            "alice@example.com",
+            &PaidNotice {
+                name: "Alice",
+                program_name: "Acme Partners",
+                amount: "$25.00",
+                commission_count: 2,
+                sent_by: "PayPal to pay@alice.example".into(),
+                reference: Some("PP-123"),
+                payouts_url: Some("https://track.example.com/partner/programs/1/payouts".into()),
+            },
+        );
+        assert_eq!(mail.subject, "Payout sent: $25.00 from Acme Partners");
+        for part in [
+            "Acme Partners has paid you $25.00 for 2 commissions, by PayPal to pay@alice.example.",
+            "Reference: PP-123",
+            "https://track.example.com/partner/programs/1/payouts",
+        ] {
+            assert!(mail.body.contains(part), "{part} not in {}", mail.body);
+        }
     }
 
     #[test]
