@@ -195,9 +195,9 @@ impl App {
     /// Mails a partner with an account that it is approved in a program, when the server
     /// mails; after the answer, and a failure is only logged (the approval is committed).
     async fn notify_approval(&self, program_id: i64, partner_id: i64) {
-        let Some(mailer) = self.mailer.clone() else {
+        if self.mailer.is_none() {
             return;
-        };
+        }
         let found = async {
             let account = self.store.partner_account(partner_id).await?;
             let program = self.program(program_id).await?;
@@ -219,11 +219,7 @@ impl App {
             .as_ref()
             .map(|u| format!("{u}/partner/login"));
         let mail = approval_mail(&to, &account.partner.name, &program.name, portal.as_deref());
-        tokio::spawn(async move {
-            if let Err(e) = mailer.send(mail).await {
-                tracing::warn!(partner_id, error = %e, "mailing an approval failed");
-            }
-        });
+        self.notify_later("an approval", vec![mail]);
     }
 
     /// One page of the links the caller may see that match `params`.

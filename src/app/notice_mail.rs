@@ -1,7 +1,27 @@
 //! Notices: to a program's owners and admins that someone applied, to the applicant once
 //! it is approved, and to a partner when a payout paid it.
 
-use crate::mail::Mail;
+use super::App;
+use crate::mail::{Mail, Mailer};
+
+/// Sends `mails` (notices of `what`) one after the other, logging each that fails:
+/// they tell of a change already committed, and nothing waits for them.
+pub async fn send_notices(mailer: &Mailer, what: &str, mails: Vec<Mail>) {
+    for mail in mails {
+        if let Err(e) = mailer.send(mail).await {
+            tracing::warn!(error = %e, "mailing {what} failed");
+        }
+    }
+}
+
+impl App {
+    /// Sends `mails` after the answer ([`send_notices`]), when the server mails.
+    pub(super) fn notify_later(&self, what: &'static str, mails: Vec<Mail>) {
+        if let Some(mailer) = self.mailer.clone() {
+            tokio::spawn(async move { send_notices(&mailer, what, mails).await });
+        }
+    }
+}
 
 /// What the mail says about an application.
 pub struct ApplicationNotice<'a> {

@@ -19,7 +19,8 @@ use utoipa::ToSchema;
 
 use super::access::Caller;
 use super::admin::{
-    check_password, email, hashed_password, name, partner_patch, short_link, PartnerPatchBody,
+    check_password, email, hashed_password, name, partner_patch, short_link, user_email,
+    PartnerPatchBody,
 };
 use super::dashboard::{NewSession, SESSION_LIFETIME_MS};
 use super::invite_mail::invite_mail;
@@ -390,10 +391,7 @@ impl App {
         if !self.partner_reset_available() {
             return Err(Error::NotFound(RESET_UNAVAILABLE.into()));
         }
-        let email = email.trim().to_ascii_lowercase();
-        if !email.contains('@') || email.chars().count() > 255 {
-            return Err(Error::invalid("email must be an email address"));
-        }
+        let email = user_email(email)?;
         let app = self.clone();
         tokio::spawn(async move {
             if let Err(e) = app.mail_reset(&email).await {
@@ -622,9 +620,9 @@ impl App {
         partner_id: i64,
         (website, message): (Option<String>, Option<String>),
     ) {
-        let Some(mailer) = self.mailer.clone() else {
+        if self.mailer.is_none() {
             return;
-        };
+        }
         let found = async {
             let members = self.store.workspace_members(program.workspace_id).await?;
             let account = self.store.partner_account(partner_id).await?;
@@ -653,18 +651,12 @@ impl App {
             message: message.as_deref(),
             review_url: review_url.as_deref(),
         };
-        let mails: Vec<_> = members
+        let mails = members
             .iter()
             .filter(|m| m.status == MembershipStatus::Active && m.role.allows(Access::Change))
             .map(|m| application_mail(&m.email, &notice))
             .collect();
-        tokio::spawn(async move {
-            for mail in mails {
-                if let Err(e) = mailer.send(mail).await {
-                    tracing::warn!(partner_id, error = %e, "mailing an application notice failed");
-                }
-            }
-        });
+        self.notify_later("an application notice", mails);
     }
 
     /// The signed-in partner and its programs.

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::access::Caller;
-use super::notice_mail::{paid_mail, PaidNotice};
+use super::notice_mail::{paid_mail, send_notices, PaidNotice};
 use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
 use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
@@ -389,6 +389,7 @@ impl App {
             .map(|u| format!("{u}/partner/programs/{}/payouts", program.id));
         let payout = payout.clone();
         tokio::spawn(async move {
+            let mut mails = Vec::new();
             for item in payout.items.iter().flatten() {
                 let to = match store.partner_account(item.partner_id).await {
                     Ok(account) => account.account_email,
@@ -409,10 +410,9 @@ impl App {
                     reference: payout.reference.as_deref(),
                     payouts_url: payouts_url.clone(),
                 };
-                if let Err(e) = mailer.send(paid_mail(&to, &notice)).await {
-                    tracing::warn!(partner_id = item.partner_id, error = %e, "mailing a payout notice failed");
-                }
+                mails.push(paid_mail(&to, &notice));
             }
+            send_notices(&mailer, "a payout notice", mails).await;
         });
     }
 
