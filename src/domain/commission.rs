@@ -24,6 +24,22 @@ pub enum CommissionSpec {
     Flat { amount_cents: i64 },
 }
 
+impl CommissionSpec {
+    /// What a sale earns, in words: `30 % of each sale` (a no-break space before the sign,
+    /// so it never starts a line; decimals as set), `$5.00 per sale` in `currency`.
+    pub fn words(&self, currency: &str) -> String {
+        match *self {
+            CommissionSpec::Percentage { percent } => format!("{percent}\u{a0}% of each sale"),
+            CommissionSpec::Flat { amount_cents } => {
+                format!(
+                    "{} per sale",
+                    super::money::display_amount(amount_cents, currency)
+                )
+            }
+        }
+    }
+}
+
 impl Default for CommissionRule {
     /// 20 % unless the program says otherwise.
     fn default() -> Self {
@@ -159,6 +175,19 @@ mod tests {
             unearned(PartnerStatus::Approved, false),
             Some(Unearned::RecurringPeriodEnded)
         );
+    }
+
+    #[test]
+    fn commissions_in_words_keep_their_decimals() {
+        let words = |bps| CommissionRule::Percentage { bps }.spec().words("usd");
+        assert_eq!(words(3000), "30\u{a0}% of each sale");
+        assert_eq!(words(1250), "12.5\u{a0}% of each sale");
+        assert_eq!(words(1234), "12.34\u{a0}% of each sale");
+        assert_eq!(words(5), "0.05\u{a0}% of each sale");
+        assert_eq!(words(0), "0\u{a0}% of each sale");
+        assert_eq!(words(10_000), "100\u{a0}% of each sale");
+        let flat = CommissionRule::Flat { amount_cents: 500 }.spec();
+        assert_eq!(flat.words("eur"), "€5.00 per sale");
     }
 
     #[test]

@@ -83,18 +83,15 @@ async fn settings_page(s: &AppState, frame: Frame, user: &Signed) -> app::Result
             status: m.status.as_str(),
         })
         .collect();
-    let (commission_type, percent, amount, commission_text) = match p.commission {
-        CommissionSpec::Percentage { percent } => (
-            "percentage",
-            percent.to_string(),
-            String::new(),
-            format!("{percent}% of each sale"),
-        ),
+    let commission_text = p.commission.words(&p.currency);
+    let (commission_type, percent, amount) = match p.commission {
+        CommissionSpec::Percentage { percent } => {
+            ("percentage", percent.to_string(), String::new())
+        }
         CommissionSpec::Flat { amount_cents } => (
             "flat",
             String::new(),
             major_units_text(amount_cents, &p.currency),
-            format!("{} per sale", display_amount(amount_cents, &p.currency)),
         ),
     };
     let currency = p.currency.to_ascii_uppercase();

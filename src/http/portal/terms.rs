@@ -3,7 +3,6 @@
 //! payout. The apply page and the overview show the same lines, from here.
 
 use crate::app::partners::ProgramTerms;
-use crate::domain::commission::CommissionRule;
 use crate::domain::money::display_amount;
 
 /// The lines stating `terms`, one sentence each, in the order a partner asks: what it
@@ -11,12 +10,10 @@ use crate::domain::money::display_amount;
 /// payout. Amounts are in the program's currency.
 pub(super) fn lines(terms: &ProgramTerms) -> Vec<String> {
     let money = |cents| display_amount(cents, &terms.currency);
-    let commission = match terms.commission {
-        CommissionRule::Percentage { bps } => format!("You earn {} of each sale.", percent(bps)),
-        CommissionRule::Flat { amount_cents } => {
-            format!("You earn {} per sale.", money(amount_cents))
-        }
-    };
+    let commission = format!(
+        "You earn {}.",
+        terms.commission.spec().words(&terms.currency)
+    );
     // `recurring_earns`: none, every renewal; 0, none; n, those within n months.
     let renewals = match terms.recurring_commission_months {
         None => "On a subscription, you also earn on every renewal.".to_string(),
@@ -53,17 +50,6 @@ pub(super) fn lines(terms: &ProgramTerms) -> Vec<String> {
     vec![commission, renewals, window, hold, payout]
 }
 
-/// A share in basis points as a person reads it: `3000` → `30 %`, `1250` → `12.5 %`,
-/// `1234` → `12.34 %` (a no-break space before the sign, so it never starts a line).
-fn percent(bps: i64) -> String {
-    let (whole, hundredths) = (bps / 100, bps % 100);
-    match hundredths {
-        0 => format!("{whole}\u{a0}%"),
-        h if h % 10 == 0 => format!("{whole}.{}\u{a0}%", h / 10),
-        h => format!("{whole}.{h:02}\u{a0}%"),
-    }
-}
-
 /// `n` `unit`s, singular for one: `1 day`, `60 days`.
 fn count(n: i64, unit: &str) -> String {
     if n == 1 {
@@ -76,6 +62,7 @@ fn count(n: i64, unit: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::commission::CommissionRule;
 
     fn terms() -> ProgramTerms {
         ProgramTerms {
@@ -149,15 +136,5 @@ mod tests {
             ..t
         };
         assert!(lines(&t)[1].contains("for 1 month after"));
-    }
-
-    #[test]
-    fn percentages_keep_their_decimals() {
-        assert_eq!(percent(3000), "30\u{a0}%");
-        assert_eq!(percent(1250), "12.5\u{a0}%");
-        assert_eq!(percent(1234), "12.34\u{a0}%");
-        assert_eq!(percent(5), "0.05\u{a0}%");
-        assert_eq!(percent(0), "0\u{a0}%");
-        assert_eq!(percent(10_000), "100\u{a0}%");
     }
 }
