@@ -435,10 +435,9 @@ async fn partner_page(s: &AppState, frame: Frame, partner_id: i64) -> app::Resul
     Ok(PartnerPage {
         owns_account,
         partner: partner_row(&row, &frame.program.currency),
-        payout_method: METHODS
-            .iter()
-            .find(|(v, _)| *v == method)
-            .map_or("Not set", |(_, l)| l)
+        payout_method: record
+            .payout_method
+            .map_or("Not set", |m| m.label())
             .to_string(),
         payout_email: record.payout_email.clone().unwrap_or_default(),
         links: link_rows,
