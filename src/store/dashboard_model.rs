@@ -164,6 +164,10 @@ pub struct ClickEvent {
     /// Whether this is the click that converted its customer: the customer's latest
     /// click at or before its first purchase.
     pub converted: bool,
+    /// The event's partner, for the dashboard's listing; not part of the listing's
+    /// JSON shape.
+    #[serde(skip)]
+    pub partner: Option<EventPartner>,
 }
 
 /// A lead in the listing.
@@ -182,6 +186,10 @@ pub struct LeadEvent {
     pub page_url: Option<String>,
     /// Whether the lead's customer has made a purchase.
     pub converted: bool,
+    /// The event's partner, for the dashboard's listing; not part of the listing's
+    /// JSON shape.
+    #[serde(skip)]
+    pub partner: Option<EventPartner>,
 }
 
 /// A sale in the listing (`event_type` `conversion`).
@@ -201,6 +209,18 @@ pub struct ConversionEvent {
     pub payment_status: String,
     pub processor_event_id: String,
     pub is_recurring: bool,
+    /// The event's partner, for the dashboard's listing; not part of the listing's
+    /// JSON shape.
+    #[serde(skip)]
+    pub partner: Option<EventPartner>,
+}
+
+/// The partner an event is credited to: the click's, the lead's customer's or the
+/// sale's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventPartner {
+    pub id: i64,
+    pub name: String,
 }
 
 /// One entry of the merged listing; serializes with its `event_type`.

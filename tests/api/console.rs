@@ -390,6 +390,8 @@ on_both_backends! {
         let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/events"), Some(&owner)).await.expect(200);
         let body = html(&r);
         assert!(body.contains("4 events") && body.contains("txn-1") && body.contains("cust-1"), "{body}");
+        let credited = format!("<td data-label=\"Partner\"><a href=\"/app/programs/{p}/partners/{}\">Alice</a></td>", seed.partner_id);
+        assert_eq!(body.matches(&credited).count(), 4, "the click, the lead and both sales name their partner: {body}");
         let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/events?type=conversion"), Some(&owner)).await.expect(200);
         assert!(html(&r).contains("2 events") && !html(&r).contains("cust-1"));
         let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/setup"), Some(&owner)).await.expect(200);

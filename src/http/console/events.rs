@@ -10,7 +10,7 @@ use crate::domain::metrics::IsoValue;
 use crate::domain::money::display_amount;
 use crate::http::pages::view::{ok, Chrome, Field, Moment, NavItem, PageResult, ProgramId, Query};
 use crate::http::AppState;
-use crate::store::{EventFilter, EventKind, ListedEvent};
+use crate::store::{EventFilter, EventKind, EventPartner, ListedEvent};
 
 /// Events on one page.
 const PAGE_SIZE: i64 = 25;
@@ -40,6 +40,8 @@ struct EventRow {
     kind: &'static str,
     at: Moment,
     click_id: String,
+    /// The partner credited, as (its page, its name).
+    partner: Option<(String, String)>,
     /// What the event says, as (label, value) pairs.
     details: Vec<(&'static str, String)>,
 }
@@ -58,7 +60,15 @@ fn date(field: &mut Field, upper: bool) -> Option<i64> {
     }
 }
 
-fn row(e: &ListedEvent, currency: &str) -> EventRow {
+fn row(e: &ListedEvent, program_id: i64, currency: &str) -> EventRow {
+    let partner = |p: &Option<EventPartner>| {
+        p.as_ref().map(|p| {
+            (
+                format!("/app/programs/{program_id}/partners/{}", p.id),
+                p.name.clone(),
+            )
+        })
+    };
     let some = |label: &'static str, v: &Option<String>| {
         v.clone().filter(|v| !v.is_empty()).map(|v| (label, v))
     };
@@ -78,6 +88,7 @@ fn row(e: &ListedEvent, currency: &str) -> EventRow {
                 kind: "click",
                 at: Moment::of(c.timestamp),
                 click_id: c.click_id.clone().unwrap_or_default(),
+                partner: partner(&c.partner),
                 details: [
                     some("Page", &c.page_url),
                     some("From", &c.referrer_url),
@@ -94,6 +105,7 @@ fn row(e: &ListedEvent, currency: &str) -> EventRow {
             kind: "lead",
             at: Moment::of(l.timestamp),
             click_id: l.click_id.clone().unwrap_or_default(),
+            partner: partner(&l.partner),
             details: [
                 some("Customer", &l.customer_key),
                 some("Page", &l.page_url),
@@ -113,6 +125,7 @@ fn row(e: &ListedEvent, currency: &str) -> EventRow {
                 kind: "sale",
                 at: Moment::of(c.timestamp),
                 click_id: c.click_id.clone().unwrap_or_default(),
+                partner: partner(&c.partner),
                 details: vec![
                     ("Amount", display_amount(c.amount_cents, currency)),
                     ("Transaction", c.processor_event_id.clone()),
@@ -220,7 +233,7 @@ pub(super) async fn events(
         modes,
         test,
         kinds,
-        rows: found.data.iter().map(|e| row(e, &currency)).collect(),
+        rows: found.data.iter().map(|e| row(e, id, &currency)).collect(),
         total: found.total,
         page,
         page_count: found.page_count,

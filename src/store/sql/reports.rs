@@ -13,7 +13,8 @@ use super::named_opt;
 use crate::domain::metrics;
 use crate::store::dashboard_model::{
     ClickEvent, ConversionEvent, Credentials, DailyRollup, DashboardProgram, EventFilter,
-    EventKind, LeadEvent, ListedEvent, SessionUser, SetupStatus, TestEventRef, TestEventSummary,
+    EventKind, EventPartner, LeadEvent, ListedEvent, SessionUser, SetupStatus, TestEventRef,
+    TestEventSummary,
 };
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::PaymentAccount;
@@ -331,13 +332,14 @@ pub(super) async fn list_events<DB: Engine>(
          c.geo_region, c.geo_city, c.device_type, c.device_os, c.browser_name, {CLICK_CONVERTED}, \
          l.created_at, l.click_id, l.customer_key, l.session_id, l.page_url, {LEAD_CONVERTED}, \
          s.created_at, s.click_id, s.amount_cents, s.currency, s.sale_type, s.payment_status, \
-         s.processor_event_id, s.is_recurring \
+         s.processor_event_id, s.is_recurring, pa.id, pa.name \
          FROM ({} ORDER BY ts DESC, id DESC, kind LIMIT $6 OFFSET $7) p \
          LEFT JOIN affiliate_click_events c ON p.kind = 'click' AND c.id = p.id \
          LEFT JOIN customers ck ON ck.id = c.customer_id \
          LEFT JOIN affiliate_lead_events l ON p.kind = 'lead' AND l.id = p.id \
          LEFT JOIN customers lk ON lk.id = l.customer_id \
          LEFT JOIN affiliate_sale_events s ON p.kind = 'conversion' AND s.id = p.id \
+         LEFT JOIN partners pa ON pa.id = COALESCE(c.partner_id, lk.partner_id, s.partner_id) \
          ORDER BY p.ts DESC, p.id DESC, p.kind",
         branches.join(" UNION ALL ")
     );
@@ -360,6 +362,13 @@ fn listed_event<DB: Engine>(r: &Rec<DB>) -> StoreResult<ListedEvent> {
     let timestamp: i64 = r.try_get_at(2)?;
     // The page was read in one statement: an event it names is in its own table.
     let missing = || StoreError::Other(anyhow::anyhow!("listed {kind} event {id} vanished"));
+    let partner = match r.try_get_at::<Option<i64>>(29)? {
+        Some(id) => Some(EventPartner {
+            id,
+            name: r.try_get_at::<Option<String>>(30)?.unwrap_or_default(),
+        }),
+        None => None,
+    };
     Ok(match EventKind::parse(&kind) {
         Some(EventKind::Click) => ListedEvent::Click(ClickEvent {
             id,
@@ -376,6 +385,7 @@ fn listed_event<DB: Engine>(r: &Rec<DB>) -> StoreResult<ListedEvent> {
             device_os: r.try_get_at(12)?,
             browser_name: r.try_get_at(13)?,
             converted: r.try_get_at::<Option<bool>>(14)?.unwrap_or(false),
+            partner,
         }),
         Some(EventKind::Lead) => ListedEvent::Lead(LeadEvent {
             id,
@@ -386,6 +396,7 @@ fn listed_event<DB: Engine>(r: &Rec<DB>) -> StoreResult<ListedEvent> {
             session_id: r.try_get_at(18)?,
             page_url: r.try_get_at(19)?,
             converted: r.try_get_at::<Option<bool>>(20)?.unwrap_or(false),
+            partner,
         }),
         Some(EventKind::Conversion) => ListedEvent::Conversion(ConversionEvent {
             id,
@@ -398,6 +409,7 @@ fn listed_event<DB: Engine>(r: &Rec<DB>) -> StoreResult<ListedEvent> {
             payment_status: r.try_get_at::<Option<String>>(26)?.unwrap_or_default(),
             processor_event_id: r.try_get_at::<Option<String>>(27)?.unwrap_or_default(),
             is_recurring: r.try_get_at::<Option<bool>>(28)?.unwrap_or(false),
+            partner,
         }),
         None => return Err(missing()),
     })
