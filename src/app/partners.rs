@@ -820,16 +820,6 @@ impl App {
                 "This program does not let partners create links".into(),
             ));
         }
-        if self
-            .store
-            .active_partner_links(program_id, partner_id)
-            .await?
-            >= MAX_PARTNER_LINKS
-        {
-            return Err(Error::Conflict(format!(
-                "You already have {MAX_PARTNER_LINKS} active links in this program"
-            )));
-        }
         let short_link = match wanted {
             Some(s) => s.to_string(),
             None => {
@@ -838,15 +828,20 @@ impl App {
         };
         let done = self
             .store
-            .create_link(
+            .create_partner_link(
                 program_id,
-                Some(partner_id),
+                partner_id,
                 &short_link,
-                LinkStatus::Active,
-                None,
+                MAX_PARTNER_LINKS,
                 self.now_ms(),
             )
-            .await;
+            .await
+            .map_err(|e| match e {
+                StoreError::Conflict("active links") => Error::Conflict(format!(
+                    "You already have {MAX_PARTNER_LINKS} active links in this program"
+                )),
+                e => e.into(),
+            });
         self.changed();
         Ok(partner_link(
             done?,

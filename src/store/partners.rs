@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use super::error::StoreResult;
-use super::model::{iso_ms, iso_ms_opt, Partner};
+use super::model::{iso_ms, iso_ms_opt, Link, Partner};
 use super::payout_model::{Balance, Page};
 use crate::domain::status::{PartnerStatus, PayoutStatus};
 
@@ -106,8 +106,19 @@ pub trait PartnerAccounts {
         partner_id: i64,
         page: Page,
     ) -> StoreResult<Vec<PartnerPayoutItem>>;
-    /// How many active links a partner has in a program.
-    async fn active_partner_links(&self, program_id: i64, partner_id: i64) -> StoreResult<i64>;
+    /// Creates an active link of a partner in a program unless the partner already has
+    /// `max_active` active links there (`Conflict("active links")`), counting and
+    /// inserting in one transaction that holds the partner's record in the program, so
+    /// that links made at once, on any process, cannot pass the limit;
+    /// `Conflict("short_link")` as [`Store::create_link`](super::Store::create_link).
+    async fn create_partner_link(
+        &self,
+        program_id: i64,
+        partner_id: i64,
+        short_link: &str,
+        max_active: i64,
+        at: i64,
+    ) -> StoreResult<Link>;
     /// A partner's pending, approved and paid commission sums in a program at `now`
     /// (the hold period applied, net of refunds); zeros without commissions.
     async fn partner_balance(

@@ -274,11 +274,26 @@ on_both_backends! {
         let row = list.body["data"].as_array().unwrap().iter().find(|r| r["partner_id"] == bob).unwrap().clone();
         assert_eq!(row["clicks"], 1);
         // The 20-link bound, and programs that make the links themselves.
-        for n in 2..20 {
+        for n in 2..19 {
             partner(&app, &session, "POST", &format!("/programs/{p}/links"), Some(json!({"short_link": format!("bob-{n}")}))).await.expect(201);
         }
+        // With 19, links asked for at once make one more, not one each.
+        let links = format!("/programs/{p}/links");
+        let asked = (0..8).map(|_| partner(&app, &session, "POST", &links, None));
+        let mut made = 0;
+        for r in futures::future::join_all(asked).await {
+            if r.status == 201 {
+                made += 1;
+            } else {
+                assert_eq!(r.status, 409);
+                assert!(r.error().contains("20 active links"), "{}", r.error());
+            }
+        }
+        assert_eq!(made, 1);
         let r = partner(&app, &session, "POST", &format!("/programs/{p}/links"), None).await.expect(409);
         assert!(r.error().contains("20 active links"), "{}", r.error());
+        let active = app.count(&format!("SELECT COUNT(*) FROM referral_links WHERE partner_id = {bob} AND status = 'active'")).await;
+        assert_eq!(active, 20);
         app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"partner_links_allowed": false}))).await.expect(200);
         let r = partner(&app, &session, "POST", &format!("/programs/{p}/links"), None).await.expect(403);
         assert_eq!(r.error(), "This program does not let partners create links");

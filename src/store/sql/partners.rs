@@ -2,14 +2,17 @@
 //! on the pools, applications and invite acceptance on the committer's transaction.
 
 use async_trait::async_trait;
+use sqlx::Connection;
 
-use super::admin::{partner_from_row, PARTNER_COLUMNS};
+use super::admin::{create_link, partner_from_row, PARTNER_COLUMNS};
 use super::engine::{stmt, Engine};
 use super::payouts::balance_sums;
 use super::write::WriteConnection;
 use super::{keyset, SqlStore};
 use crate::domain::self_referral::email_key;
+use crate::domain::status::LinkStatus;
 use crate::store::error::{StoreError, StoreResult};
+use crate::store::model::Link;
 use crate::store::partners::{
     InviteRow, NewApplicant, PartnerAccount, PartnerAccounts, PartnerCredentials,
     PartnerMembership, PartnerPayoutItem, PartnerTx, TokenGrant,
@@ -128,16 +131,52 @@ impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
         }))
     }
 
-    async fn active_partner_links(&self, program_id: i64, partner_id: i64) -> StoreResult<i64> {
-        let row = stmt::<DB>(
+    async fn create_partner_link(
+        &self,
+        program_id: i64,
+        partner_id: i64,
+        short_link: &str,
+        max_active: i64,
+        at: i64,
+    ) -> StoreResult<Link> {
+        let mut conn = self.write.acquire().await?;
+        let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
+        // A write to the partner's record: a second link of the partner in the program,
+        // on any process, waits here until this transaction ends, then counts this one.
+        let held = stmt::<DB>(
+            "UPDATE partner_programs SET status = status \
+             WHERE program_id = $1 AND partner_id = $2 RETURNING id",
+        )
+        .bind(program_id)
+        .bind(partner_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if held.is_none() {
+            return Err(StoreError::NotFound("partner"));
+        }
+        let active: i64 = stmt::<DB>(
             "SELECT COUNT(*) FROM referral_links \
              WHERE program_id = $1 AND partner_id = $2 AND status = 'active'",
         )
         .bind(program_id)
         .bind(partner_id)
-        .fetch_one(&mut *self.read.acquire().await?)
+        .scalar(&mut *tx)
         .await?;
-        Ok(row.try_get_at(0)?)
+        if active >= max_active {
+            return Err(StoreError::Conflict("active links"));
+        }
+        let link = create_link::<DB>(
+            &mut tx,
+            program_id,
+            Some(partner_id),
+            short_link,
+            LinkStatus::Active,
+            None,
+            at,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(link)
     }
 }
 
