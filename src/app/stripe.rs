@@ -176,6 +176,7 @@ async fn charge_refund(
         transaction_id: sale.transaction_id,
         amount_cents: if full { None } else { Some(more) },
         reason: Some("stripe: charge.refunded".into()),
+        refund_id: None,
         test_mode: false,
     };
     match refund_flow(tx, deltas, program_id, refund, at).await {

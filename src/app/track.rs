@@ -115,6 +115,8 @@ pub struct RefundCommand {
     /// `None` refunds what is left.
     pub amount_cents: Option<i64>,
     pub reason: Option<String>,
+    /// The integrator's id of this refund: sent again, it changes nothing.
+    pub refund_id: Option<String>,
     pub test_mode: bool,
 }
 
@@ -860,8 +862,7 @@ pub(super) async fn refund_flow(
             .as_ref()
             .map(|c| (c.amount_cents, c.taken_back_cents)),
     };
-    let plan = refund::plan(state, r.amount_cents).map_err(Error::Invalid)?;
-    let outcome = RefundOutcome {
+    let outcome = |plan: &refund::RefundPlan| RefundOutcome {
         status: plan.status,
         sale_id: sale.sale_id,
         commission_id: sale.commission.as_ref().map(|c| c.id),
@@ -869,8 +870,20 @@ pub(super) async fn refund_flow(
         refunded_cents: plan.refund_cents,
         currency: sale.currency.clone(),
     };
+    if let Some(refund_id) = &r.refund_id {
+        if let Some(earlier) = tx.sale_refund(sale.sale_id, refund_id).await? {
+            let plan = refund::repeated(state, earlier, r.amount_cents)
+                .map_err(|e| Error::Conflict(format!("refund_id {refund_id} {e}")))?;
+            return Ok(outcome(&plan));
+        }
+    }
+    let plan = refund::plan(state, r.amount_cents).map_err(Error::Invalid)?;
     if plan.status == RefundStatus::Skipped {
-        return Ok(outcome);
+        return Ok(outcome(&plan));
+    }
+    if let Some(refund_id) = &r.refund_id {
+        tx.insert_sale_refund(sale.sale_id, refund_id, plan.refund_cents, at)
+            .await?;
     }
     tx.refund_sale(
         sale.sale_id,
@@ -921,5 +934,5 @@ pub(super) async fn refund_flow(
             full: plan.fully_refunded,
         });
     }
-    Ok(outcome)
+    Ok(outcome(&plan))
 }

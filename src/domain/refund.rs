@@ -106,6 +106,33 @@ pub fn plan(sale: SaleState, requested: Option<i64>) -> Result<RefundPlan, Strin
     })
 }
 
+/// A refund sent again under an id the sale already has a refund of (`earlier` cents):
+/// it changes nothing (`skipped`), unless it asks for something else, which is refused
+/// with the reason. A full refund (no amount, or the sale's) asks for the same as before
+/// when the sale is fully refunded now.
+pub fn repeated(
+    sale: SaleState,
+    earlier: i64,
+    requested: Option<i64>,
+) -> Result<RefundPlan, String> {
+    let fully_refunded = sale.refunded_cents >= sale.amount_cents;
+    let same = match requested {
+        None => fully_refunded,
+        Some(r) => r == earlier || (r == sale.amount_cents && fully_refunded),
+    };
+    if !same {
+        return Err(format!(
+            "was already used for a refund of {earlier} cents of this sale"
+        ));
+    }
+    Ok(RefundPlan {
+        refund_cents: 0,
+        deduction_cents: 0,
+        fully_refunded,
+        status: RefundStatus::Skipped,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +209,28 @@ mod tests {
         assert_eq!(p.status, RefundStatus::NoCommission);
         assert_eq!(p.deduction_cents, 0);
         assert_eq!(p.refund_cents, 100);
+    }
+
+    #[test]
+    fn a_repeated_refund_id_changes_nothing_unless_it_asks_for_more() {
+        let after = sale(10_000, 2_500, Some((3_000, 750)));
+        let p = repeated(after, 2_500, Some(2_500)).unwrap();
+        assert_eq!((p.refund_cents, p.deduction_cents), (0, 0));
+        assert_eq!(p.status, RefundStatus::Skipped);
+        assert!(!p.fully_refunded);
+        for other in [Some(1_000), None, Some(10_000)] {
+            let e = repeated(after, 2_500, other).unwrap_err();
+            assert_eq!(
+                e,
+                "was already used for a refund of 2500 cents of this sale"
+            );
+        }
+        // A full refund sent again, with or without its amount.
+        let full = sale(10_000, 10_000, Some((3_000, 3_000)));
+        for asked in [None, Some(10_000), Some(7_500)] {
+            let p = repeated(full, 7_500, asked).unwrap();
+            assert_eq!(p.status, RefundStatus::Skipped);
+            assert!(p.fully_refunded);
+        }
     }
 }

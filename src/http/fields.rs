@@ -128,6 +128,22 @@ impl<'de> Deserialize<'de> for Positive {
     }
 }
 
+/// A field a refund does not take but that names an amount: refused, because ignoring
+/// it would refund everything left of the sale. Null is absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NotARefundAmount;
+
+impl<'de> Deserialize<'de> for NotARefundAmount {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        value_or(
+            d,
+            "{field} is not a refund field: send refund_amount_cents for a partial refund, \
+             or leave the amount out to refund all that is left",
+            |v| v.is_null().then_some(NotARefundAmount),
+        )
+    }
+}
+
 /// A sale amount in cents: a positive integer up to [`MAX_AMOUNT_CENTS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Amount(pub Option<i64>);

@@ -19,8 +19,8 @@ use super::bearer::{bearer, Bearer};
 use super::error::{Error, ErrorBody, Result};
 use super::extract::{TrackJson, TrackRequest};
 use super::fields::{
-    nested, truncate, Amount, Currency, Flag, Id, Object, Positive, Required, SaleType, Text,
-    AMOUNT_REQUIRED, MAX_ID_LEN,
+    nested, truncate, Amount, Currency, Flag, Id, NotARefundAmount, Object, Positive, Required,
+    SaleType, Text, AMOUNT_REQUIRED, MAX_ID_LEN,
 };
 use super::{rate_limit, AppState};
 use crate::app::track::{ClickCommand, ClickOutcome, LeadCommand, RefundCommand, SaleCommand};
@@ -334,6 +334,21 @@ pub struct RefundRequest {
     #[schema(value_type = Option<String>)]
     #[serde(default)]
     pub refund_reason: Text,
+    /// Your id of this refund (a payment processor's refund id, say): a refund sent
+    /// again under the same id changes nothing and answers `skipped`, so a retried
+    /// partial refund is applied once. Another amount under a used id: 409.
+    #[schema(value_type = Option<String>, max_length = 255)]
+    #[serde(default)]
+    pub refund_id: Id,
+    /// Not a refund field (the sale's): refused, since ignoring it would refund
+    /// everything left.
+    #[schema(ignore)]
+    #[serde(default)]
+    pub amount_cents: NotARefundAmount,
+    /// Not a refund field: refused, as `amount_cents`.
+    #[schema(ignore)]
+    #[serde(default)]
+    pub amount: NotARefundAmount,
     #[serde(default, deserialize_with = "nested")]
     pub additional_data: Option<AdditionalData>,
 }
@@ -723,6 +738,7 @@ async fn refund(
                 transaction_id,
                 amount_cents,
                 reason,
+                refund_id: body.refund_id.0,
                 test_mode,
             },
         )

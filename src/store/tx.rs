@@ -126,6 +126,17 @@ pub trait Tx: PayoutTx + PartnerTx + WebhookTx + Send {
         is_test: bool,
         now: i64,
     ) -> StoreResult<Option<RefundableSale>>;
+    /// The cents refunded under the integrator's `refund_id` of a sale, if it has one.
+    async fn sale_refund(&mut self, sale_id: i64, refund_id: &str) -> StoreResult<Option<i64>>;
+    /// Keeps the integrator's `refund_id` of a refund of a sale;
+    /// `Conflict("refund_id")` when the sale has one of that id.
+    async fn insert_sale_refund(
+        &mut self,
+        sale_id: i64,
+        refund_id: &str,
+        amount_cents: i64,
+        at: i64,
+    ) -> StoreResult<()>;
     /// Adds a refund to a sale; `fully` marks it `refunded`.
     async fn refund_sale(
         &mut self,

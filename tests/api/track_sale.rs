@@ -268,6 +268,38 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    async fn a_refund_sent_again_under_its_refund_id_is_applied_once(app: TestApp) {
+        let seed = app.seed_with(json!({"commission": {"type": "percentage", "percent": 30}})).await;
+        app.lead(&seed, "k").await;
+        app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "txn", "amount_cents": 10000, "customer_key": "k"})).await.expect(200);
+        let partial = json!({"transaction_id": "txn", "refund_amount_cents": 2500, "refund_id": "re_1"});
+        let r = app.post_auth(REFUND, &seed.api_token, partial.clone()).await.expect(200);
+        assert_eq!((&r.body["status"], &r.body["deduction_amount"]), (&json!("refunded"), &json!(7.5)));
+        // A backend retrying after a lost answer: no second refund.
+        let r = app.post_auth(REFUND, &seed.api_token, partial.clone()).await.expect(200);
+        assert_eq!((&r.body["status"], &r.body["deduction_amount"]), (&json!("skipped"), &json!(0.0)));
+        assert!(r.body["sale_id"].is_i64() && r.body["commission_id"].is_i64(), "{}", r.body);
+        assert_eq!(app.count("SELECT refunded_cents FROM affiliate_sale_events").await, 2500);
+        assert_eq!(app.count("SELECT reversed_cents FROM commissions").await, 750);
+        assert_eq!(app.count("SELECT revenue_cents FROM daily_rollups").await, 7500);
+        // Another amount under a used id is a mistake, said so; another id is another refund.
+        let r = app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": "txn", "refund_amount_cents": 1000, "refund_id": "re_1"})).await.expect(409);
+        assert_eq!(r.error(), "refund_id re_1 was already used for a refund of 2500 cents of this sale");
+        app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": "txn", "refund_amount_cents": 2500, "refund_id": "re_2"})).await.expect(200);
+        assert_eq!(app.count("SELECT refunded_cents FROM affiliate_sale_events").await, 5000);
+        let r = app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": "txn", "refund_id": 7})).await.expect(400);
+        assert_eq!(r.error(), "refund_id must be a string");
+
+        // The sale's amount field is not a refund field: refused, not read as "refund everything".
+        for field in ["amount_cents", "amount"] {
+            let r = app.post_auth(REFUND, &seed.api_token, json!({"transaction_id": "txn", field: 50})).await.expect(400);
+            assert_eq!(r.error(), format!("{field} is not a refund field: send refund_amount_cents for a partial refund, or leave the amount out to refund all that is left"));
+        }
+        assert_eq!(app.count("SELECT refunded_cents FROM affiliate_sale_events").await, 5000);
+    }
+}
+
+on_both_backends! {
     async fn refund_errors_and_program_scope(app: TestApp) {
         let seed = app.seed().await;
         let other = app.seed().await;

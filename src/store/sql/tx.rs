@@ -411,6 +411,37 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         }))
     }
 
+    async fn sale_refund(&mut self, sale_id: i64, refund_id: &str) -> StoreResult<Option<i64>> {
+        Ok(stmt::<DB>(
+            "SELECT amount_cents FROM sale_refunds WHERE sale_id = $1 AND refund_id = $2",
+        )
+        .bind(sale_id)
+        .bind(refund_id)
+        .scalar_optional(&mut *self.conn)
+        .await?)
+    }
+
+    async fn insert_sale_refund(
+        &mut self,
+        sale_id: i64,
+        refund_id: &str,
+        amount_cents: i64,
+        at: i64,
+    ) -> StoreResult<()> {
+        stmt::<DB>(
+            "INSERT INTO sale_refunds (sale_id, refund_id, amount_cents, created_at) \
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(sale_id)
+        .bind(refund_id)
+        .bind(amount_cents)
+        .bind(at)
+        .execute(&mut *self.conn)
+        .await
+        .map_err(|e| StoreError::from(e).conflict_on("refund_id"))?;
+        Ok(())
+    }
+
     async fn refund_sale(
         &mut self,
         sale_id: i64,
