@@ -298,10 +298,17 @@ fn recurring_months(months: Option<i64>) -> Result<Option<i64>> {
     }
 }
 
-/// Normalises allowed origins to `scheme://host[:port]`.
+/// Normalises allowed origins to `scheme://host[:port]`. A wildcard is refused with its
+/// own reason: it would parse, then match no browser's `Origin`.
 fn origins(list: &[String]) -> Result<Vec<String>> {
     list.iter()
         .map(|o| {
+            if o.contains('*') {
+                return Err(Error::invalid(format!(
+                    "allowed_origins: {o:?} has a wildcard, which is not supported: list each \
+                     site, like https://shop.example.com and https://www.example.com"
+                )));
+            }
             let url = url::Url::parse(o.trim()).ok().filter(|u| {
                 matches!(u.scheme(), "http" | "https")
                     && u.host().is_some()

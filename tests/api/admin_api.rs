@@ -91,6 +91,9 @@ on_both_backends! {
             let r = app.admin("POST", "/programs", Some(body.clone())).await.expect(400);
             assert!(!r.error().is_empty(), "{body}");
         }
+        // A wildcard would be stored and then match no browser: refused, saying why.
+        let r = app.admin("POST", "/programs", Some(json!({"workspace_id": w, "name": "x", "allowed_origins": ["https://*.example.com"]}))).await.expect(400);
+        assert_eq!(r.error(), "allowed_origins: \"https://*.example.com\" has a wildcard, which is not supported: list each site, like https://shop.example.com and https://www.example.com");
         app.admin("POST", "/workspaces", Some(json!({"name": "   "}))).await.expect(400);
         app.admin("POST", "/partners", Some(json!({"name": "A", "code": "has space"}))).await.expect(400);
         app.admin("POST", "/partners", Some(json!({"name": "A", "code": "a", "email": "nope"}))).await.expect(400);
