@@ -375,6 +375,7 @@ on_both_backends! {
         assert_eq!(s1["program_id"], p);
         assert_eq!(s1["partner_id"], seed.partner_id);
         assert_eq!(s1["commission_id"], c1_id);
+        assert_eq!(s1["refunded_cents"], 0);
         let created: Vec<&Value> = got.iter().filter(|m| m["type"] == "commission.created").map(|m| &m["data"]).collect();
         let cc1 = created.iter().find(|c| c["id"] == c1_id).unwrap();
         // The commission row of the management API, as it stood: only its status and
@@ -386,6 +387,7 @@ on_both_backends! {
         let refunded = &message(&got, "sale.refunded")["data"];
         assert_eq!(refunded["processor_event_id"], "txn-2");
         assert_eq!(refunded["payment_status"], "refunded");
+        assert_eq!(refunded["refunded_cents"], refunded["amount_cents"]);
         let reversed = &message(&got, "commission.reversed")["data"];
         assert_eq!(reversed["transaction_id"], "txn-2");
         assert_eq!(reversed["status"], "reversed");

@@ -66,6 +66,9 @@ struct Tracked {
     /// Sales only.
     #[serde(skip_serializing_if = "Option::is_none")]
     commission_id: Option<Option<i64>>,
+    /// Sales only: the cents refunded so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refunded_cents: Option<i64>,
 }
 
 fn vanished(subject: Subject) -> StoreError {
@@ -110,6 +113,7 @@ async fn lead_data<DB: Engine>(conn: &mut DB::Connection, id: i64) -> StoreResul
         partner_id: r.try_get_at(9)?,
         customer_key: None,
         commission_id: None,
+        refunded_cents: None,
     }))
 }
 
@@ -119,7 +123,7 @@ async fn sale_data<DB: Engine>(conn: &mut DB::Connection, id: i64) -> StoreResul
         "SELECT s.id, s.sale_date, s.click_id, s.created_at, s.amount_cents, s.currency, \
          s.sale_type, s.payment_status, s.processor_event_id, s.is_recurring, s.program_id, \
          s.partner_id, s.customer_key, (SELECT c.id FROM commissions c \
-         WHERE c.sale_id = s.id AND c.kind = 'sale') FROM affiliate_sale_events s \
+         WHERE c.sale_id = s.id AND c.kind = 'sale'), s.refunded_cents FROM affiliate_sale_events s \
          WHERE s.id = $1",
     )
     .bind(id)
@@ -144,6 +148,7 @@ async fn sale_data<DB: Engine>(conn: &mut DB::Connection, id: i64) -> StoreResul
         partner_id: r.try_get_at(11)?,
         customer_key: Some(r.try_get_at(12)?),
         commission_id: Some(r.try_get_at(13)?),
+        refunded_cents: Some(r.try_get_at(14)?),
     }))
 }
 
