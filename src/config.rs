@@ -252,3 +252,118 @@ mod tests {
         assert_eq!(redact_url("sqlite://reftrack.db"), "sqlite://reftrack.db");
     }
 }
+
+/// Settings read outside the command line's definition: the log filter and format.
+const LOG_SETTINGS: &[&str] = &["REFTRACK_LOG", "REFTRACK_LOG_FORMAT"];
+
+/// Variables of the project's own scripts and tests, which the binary never reads but
+/// which are set around it when they start it.
+const TOOLING: &[&str] = &[
+    "REFTRACK_BIN",
+    "REFTRACK_FUZZ_CASES",
+    "REFTRACK_WEBHOOK_SECRET",
+];
+
+/// Every `REFTRACK_*` variable some command reads.
+fn known_settings() -> Vec<String> {
+    use clap::CommandFactory;
+    fn walk(cmd: &clap::Command, out: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            if let Some(env) = arg.get_env() {
+                out.push(env.to_string_lossy().into_owned());
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            walk(sub, out);
+        }
+    }
+    let mut out: Vec<String> = LOG_SETTINGS.iter().map(|s| s.to_string()).collect();
+    walk(&Cli::command(), &mut out);
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The `REFTRACK_*` names among `names` that no command reads, each with the known
+/// setting it most likely meant: a misspelt setting would otherwise be ignored without a
+/// word (`REFTRACK_BIND` leaves the server on its default address).
+pub fn unknown_settings(names: impl IntoIterator<Item = String>) -> Vec<(String, Option<String>)> {
+    let known = known_settings();
+    let mut unknown: Vec<(String, Option<String>)> = names
+        .into_iter()
+        .filter(|n| n.starts_with("REFTRACK_") && !n.starts_with("REFTRACK_TEST_"))
+        .filter(|n| !known.contains(n) && !TOOLING.contains(&n.as_str()))
+        .map(|n| {
+            // Compared without the prefix they all share.
+            let tail = |s: &str| s.trim_start_matches("REFTRACK_").to_string();
+            let near = known
+                .iter()
+                .map(|k| {
+                    (
+                        strsim::normalized_damerau_levenshtein(&tail(&n), &tail(k)),
+                        k,
+                    )
+                })
+                .filter(|(score, _)| *score >= 0.7)
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, k)| k.clone());
+            (n, near)
+        })
+        .collect();
+    unknown.sort();
+    unknown
+}
+
+/// Logs a warning for each `REFTRACK_*` variable of the environment that no command
+/// reads.
+pub fn warn_of_unknown_settings() {
+    for (name, near) in
+        unknown_settings(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()))
+    {
+        match near {
+            Some(k) => tracing::warn!("{name} is not a setting and is ignored; did you mean {k}?"),
+            None => tracing::warn!("{name} is not a setting and is ignored"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod unknown_setting_tests {
+    use super::*;
+
+    #[test]
+    fn a_misspelt_setting_is_named_with_the_one_it_likely_meant() {
+        let names = [
+            "REFTRACK_LISTEN",
+            "REFTRACK_DATABSE_URL",
+            "REFTRACK_LOG",
+            "REFTRACK_TEST_POSTGRES_URL",
+            "REFTRACK_BIN",
+            "REFTRACK_SOMETHING_ELSE",
+            "HOME",
+        ]
+        .map(String::from);
+        assert_eq!(
+            unknown_settings(names),
+            vec![
+                (
+                    "REFTRACK_DATABSE_URL".to_string(),
+                    Some("REFTRACK_DATABASE_URL".to_string())
+                ),
+                ("REFTRACK_SOMETHING_ELSE".to_string(), None),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_documented_setting_is_known() {
+        let known = known_settings();
+        for name in [
+            "REFTRACK_SMTP_URL",
+            "REFTRACK_RATE_LIMIT_LOGIN",
+            "REFTRACK_LOG_FORMAT",
+        ] {
+            assert!(known.iter().any(|k| k == name), "{name}: {known:?}");
+        }
+    }
+}

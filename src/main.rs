@@ -16,6 +16,7 @@ async fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let cli = Cli::parse();
+    reftrack::config::warn_of_unknown_settings();
     let result = match cli.command {
         None => exit_on_error(serve(cli.serve).await),
         Some(Command::Serve(args)) => exit_on_error(serve(args).await),
