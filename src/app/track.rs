@@ -131,6 +131,9 @@ pub struct RefundOutcome {
     /// Cents of the sale refunded by this refund.
     pub refunded_cents: i64,
     pub currency: String,
+    /// The clawback commission that takes the refund's share back when the sale's
+    /// commission was already paid.
+    pub clawback_id: Option<i64>,
 }
 
 impl App {
@@ -869,6 +872,7 @@ pub(super) async fn refund_flow(
         deduction_cents: plan.deduction_cents,
         refunded_cents: plan.refund_cents,
         currency: sale.currency.clone(),
+        clawback_id: None,
     };
     if let Some(refund_id) = &r.refund_id {
         if let Some(earlier) = tx.sale_refund(sale.sale_id, refund_id).await? {
@@ -893,6 +897,7 @@ pub(super) async fn refund_flow(
     )
     .await?;
     let mut deducted_cents = plan.deduction_cents;
+    let mut clawback_id = None;
     let mut events = vec![Event::new(
         EventType::SaleRefunded,
         Subject::Sale(sale.sale_id),
@@ -914,6 +919,7 @@ pub(super) async fn refund_flow(
             }
             RefundEffect::Clawback if plan.deduction_cents > 0 => {
                 let clawback = tx.insert_clawback(c.id, plan.deduction_cents, at).await?;
+                clawback_id = Some(clawback);
                 events.push(Event::new(
                     EventType::CommissionCreated,
                     Subject::Commission(clawback),
@@ -934,5 +940,8 @@ pub(super) async fn refund_flow(
             full: plan.fully_refunded,
         });
     }
-    Ok(outcome(&plan))
+    Ok(RefundOutcome {
+        clawback_id,
+        ..outcome(&plan)
+    })
 }

@@ -151,6 +151,11 @@ pub struct RefundResponse {
     pub commission_id: Option<i64>,
     /// Commission taken back by this refund, in major units with two decimals.
     pub deduction_amount: f64,
+    /// Present when the sale's commission was already paid: that commission stays
+    /// `paid`, and this new clawback commission (a negative amount) takes the refund's
+    /// share back from the partner's next payout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clawback_commission_id: Option<i64>,
     /// Present and `true` for test-mode refunds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test_mode: Option<bool>,
@@ -257,7 +262,8 @@ impl TrackRequest for LeadRequest {}
 /// `coupon_code` name an active coupon.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct SaleRequest {
-    /// Idempotency key, globally unique; optional in test mode.
+    /// Idempotency key, globally unique (test and real sales share it). Required, except
+    /// in test mode, where one is made when it is left out.
     #[schema(value_type = Option<String>, example = "pi_1001", min_length = 1, max_length = 255)]
     #[serde(default)]
     pub transaction_id: Id,
@@ -749,6 +755,7 @@ async fn refund(
         sale_id: outcome.sale_id,
         commission_id: outcome.commission_id,
         deduction_amount: major_units(outcome.deduction_cents, &outcome.currency),
+        clawback_commission_id: outcome.clawback_id,
         test_mode: test_mode.then_some(true),
     }))
 }

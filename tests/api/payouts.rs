@@ -376,8 +376,8 @@ on_both_backends! {
         let id = payout.body["id"].as_i64().unwrap();
         app.admin("POST", &format!("/payouts/{id}/mark-paid"), Some(json!({"reference": "B-1"}))).await.expect(200);
         assert_eq!(commission_of(&app, &seed, "r3").await["amount_cents"], 2_000);
-        // After payment: a refund claws back.
-        refund(&app, &seed, "r1", None).await;
+        // After payment: a refund claws back, and its answer names the clawback.
+        let answer = refund(&app, &seed, "r1", None).await;
         let all = commissions(&app, &seed, "").await;
         let clawbacks: Vec<&Value> = all.iter().filter(|c| c["kind"] == "clawback").collect();
         assert_eq!(clawbacks.len(), 2);
@@ -391,6 +391,9 @@ on_both_backends! {
         let of = |original: &Value| clawbacks.iter().find(|c| c["original_commission_id"] == original["id"]).unwrap()["amount_cents"].as_i64().unwrap();
         assert_eq!(of(&r3), -1_000);
         assert_eq!(of(&r1), -1_500);
+        let r1_clawback = clawbacks.iter().find(|c| c["original_commission_id"] == r1["id"]).unwrap();
+        assert_eq!(answer["clawback_commission_id"], r1_clawback["id"]);
+        assert_eq!(answer["commission_id"], r1["id"]);
         assert_eq!(balance(&app, &seed, seed.partner_id).await, (0, -2_500, 3_500));
         // Refunding the rest of r3 takes back the rest, and no more.
         refund(&app, &seed, "r3", None).await;
