@@ -16,12 +16,60 @@ pub enum CommissionRule {
 /// The wire form of a commission rule: `{"type":"percentage","percent":30}` or
 /// `{"type":"flat","amount_cents":500}`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+#[serde(
+    tag = "type",
+    rename_all = "lowercase",
+    deny_unknown_fields,
+    try_from = "CommissionWire"
+)]
 pub enum CommissionSpec {
     /// A percentage of each sale, 0 to 100 with at most two decimals.
     Percentage { percent: f64 },
     /// A fixed amount per sale in the smallest currency unit.
     Flat { amount_cents: i64 },
+}
+
+/// [`CommissionSpec`] as read: an internally tagged enum buffers its fields before
+/// reading them, so an error in one would name only `commission`; a plain struct lets
+/// the body's error name `commission.percent`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommissionWire {
+    #[serde(rename = "type")]
+    kind: CommissionKind,
+    percent: Option<f64>,
+    amount_cents: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum CommissionKind {
+    Percentage,
+    Flat,
+}
+
+impl TryFrom<CommissionWire> for CommissionSpec {
+    type Error = String;
+
+    fn try_from(w: CommissionWire) -> Result<Self, String> {
+        // The texts serde gives the tagged enum for a missing or a foreign field.
+        match (w.kind, w.percent, w.amount_cents) {
+            (CommissionKind::Percentage, Some(percent), None) => {
+                Ok(CommissionSpec::Percentage { percent })
+            }
+            (CommissionKind::Flat, None, Some(amount_cents)) => {
+                Ok(CommissionSpec::Flat { amount_cents })
+            }
+            (CommissionKind::Percentage, _, Some(_)) => {
+                Err("unknown field `amount_cents`, expected `percent`".into())
+            }
+            (CommissionKind::Flat, Some(_), _) => {
+                Err("unknown field `percent`, expected `amount_cents`".into())
+            }
+            (CommissionKind::Percentage, None, None) => Err("missing field `percent`".into()),
+            (CommissionKind::Flat, None, None) => Err("missing field `amount_cents`".into()),
+        }
+    }
 }
 
 impl CommissionSpec {
@@ -156,6 +204,35 @@ pub fn unearned(standing: PartnerStatus, within_recurring_limit: bool) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wire_form_reads_as_the_tagged_enum_did() {
+        let read = |s: &str| serde_json::from_str::<CommissionSpec>(s).map_err(|e| e.to_string());
+        assert_eq!(
+            read(r#"{"percent": 30, "type": "percentage"}"#),
+            Ok(CommissionSpec::Percentage { percent: 30.0 })
+        );
+        assert_eq!(
+            read(r#"{"type": "flat", "amount_cents": 500}"#),
+            Ok(CommissionSpec::Flat { amount_cents: 500 })
+        );
+        for bad in [
+            r#"{"type": "flat", "percent": 3}"#,
+            r#"{"type": "flat", "amount_cents": 1, "percent": 3}"#,
+            r#"{"type": "percentage", "amount_cents": 1}"#,
+            r#"{"type": "percentage"}"#,
+            r#"{"type": "bonus"}"#,
+            r#"{"percent": 3}"#,
+            r#"{"type": "flat", "amount_cents": 1, "x": 1}"#,
+        ] {
+            assert!(read(bad).is_err(), "{bad}");
+        }
+        let spec = CommissionSpec::Flat { amount_cents: 500 };
+        assert_eq!(
+            serde_json::to_value(&spec).unwrap(),
+            serde_json::json!({"type": "flat", "amount_cents": 500})
+        );
+    }
 
     #[test]
     fn only_approved_partners_earn() {

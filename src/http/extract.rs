@@ -104,7 +104,11 @@ fn query_of<T: DeserializeOwned>(raw: Option<&str>, drop_empty: bool) -> Result<
         .map_err(|e| field_error(e, |_, text| text))
 }
 
-/// A JSON body deserialized into `T`; type errors name the field.
+/// A management, partner or dashboard request body read into `T`: 415 for another
+/// content type, 413 over [`MAX_BODY_BYTES`], 400 for malformed JSON or a body that is
+/// not an object. A field that does not fit its type is a 400 naming the field by its
+/// path (`Invalid request body: commission.percent: invalid type: …`), and so is an
+/// unknown field; an error of the object as a whole (a missing field) keeps serde's text.
 pub struct JsonBody<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
@@ -112,14 +116,28 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = json_bytes(req, state).await?;
-        let value = serde_json::from_slice(&bytes).map_err(parse_error)?;
         // Serde also reads a struct from a JSON array of its fields in order; a body's
         // fields are named, so only an object is one.
         if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-            return Err(Error::bad_request(
-                "Invalid request body: expected a JSON object",
-            ));
+            return Err(
+                match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+                    Ok(_) => Error::bad_request("Invalid request body: expected a JSON object"),
+                    Err(e) => parse_error(e),
+                },
+            );
         }
+        let mut json = serde_json::Deserializer::from_slice(&bytes);
+        let value: T = serde_path_to_error::deserialize(&mut json).map_err(|e| {
+            // An error of the object itself has no field to name.
+            if e.path().iter().next().is_none() {
+                parse_error(e.into_inner())
+            } else {
+                field_error(e, |_, text| text)
+            }
+        })?;
+        // Trailing characters make the whole body malformed.
+        json.end()
+            .map_err(|e| Error::bad_request(format!("Malformed JSON: {e}")))?;
         Ok(JsonBody(value))
     }
 }

@@ -100,3 +100,32 @@ on_both_backends! {
         assert!(r.body["error"].is_string());
     }
 }
+
+on_both_backends! {
+    async fn a_wrong_typed_body_field_is_named(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        // Management API: the field by its path, nested ones too, without serde's position.
+        for (path, body, text) in [
+            (format!("/partners/{}", seed.partner_id), json!({"name": 5}), "name: invalid type: integer `5`, expected a string"),
+            (format!("/programs/{p}"), json!({"commission": {"percent": "30", "type": "percentage"}}), "commission.percent: invalid type: string \"30\", expected f64"),
+            (format!("/programs/{p}"), json!({"commission": {"type": "bonus"}}), "commission.type: unknown variant `bonus`, expected `percentage` or `flat`"),
+            (format!("/programs/{p}"), json!({"allowed_origins": ["https://a.example", 5]}), "allowed_origins[1]: invalid type: integer `5`, expected a string"),
+        ] {
+            let r = app.admin("PATCH", &path, Some(body.clone())).await.expect(400);
+            assert_eq!(r.error(), format!("Invalid request body: {text}"), "{body}");
+        }
+        let r = app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"extra": 1}))).await.expect(400);
+        assert!(r.error().starts_with("Invalid request body: extra: unknown field `extra`"), "{}", r.error());
+
+        // Partner API.
+        let token = app.invite_token(seed.partner_id, "alice@example.com").await;
+        let r = app.post("/api/partner/auth/accept-invite", json!({"token": token, "password": "partner password"})).await.expect(200);
+        let auth = format!("Bearer {}", r.body["token"].as_str().unwrap());
+        let r = app.send("PATCH", "/api/partner/me", Some(json!({"payout_email": 5})), &[("authorization", &auth)]).await.expect(400);
+        assert_eq!(r.error(), "Invalid request body: payout_email: invalid type: integer `5`, expected a string");
+        let path = format!("/api/partner/programs/{p}/links");
+        let r = app.send("POST", &path, Some(json!({"short_link": ["a"]})), &[("authorization", &auth)]).await.expect(400);
+        assert_eq!(r.error(), "Invalid request body: short_link: invalid type: sequence, expected a string");
+    }
+}
