@@ -408,6 +408,66 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    async fn approvals_by_status_change_and_by_the_end_of_a_hold_are_reported(app: TestApp) {
+        let clock = Arc::new(ManualClock::default());
+        let app = app.with_private_webhooks(clock.clone());
+        let seed = app.seed_with(json!({"commission_hold_days": 30, "min_payout_cents": 100})).await;
+        let p = seed.program_id;
+        app.admin("PATCH", &format!("/partners/{}", seed.partner_id), Some(json!({"payout_email": "alice@example.com"})))
+            .await
+            .expect(200);
+        let rx = Receiver::start(Answer::Ok).await;
+        let id = endpoint(&app, p, &rx, &["partner.approved", "commission.approved"]).await;
+
+        // A pending partner approved by a status change; a rejection is not reported.
+        let mut pending = Vec::new();
+        for code in ["bob", "carol"] {
+            let r = app.admin("POST", "/partners", Some(json!({"name": code, "code": code}))).await.expect(201);
+            let partner = r.body["id"].as_i64().unwrap();
+            let r = app.admin("POST", &format!("/programs/{p}/partners"), Some(json!({"partner_id": partner, "status": "pending"}))).await.expect(201);
+            assert_eq!(r.body["status"], "pending");
+            pending.push(partner);
+        }
+        let (bob, carol) = (pending[0], pending[1]);
+        assert_eq!(deliveries(&app, id).await, Vec::<Value>::new());
+        app.admin("PATCH", &format!("/programs/{p}/partners/{bob}"), Some(json!({"status": "approved"}))).await.expect(200);
+        app.admin("PATCH", &format!("/programs/{p}/partners/{carol}"), Some(json!({"status": "rejected"}))).await.expect(200);
+        let kinds = |outbox: Vec<Value>| outbox.iter().map(|d| d["type"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+        assert_eq!(kinds(deliveries(&app, id).await), ["partner.approved"]);
+
+        // A commission whose hold has passed, approved by the job; another by creating a
+        // payout, which approves the due ones in passing.
+        sale(&app, &seed, "by-job", 10_000).await;
+        clock.advance(30 * DAY);
+        assert_eq!(app.state.app.approve_due_commissions().await.unwrap(), 1);
+        assert_eq!(kinds(deliveries(&app, id).await).iter().filter(|k| *k == "commission.approved").count(), 1);
+        sale(&app, &seed, "by-payout", 5_000).await;
+        clock.advance(30 * DAY);
+        app.admin("POST", &format!("/programs/{p}/payouts"), Some(json!({}))).await.expect(201);
+        // Nothing is left for the job, and nothing reported twice.
+        assert_eq!(app.state.app.approve_due_commissions().await.unwrap(), 0);
+        let mut outbox = kinds(deliveries(&app, id).await);
+        outbox.sort();
+        assert_eq!(outbox, ["commission.approved", "commission.approved", "partner.approved"]);
+
+        Worker::new(app.state.app.clone()).run_once().await.unwrap();
+        assert_eq!(rx.bad(), Vec::<String>::new());
+        let got: Vec<Value> = rx.received().iter().map(|r| r.body.clone()).collect();
+        let joined = &message(&got, "partner.approved")["data"];
+        assert_eq!(joined["partner_id"], bob);
+        assert_eq!(joined["status"], "approved");
+        let commissions = app.admin("GET", &format!("/programs/{p}/commissions"), None).await.expect(200);
+        for txn in ["by-job", "by-payout"] {
+            let c = commissions.body["data"].as_array().unwrap().iter().find(|c| c["transaction_id"] == txn).unwrap();
+            let reported: Vec<&Value> = got.iter().filter(|m| m["type"] == "commission.approved" && m["data"]["id"] == c["id"]).collect();
+            assert_eq!(reported.len(), 1, "{txn}: {got:?}");
+            assert_eq!(reported[0]["data"]["transaction_id"], txn);
+            assert_eq!(reported[0]["data"]["status"], "approved");
+        }
+    }
+}
+
+on_both_backends! {
     async fn sales_recorded_in_batches_write_their_messages(app: TestApp) {
         let app = app.with_private_webhooks(Arc::new(SystemClock));
         let seed = app.seed().await;
