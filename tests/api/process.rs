@@ -644,3 +644,195 @@ async fn cli_pays_partners() {
     assert!(ok);
     assert_eq!(json(&out)["reference"], "PP-1");
 }
+
+/// The admin subcommands [`cli_admin_commands_print_json`] does not run, each checked by
+/// what it prints and by a later read, on the database at `db`.
+async fn cli_admin_commands_change_what_they_say(db: String) {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = command(dir.path(), &[("REFTRACK_DATABASE_URL", &db)])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = if out.status.success() {
+            out.stdout
+        } else {
+            out.stderr
+        };
+        let text = String::from_utf8(text).unwrap();
+        assert!(out.status.success(), "{args:?}: {text}");
+        serde_json::from_str::<Value>(&text).unwrap()
+    };
+    let migrate = command(dir.path(), &[("REFTRACK_DATABASE_URL", &db)])
+        .arg("migrate")
+        .output()
+        .unwrap();
+    assert!(migrate.status.success());
+    run(&["admin", "create-workspace", "name=W"]);
+    let program = run(&["admin", "create-program", "workspace_id:=1", "name=P"]);
+
+    // Programs.
+    let p = run(&[
+        "admin",
+        "update-program",
+        "1",
+        "name=Renamed",
+        "cookie_window_days:=45",
+    ]);
+    assert_eq!(
+        (&p["name"], &p["cookie_window_days"]),
+        (&json!("Renamed"), &json!(45))
+    );
+    let p = run(&["admin", "get-program", "1"]);
+    assert_eq!(
+        (&p["name"], &p["cookie_window_days"]),
+        (&json!("Renamed"), &json!(45))
+    );
+    let rotated = run(&["admin", "rotate-token", "1"]);
+    let token = rotated["api_token"].as_str().unwrap();
+    assert!(token.starts_with("rtk_"), "{rotated}");
+    assert_ne!(token, program["api_token"].as_str().unwrap());
+    assert_eq!(
+        run(&["admin", "get-program", "1"])["api_token_prefix"],
+        token[..10]
+    );
+    let p = run(&[
+        "admin",
+        "set-payment-account",
+        "1",
+        "status=connected",
+        "account_id=acct_1",
+        "charges_enabled:=true",
+    ]);
+    assert_eq!(p["payment_account"]["status"], "connected");
+    let account = &run(&["admin", "get-program", "1"])["payment_account"];
+    assert_eq!(
+        (&account["account_id"], &account["charges_enabled"]),
+        (&json!("acct_1"), &json!(true))
+    );
+
+    // A link and its coupons.
+    run(&["admin", "create-partner", "name=Ann", "code=ann"]);
+    run(&[
+        "admin",
+        "add-program-partner",
+        "1",
+        "partner_id:=1",
+        "status=pending",
+    ]);
+    run(&[
+        "admin",
+        "create-link",
+        "program_id:=1",
+        "partner_id:=1",
+        "short_link=ann",
+    ]);
+    let coupon = run(&["admin", "create-coupon", "1", "code=PODCAST"]);
+    assert_eq!(
+        (&coupon["code"], &coupon["status"]),
+        (&json!("PODCAST"), &json!("active"))
+    );
+    let link = run(&["admin", "get-link", "1"]);
+    assert_eq!(
+        (&link["short_link"], &link["coupon_codes"]),
+        (&json!("ann"), &json!(["PODCAST"]))
+    );
+    let listed = run(&["admin", "list-coupons", "1"]);
+    assert_eq!(listed["data"][0]["id"], coupon["id"]);
+    let id = coupon["id"].to_string();
+    assert_eq!(
+        run(&["admin", "archive-coupon", "1", &id])["status"],
+        "archived"
+    );
+    assert_eq!(
+        run(&["admin", "list-coupons", "1", "--status", "active"])["data"],
+        json!([])
+    );
+    assert_eq!(
+        run(&["admin", "list-coupons", "1", "--status", "archived"])["data"][0]["id"],
+        coupon["id"]
+    );
+    assert_eq!(run(&["admin", "get-link", "1"])["coupon_codes"], json!([]));
+
+    // Users and memberships.
+    let user = run(&[
+        "admin",
+        "create-user",
+        "email=Owner@Example.com",
+        "password=long enough",
+        "name=Olive",
+    ]);
+    assert_eq!(
+        (&user["email"], &user["name"]),
+        (&json!("owner@example.com"), &json!("Olive"))
+    );
+    let uid = user["id"].to_string();
+    let m = run(&[
+        "admin",
+        "add-member",
+        "1",
+        &format!("user_id:={uid}"),
+        "role=viewer",
+    ]);
+    assert_eq!(
+        (&m["role"], &m["status"]),
+        (&json!("viewer"), &json!("active"))
+    );
+    let m = run(&[
+        "admin",
+        "update-member",
+        "1",
+        &uid,
+        "role=admin",
+        "status=suspended",
+    ]);
+    assert_eq!(
+        (&m["role"], &m["status"]),
+        (&json!("admin"), &json!("suspended"))
+    );
+    let stored = "SELECT COUNT(*) FROM memberships m JOIN users u ON u.id = m.user_id \
+                  WHERE u.email = 'owner@example.com' AND m.workspace_id = 1 \
+                  AND m.role = 'admin' AND m.status = 'suspended'";
+    assert_eq!(crate::common::reftrack_count(&db, stored).await, 1);
+
+    // A failed delivery sent again: due now, with its message id.
+    run(&[
+        "admin",
+        "add-webhook",
+        "1",
+        "url=https://93.184.216.34/hooks",
+        r#"events:=["partner.approved"]"#,
+    ]);
+    run(&["admin", "set-partner-status", "1", "1", "status=approved"]);
+    let queued = run(&["admin", "list-webhook-deliveries", "1"])["data"][0].clone();
+    assert_eq!(queued["type"], "partner.approved");
+    let failed = "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL";
+    crate::common::reftrack_exec(&db, failed).await;
+    assert_eq!(
+        run(&["admin", "list-webhook-deliveries", "1"])["data"][0]["status"],
+        "failed"
+    );
+    let id = queued["id"].to_string();
+    let retried = run(&["admin", "retry-webhook-delivery", "1", &id]);
+    assert_eq!(
+        (&retried["status"], &retried["message_id"]),
+        (&json!("pending"), &queued["message_id"])
+    );
+    let listed = run(&["admin", "list-webhook-deliveries", "1"])["data"][0].clone();
+    assert_eq!(listed["status"], "pending");
+    assert!(listed["next_attempt_at"].is_string(), "{listed}");
+}
+
+#[tokio::test]
+async fn cli_admin_commands_change_what_they_say_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
+    cli_admin_commands_change_what_they_say(db).await;
+}
+
+#[tokio::test]
+async fn cli_admin_commands_change_what_they_say_on_postgres() {
+    let url = crate::common::fresh_postgres_url().await;
+    crate::common::dropping_database(url.clone(), cli_admin_commands_change_what_they_say(url))
+        .await;
+}
