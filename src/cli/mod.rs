@@ -224,7 +224,7 @@ pub fn parse_fields(fields: &[String]) -> anyhow::Result<Value> {
 /// The body of a subcommand: its fields read as the API reads a request body.
 fn body<T: DeserializeOwned>(fields: &[String]) -> Result<T, String> {
     let value = parse_fields(fields).map_err(|e| e.to_string())?;
-    serde_json::from_value(value).map_err(|e| format!("Invalid request body: {e}"))
+    crate::http::extract::read_body_value(value).map_err(|e| e.to_string())
 }
 
 /// An answer as JSON, or a service error as its client text.

@@ -104,6 +104,22 @@ fn query_of<T: DeserializeOwned>(raw: Option<&str>, drop_empty: bool) -> Result<
         .map_err(|e| field_error(e, |_, text| text))
 }
 
+/// A body already parsed (the CLI's fields) read into `T` as [`JsonBody`] reads one: a
+/// field that does not fit is named by its path.
+pub fn read_body_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, Error> {
+    serde_path_to_error::deserialize(value).map_err(body_error)
+}
+
+/// The error of a body that does not fit `T`: a field's names the field; one of the
+/// object itself (a missing field) has no field to name.
+fn body_error(e: serde_path_to_error::Error<serde_json::Error>) -> Error {
+    if e.path().iter().next().is_none() {
+        parse_error(e.into_inner())
+    } else {
+        field_error(e, |_, text| text)
+    }
+}
+
 /// A management, partner or dashboard request body read into `T`: 415 for another
 /// content type, 413 over [`MAX_BODY_BYTES`], 400 for malformed JSON or a body that is
 /// not an object. A field that does not fit its type is a 400 naming the field by its
@@ -127,14 +143,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
             );
         }
         let mut json = serde_json::Deserializer::from_slice(&bytes);
-        let value: T = serde_path_to_error::deserialize(&mut json).map_err(|e| {
-            // An error of the object itself has no field to name.
-            if e.path().iter().next().is_none() {
-                parse_error(e.into_inner())
-            } else {
-                field_error(e, |_, text| text)
-            }
-        })?;
+        let value: T = serde_path_to_error::deserialize(&mut json).map_err(body_error)?;
         // Trailing characters make the whole body malformed.
         json.end()
             .map_err(|e| Error::bad_request(format!("Malformed JSON: {e}")))?;

@@ -222,6 +222,19 @@ fn cli_admin_commands_print_json() {
     assert!(ok, "{program}");
     assert!(program["api_token"].as_str().unwrap().starts_with("rtk_"));
     assert_eq!(program["commission"]["amount_cents"], 500);
+    // A field of the wrong type is named, as the API names it.
+    let (ok, refused) = run(&[
+        "admin",
+        "create-program",
+        "workspace_id:=1",
+        "name=X",
+        "cookie_window_days=sixty",
+    ]);
+    assert!(!ok);
+    assert_eq!(
+        refused["error"],
+        "Invalid request body: cookie_window_days: invalid type: string \"sixty\", expected i64"
+    );
     let (ok, partner) = run(&["admin", "create-partner", "name=Alice", "code=alice"]);
     assert!(ok);
     let (ok, _) = run(&[
