@@ -179,6 +179,9 @@ pub enum AdminCommand {
     },
     /// Make a delivery due now (a running server sends it), with its message id.
     RetryWebhookDelivery { id: i64, delivery_id: i64 },
+    /// Write a test message (type `webhook.test`) to a webhook endpoint, due now (a
+    /// running server sends it).
+    TestWebhook { id: i64 },
     /// Replace the stored admin token with a new one and print it (not needed when
     /// REFTRACK_ADMIN_TOKEN is set, which takes precedence).
     RotateAdminToken,
@@ -382,6 +385,7 @@ impl AdminCommand {
             RetryWebhookDelivery { id, delivery_id } => {
                 answer(app.resend_delivery(caller, id, delivery_id).await)
             }
+            TestWebhook { id } => answer(app.send_test_webhook(caller, id).await),
             RotateAdminToken => crate::app::admin::rotate_admin_token(&**app.store())
                 .await
                 .map(|token| serde_json::json!({ "admin_token": token }))

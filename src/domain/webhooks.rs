@@ -208,6 +208,25 @@ pub fn new_secret() -> String {
     format!("whsec_{}", BASE64.encode(bytes))
 }
 
+/// The type of the message an owner sends to try an endpoint: not an event, so no
+/// endpoint subscribes to it, and it is sent to the one endpoint it names.
+pub const TEST_MESSAGE_TYPE: &str = "webhook.test";
+
+/// The body of a test message to endpoint `endpoint_id` of program `program_id`, sent at
+/// `at`: the envelope of every message, its `data` naming the endpoint.
+pub fn test_message(endpoint_id: i64, program_id: i64, at: i64) -> String {
+    serde_json::json!({
+        "type": TEST_MESSAGE_TYPE,
+        "timestamp": crate::domain::time::iso(at),
+        "data": {
+            "endpoint_id": endpoint_id,
+            "program_id": program_id,
+            "message": "A test message from Reftrack"
+        }
+    })
+    .to_string()
+}
+
 /// A new message id (`webhook-id`): `msg_` and 24 random alphanumeric characters.
 pub fn new_message_id() -> String {
     use rand::distributions::{Alphanumeric, DistString};

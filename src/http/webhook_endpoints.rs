@@ -24,6 +24,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(update_webhook, delete_webhook))
         .routes(routes!(list_deliveries))
         .routes(routes!(retry_delivery))
+        .routes(routes!(test_webhook))
 }
 
 /// List a program's webhook endpoints (without their secrets).
@@ -132,5 +133,16 @@ management_endpoints! {
             "Due now: the worker sends it at once",
             404 "Unknown endpoint or delivery",
             409 "An attempt is under way, or the endpoint is disabled",
+        );
+
+    /// Send the endpoint a test message now (type `webhook.test`, whatever types it
+    /// receives), signed and logged like any other, to try a receiver.
+    post "/webhooks/{id}/test"
+        path(id: ("id" = i64, Path, description = "Webhook endpoint id"))
+        => test_webhook -> 202 Delivery = send_test_webhook;
+        responses(
+            "Due now: the worker sends it at once",
+            404 "Unknown endpoint",
+            409 "The endpoint is disabled",
         );
 }

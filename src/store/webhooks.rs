@@ -223,6 +223,15 @@ pub trait WebhookTx: Send {
         at: i64,
         events: &[Event],
     ) -> StoreResult<()>;
+    /// Writes one message of type `event_type` and body `payload` to an endpoint, due
+    /// at `at`, whatever the types it receives; its delivery id.
+    async fn insert_delivery(
+        &mut self,
+        endpoint_id: i64,
+        event_type: &str,
+        payload: &str,
+        at: i64,
+    ) -> StoreResult<i64>;
     /// Changes an endpoint; `None` when there is none. Disabling it takes its pending
     /// deliveries off the schedule; enabling it makes them due at `at`.
     async fn update_endpoint(

@@ -636,17 +636,29 @@ on_both_backends! {
         // A delivery of another endpoint is not found here.
         DASHBOARD.post(&app, &format!("{deliveries}/999999/retry"), Some(&owner), "").await.expect(404);
 
+        // The endpoint's page sends a test message, listed on its deliveries.
+        let page = format!("{webhooks}/{id}");
+        assert!(html(&DASHBOARD.get(&app, &page, Some(&owner)).await.expect(200)).contains(">Send a test message</button>"));
+        let r = DASHBOARD.post(&app, &format!("{page}/test"), Some(&owner), "").await.expect(303);
+        assert_eq!(location(&r), format!("{deliveries}?done=webhook-test"));
+        let r = DASHBOARD.get(&app, location(&r), Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("A test message (webhook.test) is due now") && html(&r).contains("webhook.test"), "{}", html(&r));
+        assert_eq!(worker.run_once().await.unwrap(), 1);
+        assert_eq!(rx.received().len(), 3);
+        assert_eq!(rx.received()[2].body["type"], "webhook.test");
+
         // A disabled endpoint offers no retry, and refuses one with the reason.
         app.admin("PATCH", &format!("/webhooks/{id}"), Some(json!({"enabled": false}))).await.expect(200);
         let r = DASHBOARD.get(&app, &deliveries, Some(&owner)).await.expect(200);
         assert!(!html(&r).contains(">Retry</button>") && html(&r).contains("Enable the endpoint to send again."));
+        assert!(!html(&DASHBOARD.get(&app, &page, Some(&owner)).await.expect(200)).contains("Send a test message"));
         let r = DASHBOARD.post(&app, &retry, Some(&owner), &format!("back={}", enc(&deliveries))).await.expect(409);
         assert!(html(&r).contains("role=\"alert\">The endpoint is disabled: enable it first<"), "{}", html(&r));
         assert_eq!(worker.run_once().await.unwrap(), 0);
         app.admin("PATCH", &format!("/webhooks/{id}"), Some(json!({"enabled": true}))).await.expect(200);
 
-        // Pages of 20, newest first.
-        for n in 0..20 {
+        // Pages of 20, newest first: 19 leads and the test message, then the sale.
+        for n in 0..19 {
             app.lead(&seed, &format!("cust-{n}")).await;
         }
         let r = DASHBOARD.get(&app, &deliveries, Some(&owner)).await.expect(200);

@@ -247,6 +247,7 @@ on_both_backends! {
         call("PATCH", format!("/webhooks/{id}"), Some(json!({"enabled": false})), viewer.clone()).await.expect(403);
         call("DELETE", format!("/webhooks/{id}"), None, viewer.clone()).await.expect(403);
         call("POST", format!("/webhooks/{id}/deliveries/1/retry"), None, viewer.clone()).await.expect(403);
+        call("POST", format!("/webhooks/{id}/test"), None, viewer.clone()).await.expect(403);
         for (method, path, body) in [
             ("GET", format!("/programs/{p}/webhooks"), None),
             ("POST", format!("/programs/{p}/webhooks"), Some(body.clone())),
@@ -254,6 +255,7 @@ on_both_backends! {
             ("DELETE", format!("/webhooks/{id}"), None),
             ("GET", format!("/webhooks/{id}/deliveries"), None),
             ("POST", format!("/webhooks/{id}/deliveries/1/retry"), None),
+            ("POST", format!("/webhooks/{id}/test"), None),
         ] {
             call(method, path.clone(), body, outsider.clone()).await.expect(404);
             let r = app.send(method, &format!("/api/admin{path}"), None, &[]).await;
@@ -261,6 +263,36 @@ on_both_backends! {
         }
         call("PATCH", format!("/webhooks/{id}"), Some(json!({"enabled": false})), owner.clone()).await.expect(200);
         call("DELETE", format!("/webhooks/{id}"), None, owner).await.expect(204);
+    }
+}
+
+on_both_backends! {
+    async fn a_test_message_reaches_the_endpoint_whatever_it_receives(app: TestApp) {
+        let app = app.with_private_webhooks(Arc::new(SystemClock));
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let rx = Receiver::start(Answer::Ok).await;
+        let id = endpoint(&app, p, &rx, &["payout.paid"]).await;
+        let r = app.admin("POST", &format!("/webhooks/{id}/test"), None).await.expect(202);
+        assert_eq!(r.body["type"], "webhook.test");
+        assert_eq!(r.body["status"], "pending");
+        let message_id = r.body["message_id"].as_str().unwrap().to_string();
+        assert_eq!(Worker::new(app.state.app.clone()).run_once().await.unwrap(), 1);
+        // Signed as every message: the reference verifier accepts it.
+        assert_eq!(rx.bad(), Vec::<String>::new());
+        let got = rx.received();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].id, message_id);
+        assert_eq!(got[0].body["type"], "webhook.test");
+        assert_eq!(got[0].body["data"], json!({"endpoint_id": id, "program_id": p, "message": "A test message from Reftrack"}));
+        let listed = deliveries(&app, id).await;
+        assert_eq!((listed[0]["type"].as_str(), listed[0]["status"].as_str()), (Some("webhook.test"), Some("delivered")));
+        // Nothing is sent to a disabled endpoint; an unknown one is 404.
+        app.admin("PATCH", &format!("/webhooks/{id}"), Some(json!({"enabled": false}))).await.expect(200);
+        let r = app.admin("POST", &format!("/webhooks/{id}/test"), None).await.expect(409);
+        assert_eq!(r.error(), "The endpoint is disabled: enable it first (PATCH enabled=true)");
+        app.admin("POST", "/webhooks/999999/test", None).await.expect(404);
+        assert_eq!(deliveries(&app, id).await.len(), 1);
     }
 }
 

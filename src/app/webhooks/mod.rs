@@ -20,7 +20,8 @@ use crate::domain::access::Access;
 use crate::domain::lifecycle::DAY_MS;
 use crate::domain::status::DeliveryStatus;
 use crate::domain::webhooks::{
-    is_public, new_secret, next_attempt, Subscription, DISABLE_AFTER_MS, LEASE_MS,
+    is_public, new_secret, next_attempt, test_message, Subscription, DISABLE_AFTER_MS, LEASE_MS,
+    TEST_MESSAGE_TYPE,
 };
 use crate::store::webhooks::{
     AttemptRecord, ClaimedDelivery, Delivery, EndpointHealth, EndpointPatch, NewEndpoint, Resend,
@@ -239,6 +240,20 @@ impl App {
         Ok(listed(rows, page, |d| d.id))
     }
 
+    /// An endpoint the caller may change that is enabled: 404, or 409 while it is
+    /// disabled (nothing can be sent to it).
+    async fn enabled_endpoint(&self, caller: &Caller, id: i64) -> Result<WebhookEndpoint> {
+        self.allow(caller, Record::Webhook(id), Access::Change)
+            .await?;
+        let endpoint = self.store.endpoint(id).await?.ok_or_else(webhook_missing)?;
+        if !endpoint.enabled {
+            return Err(Error::Conflict(
+                "The endpoint is disabled: enable it first (PATCH enabled=true)".into(),
+            ));
+        }
+        Ok(endpoint)
+    }
+
     /// Makes a delivery due now, whatever its status: the worker sends it at once, with
     /// its message id. 409 while an attempt of it is under way or the endpoint is
     /// disabled.
@@ -248,14 +263,7 @@ impl App {
         id: i64,
         delivery_id: i64,
     ) -> Result<Delivery> {
-        self.allow(caller, Record::Webhook(id), Access::Change)
-            .await?;
-        let endpoint = self.store.endpoint(id).await?.ok_or_else(webhook_missing)?;
-        if !endpoint.enabled {
-            return Err(Error::Conflict(
-                "The endpoint is disabled: enable it first (PATCH enabled=true)".into(),
-            ));
-        }
+        self.enabled_endpoint(caller, id).await?;
         match self.store.resend(id, delivery_id, self.now_ms()).await? {
             Resend::Due => {}
             Resend::Missing => return Err(delivery_missing()),
@@ -265,6 +273,29 @@ impl App {
                 ))
             }
         }
+        self.webhooks_due.notify_one();
+        self.store
+            .delivery(id, delivery_id)
+            .await?
+            .ok_or_else(delivery_missing)
+    }
+
+    /// Writes a test message (`webhook.test`) to an endpoint, due now, signed and
+    /// delivered like any message; its delivery. 409 while the endpoint is disabled.
+    pub async fn send_test_webhook(&self, caller: &Caller, id: i64) -> Result<Delivery> {
+        let endpoint = self.enabled_endpoint(caller, id).await?;
+        let at = self.now_ms();
+        let payload = test_message(id, endpoint.program_id, at);
+        let delivery_id = self
+            .write(move |tx, _| {
+                async move {
+                    Ok(tx
+                        .insert_delivery(id, TEST_MESSAGE_TYPE, &payload, at)
+                        .await?)
+                }
+                .boxed()
+            })
+            .await?;
         self.webhooks_due.notify_one();
         self.store
             .delivery(id, delivery_id)

@@ -266,6 +266,7 @@ pub(super) fn notice(done: Option<&str>) -> Option<&'static str> {
         "webhook-disabled" => "The endpoint is disabled: nothing is sent to it until you enable it again.",
         "webhook-deleted" => "The endpoint is deleted with its delivery log.",
         "retry" => "The delivery is due now: it is sent again in a moment, with the same message id.",
+        "webhook-test" => "A test message (webhook.test) is due now: it is sent in a moment and listed here with its attempts.",
         "coupon" => "The coupon code is added.",
         "coupon-archived" => "The coupon code is archived: it attributes no more sales.",
         _ => return None,

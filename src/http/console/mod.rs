@@ -159,6 +159,10 @@ pub fn router() -> Router<AppState> {
             post(webhooks::delete),
         )
         .route(
+            &format!("{program}/settings/webhooks/{{webhook_id}}/test"),
+            post(webhooks::send_test),
+        )
+        .route(
             &format!("{program}/settings/webhooks/{{webhook_id}}/deliveries"),
             get(webhooks::deliveries),
         )

@@ -302,6 +302,22 @@ pub(super) async fn set_enabled(
     )))
 }
 
+/// `POST /app/programs/{id}/settings/webhooks/{webhook_id}/test`: a test message is
+/// written to the endpoint, due now; its deliveries page shows it.
+pub(super) async fn send_test(
+    State(s): State<AppState>,
+    user: Signed,
+    Ids(id, webhook_id): Ids,
+) -> PageResult {
+    let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
+    own_endpoint(&s, &frame, webhook_id).await?;
+    s.app.send_test_webhook(&frame.caller, webhook_id).await?;
+    Ok(see_other(&format!(
+        "{}/deliveries?done=webhook-test",
+        endpoint_href(id, webhook_id)
+    )))
+}
+
 /// `POST /app/programs/{id}/settings/webhooks/{webhook_id}/delete`: after a
 /// confirmation, the endpoint and its delivery log are deleted.
 pub(super) async fn delete(

@@ -315,6 +315,27 @@ impl<DB: Engine> WebhookTx for WriteConnection<DB> {
         record_events::<DB>(&mut self.conn, program_id, at, events).await
     }
 
+    async fn insert_delivery(
+        &mut self,
+        endpoint_id: i64,
+        event_type: &str,
+        payload: &str,
+        at: i64,
+    ) -> StoreResult<i64> {
+        Ok(stmt::<DB>(
+            "INSERT INTO webhook_deliveries (endpoint_id, message_id, event_type, payload, \
+             next_attempt_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5, $5) \
+             RETURNING id",
+        )
+        .bind(endpoint_id)
+        .bind(new_message_id())
+        .bind(event_type)
+        .bind(payload)
+        .bind(at)
+        .scalar(&mut self.conn)
+        .await?)
+    }
+
     async fn update_endpoint(
         &mut self,
         id: i64,
