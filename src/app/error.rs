@@ -21,12 +21,30 @@ pub enum Error {
     /// The change would duplicate a record (HTTP 409).
     #[error("{0}")]
     Conflict(String),
+    /// The sale's `transaction_id` is already recorded (HTTP 409), with the earlier
+    /// sale when it is of the caller's program.
+    #[error("{DUPLICATE_SALE}")]
+    DuplicateSale(Option<RecordedSale>),
     /// The database cannot be reached now; retrying later may work (HTTP 503).
     #[error("Service temporarily unavailable")]
     Unavailable(#[source] anyhow::Error),
     /// A fault of the service; the text is what the client sees, the cause is logged.
     #[error("{0}")]
     Internal(&'static str, #[source] anyhow::Error),
+}
+
+/// The answer to a sale whose `transaction_id` is already recorded.
+pub const DUPLICATE_SALE: &str = "Duplicate transaction_id. This sale has already been recorded.";
+
+/// A recorded sale, as the answer to its duplicate names it: what a client that lost
+/// the first answer needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordedSale {
+    pub sale_id: i64,
+    /// Null when the sale earned none.
+    pub commission_id: Option<i64>,
+    /// Whether it was recorded in test mode: a test sale uses its transaction id up too.
+    pub test_mode: bool,
 }
 
 /// A use case's result.
@@ -64,7 +82,7 @@ fn conflict_text(what: &str) -> String {
         "short_link" => "A link with this short_link already exists".into(),
         "email" => "A user with this email already exists".into(),
         "membership" => "This user is already a member of this workspace".into(),
-        "transaction_id" => "Duplicate transaction_id. This sale has already been recorded.".into(),
+        "transaction_id" => DUPLICATE_SALE.into(),
         "coupon code" => "A coupon with this code already exists in this program".into(),
         "stripe_promotion_code" => {
             "A coupon with this stripe_promotion_code already exists in this program".into()

@@ -23,7 +23,7 @@ pub mod admin;
 pub mod cache;
 pub mod coupons;
 pub mod dashboard;
-mod error;
+pub mod error;
 pub mod exports;
 pub mod first_run;
 pub mod invite_mail;
@@ -48,7 +48,7 @@ use lru::LruCache;
 use tokio::sync::oneshot;
 
 pub use access::Caller;
-pub use error::{Error, Result};
+pub use error::{Error, RecordedSale, Result};
 pub use pages::{Listed, PageParams};
 
 use crate::domain::figures::Deltas;

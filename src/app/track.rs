@@ -9,6 +9,7 @@
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
+use super::error::{RecordedSale, DUPLICATE_SALE};
 use super::{dropped, App, Error, Result};
 use crate::domain::attribution::{self, AffError, SaleSource};
 use crate::domain::click_id;
@@ -341,6 +342,7 @@ impl App {
             ));
         }
         let sale = self.new_sale(program, s);
+        let transaction_id = sale.transaction_id.clone();
         let (answer, answered) = oneshot::channel();
         let write = if sale.is_plain() {
             Write::Sale(Box::new(PlainSaleWrite { sale, answer }))
@@ -350,10 +352,23 @@ impl App {
             }))
         };
         self.store.submit(write).await;
-        answered
-            .await
-            .unwrap_or_else(|_| Err(dropped()))
-            .map_err(|e| e.public_text("Sale tracking failed"))
+        match answered.await.unwrap_or_else(|_| Err(dropped())) {
+            Err(Error::Conflict(text)) if text == DUPLICATE_SALE => {
+                // A client that lost the first answer learns what it recorded; a sale of
+                // another program stays unnamed.
+                let earlier = self
+                    .store
+                    .recorded_sale(program.id, &transaction_id)
+                    .await?
+                    .map(|(sale_id, commission_id, test_mode)| RecordedSale {
+                        sale_id,
+                        commission_id,
+                        test_mode,
+                    });
+                Err(Error::DuplicateSale(earlier))
+            }
+            done => done.map_err(|e| e.public_text("Sale tracking failed")),
+        }
     }
 
     /// A sale as the store records it, with the commission its program's rule gives.

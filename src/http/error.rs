@@ -22,6 +22,36 @@ pub struct ErrorBody {
     pub error: String,
 }
 
+/// The body of the 409 of a sale whose `transaction_id` is already recorded: the error,
+/// and the earlier sale when it is of the caller's program.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DuplicateSaleBody {
+    /// `Duplicate transaction_id. This sale has already been recorded.`
+    pub error: String,
+    /// The earlier sale's id; absent when another program recorded the transaction id
+    /// (as are the next two fields).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sale_id: Option<i64>,
+    /// Its commission's id, null when it earned none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<i64>)]
+    pub commission_id: Option<Option<i64>>,
+    /// Whether it was recorded in test mode: a test sale uses its transaction id up too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_mode: Option<bool>,
+}
+
+impl DuplicateSaleBody {
+    fn of(error: String, recorded: Option<app::RecordedSale>) -> Self {
+        DuplicateSaleBody {
+            error,
+            sale_id: recorded.map(|r| r.sale_id),
+            commission_id: recorded.map(|r| r.commission_id),
+            test_mode: recorded.map(|r| r.test_mode),
+        }
+    }
+}
+
 /// Everything that can go wrong while serving a request.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -43,6 +73,10 @@ pub enum Error {
     /// 409: a unique value is already taken.
     #[error("{0}")]
     Conflict(String),
+    /// 409: a sale's `transaction_id` is already recorded; the earlier sale of the
+    /// caller's program, when it is one.
+    #[error("{}", app::error::DUPLICATE_SALE)]
+    DuplicateSale(Option<app::RecordedSale>),
     /// 413: the body is over the limit.
     #[error("Request body too large (limit 64 KiB)")]
     PayloadTooLarge,
@@ -89,7 +123,7 @@ impl Error {
             Error::Forbidden(_) => StatusCode::FORBIDDEN,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Error::Conflict(_) => StatusCode::CONFLICT,
+            Error::Conflict(_) | Error::DuplicateSale(_) => StatusCode::CONFLICT,
             Error::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Error::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Error::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
@@ -107,6 +141,7 @@ impl From<app::Error> for Error {
             app::Error::Forbidden(text) => Error::Forbidden(text),
             app::Error::NotFound(text) => Error::NotFound(text),
             app::Error::Conflict(text) => Error::Conflict(text),
+            app::Error::DuplicateSale(recorded) => Error::DuplicateSale(recorded),
             app::Error::Unavailable(cause) => Error::Unavailable(cause),
             app::Error::Internal(text, cause) => Error::Internal(text, cause),
         }
@@ -138,13 +173,13 @@ impl IntoResponse for Error {
             _ => None,
         };
         let unavailable = matches!(self, Error::Unavailable(_));
-        let mut response = (
-            status,
-            axum::Json(ErrorBody {
-                error: self.to_string(),
-            }),
-        )
-            .into_response();
+        let error = self.to_string();
+        let mut response = match self {
+            Error::DuplicateSale(recorded) => {
+                (status, axum::Json(DuplicateSaleBody::of(error, recorded))).into_response()
+            }
+            _ => (status, axum::Json(ErrorBody { error })).into_response(),
+        };
         if let Some(secs) = retry_after.and_then(|s| s.parse().ok()) {
             response
                 .headers_mut()

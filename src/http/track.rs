@@ -16,7 +16,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::bearer::{bearer, Bearer};
-use super::error::{Error, ErrorBody, Result};
+use super::error::{DuplicateSaleBody, Error, ErrorBody, Result};
 use super::extract::{TrackJson, TrackRequest};
 use super::fields::{
     nested, truncate, Amount, Currency, Flag, Id, NotARefundAmount, Object, Positive, Required,
@@ -655,7 +655,7 @@ async fn lead(
         (status = 200, description = "Sale recorded (or the test-mode body)", body = SaleResponse),
         (status = 400, description = "Invalid field, customer or coupon code not found, or no attribution", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 409, description = "Duplicate transaction_id", body = ErrorBody),
+        (status = 409, description = "Duplicate transaction_id: the earlier sale when it is of this program", body = DuplicateSaleBody),
     ),
 )]
 async fn sale(

@@ -206,6 +206,13 @@ pub trait Store:
 
     /// A referral link by its `short_link`, with its program and partner.
     async fn link_target(&self, short_link: &str) -> StoreResult<Option<LinkTarget>>;
+    /// The sale of a program recorded under `transaction_id`, test or real: its id, its
+    /// sale commission's id and whether it is a test sale.
+    async fn recorded_sale(
+        &self,
+        program_id: i64,
+        transaction_id: &str,
+    ) -> StoreResult<Option<(i64, Option<i64>, bool)>>;
     /// Whether any program admits `origin` (CORS preflights carry no program).
     async fn any_program_allows_origin(&self, origin: &str) -> StoreResult<bool>;
 

@@ -2,7 +2,7 @@
 //! recurring limits, test mode and refund reversals.
 
 use crate::common::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 const SALE: &str = "/api/v1/track/sale";
 const REFUND: &str = "/api/v1/track/refund";
@@ -130,11 +130,17 @@ on_both_backends! {
         let other = app.seed().await;
         app.lead(&seed, "a").await;
         app.lead(&other, "b").await;
-        app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "same", "amount_cents": 500, "customer_key": "a"})).await.expect(200);
+        let first = app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "same", "amount_cents": 500, "customer_key": "a"})).await.expect(200);
         for (token, key) in [(&seed.api_token, "a"), (&other.api_token, "b")] {
             let r = app.post_auth(SALE, token, json!({"transaction_id": "same", "amount_cents": 500, "customer_key": key})).await.expect(409);
             assert_eq!(r.error(), "Duplicate transaction_id. This sale has already been recorded.");
         }
+        // The program's own retry learns what the first call recorded; another program
+        // learns nothing of it.
+        let r = app.post_auth(SALE, &seed.api_token, json!({"transaction_id": "same", "amount_cents": 500, "customer_key": "a"})).await.expect(409);
+        assert_eq!(r.body, json!({"error": "Duplicate transaction_id. This sale has already been recorded.", "sale_id": first.body["sale_id"], "commission_id": first.body["commission_id"], "test_mode": false}));
+        let r = app.post_auth(SALE, &other.api_token, json!({"transaction_id": "same", "amount_cents": 500, "customer_key": "b"})).await.expect(409);
+        assert_eq!(r.body, json!({"error": "Duplicate transaction_id. This sale has already been recorded."}));
         assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_sale_events").await, 1);
         assert_eq!(app.count("SELECT COUNT(*) FROM commissions").await, 1);
         assert_eq!(app.count("SELECT CAST(SUM(sales) AS BIGINT) FROM daily_rollups").await, 1);
@@ -443,8 +449,9 @@ on_both_backends! {
              ('test_txn_{at}', 'test_txn_{}', 'test_txn_{}')", at + 1, at + 2
         )).await;
         assert_eq!(taken, 3);
-        // An id sent twice is still a duplicate.
+        // An id sent twice is still a duplicate, and the answer says the first was a test.
         let r = test_sale(Some(format!("test_txn_{at}"))).await.expect(409);
         assert_eq!(r.error(), "Duplicate transaction_id. This sale has already been recorded.");
+        assert_eq!((&r.body["test_mode"], &r.body["commission_id"]), (&json!(true), &Value::Null));
     }
 }

@@ -230,6 +230,8 @@ impl_store! {
         status: Option<MembershipStatus>
     ) -> Membership = admin::update_member;
     read link_target(short_link: &str) -> Option<LinkTarget> = admin::link_target;
+    read recorded_sale(program_id: i64, transaction_id: &str) -> Option<(i64, Option<i64>, bool)>
+        = admin::recorded_sale;
     read any_program_allows_origin(origin: &str) -> bool = admin::any_program_allows_origin;
     read user_credentials(email: &str) -> Option<Credentials> = reports::user_credentials;
     write create_session(user_id: i64, token_hash: &str, now: i64, expires_at: i64) -> ()
