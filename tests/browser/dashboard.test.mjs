@@ -397,6 +397,14 @@ test('a webhook endpoint is added, receives a sale, and a delivery is sent again
   await shoot(page, 'app-webhook');
   await page.getByRole('button', { name: 'Enable' }).click();
   await page.waitForURL(/done=webhook-enabled$/);
+  await shoot(page, 'app-webhook-enabled');
+  // A test message, whatever types the endpoint receives, listed with the deliveries.
+  await page.getByRole('button', { name: 'Send a test message' }).click();
+  await page.waitForURL(/\/deliveries\?done=webhook-test$/);
+  await reloadUntil(page, 'the test message', () => [...document.querySelectorAll('table.deliveries tr')].some((r) => /webhook\.test/.test(r.textContent) && /delivered/.test(r.textContent)));
+  assert.ok(rx.got.some((m) => m.body.type === 'webhook.test' && /^v1,/.test(m.signature)));
+  await shoot(page, 'app-webhook-deliveries-test');
+  await page.getByRole('link', { name: 'This endpoint' }).click();
   await page.getByRole('button', { name: 'Delete' }).click();
   assert.match(await page.locator('h2#confirm-title').textContent(), /Delete this endpoint\?/);
   await shoot(page, 'app-webhook-delete');
