@@ -20,7 +20,7 @@ use crate::domain::status::{PartnerStatus, UnknownValue};
 use crate::domain::webhooks::EventType;
 use crate::store::webhooks::{Event, Subject};
 use crate::store::{
-    Link, LinkFilter, Page, Partner, PartnerProgram, ProgramPartnerRow, Record, Workspace,
+    Link, LinkFilter, Partner, PartnerProgram, ProgramPartnerRow, Record, Workspace,
 };
 
 /// The body of the call that changes a partner's standing in a program.
@@ -122,7 +122,7 @@ impl App {
             .store
             .program_partners(program_id, status, probe(page))
             .await?;
-        Ok(listed(rows, page, |r| r.partner_id))
+        Ok(listed(rows, page, |r| r.record_id))
     }
 
     /// Every partner of a program with `status`, in chunks (see
@@ -140,7 +140,7 @@ impl App {
             move |store, page| {
                 async move { store.program_partners(program_id, status, page).await }.boxed()
             },
-            |r: &ProgramPartnerRow| r.partner_id,
+            |r: &ProgramPartnerRow| r.record_id,
         ))
     }
 
@@ -256,16 +256,9 @@ impl App {
     ) -> Result<ProgramPartnerRow> {
         self.allow(caller, Record::Program(program_id), Access::Read)
             .await?;
-        // The list's keyset page of one row starting at this partner.
-        let page = Page {
-            limit: 1,
-            before: partner_id.checked_add(1),
-        };
         self.store
-            .program_partners(program_id, None, page)
+            .program_partner(program_id, partner_id)
             .await?
-            .into_iter()
-            .find(|r| r.partner_id == partner_id)
             .ok_or_else(|| Error::NotFound("Partner not found".into()))
     }
 

@@ -60,6 +60,10 @@ pub struct MembershipView {
 /// A partner of a program, with its totals in that program.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 pub struct ProgramPartnerRow {
+    /// The partner's record in the program: the key of the list, newest joined first.
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub record_id: i64,
     pub partner_id: i64,
     pub name: String,
     pub email: Option<String>,
@@ -135,6 +139,12 @@ pub trait ManagementReads: Send + Sync {
         status: Option<PartnerStatus>,
         page: Page,
     ) -> StoreResult<Vec<ProgramPartnerRow>>;
+    /// One partner's row in a program, if it is in it.
+    async fn program_partner(
+        &self,
+        program_id: i64,
+        partner_id: i64,
+    ) -> StoreResult<Option<ProgramPartnerRow>>;
     /// One page of links matching `filter`.
     async fn list_links(
         &self,

@@ -383,3 +383,39 @@ on_both_backends! {
         assert_eq!(&row[7], "0", "numbers stay numbers");
     }
 }
+
+on_both_backends! {
+    async fn a_programs_partners_are_listed_newest_joined_first(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let mut ids = Vec::new();
+        for (name, code) in [("Bob", "bob"), ("Carol", "carol")] {
+            let r = app.admin("POST", "/partners", Some(json!({"name": name, "code": code}))).await.expect(201);
+            ids.push(r.body["id"].as_i64().unwrap());
+        }
+        let (bob, carol) = (ids[0], ids[1]);
+        // Carol joins before Bob, though Bob's partner record is older.
+        for partner in [carol, bob] {
+            app.admin("POST", &format!("/programs/{p}/partners"), Some(json!({"partner_id": partner}))).await.expect(201);
+        }
+        let order = |r: &Reply| r.body["data"].as_array().unwrap().iter().map(|row| row["partner_id"].as_i64().unwrap()).collect::<Vec<_>>();
+        let r = app.admin("GET", &format!("/programs/{p}/partners"), None).await.expect(200);
+        assert_eq!(order(&r), vec![bob, carol, seed.partner_id]);
+        // Page by page, the same order.
+        let mut seen = Vec::new();
+        let mut cursor = String::new();
+        loop {
+            let r = app.admin("GET", &format!("/programs/{p}/partners?limit=1{cursor}"), None).await.expect(200);
+            seen.extend(order(&r));
+            match r.body["next_cursor"].as_str() {
+                Some(c) => cursor = format!("&cursor={c}"),
+                None => break,
+            }
+        }
+        assert_eq!(seen, vec![bob, carol, seed.partner_id]);
+        let r = app.admin("GET", &format!("/programs/{p}/partners?format=csv"), None).await.expect(200);
+        let mut reader = csv::Reader::from_reader(r.body.as_str().unwrap().as_bytes());
+        let firsts: Vec<String> = reader.records().map(|r| r.unwrap()[0].to_string()).collect();
+        assert_eq!(firsts, [bob, carol, seed.partner_id].map(|id| id.to_string()));
+    }
+}

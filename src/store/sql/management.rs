@@ -20,11 +20,27 @@ use crate::store::payout_model::Page;
 
 /// The rows of [`ProgramPartnerRow`]s, a program's partners `pp` with their partner `p`;
 /// a `WHERE` follows.
-pub(super) const PROGRAM_PARTNER_ROWS: &str = "SELECT pp.partner_id, p.name, p.email, \
+pub(super) const PROGRAM_PARTNER_ROWS: &str =
+    "SELECT pp.id AS record_id, pp.partner_id, p.name, p.email, \
     p.code, pp.status, pp.created_at, pp.total_clicks AS clicks, pp.total_leads AS leads, \
     pp.total_sales AS sales, pp.total_revenue_cents AS revenue_cents, \
     pp.total_commission_cents AS commission_cents FROM partner_programs pp \
     JOIN partners p ON p.id = pp.partner_id";
+
+/// The partner `partner_id`'s row in program `program_id`, as [`PROGRAM_PARTNER_ROWS`]
+/// lists it.
+pub(super) async fn program_partner_row<DB: Engine>(
+    conn: &mut DB::Connection,
+    program_id: i64,
+    partner_id: i64,
+) -> StoreResult<Option<ProgramPartnerRow>> {
+    let sql = format!("{PROGRAM_PARTNER_ROWS} WHERE pp.program_id = $1 AND pp.partner_id = $2");
+    Ok(stmt::<DB>(&sql)
+        .bind(program_id)
+        .bind(partner_id)
+        .record_optional(conn)
+        .await?)
+}
 
 /// The workspaces where the user `$1` is an active member.
 const MINE: &str =
@@ -161,7 +177,7 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
         let sql = format!(
             "{PROGRAM_PARTNER_ROWS} WHERE pp.program_id = $1 \
              AND ($2 IS NULL OR pp.status = $2) AND {keyset}",
-            keyset = keyset("pp.partner_id", 3),
+            keyset = keyset("pp.id", 3),
         );
         Ok(stmt::<DB>(&sql)
             .bind(program_id)
@@ -169,6 +185,14 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
             .page(page)
             .records(&mut *self.read.acquire().await?)
             .await?)
+    }
+
+    async fn program_partner(
+        &self,
+        program_id: i64,
+        partner_id: i64,
+    ) -> StoreResult<Option<ProgramPartnerRow>> {
+        program_partner_row::<DB>(&mut *self.read.acquire().await?, program_id, partner_id).await
     }
 
     async fn list_links(

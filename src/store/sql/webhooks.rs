@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use super::engine::{stmt, Engine, Rec};
-use super::management::PROGRAM_PARTNER_ROWS;
+use super::management::program_partner_row;
 use super::payouts::{commission_by_id, payout_with_items};
 use super::reports::LEAD_CONVERTED;
 use super::write::WriteConnection;
@@ -24,7 +24,6 @@ use crate::store::webhooks::{
     sale_recorded, Attempt, AttemptRecord, ClaimedDelivery, Delivery, EndpointHealth,
     EndpointPatch, Event, NewEndpoint, Resend, Subject, WebhookEndpoint, WebhookStore, WebhookTx,
 };
-use crate::store::ProgramPartnerRow;
 
 const ENDPOINT_COLUMNS: &str = "id, program_id, url, events, enabled, disabled_reason, \
     failing_since, created_at, updated_at";
@@ -177,12 +176,7 @@ async fn render<DB: Engine>(
             envelope(event.kind, at, data)
         }
         Subject::ProgramPartner(partner_id) => {
-            let sql =
-                format!("{PROGRAM_PARTNER_ROWS} WHERE pp.program_id = $1 AND pp.partner_id = $2");
-            let data: ProgramPartnerRow = stmt::<DB>(&sql)
-                .bind(program_id)
-                .bind(partner_id)
-                .record_optional(conn)
+            let data = program_partner_row::<DB>(conn, program_id, partner_id)
                 .await?
                 .ok_or_else(missing)?;
             envelope(event.kind, at, data)
