@@ -420,6 +420,22 @@ pub struct ProgramView {
     /// The program's API key: only when the program is created or the key rotated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_token: Option<String>,
+    /// When the API token a rotation replaced stops (or stopped) working; absent when
+    /// the last rotation kept none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub previous_token_expires_at: Option<String>,
+}
+
+/// The longest a replaced API token may keep working: a week.
+pub const MAX_KEEP_OLD_TOKEN_HOURS: i64 = 168;
+
+/// The body of an API token rotation; it may be left out.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RotateTokenBody {
+    /// Hours the replaced token keeps working (0 to 168; 0 or absent: it stops at once).
+    pub keep_old_for_hours: Option<i64>,
 }
 
 /// The management view of `p`, with its API token when it was just issued.
@@ -451,6 +467,7 @@ pub fn program_view(p: &Program, api_token: Option<&str>) -> ProgramView {
         created_at: iso(p.created_at),
         updated_at: iso(p.updated_at),
         api_token: api_token.map(str::to_string),
+        previous_token_expires_at: p.previous_token.as_ref().map(|(_, until)| iso(*until)),
     }
 }
 
@@ -518,18 +535,37 @@ impl App {
         Ok(program_view(&done?, None))
     }
 
-    /// Replaces a program's API token; the view carries the new token.
-    pub async fn rotate_program_token(&self, caller: &Caller, id: i64) -> Result<ProgramView> {
+    /// Replaces a program's API token; the view carries the new token. With
+    /// `keep_old_for_hours` (1 to 168) the replaced token keeps working that long, so
+    /// servers can move to the new one without refused calls; without it (or 0), it
+    /// stops at once. Either way an older previous token stops.
+    pub async fn rotate_program_token(
+        &self,
+        caller: &Caller,
+        id: i64,
+        b: RotateTokenBody,
+    ) -> Result<ProgramView> {
+        let hours = match b.keep_old_for_hours {
+            None | Some(0) => None,
+            Some(h @ 1..=MAX_KEEP_OLD_TOKEN_HOURS) => Some(h),
+            Some(_) => {
+                return Err(Error::invalid(format!(
+                    "keep_old_for_hours must be an integer from 0 to {MAX_KEEP_OLD_TOKEN_HOURS}"
+                )))
+            }
+        };
         self.allow(caller, Record::Program(id), Access::Change)
             .await?;
         let token = secrets::generate_token(API_TOKEN_PREFIX);
+        let at = self.now_ms();
         let done = self
             .store
             .set_program_token(
                 id,
                 &secrets::hash_token(&token),
                 &secrets::token_prefix(&token),
-                self.now_ms(),
+                hours.map(|h| at + h * 3_600_000),
+                at,
             )
             .await;
         self.changed();

@@ -9,7 +9,7 @@
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
-use super::error::{RecordedSale, DUPLICATE_SALE};
+use super::error::RecordedSale;
 use super::{dropped, App, Error, Result};
 use crate::domain::attribution::{self, AffError, SaleSource};
 use crate::domain::click_id;
@@ -138,18 +138,26 @@ pub struct RefundOutcome {
 }
 
 impl App {
-    /// The program of an API token, if any (cached briefly).
+    /// The program of an API token, if any (cached briefly): its current token, or the
+    /// one a rotation replaced until that stops working.
     pub async fn program_by_token(&self, token: &str) -> Result<Option<Program>> {
         let hash = super::secrets::hash_token(token);
-        if let Some(p) = self.programs.get(&hash) {
-            return Ok(Some(p));
-        }
-        let generation = self.programs.generation();
-        let found = self.store.program_by_token(&hash).await?;
-        if let Some(p) = &found {
-            self.programs.insert(generation, hash, p.clone());
-        }
-        Ok(found)
+        let found = match self.programs.get(&hash) {
+            Some(p) => Some(p),
+            None => {
+                let generation = self.programs.generation();
+                let found = self.store.program_by_token(&hash).await?;
+                if let Some(p) = &found {
+                    self.programs.insert(generation, hash.clone(), p.clone());
+                }
+                found
+            }
+        };
+        let now = self.now_ms();
+        Ok(found.filter(|p| match &p.previous_token {
+            Some((previous, until)) if *previous == hash => *until > now,
+            _ => true,
+        }))
     }
 
     /// A referral link by its code (cached briefly).
@@ -342,7 +350,6 @@ impl App {
             ));
         }
         let sale = self.new_sale(program, s);
-        let transaction_id = sale.transaction_id.clone();
         let (answer, answered) = oneshot::channel();
         let write = if sale.is_plain() {
             Write::Sale(Box::new(PlainSaleWrite { sale, answer }))
@@ -352,23 +359,10 @@ impl App {
             }))
         };
         self.store.submit(write).await;
-        match answered.await.unwrap_or_else(|_| Err(dropped())) {
-            Err(Error::Conflict(text)) if text == DUPLICATE_SALE => {
-                // A client that lost the first answer learns what it recorded; a sale of
-                // another program stays unnamed.
-                let earlier = self
-                    .store
-                    .recorded_sale(program.id, &transaction_id)
-                    .await?
-                    .map(|(sale_id, commission_id, test_mode)| RecordedSale {
-                        sale_id,
-                        commission_id,
-                        test_mode,
-                    });
-                Err(Error::DuplicateSale(earlier))
-            }
-            done => done.map_err(|e| e.public_text("Sale tracking failed")),
-        }
+        answered
+            .await
+            .unwrap_or_else(|_| Err(dropped()))
+            .map_err(|e| e.public_text("Sale tracking failed"))
     }
 
     /// A sale as the store records it, with the commission its program's rule gives.
@@ -632,12 +626,28 @@ fn lead_created(lead_id: i64) -> Event {
     Event::new(EventType::LeadCreated, Subject::Lead(lead_id))
 }
 
-/// Stores a sale event; a transaction id is accepted once.
+/// Stores a sale event; a transaction id is accepted once. A duplicate names the earlier
+/// sale when it is of the same program, read in this transaction, which sees a sale
+/// recorded earlier in the same batch as well as one committed by another process.
 async fn insert_sale_event(tx: &mut dyn Tx, row: &SaleEventRow<'_>) -> Result<i64> {
-    Ok(tx
-        .insert_sale_event(row)
+    if let Some(id) = tx.insert_sale_event_if_new(row).await? {
+        return Ok(id);
+    }
+    let earlier = tx
+        .recorded_sale(row.sale.program.id, &row.sale.transaction_id)
         .await
-        .map_err(|e| e.conflict_on("transaction_id"))?)
+        .unwrap_or_else(|e| {
+            // The 409 is still the answer, without the earlier sale's ids.
+            tracing::warn!(error = %e, "the earlier sale of a duplicate could not be read");
+            None
+        });
+    Err(Error::DuplicateSale(earlier.map(
+        |(sale_id, commission_id, test_mode)| RecordedSale {
+            sale_id,
+            commission_id,
+            test_mode,
+        },
+    )))
 }
 
 /// The customer of a sale in its program: by customer key, then by click id; else why

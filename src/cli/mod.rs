@@ -50,8 +50,9 @@ pub enum AdminCommand {
     GetProgram { id: i64 },
     /// Change a program (any create field, plus stripe_webhook_secret=…).
     UpdateProgram { id: i64, fields: Vec<String> },
-    /// Issue a new API token for a program; the old one stops working.
-    RotateToken { id: i64 },
+    /// Issue a new API token for a program; the old one stops working at once, or after
+    /// [keep_old_for_hours:=N] hours (up to 168).
+    RotateToken { id: i64, fields: Vec<String> },
     /// Set a program's payment account: status=connected [account_id=…]
     /// [charges_enabled:=true] [payouts_enabled:=true] [details_submitted:=true]
     /// [connection_date=2026-01-01T00:00:00Z]
@@ -320,7 +321,9 @@ impl AdminCommand {
             UpdateProgram { id, fields } => {
                 answer(app.update_program(caller, id, body(&fields)?).await)
             }
-            RotateToken { id } => answer(app.rotate_program_token(caller, id).await),
+            RotateToken { id, fields } => {
+                answer(app.rotate_program_token(caller, id, body(&fields)?).await)
+            }
             SetPaymentAccount { id, fields } => {
                 answer(app.set_payment_account(caller, id, body(&fields)?).await)
             }

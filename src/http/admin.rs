@@ -8,12 +8,12 @@ use utoipa_axum::routes;
 
 use super::bearer::{bearer, Bearer};
 use super::error::{Error, Result};
-use super::extract::JsonBody;
+use super::extract::{JsonBody, OptionalJsonBody};
 use super::AppState;
 use crate::app::admin::{
     LinkBody, LinkPatchBody, MemberBody, MemberPatchBody, PartnerBody, PartnerPatchBody,
-    PaymentAccountBody, ProgramBody, ProgramPartnerBody, ProgramPatchBody, ProgramView, UserBody,
-    WorkspaceBody,
+    PaymentAccountBody, ProgramBody, ProgramPartnerBody, ProgramPatchBody, ProgramView,
+    RotateTokenBody, UserBody, WorkspaceBody,
 };
 use crate::app::secrets::{hash_token, hashes_match};
 use crate::app::Caller;
@@ -156,9 +156,12 @@ management_endpoints! {
         => update_program -> 200 ProgramView = update_program;
         responses("The changed program", 400 "Invalid field", 404 "Unknown program");
 
-    /// Issue a new API key for a program; the old one stops working.
+    /// Issue a new API key for a program. The old one stops working at once, or after
+    /// `keep_old_for_hours` (up to 168), so servers can switch keys without refused
+    /// calls; the body may be left out.
     post "/programs/{id}/rotate-token"
         path(id: ("id" = i64, Path, description = "id"))
+        body(b: OptionalJsonBody<RotateTokenBody>)
         => rotate_token -> 200 ProgramView = rotate_program_token;
         responses(
             "The program with its new API key",

@@ -128,19 +128,27 @@ impl<'de> Deserialize<'de> for Positive {
     }
 }
 
-/// A field a refund does not take but that names an amount: refused, because ignoring
-/// it would refund everything left of the sale. Null is absent.
+/// A field a refund does not take but that names an amount: whether it was sent (not
+/// null). The refund refuses it, after its `transaction_id`, because ignoring it would
+/// refund everything left of the sale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct NotARefundAmount;
+pub struct NotARefundAmount(pub bool);
+
+impl NotARefundAmount {
+    /// The refusal of field `name` when it was sent.
+    pub fn refusal(self, name: &str) -> Option<String> {
+        self.0.then(|| {
+            format!(
+                "{name} is not a refund field: send refund_amount_cents for a partial \
+                 refund, or leave the amount out to refund all that is left"
+            )
+        })
+    }
+}
 
 impl<'de> Deserialize<'de> for NotARefundAmount {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        value_or(
-            d,
-            "{field} is not a refund field: send refund_amount_cents for a partial refund, \
-             or leave the amount out to refund all that is left",
-            |v| v.is_null().then_some(NotARefundAmount),
-        )
+        Ok(NotARefundAmount(!Value::deserialize(d)?.is_null()))
     }
 }
 

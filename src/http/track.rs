@@ -723,6 +723,7 @@ async fn sale(
         (status = 400, description = "Invalid field or amount over what is left", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No sale with this transaction_id in the program", body = ErrorBody),
+        (status = 409, description = "The refund_id was used for another amount of the sale", body = ErrorBody),
     ),
 )]
 async fn refund(
@@ -734,6 +735,11 @@ async fn refund(
     let Some(transaction_id) = body.transaction_id.0 else {
         return Err(Error::bad_request(REFUND_TRANSACTION_ID));
     };
+    if let Some(refused) =
+        (body.amount_cents.refusal("amount_cents")).or_else(|| body.amount.refusal("amount"))
+    {
+        return Err(Error::bad_request(refused));
+    }
     let amount_cents = body.refund_amount_cents.0;
     let reason = body.refund_reason.cut(500);
     let outcome = state

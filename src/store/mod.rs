@@ -94,16 +94,19 @@ pub trait Store:
     async fn create_program(&self, p: &NewProgram, at: i64) -> StoreResult<Program>;
     /// One program; `NotFound("program")`.
     async fn program(&self, id: i64) -> StoreResult<Program>;
-    /// The program whose API token hashes to `token_hash`.
+    /// The program whose API token, or previous token, hashes to `token_hash`.
     async fn program_by_token(&self, token_hash: &str) -> StoreResult<Option<Program>>;
     /// Changes a program; `NotFound("program")`.
     async fn update_program(&self, id: i64, patch: &ProgramPatch, at: i64) -> StoreResult<Program>;
-    /// Replaces a program's API token; `NotFound("program")`.
+    /// Replaces a program's API token; the replaced one keeps working until
+    /// `keep_old_until` when that is later than `at`, and any earlier previous token
+    /// stops. `NotFound("program")`.
     async fn set_program_token(
         &self,
         id: i64,
         hash: &str,
         prefix: &str,
+        keep_old_until: Option<i64>,
         at: i64,
     ) -> StoreResult<Program>;
     /// Sets a program's payment-account fields as given; `NotFound("program")`.
@@ -206,13 +209,6 @@ pub trait Store:
 
     /// A referral link by its `short_link`, with its program and partner.
     async fn link_target(&self, short_link: &str) -> StoreResult<Option<LinkTarget>>;
-    /// The sale of a program recorded under `transaction_id`, test or real: its id, its
-    /// sale commission's id and whether it is a test sale.
-    async fn recorded_sale(
-        &self,
-        program_id: i64,
-        transaction_id: &str,
-    ) -> StoreResult<Option<(i64, Option<i64>, bool)>>;
     /// Whether any program admits `origin` (CORS preflights carry no program).
     async fn any_program_allows_origin(&self, origin: &str) -> StoreResult<bool>;
 

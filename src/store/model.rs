@@ -68,6 +68,9 @@ pub struct Program {
     pub partner_links_allowed: bool,
     /// Where the program's redirect links send visitors (a link's own wins).
     pub destination_url: Option<String>,
+    /// The hash of the API token a rotation replaced while it keeps working, and until
+    /// when it does.
+    pub previous_token: Option<(String, i64)>,
     pub created_at: i64,
     pub updated_at: i64,
 }

@@ -126,6 +126,14 @@ pub trait Tx: PayoutTx + PartnerTx + WebhookTx + Send {
         is_test: bool,
         now: i64,
     ) -> StoreResult<Option<RefundableSale>>;
+    /// The sale of a program recorded under `transaction_id`, test or real, as this
+    /// transaction sees it: its id, its sale commission's id, and whether it is a test
+    /// sale.
+    async fn recorded_sale(
+        &mut self,
+        program_id: i64,
+        transaction_id: &str,
+    ) -> StoreResult<Option<(i64, Option<i64>, bool)>>;
     /// The cents refunded under the integrator's `refund_id` of a sale, if it has one.
     async fn sale_refund(&mut self, sale_id: i64, refund_id: &str) -> StoreResult<Option<i64>>;
     /// Keeps the integrator's `refund_id` of a refund of a sale;

@@ -180,3 +180,42 @@ on_both_backends! {
             .expect(400);
     }
 }
+
+on_both_backends! {
+    async fn a_rotated_token_may_keep_working_for_a_while(app: TestApp) {
+        let start = 1_772_445_600_000; // 2026-03-02T10:00:00Z
+        let clock = std::sync::Arc::new(reftrack::domain::time::ManualClock::at(start));
+        let app = app.with_clock(clock.clone());
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let sale = serde_json::json!({"transaction_id": "t", "amount_cents": 1, "customer_key": "nobody"});
+        let works = |token: String| {
+            let app = &app;
+            let sale = sale.clone();
+            // 400 (unknown customer) once the key is accepted; 401 when it is not.
+            async move { app.post_auth("/api/v1/track/sale", &token, sale).await.status.as_u16() }
+        };
+        let rotated = app.admin("POST", &format!("/programs/{p}/rotate-token"), Some(json!({"keep_old_for_hours": 24}))).await.expect(200);
+        let second = rotated.body["api_token"].as_str().unwrap().to_string();
+        assert_eq!(rotated.body["previous_token_expires_at"], "2026-03-03T10:00:00.000Z");
+        assert_eq!(works(seed.api_token.clone()).await, 400, "the old token keeps working");
+        assert_eq!(works(second.clone()).await, 400);
+        clock.advance(24 * 3_600_000);
+        assert_eq!(works(seed.api_token.clone()).await, 401, "until its time is up");
+        assert_eq!(works(second.clone()).await, 400);
+
+        // A rotation keeps only the token it replaces: an earlier kept one stops at once.
+        let r = app.admin("POST", &format!("/programs/{p}/rotate-token"), Some(json!({"keep_old_for_hours": 1}))).await.expect(200);
+        let third = r.body["api_token"].as_str().unwrap().to_string();
+        let r = app.admin("POST", &format!("/programs/{p}/rotate-token"), None).await.expect(200);
+        let fourth = r.body["api_token"].as_str().unwrap().to_string();
+        assert!(r.body.get("previous_token_expires_at").is_none(), "{}", r.body);
+        for (token, status) in [(&second, 401), (&third, 401), (&fourth, 400)] {
+            assert_eq!(works(token.clone()).await, status);
+        }
+        for hours in [json!(169), json!(-1), json!("24"), json!(1.5)] {
+            app.admin("POST", &format!("/programs/{p}/rotate-token"), Some(json!({"keep_old_for_hours": hours}))).await.expect(400);
+        }
+        assert_eq!(works(fourth).await, 400, "a refused rotation changes nothing");
+    }
+}

@@ -362,6 +362,22 @@ on_both_backends! {
         assert_ne!(token, seed.api_token);
         app.post_auth("/api/v1/track/sale", &seed.api_token, sale(2)).await.expect(401);
         app.post_auth("/api/v1/track/sale", &token, sale(3)).await.expect(200);
+
+        // A rotation that keeps the old token working for a day says so, and so do the
+        // settings until then.
+        let r = DASHBOARD.post(&app, &rotate, Some(&owner), "keep_old_for_hours=24").await.expect(200);
+        let body = html(&r);
+        assert!(body.contains("the current one keeps working for 24 hours") && body.contains("name=\"keep_old_for_hours\" value=\"24\""), "{body}");
+        let r = DASHBOARD.post(&app, &rotate, Some(&owner), "keep_old_for_hours=24&confirm=yes").await.expect(200);
+        let body = html(&r);
+        assert!(body.contains("the old one keeps working for the time you chose"), "{body}");
+        let newest = body.split("id=\"api-token\" class=\"share-text\" type=\"text\" value=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
+        app.post_auth("/api/v1/track/sale", &token, sale(4)).await.expect(200);
+        app.post_auth("/api/v1/track/sale", &newest, sale(5)).await.expect(200);
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/settings"), Some(&owner)).await.expect(200);
+        let settings = html(&r);
+        assert!(settings.contains("id=\"previous-token\"") && settings.contains("keeps working until"), "{settings}");
+        DASHBOARD.post(&app, &rotate, Some(&owner), "keep_old_for_hours=soon&confirm=yes").await.expect(400);
     }
 }
 

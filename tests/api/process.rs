@@ -415,6 +415,13 @@ async fn race_the_same_transaction_id(url: String) {
         let mut statuses = [ra.0, rb.0];
         statuses.sort();
         assert_eq!(statuses, [200, 409], "round {i}: {ra:?} {rb:?}");
+        // The refused one names the sale the other recorded.
+        let (won, lost) = if ra.0 == 200 {
+            (&ra.1, &rb.1)
+        } else {
+            (&rb.1, &ra.1)
+        };
+        assert_eq!(lost["sale_id"], won["sale_id"], "round {i}: {lost}");
     }
     assert_eq!(
         crate::common::reftrack_count(&url, "SELECT COUNT(*) FROM affiliate_sale_events").await,
@@ -428,6 +435,51 @@ async fn race_the_same_transaction_id(url: String) {
         crate::common::reftrack_count(&url, "SELECT CAST(SUM(sales) AS BIGINT) FROM daily_rollups")
             .await,
         rounds
+    );
+
+    // Two partial refunds of one sale at once, more than it has together: one is
+    // applied, the other finds too little left. The same refund sent to both: applied
+    // once, the other answer `skipped`.
+    let refund = "/api/v1/track/refund";
+    for i in 0..rounds {
+        let txn = format!("txn_{i}");
+        let (ra, rb) = tokio::join!(
+            post(
+                &a.base,
+                refund,
+                &key,
+                json!({"transaction_id": txn, "refund_amount_cents": 600, "refund_id": "a"})
+            ),
+            post(
+                &b.base,
+                refund,
+                &key,
+                json!({"transaction_id": txn, "refund_amount_cents": 600, "refund_id": "b"})
+            )
+        );
+        let mut statuses = [ra.0, rb.0];
+        statuses.sort();
+        assert_eq!(statuses, [200, 400], "round {i}: {ra:?} {rb:?}");
+        let same = json!({"transaction_id": txn, "refund_amount_cents": 100, "refund_id": "c"});
+        let (ra, rb) = tokio::join!(
+            post(&a.base, refund, &key, same.clone()),
+            post(&b.base, refund, &key, same)
+        );
+        let mut answers = [ra.1["status"].clone(), rb.1["status"].clone()];
+        answers.sort_by_key(|s| s.to_string());
+        assert_eq!(
+            answers,
+            [json!("refunded"), json!("skipped")],
+            "round {i}: {ra:?} {rb:?}"
+        );
+    }
+    assert_eq!(
+        crate::common::reftrack_count(
+            &url,
+            "SELECT COUNT(*) FROM affiliate_sale_events WHERE refunded_cents <> 700"
+        )
+        .await,
+        0
     );
 }
 
@@ -709,6 +761,8 @@ async fn cli_admin_commands_change_what_they_say(db: String) {
         run(&["admin", "get-program", "1"])["api_token_prefix"],
         token[..10]
     );
+    let kept = run(&["admin", "rotate-token", "1", "keep_old_for_hours:=24"]);
+    assert!(kept["previous_token_expires_at"].is_string(), "{kept}");
     let p = run(&[
         "admin",
         "set-payment-account",
@@ -834,6 +888,15 @@ async fn cli_admin_commands_change_what_they_say(db: String) {
     let listed = run(&["admin", "list-webhook-deliveries", "1"])["data"][0].clone();
     assert_eq!(listed["status"], "pending");
     assert!(listed["next_attempt_at"].is_string(), "{listed}");
+    let test = run(&["admin", "test-webhook", "1"]);
+    assert_eq!(
+        (&test["type"], &test["status"]),
+        (&json!("webhook.test"), &json!("pending"))
+    );
+    assert_eq!(
+        run(&["admin", "list-webhook-deliveries", "1"])["data"][0]["id"],
+        test["id"]
+    );
 }
 
 #[tokio::test]

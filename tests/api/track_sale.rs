@@ -302,6 +302,9 @@ on_both_backends! {
             assert_eq!(r.error(), format!("{field} is not a refund field: send refund_amount_cents for a partial refund, or leave the amount out to refund all that is left"));
         }
         assert_eq!(app.count("SELECT refunded_cents FROM affiliate_sale_events").await, 5000);
+        // The interface's first check stays first.
+        let r = app.post_auth(REFUND, &seed.api_token, json!({"amount_cents": 50})).await.expect(400);
+        assert_eq!(r.error(), "transaction_id is required");
     }
 }
 

@@ -10,12 +10,14 @@ use super::frame::{confirmed, Confirm, Frame, Head, Ids, Tab};
 use super::install::setup_page;
 use super::session::Signed;
 use crate::app;
-use crate::app::admin::{MemberPatchBody, ProgramPatchBody};
+use crate::app::admin::{MemberPatchBody, ProgramPatchBody, RotateTokenBody};
 use crate::domain::commission::CommissionSpec;
+use crate::domain::metrics::IsoValue;
 use crate::domain::money::{display_amount, major_units_text, parse_major_units};
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
-    ok, place_error, render, Chrome, Field, PageResult, Posted, ProgramId, Query, Refusal,
+    ok, place_error, render, Chrome, Field, Moment, PageError, PageResult, Posted, ProgramId,
+    Query, Refusal,
 };
 use crate::http::AppState;
 
@@ -47,6 +49,8 @@ struct SettingsPage {
     min_payout_text: String,
     apply_href: String,
     token_prefix: String,
+    /// Until when the token the last rotation replaced still works, while it does.
+    previous_token_until: Option<Moment>,
     members: Vec<MemberView>,
     member_email: Field,
     member_role: String,
@@ -123,6 +127,13 @@ async fn settings_page(s: &AppState, frame: Frame, user: &Signed) -> app::Result
         min_payout_text: display_amount(p.min_payout_cents, &p.currency),
         apply_href: format!("/partner/apply/{}", p.id),
         token_prefix: p.api_token_prefix.clone(),
+        previous_token_until: p
+            .previous_token_expires_at
+            .as_deref()
+            .and_then(IsoValue::parse)
+            .map(|v| v.lower_ms())
+            .filter(|until| *until > s.app.now_ms())
+            .map(Moment::of),
         members,
         member_email: Field::new("email", "Email"),
         member_role: "member".into(),
@@ -271,21 +282,47 @@ pub(super) async fn rotate_token(
     form: Posted,
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
+    let keep = form.get("keep_old_for_hours");
+    let hours = match keep.as_str() {
+        "" => 0,
+        text => text.parse::<i64>().map_err(|_| {
+            PageError::new(
+                StatusCode::BAD_REQUEST,
+                "keep_old_for_hours must be a whole number of hours",
+            )
+        })?,
+    };
     if !confirmed(&form) {
+        let consequence = if hours == 0 {
+            "A new token is made and the current one stops working at once: every server \
+             that sends leads, sales or refunds with it is refused until it has the new one."
+                .to_string()
+        } else {
+            format!(
+                "A new token is made; the current one keeps working for {hours} hour{} \
+                 more, then every server still sending it is refused. Any token an earlier \
+                 rotation kept working stops now.",
+                if hours == 1 { "" } else { "s" }
+            )
+        };
         let mut page = Confirm::new(
             frame,
             "Rotate the API token?".into(),
-            "A new token is made and the current one stops working at once: every server \
-             that sends leads, sales or refunds with it is refused until it has the new one.",
+            &consequence,
             format!("{}/token", Tab::Settings.href(id)),
         );
+        page.fields.push(("keep_old_for_hours", hours.to_string()));
         page.button = "Rotate token";
         page.cancel = format!("{}#token", Tab::Settings.href(id));
         return Ok(ok(&page));
     }
-    let rotated = s.app.rotate_program_token(&frame.caller, id).await?;
+    let body = RotateTokenBody {
+        keep_old_for_hours: Some(hours),
+    };
+    let rotated = s.app.rotate_program_token(&frame.caller, id, body).await?;
     drop(frame);
-    Ok(setup_page(&s, &user, id, &headers, rotated.api_token, Some("token")).await?)
+    let done = if hours > 0 { "token-kept" } else { "token" };
+    Ok(setup_page(&s, &user, id, &headers, rotated.api_token, Some(done)).await?)
 }
 
 /// `POST /app/programs/{id}/settings/members`: adds a user of this server, by email, to

@@ -88,6 +88,8 @@ impl Engine for Postgres {
     // Two workers claiming at once each skip the other's rows instead of waiting for
     // them and then claiming them again.
     const CLAIM_LOCK: &'static str = "FOR UPDATE OF d SKIP LOCKED";
+    // Two refunds of one sale on two processes: the second reads what the first left.
+    const SALE_LOCK: &'static str = "FOR UPDATE OF s";
     // One statement: the purge is a CTE of the insert.
     const CREATE_SESSION: &'static str =
         "WITH purged AS (DELETE FROM sessions WHERE expires_at <= $3) \

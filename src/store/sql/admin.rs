@@ -79,7 +79,7 @@ pub(super) const PROGRAM_COLUMNS: &str =
     recurring_commission_months, allowed_origins, stripe_webhook_secret, payment_status, \
     payment_account_id, charges_enabled, payouts_enabled, details_submitted, connection_date, \
     commission_hold_days, min_payout_cents, applications_open, partner_links_allowed, \
-    destination_url, created_at, updated_at";
+    destination_url, previous_token_hash, previous_token_expires_at, created_at, updated_at";
 
 pub(super) fn program_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Program> {
     let commission = match r.try_get::<String>("commission_type")?.as_str() {
@@ -116,6 +116,13 @@ pub(super) fn program_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Program> 
         applications_open: r.try_get("applications_open")?,
         partner_links_allowed: r.try_get("partner_links_allowed")?,
         destination_url: r.try_get("destination_url")?,
+        previous_token: match (
+            r.try_get::<Option<String>>("previous_token_hash")?,
+            r.try_get::<Option<i64>>("previous_token_expires_at")?,
+        ) {
+            (Some(hash), Some(until)) => Some((hash, until)),
+            _ => None,
+        },
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
@@ -209,12 +216,16 @@ pub(super) async fn program<DB: Engine>(
     }
 }
 
-/// The program whose API token hashes to `token_hash`.
+/// The program whose API token, or previous token, hashes to `token_hash` (whether the
+/// previous one still works is the caller's to tell, by its expiry).
 pub(super) async fn program_by_token<DB: Engine>(
     conn: &mut DB::Connection,
     token_hash: &str,
 ) -> StoreResult<Option<Program>> {
-    let sql = format!("SELECT {PROGRAM_COLUMNS} FROM programs WHERE api_token_hash = $1");
+    let sql = format!(
+        "SELECT {PROGRAM_COLUMNS} FROM programs \
+         WHERE api_token_hash = $1 OR previous_token_hash = $1"
+    );
     let row = stmt::<DB>(&sql)
         .bind(token_hash)
         .fetch_optional(&mut *conn)
@@ -281,13 +292,23 @@ pub(super) async fn set_program_token<DB: Engine>(
     id: i64,
     hash: &str,
     prefix: &str,
+    keep_old_until: Option<i64>,
     at: i64,
 ) -> StoreResult<Program> {
+    // The token replaced becomes the previous one while it keeps working; any earlier
+    // previous token stops at once.
     let sql = format!(
-        "UPDATE programs SET api_token_hash = $1, api_token_prefix = $2, updated_at = $3 \
+        "UPDATE programs SET previous_token_hash = CASE WHEN $5 > $3 THEN api_token_hash END, \
+         previous_token_expires_at = CASE WHEN $5 > $3 THEN $5 END, \
+         api_token_hash = $1, api_token_prefix = $2, updated_at = $3 \
          WHERE id = $4 RETURNING {PROGRAM_COLUMNS}"
     );
-    let query = stmt::<DB>(&sql).bind(hash).bind(prefix).bind(at).bind(id);
+    let query = stmt::<DB>(&sql)
+        .bind(hash)
+        .bind(prefix)
+        .bind(at)
+        .bind(id)
+        .bind(keep_old_until.unwrap_or(0));
     returned_program(query, &mut *conn).await
 }
 
@@ -691,8 +712,6 @@ pub(super) async fn update_member<DB: Engine>(
         .ok_or(StoreError::NotFound("membership"))
 }
 
-/// A referral link by its `short_link`, with what a click needs of its program and
-/// partner.
 /// The sale of a program under `transaction_id`: id, sale commission id, test or not.
 pub(super) async fn recorded_sale<DB: Engine>(
     conn: &mut DB::Connection,
@@ -712,6 +731,8 @@ pub(super) async fn recorded_sale<DB: Engine>(
         .transpose()
 }
 
+/// A referral link by its `short_link`, with what a click needs of its program and
+/// partner.
 pub(super) async fn link_target<DB: Engine>(
     conn: &mut DB::Connection,
     short_link: &str,

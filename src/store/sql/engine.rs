@@ -84,6 +84,10 @@ pub trait Engine:
     /// where several processes share the database, a lock that skips the rows another
     /// process is claiming, so that each delivery is claimed by one.
     const CLAIM_LOCK: &'static str;
+    /// What ends the read of the sale a refund changes (its row `s`): where several
+    /// processes share the database, a lock that makes a second refund of the sale wait
+    /// until the first has ended and then read what it left.
+    const SALE_LOCK: &'static str;
     /// Purges the sessions expired at `$3` and stores a new one (`$1` user, `$2` token
     /// hash, `$3` now, `$4` expiry).
     const CREATE_SESSION: &'static str;

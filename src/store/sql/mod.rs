@@ -181,7 +181,13 @@ impl_store! {
     read program_by_token(token_hash: &str) -> Option<Program> = admin::program_by_token;
     write update_program(id: i64, patch: &ProgramPatch, at: i64) -> Program
         = admin::update_program;
-    write set_program_token(id: i64, hash: &str, prefix: &str, at: i64) -> Program
+    write set_program_token(
+        id: i64,
+        hash: &str,
+        prefix: &str,
+        keep_old_until: Option<i64>,
+        at: i64
+    ) -> Program
         = admin::set_program_token;
     write set_payment_account(id: i64, account: &PaymentAccount, at: i64) -> Program
         = admin::set_payment_account;
@@ -230,8 +236,6 @@ impl_store! {
         status: Option<MembershipStatus>
     ) -> Membership = admin::update_member;
     read link_target(short_link: &str) -> Option<LinkTarget> = admin::link_target;
-    read recorded_sale(program_id: i64, transaction_id: &str) -> Option<(i64, Option<i64>, bool)>
-        = admin::recorded_sale;
     read any_program_allows_origin(origin: &str) -> bool = admin::any_program_allows_origin;
     read user_credentials(email: &str) -> Option<Credentials> = reports::user_credentials;
     write create_session(user_id: i64, token_hash: &str, now: i64, expires_at: i64) -> ()

@@ -377,7 +377,8 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
              FROM affiliate_sale_events s \
              LEFT JOIN commissions c ON c.sale_id = s.id AND c.kind = 'sale' \
              LEFT JOIN programs p ON p.id = c.program_id \
-             WHERE s.processor_event_id = $2 AND s.program_id = $3 AND s.is_test = $4"
+             WHERE s.processor_event_id = $2 AND s.program_id = $3 AND s.is_test = $4 {}",
+            DB::SALE_LOCK
         );
         let row = stmt::<DB>(&sql)
             .bind(now)
@@ -409,6 +410,14 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
             currency: r.try_get_at(5)?,
             commission,
         }))
+    }
+
+    async fn recorded_sale(
+        &mut self,
+        program_id: i64,
+        transaction_id: &str,
+    ) -> StoreResult<Option<(i64, Option<i64>, bool)>> {
+        super::admin::recorded_sale::<DB>(&mut self.conn, program_id, transaction_id).await
     }
 
     async fn sale_refund(&mut self, sale_id: i64, refund_id: &str) -> StoreResult<Option<i64>> {
