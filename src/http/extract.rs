@@ -120,6 +120,31 @@ fn body_error(e: serde_path_to_error::Error<serde_json::Error>) -> Error {
     }
 }
 
+/// A JSON object read into `T`: `not_object` for well-formed JSON that is not an object,
+/// `misfit` for a value that does not fit `T`, "Malformed JSON" for the rest (trailing
+/// characters included).
+fn read_object<T: DeserializeOwned>(
+    bytes: &[u8],
+    not_object: &str,
+    misfit: impl FnOnce(serde_path_to_error::Error<serde_json::Error>) -> Error,
+) -> Result<T, Error> {
+    // Serde also reads a struct from a JSON array of its fields in order; a body's
+    // fields are named, so only an object is one.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(
+            match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+                Ok(_) => Error::bad_request(not_object),
+                Err(e) => parse_error(e),
+            },
+        );
+    }
+    let mut json = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut json).map_err(misfit)?;
+    json.end()
+        .map_err(|e| Error::bad_request(format!("Malformed JSON: {e}")))?;
+    Ok(value)
+}
+
 /// A management, partner or dashboard request body read into `T`: 415 for another
 /// content type, 413 over [`MAX_BODY_BYTES`], 400 for malformed JSON or a body that is
 /// not an object. A field that does not fit its type is a 400 naming the field by its
@@ -132,22 +157,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = json_bytes(req, state).await?;
-        // Serde also reads a struct from a JSON array of its fields in order; a body's
-        // fields are named, so only an object is one.
-        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-            return Err(
-                match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
-                    Ok(_) => Error::bad_request("Invalid request body: expected a JSON object"),
-                    Err(e) => parse_error(e),
-                },
-            );
-        }
-        let mut json = serde_json::Deserializer::from_slice(&bytes);
-        let value: T = serde_path_to_error::deserialize(&mut json).map_err(body_error)?;
-        // Trailing characters make the whole body malformed.
-        json.end()
-            .map_err(|e| Error::bad_request(format!("Malformed JSON: {e}")))?;
-        Ok(JsonBody(value))
+        read_object(
+            &bytes,
+            "Invalid request body: expected a JSON object",
+            body_error,
+        )
+        .map(JsonBody)
     }
 }
 
@@ -207,23 +222,9 @@ impl<S: Send + Sync, T: TrackRequest> FromRequest<S> for TrackJson<T> {
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = json_bytes(req, state).await?;
-        // A request type reads a JSON array as its fields in order: refuse any body that
-        // is not an object first.
-        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-            return Err(
-                match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
-                    Ok(_) => Error::bad_request("Request body must be a JSON object"),
-                    Err(e) => parse_error(e),
-                },
-            );
-        }
-        let mut json = serde_json::Deserializer::from_slice(&bytes);
-        let read =
-            serde_path_to_error::deserialize(&mut json).map_err(|e| field_error(e, T::error_text));
-        let value: T = read?;
-        // Trailing characters make the whole body malformed.
-        json.end()
-            .map_err(|e| Error::bad_request(format!("Malformed JSON: {e}")))?;
-        Ok(TrackJson(value))
+        read_object(&bytes, "Request body must be a JSON object", |e| {
+            field_error(e, T::error_text)
+        })
+        .map(TrackJson)
     }
 }
