@@ -37,6 +37,21 @@ fn command(dir: &std::path::Path, env: &[(&str, &str)]) -> Command {
     cmd
 }
 
+/// Runs the binary with `args` on the database at `db`: whether it succeeded, and what it
+/// printed (its output, or its error output when it failed).
+fn cli(dir: &std::path::Path, db: &str, args: &[&str]) -> (bool, String) {
+    let out = command(dir, &[("REFTRACK_DATABASE_URL", db)])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = if out.status.success() {
+        out.stdout
+    } else {
+        out.stderr
+    };
+    (out.status.success(), String::from_utf8(text).unwrap())
+}
+
 /// Starts the server and waits for its "serving on" line.
 fn start(dir: &std::path::Path, env: &[(&str, &str)]) -> Server {
     let mut child = command(dir, env)
@@ -190,18 +205,10 @@ fn cli_admin_commands_print_json() {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}", dir.path().join("cli.db").display());
     let run = |args: &[&str]| {
-        let out = command(dir.path(), &[("REFTRACK_DATABASE_URL", &db)])
-            .args(args)
-            .output()
-            .unwrap();
-        let text = if out.status.success() {
-            out.stdout
-        } else {
-            out.stderr
-        };
+        let (ok, text) = cli(dir.path(), &db, args);
         (
-            out.status.success(),
-            serde_json::from_slice::<Value>(&text).unwrap_or(Value::Null),
+            ok,
+            serde_json::from_str::<Value>(&text).unwrap_or(Value::Null),
         )
     };
     let migrate = command(dir.path(), &[("REFTRACK_DATABASE_URL", &db)])
@@ -651,18 +658,7 @@ async fn cli_pays_partners() {
             assert_eq!(status, 200);
         }
     }
-    let run = |args: &[&str]| {
-        let out = command(dir.path(), &[("REFTRACK_DATABASE_URL", &db)])
-            .args(args)
-            .output()
-            .unwrap();
-        let text = if out.status.success() {
-            out.stdout
-        } else {
-            out.stderr
-        };
-        (out.status.success(), String::from_utf8(text).unwrap())
-    };
+    let run = |args: &[&str]| cli(dir.path(), &db, args);
     let json = |text: &str| serde_json::from_str::<Value>(text).unwrap();
     let (ok, out) = run(&["commissions", "list", "1", "--status", "approved"]);
     assert!(ok, "{out}");
@@ -715,17 +711,8 @@ async fn cli_pays_partners() {
 async fn cli_admin_commands_change_what_they_say(db: String) {
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
-        let out = command(dir.path(), &[("REFTRACK_DATABASE_URL", &db)])
-            .args(args)
-            .output()
-            .unwrap();
-        let text = if out.status.success() {
-            out.stdout
-        } else {
-            out.stderr
-        };
-        let text = String::from_utf8(text).unwrap();
-        assert!(out.status.success(), "{args:?}: {text}");
+        let (ok, text) = cli(dir.path(), &db, args);
+        assert!(ok, "{args:?}: {text}");
         serde_json::from_str::<Value>(&text).unwrap()
     };
     let migrate = command(dir.path(), &[("REFTRACK_DATABASE_URL", &db)])
