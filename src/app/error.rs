@@ -1,7 +1,8 @@
 //! The service layer's error: what went wrong, in words a client may read. The HTTP layer
 //! maps each kind to a status once; internal causes are logged there, never sent.
 
-use crate::store::StoreError;
+use super::partners::MAX_PARTNER_LINKS;
+use crate::store::{RecordedSale, StoreError};
 
 /// A use case's failure.
 #[derive(Debug, thiserror::Error)]
@@ -35,17 +36,6 @@ pub enum Error {
 
 /// The answer to a sale whose `transaction_id` is already recorded.
 pub const DUPLICATE_SALE: &str = "Duplicate transaction_id. This sale has already been recorded.";
-
-/// A recorded sale, as the answer to its duplicate names it: what a client that lost
-/// the first answer needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RecordedSale {
-    pub sale_id: i64,
-    /// Null when the sale earned none.
-    pub commission_id: Option<i64>,
-    /// Whether it was recorded in test mode: a test sale uses its transaction id up too.
-    pub test_mode: bool,
-}
 
 /// A use case's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -82,7 +72,9 @@ fn conflict_text(what: &str) -> String {
         "short_link" => "A link with this short_link already exists".into(),
         "email" => "A user with this email already exists".into(),
         "membership" => "This user is already a member of this workspace".into(),
-        "transaction_id" => DUPLICATE_SALE.into(),
+        "active links" => {
+            format!("You already have {MAX_PARTNER_LINKS} active links in this program")
+        }
         "coupon code" => "A coupon with this code already exists in this program".into(),
         "stripe_promotion_code" => {
             "A coupon with this stripe_promotion_code already exists in this program".into()

@@ -47,8 +47,9 @@ use futures::future::BoxFuture;
 use lru::LruCache;
 use tokio::sync::oneshot;
 
+pub use crate::store::RecordedSale;
 pub use access::Caller;
-pub use error::{Error, RecordedSale, Result};
+pub use error::{Error, Result};
 pub use pages::{Listed, PageParams};
 
 use crate::domain::figures::Deltas;

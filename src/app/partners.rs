@@ -835,13 +835,7 @@ impl App {
                 MAX_PARTNER_LINKS,
                 self.now_ms(),
             )
-            .await
-            .map_err(|e| match e {
-                StoreError::Conflict("active links") => Error::Conflict(format!(
-                    "You already have {MAX_PARTNER_LINKS} active links in this program"
-                )),
-                e => e.into(),
-            });
+            .await;
         self.changed();
         Ok(partner_link(
             done?,

@@ -9,7 +9,6 @@
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
-use super::error::RecordedSale;
 use super::{dropped, App, Error, Result};
 use crate::domain::attribution::{self, AffError, SaleSource};
 use crate::domain::click_id;
@@ -26,7 +25,6 @@ use crate::store::write::{self, ClickWrite, Job, OnCommit, SaleWrite, Write};
 use crate::store::{
     origin_allowed, ClickDetails, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewClick,
     NewCommission, NewCustomer, NewSale, Program, SaleEventRow, SaleOutcome, SaleProgram,
-    StoreError,
 };
 
 /// The answer to a click for an origin the program does not list.
@@ -429,7 +427,7 @@ async fn insert_test_sale_event(tx: &mut dyn Tx, s: &mut NewSale) -> Result<i64>
             return Ok(id);
         }
     }
-    Err(StoreError::Conflict("transaction_id").into())
+    Err(Error::DuplicateSale(None))
 }
 
 /// A click: reuses the customer of `existing` when it is in the click's program, else
@@ -641,13 +639,7 @@ async fn insert_sale_event(tx: &mut dyn Tx, row: &SaleEventRow<'_>) -> Result<i6
             tracing::warn!(error = %e, "the earlier sale of a duplicate could not be read");
             None
         });
-    Err(Error::DuplicateSale(earlier.map(
-        |(sale_id, commission_id, test_mode)| RecordedSale {
-            sale_id,
-            commission_id,
-            test_mode,
-        },
-    )))
+    Err(Error::DuplicateSale(earlier))
 }
 
 /// The customer of a sale in its program: by customer key, then by click id; else why

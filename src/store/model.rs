@@ -44,6 +44,17 @@ pub struct PaymentAccount {
     pub connection_date: Option<i64>,
 }
 
+/// A recorded sale, as the answer to its duplicate names it: what a client that lost
+/// the first answer needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordedSale {
+    pub sale_id: i64,
+    /// Null when the sale earned none.
+    pub commission_id: Option<i64>,
+    /// Whether it was recorded in test mode: a test sale uses its transaction id up too.
+    pub test_mode: bool,
+}
+
 /// An affiliate program.
 #[derive(Debug, Clone)]
 pub struct Program {

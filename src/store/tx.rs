@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use super::error::StoreResult;
 use super::model::{
     ChargeSale, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
-    PartnerProgram, PaymentAccount, RefundableSale, SaleEventRow,
+    PartnerProgram, PaymentAccount, RecordedSale, RefundableSale, SaleEventRow,
 };
 use super::partners::PartnerTx;
 use super::payouts::PayoutTx;
@@ -58,9 +58,6 @@ pub trait Tx: PayoutTx + PartnerTx + WebhookTx + Send {
     /// Stores a lead event; returns its id. `Conflict("customer_key")` when a real lead
     /// of the same key exists in the program.
     async fn insert_lead_event(&mut self, e: &LeadEventRow<'_>) -> StoreResult<i64>;
-    /// Stores a sale event; returns its id. `Conflict("transaction_id")` when the
-    /// transaction id is recorded already, in any program.
-    async fn insert_sale_event(&mut self, e: &SaleEventRow<'_>) -> StoreResult<i64>;
     /// Stores a sale event unless its transaction id is recorded already (in any
     /// program): its id, or `None` when the id is taken.
     async fn insert_sale_event_if_new(&mut self, e: &SaleEventRow<'_>) -> StoreResult<Option<i64>>;
@@ -127,13 +124,12 @@ pub trait Tx: PayoutTx + PartnerTx + WebhookTx + Send {
         now: i64,
     ) -> StoreResult<Option<RefundableSale>>;
     /// The sale of a program recorded under `transaction_id`, test or real, as this
-    /// transaction sees it: its id, its sale commission's id, and whether it is a test
-    /// sale.
+    /// transaction sees it.
     async fn recorded_sale(
         &mut self,
         program_id: i64,
         transaction_id: &str,
-    ) -> StoreResult<Option<(i64, Option<i64>, bool)>>;
+    ) -> StoreResult<Option<RecordedSale>>;
     /// The cents refunded under the integrator's `refund_id` of a sale, if it has one.
     async fn sale_refund(&mut self, sale_id: i64, refund_id: &str) -> StoreResult<Option<i64>>;
     /// Keeps the integrator's `refund_id` of a refund of a sale;

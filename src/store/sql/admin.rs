@@ -712,25 +712,6 @@ pub(super) async fn update_member<DB: Engine>(
         .ok_or(StoreError::NotFound("membership"))
 }
 
-/// The sale of a program under `transaction_id`: id, sale commission id, test or not.
-pub(super) async fn recorded_sale<DB: Engine>(
-    conn: &mut DB::Connection,
-    program_id: i64,
-    transaction_id: &str,
-) -> StoreResult<Option<(i64, Option<i64>, bool)>> {
-    let row = stmt::<DB>(
-        "SELECT s.id, (SELECT c.id FROM commissions c WHERE c.sale_id = s.id \
-         AND c.kind = 'sale'), s.is_test FROM affiliate_sale_events s \
-         WHERE s.processor_event_id = $1 AND s.program_id = $2",
-    )
-    .bind(transaction_id)
-    .bind(program_id)
-    .fetch_optional(conn)
-    .await?;
-    row.map(|r| Ok((r.try_get_at(0)?, r.try_get_at(1)?, r.try_get_at(2)?)))
-        .transpose()
-}
-
 /// A referral link by its `short_link`, with what a click needs of its program and
 /// partner.
 pub(super) async fn link_target<DB: Engine>(

@@ -16,7 +16,7 @@ use crate::domain::status::PartnerStatus;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{
     ChargeSale, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
-    PartnerProgram, PaymentAccount, RefundableSale, SaleCommission, SaleEventRow,
+    PartnerProgram, PaymentAccount, RecordedSale, RefundableSale, SaleCommission, SaleEventRow,
 };
 use crate::store::tx::Tx;
 
@@ -194,13 +194,6 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .scalar(&mut *self.conn)
         .await
         .map_err(|e| StoreError::from(e).conflict_on("customer_key"))
-    }
-
-    async fn insert_sale_event(&mut self, e: &SaleEventRow<'_>) -> StoreResult<i64> {
-        sale_event::<DB>(concat!(insert_sale_event!(), " RETURNING id"), e)
-            .scalar(&mut *self.conn)
-            .await
-            .map_err(|e| StoreError::from(e).conflict_on("transaction_id"))
     }
 
     async fn insert_sale_event_if_new(&mut self, e: &SaleEventRow<'_>) -> StoreResult<Option<i64>> {
@@ -416,8 +409,24 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         &mut self,
         program_id: i64,
         transaction_id: &str,
-    ) -> StoreResult<Option<(i64, Option<i64>, bool)>> {
-        super::admin::recorded_sale::<DB>(&mut self.conn, program_id, transaction_id).await
+    ) -> StoreResult<Option<RecordedSale>> {
+        let row = stmt::<DB>(
+            "SELECT s.id, (SELECT c.id FROM commissions c WHERE c.sale_id = s.id \
+             AND c.kind = 'sale'), s.is_test FROM affiliate_sale_events s \
+             WHERE s.processor_event_id = $1 AND s.program_id = $2",
+        )
+        .bind(transaction_id)
+        .bind(program_id)
+        .fetch_optional(&mut *self.conn)
+        .await?;
+        row.map(|r| {
+            Ok(RecordedSale {
+                sale_id: r.try_get_at(0)?,
+                commission_id: r.try_get_at(1)?,
+                test_mode: r.try_get_at(2)?,
+            })
+        })
+        .transpose()
     }
 
     async fn sale_refund(&mut self, sale_id: i64, refund_id: &str) -> StoreResult<Option<i64>> {
