@@ -7,8 +7,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_reftrack");
-
 /// A running `reftrack` process and what it printed before serving.
 struct Server {
     child: Child,
@@ -23,33 +21,17 @@ impl Drop for Server {
     }
 }
 
+/// [`crate::common::server::command`] run in `dir`.
 fn command(dir: &std::path::Path, env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = crate::common::server::command(env);
     cmd.current_dir(dir);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("REFTRACK_") {
-            cmd.env_remove(k);
-        }
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
     cmd
 }
 
 /// Runs the binary with `args` on the database at `db`: whether it succeeded, and what it
 /// printed (its output, or its error output when it failed).
 fn cli(dir: &std::path::Path, db: &str, args: &[&str]) -> (bool, String) {
-    let out = command(dir, &[("REFTRACK_DATABASE_URL", db)])
-        .args(args)
-        .output()
-        .unwrap();
-    let text = if out.status.success() {
-        out.stdout
-    } else {
-        out.stderr
-    };
-    (out.status.success(), String::from_utf8(text).unwrap())
+    crate::common::server::outcome(command(dir, &[("REFTRACK_DATABASE_URL", db)]).args(args))
 }
 
 /// Starts the server and waits for its "serving on" line.

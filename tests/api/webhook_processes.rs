@@ -355,20 +355,10 @@ async fn cli_manages_webhooks() {
         if private {
             env.push(("REFTRACK_WEBHOOK_ALLOW_PRIVATE", "1"));
         }
-        let out = crate::common::server::command(&env)
-            .arg("admin")
-            .args(args)
-            .output()
-            .unwrap();
-        let text = if out.status.success() {
-            out.stdout
-        } else {
-            out.stderr
-        };
-        (
-            out.status.success(),
-            serde_json::from_slice::<Value>(&text).unwrap(),
-        )
+        let (ok, text) = crate::common::server::outcome(
+            crate::common::server::command(&env).arg("admin").args(args),
+        );
+        (ok, serde_json::from_str::<Value>(&text).unwrap())
     };
     assert!(run(false, &["create-workspace", "name=W"]).0);
     assert!(run(false, &["create-program", "workspace_id:=1", "name=P"]).0);

@@ -35,6 +35,18 @@ pub fn command(env: &[(&str, &str)]) -> Command {
     cmd
 }
 
+/// Runs `cmd` to its end: whether it succeeded, and what it printed (its output, or its
+/// error output when it failed).
+pub fn outcome(cmd: &mut Command) -> (bool, String) {
+    let out = cmd.output().unwrap();
+    let text = if out.status.success() {
+        out.stdout
+    } else {
+        out.stderr
+    };
+    (out.status.success(), String::from_utf8(text).unwrap())
+}
+
 /// A TCP port that was free a moment ago.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
