@@ -57,6 +57,11 @@ pub const RESET_UNAVAILABLE: &str = "Resetting a password by mail is not set up 
     server: ask the program for a new invite link, which lets you set a new password";
 /// Active links a partner may have in one program when it makes its own.
 pub const MAX_PARTNER_LINKS: i64 = 20;
+/// The 409 of an application whose email belongs to a partner the program's workspace
+/// added (or invited) and that has not set a password yet: its invite is how it signs up.
+const INVITED_EMAIL: &str = "A program has added a partner with this email that has not \
+     signed up yet: accept the invite you were sent (or ask the program for one), then \
+     apply signed in";
 
 /// An invite to give to a partner.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -569,6 +574,9 @@ impl App {
                                 workspace_id,
                             };
                             tx.insert_applicant(&new, at).await.map_err(|e| match e {
+                                StoreError::Conflict("invited email") => {
+                                    Error::Conflict(INVITED_EMAIL.into())
+                                }
                                 StoreError::Conflict(_) => Error::Conflict(
                                     "A partner account with this email already exists: \
                                      sign in to apply"

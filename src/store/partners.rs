@@ -168,7 +168,9 @@ pub trait PartnerTx: Send {
     /// A new session.
     async fn insert_partner_session(&mut self, grant: &TokenGrant<'_>) -> StoreResult<()>;
     /// Creates an applicant's partner record with its account; returns its id.
-    /// `Conflict("account email")`, `Conflict("partner code")`.
+    /// `Conflict("account email")` when a partner signs in with its email,
+    /// `Conflict("invited email")` when a partner without an account has it and is known
+    /// to the program's workspace or holds a live invite, `Conflict("partner code")`.
     async fn insert_applicant(&mut self, a: &NewApplicant<'_>, at: i64) -> StoreResult<i64>;
     /// Keeps an application's website and message on its partner-program record.
     async fn set_application(

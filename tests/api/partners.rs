@@ -317,6 +317,38 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    async fn an_applicant_cannot_take_the_email_of_a_partner_a_program_added(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"applications_open": true}))).await.expect(200);
+        let apply = |email: &str| json!({"name": "Mallory", "email": email, "password": PASSWORD});
+        let refused = "A program has added a partner with this email that has not signed up yet: \
+                       accept the invite you were sent (or ask the program for one), then apply signed in";
+        // Added by this workspace, never invited; then a partner of another workspace
+        // holding a live invite.
+        app.admin("PATCH", &format!("/partners/{}", seed.partner_id), Some(json!({"email": "Carol@Example.com"}))).await.expect(200);
+        let other = app.seed().await;
+        app.invite(other.partner_id, "dave@example.com").await;
+        let before = app.count("SELECT COUNT(*) FROM partners").await;
+        for email in ["carol@example.com", "DAVE@example.com"] {
+            let r = app.post(&format!("/api/partner/apply/{p}"), apply(email)).await.expect(409);
+            assert_eq!(r.error(), refused);
+        }
+        assert_eq!(app.count("SELECT COUNT(*) FROM partners").await, before, "nothing written");
+        // Their invites still work, and then the email has an account.
+        signed_in(&app, seed.partner_id, "carol@example.com").await;
+        let r = app.post(&format!("/api/partner/apply/{p}"), apply("carol@example.com")).await.expect(409);
+        assert_eq!(r.error(), "A partner account with this email already exists: sign in to apply");
+        let token = app.invite_token(other.partner_id, "dave@example.com").await;
+        app.post("/api/partner/auth/accept-invite", json!({"token": token, "password": PASSWORD})).await.expect(200);
+        // A partner another workspace added without inviting it does not hold the email.
+        let third = app.seed().await;
+        app.admin("PATCH", &format!("/partners/{}", third.partner_id), Some(json!({"email": "erin@example.com"}))).await.expect(200);
+        app.post(&format!("/api/partner/apply/{p}"), apply("erin@example.com")).await.expect(201);
+    }
+}
+
+on_both_backends! {
     async fn a_partner_sees_its_own_commissions_and_payouts(app: TestApp) {
         let seed = app.seed_with(json!({"commission_hold_days": 0, "min_payout_cents": 100})).await;
         let p = seed.program_id;

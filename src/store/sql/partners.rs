@@ -320,6 +320,24 @@ impl<DB: Engine> PartnerTx for WriteConnection<DB> {
         if taken.is_some() {
             return Err(StoreError::Conflict("account email"));
         }
+        // A partner a program added with this email, not signed up yet: the applicant
+        // must not take its email first, or its invite could never be accepted.
+        let added = stmt::<DB>(
+            "SELECT 1 FROM partners p WHERE LOWER(p.email) = $1 AND p.account_email IS NULL \
+             AND (p.workspace_id = $2 \
+               OR EXISTS (SELECT 1 FROM partner_programs pp JOIN programs g ON g.id = pp.program_id \
+                          WHERE pp.partner_id = p.id AND g.workspace_id = $2) \
+               OR EXISTS (SELECT 1 FROM partner_invites i WHERE i.partner_id = p.id \
+                          AND i.used_at IS NULL AND i.expires_at > $3))",
+        )
+        .bind(a.email)
+        .bind(a.workspace_id)
+        .bind(at)
+        .fetch_optional(&mut *self.conn)
+        .await?;
+        if added.is_some() {
+            return Err(StoreError::Conflict("invited email"));
+        }
         let row = stmt::<DB>(
             "INSERT INTO partners (name, code, email, account_email, email_key, \
              account_email_key, password_hash, workspace_id, created_at) \
