@@ -29,7 +29,7 @@ async fn json_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Er
     if !is_json {
         return Err(Error::UnsupportedMediaType);
     }
-    Bytes::from_request(req, state)
+    let bytes = Bytes::from_request(req, state)
         .await
         .map_err(|e: BytesRejection| {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -37,7 +37,27 @@ async fn json_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Er
             } else {
                 Error::bad_request("Could not read the request body")
             }
-        })
+        })?;
+    refuse_nul_in_json(&bytes)?;
+    Ok(bytes)
+}
+
+/// What a request with a NUL character in its text is answered.
+pub const NUL_REFUSED: &str = "Text must not contain the NUL character (\\u0000)";
+
+/// 400 [`NUL_REFUSED`] when a JSON text holds the escape `\u0000` in a string (JSON
+/// allows no raw NUL byte). No field stores one: PostgreSQL refuses it in text, and one
+/// refused statement would fail the whole write batch it shares with other requests.
+pub fn refuse_nul_in_json(json: &[u8]) -> Result<(), Error> {
+    let escaped = memchr::memmem::find_iter(json, br"\u0000").any(|at| {
+        // An even run of backslashes before it is escaped backslashes: this one starts
+        // the escape. An odd run escapes this backslash, and the text reads `\u0000`.
+        json[..at].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 0
+    });
+    if escaped {
+        return Err(Error::bad_request(NUL_REFUSED));
+    }
+    Ok(())
 }
 
 fn parse_error(e: serde_json::Error) -> Error {
@@ -90,6 +110,9 @@ pub fn read_list_query<T: DeserializeOwned>(raw: Option<&str>) -> Result<T, Erro
 }
 
 fn query_of<T: DeserializeOwned>(raw: Option<&str>, drop_empty: bool) -> Result<T, Error> {
+    if raw.is_some_and(|q| q.contains("%00")) {
+        return Err(Error::bad_request(NUL_REFUSED));
+    }
     let params: serde_json::Map<String, serde_json::Value> =
         url::form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
             .filter(|(_, v)| !(drop_empty && v.trim().is_empty()))

@@ -93,7 +93,12 @@ async fn follow(
     short_link: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let Ok(Path(short_link)) = short_link else {
+    // No short link holds a NUL character, and the database is not asked for one.
+    let Some(short_link) = short_link
+        .ok()
+        .map(|Path(s)| s)
+        .filter(|s| !s.contains('\0'))
+    else {
         return page(StatusCode::NOT_FOUND, NOT_FOUND_PAGE);
     };
     let user_agent = caller

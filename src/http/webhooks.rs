@@ -74,6 +74,7 @@ async fn stripe(
         .and_then(|v| v.to_str().ok());
     let now = state.app.now_ms() / 1000;
     verify_signature(signature, &body, secret, now).map_err(|e| Error::bad_request(e.message()))?;
+    crate::http::extract::refuse_nul_in_json(&body)?;
     let event = parse_event(&body).map_err(Error::BadRequest)?;
     let event_id = event.id.clone();
     let outcome = state.app.ingest_stripe_event(&program, event).await?;

@@ -61,11 +61,16 @@ impl From<sqlx::Error> for StoreError {
 /// Whether a database error means "try again later" rather than a bug: the pool or
 /// connection is gone, SQLite is busy or locked (result codes 5 and 6, extended codes
 /// included), PostgreSQL is shutting down or unreachable (SQLSTATE classes 08 and 57P).
+/// Each engine's codes are read as its own: a PostgreSQL SQLSTATE such as `22021` is
+/// digits too, and must not pass for a busy SQLite.
 fn is_unavailable(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::Database(db) => db.code().is_some_and(|c| {
-            let sqlite_busy = c.parse::<i32>().is_ok_and(|n| matches!(n & 0xff, 5 | 6));
-            sqlite_busy || c.starts_with("08") || c.starts_with("57P")
+            if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                c.parse::<i32>().is_ok_and(|n| matches!(n & 0xff, 5 | 6))
+            } else {
+                c.starts_with("08") || c.starts_with("57P")
+            }
         }),
         sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed

@@ -1,5 +1,6 @@
 //! Bad input gets a JSON `{"error": …}` with a 4xx, never a 500 or a panic.
 
+use crate::common::pages::{html, DASHBOARD, PORTAL};
 use crate::common::*;
 use axum::body::Body;
 use axum::http::Request;
@@ -127,5 +128,43 @@ on_both_backends! {
         let path = format!("/api/partner/programs/{p}/links");
         let r = app.send("POST", &path, Some(json!({"short_link": ["a"]})), &[("authorization", &auth)]).await.expect(400);
         assert_eq!(r.error(), "Invalid request body: short_link: invalid type: sequence, expected a string");
+    }
+}
+
+on_both_backends! {
+    async fn a_nul_character_is_refused_wherever_text_comes_in(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"applications_open": true}))).await.expect(200);
+        let nul = "a\u{0}b";
+        let url = format!("https://shop.example/?aff={}", seed.short_link);
+        let refused = "Text must not contain the NUL character (\\u0000)";
+        for r in [
+            app.post("/api/v1/track/click", json!({"affiliate_url": url, "page_title": nul})).await,
+            app.post("/api/tracking/click", json!({"affiliate_url": url, "user_agent": nul})).await,
+            app.post("/api/v1/track/lead", json!({"customer_key": nul, "click_id": "x"})).await,
+            app.post_auth("/api/v1/track/sale", &seed.api_token, json!({"customer_key": nul, "amount_cents": 100})).await,
+            app.post_auth("/api/v1/track/refund", &seed.api_token, json!({"transaction_id": nul})).await,
+            app.post("/api/auth/login", json!({"email": nul, "password": "x"})).await,
+            app.post("/api/partner/auth/login", json!({"email": nul, "password": "x"})).await,
+            app.post(&format!("/api/partner/apply/{p}"), json!({"name": nul, "email": "n@example.com", "password": "partner password"})).await,
+            app.admin("POST", "/partners", Some(json!({"name": nul, "code": "nul"}))).await,
+            app.admin("GET", "/partners?q=a%00b", None).await,
+        ] {
+            assert_eq!(r.status, 400, "{}", r.body);
+            assert_eq!(r.error(), refused);
+        }
+        // A backslash before it makes it text, not a NUL.
+        app.post("/api/v1/track/click", json!({"affiliate_url": url, "page_title": "a\\u0000b"})).await.expect(200);
+        let r = PORTAL.post(&app, "/partner/login", None, "email=a%00b&password=x").await.expect(400);
+        assert!(html(&r).contains("Text must not contain the NUL character"), "{}", html(&r));
+        DASHBOARD.get(&app, "/app/login?next=%00", None).await.expect(400);
+        let r = app.send("GET", "/r/a%00b", None, &[]).await.expect(404);
+        assert!(r.body.as_str().is_some_and(|b| b.contains("<html")), "{}", r.body);
+        // Nothing was taken for an outage: the next calls are served.
+        app.post("/api/v1/track/click", json!({"affiliate_url": url})).await.expect(200);
+        app.admin("GET", &format!("/programs/{p}"), None).await.expect(200);
+        assert_eq!(app.count("SELECT COUNT(*) FROM partners").await, 1);
+        assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_click_events").await, 2);
     }
 }

@@ -323,7 +323,8 @@ fn error_text(status: StatusCode, content_type: &str, body: &Bytes) -> String {
 }
 
 /// A submitted form's fields, each with every value it was sent with (checkboxes of
-/// one name send several). As an extractor it reads the request body.
+/// one name send several). As an extractor it reads the request body, and refuses one
+/// with a NUL character with the 400 page.
 pub struct Posted(HashMap<String, Vec<String>>);
 
 impl<S: Send + Sync> FromRequest<S> for Posted {
@@ -333,6 +334,7 @@ impl<S: Send + Sync> FromRequest<S> for Posted {
         let body = Bytes::from_request(req, state)
             .await
             .map_err(IntoResponse::into_response)?;
+        refuse_nul(&body).map_err(IntoResponse::into_response)?;
         Ok(Posted::parse(&body))
     }
 }
@@ -375,17 +377,30 @@ impl Posted {
     }
 }
 
-/// The fields of the request's query string, read like a form's (never a rejection).
+/// The fields of the request's query string, read like a form's (the 400 page only for
+/// a NUL character).
 pub struct Query(pub Posted);
 
 impl<S: Send + Sync> FromRequestParts<S> for Query {
-    type Rejection = std::convert::Infallible;
+    type Rejection = PageError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(Query(Posted::parse(
-            parts.uri.query().unwrap_or_default().as_bytes(),
-        )))
+        let query = parts.uri.query().unwrap_or_default().as_bytes();
+        refuse_nul(query)?;
+        Ok(Query(Posted::parse(query)))
     }
+}
+
+/// The 400 page of a form or query with a NUL character (`%00`) in it, which no field
+/// stores.
+fn refuse_nul(urlencoded: &[u8]) -> Result<(), PageError> {
+    if memchr::memmem::find(urlencoded, b"%00").is_some() {
+        return Err(PageError::new(
+            StatusCode::BAD_REQUEST,
+            crate::http::extract::NUL_REFUSED,
+        ));
+    }
+    Ok(())
 }
 
 impl Posted {
