@@ -41,6 +41,13 @@ const LONG_BATCH_TIMEOUT: Duration = Duration::from_secs(600);
 /// the other users of a one-connection pool under load.
 const WRITE_CONNECTION_TURN: Duration = Duration::from_millis(50);
 
+/// Longest a writer that keeps its connection uses it again without the pool's check.
+/// After an outage with no writes in it (the outage guard answered them), the kept
+/// connection is dead: the pool's check on the way back finds that, and the first write
+/// after the database returns does not fail. Under load batches come far more often, so
+/// the check costs nothing there.
+const KEPT_CONNECTION_IDLE: Duration = Duration::from_secs(1);
+
 /// Where a backend's writers get their connections.
 #[async_trait]
 pub trait WritePool: Send + Sync + 'static {
@@ -193,6 +200,7 @@ impl Committer {
             keep_connection: keep,
             held: None,
             held_since: Instant::now(),
+            last_batch: Instant::now(),
             pending: None,
             stats: stats.clone(),
         };
@@ -361,6 +369,8 @@ struct Writer {
     keep_connection: bool,
     held: Option<Box<dyn WriteConn>>,
     held_since: Instant,
+    /// When the last batch ended.
+    last_batch: Instant,
     /// A long write taken from the queue while a batch was gathered: the next batch.
     pending: Option<Queued>,
     stats: CommitStats,
@@ -398,6 +408,10 @@ impl Writer {
             self.stats
                 .queue_wait
                 .observe(started.duration_since(queued_at).as_secs_f64());
+            if self.last_batch.elapsed() >= KEPT_CONNECTION_IDLE {
+                // Back to the pool, which checks it before the batch gets it again.
+                self.held = None;
+            }
             if self.held.is_none() {
                 self.held_since = Instant::now();
             }
@@ -416,6 +430,7 @@ impl Writer {
             self.stats
                 .batch_duration
                 .observe(started.elapsed().as_secs_f64());
+            self.last_batch = Instant::now();
             if ended == Ended::NotBegun {
                 // The database is unreachable or locked: answer everything queued now
                 // instead of letting each batch wait out its own timeout.

@@ -165,6 +165,11 @@ struct Seen {
     what: &'static str,
 }
 
+/// Why an outage test cannot run.
+const NO_CLUSTER: &str = "the outage tests run a PostgreSQL cluster of their own: they need \
+    the server binaries (initdb, pg_ctl) under /usr/lib/postgresql/<version>/bin, from the \
+    postgresql package";
+
 async fn admin(base: &str, path: &str, body: Value) -> Value {
     let res = reqwest::Client::new()
         .post(format!("{base}/api/admin{path}"))
@@ -175,6 +180,31 @@ async fn admin(base: &str, path: &str, body: Value) -> Value {
         .unwrap();
     assert_eq!(res.status().as_u16(), 201, "{path}");
     res.json().await.unwrap()
+}
+
+/// A program with a partner and its link `a`; the program's API key.
+async fn set_up_program(base: &str) -> String {
+    let ws = admin(base, "/workspaces", json!({"name": "W"})).await;
+    let program = admin(
+        base,
+        "/programs",
+        json!({"workspace_id": ws["id"], "name": "P"}),
+    )
+    .await;
+    let partner = admin(base, "/partners", json!({"name": "A", "code": "a"})).await;
+    admin(
+        base,
+        &format!("/programs/{}/partners", program["id"]),
+        json!({"partner_id": partner["id"]}),
+    )
+    .await;
+    admin(
+        base,
+        "/links",
+        json!({"program_id": program["id"], "partner_id": partner["id"], "short_link": "a"}),
+    )
+    .await;
+    program["api_token"].as_str().unwrap().to_string()
 }
 
 async fn timed(
@@ -265,10 +295,7 @@ fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_outage_fails_fast_and_recovers() {
-    let cluster = Cluster::create().expect(
-        "the outage test runs a PostgreSQL cluster of its own: it needs the server binaries \
-         (initdb, pg_ctl) under /usr/lib/postgresql/<version>/bin, from the postgresql package",
-    );
+    let cluster = Cluster::create().expect(NO_CLUSTER);
     let url = cluster.url();
     let listen = format!("127.0.0.1:{}", free_port());
     let server = Server::start(&[
@@ -278,27 +305,7 @@ async fn postgres_outage_fails_fast_and_recovers() {
         ("REFTRACK_RATE_LIMIT_CLICK", "0"),
     ]);
     let base = server.base.clone();
-    let ws = admin(&base, "/workspaces", json!({"name": "W"})).await;
-    let program = admin(
-        &base,
-        "/programs",
-        json!({"workspace_id": ws["id"], "name": "P"}),
-    )
-    .await;
-    let partner = admin(&base, "/partners", json!({"name": "A", "code": "a"})).await;
-    admin(
-        &base,
-        &format!("/programs/{}/partners", program["id"]),
-        json!({"partner_id": partner["id"]}),
-    )
-    .await;
-    admin(
-        &base,
-        "/links",
-        json!({"program_id": program["id"], "partner_id": partner["id"], "short_link": "a"}),
-    )
-    .await;
-    let key = program["api_token"].as_str().unwrap().to_string();
+    let key = set_up_program(&base).await;
 
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sent_sales = Arc::new(Mutex::new(Vec::new()));
@@ -458,6 +465,81 @@ async fn postgres_outage_fails_fast_and_recovers() {
         sales.len(),
         sales.iter().filter(|s| s.1).count()
     );
+}
+
+/// An outage in which nothing was written (the outage guard answered every write): the
+/// connection the writer kept died with the database, and the first sale after it is
+/// back must still be recorded, with `/readyz` staying ready.
+#[tokio::test]
+async fn the_first_write_after_a_quiet_postgres_outage_succeeds() {
+    let cluster = Cluster::create().expect(NO_CLUSTER);
+    let url = cluster.url();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let server = Server::start(&[
+        ("REFTRACK_DATABASE_URL", url.as_str()),
+        ("REFTRACK_LISTEN", listen.as_str()),
+        ("REFTRACK_ADMIN_TOKEN", ADMIN),
+    ]);
+    let base = server.base.clone();
+    let key = set_up_program(&base).await;
+    let http = reqwest::Client::new();
+    let sale = |txn: &str| {
+        timed(
+            &http,
+            format!("{base}/api/v1/track/sale"),
+            Some(&key),
+            json!({"transaction_id": txn, "amount_cents": 1000, "customer_key": "c"}),
+            "sale",
+        )
+    };
+    let click = timed(
+        &http,
+        format!("{base}/api/v1/track/click"),
+        None,
+        json!({"affiliate_url": "https://shop.example/?aff=a"}),
+        "click",
+    )
+    .await;
+    let lead = timed(
+        &http,
+        format!("{base}/api/v1/track/lead"),
+        Some(&key),
+        json!({"customer_key": "c", "click_id": click.body["click_id"]}),
+        "lead",
+    )
+    .await;
+    assert_eq!(lead.status, 200, "{:?}", lead.body);
+    assert_eq!(sale("before").await.status, 200);
+
+    cluster.stop("immediate");
+    let readyz = || async {
+        http.get(format!("{base}/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    let down = Instant::now();
+    while readyz().await != 503 {
+        assert!(
+            down.elapsed() < Duration::from_secs(10),
+            "/readyz never saw the outage"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    cluster.start();
+    let back = Instant::now();
+    while readyz().await != 200 {
+        assert!(back.elapsed() < Duration::from_secs(15), "no recovery");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after = sale("after").await;
+    assert_eq!(after.status, 200, "{:?}", after.body);
+    for _ in 0..10 {
+        assert_eq!(readyz().await, 200);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Another connection holds SQLite's write lock for longer than the 5 s `busy_timeout`:
