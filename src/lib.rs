@@ -62,6 +62,7 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
         None => None,
     };
     let addr = listener.local_addr()?;
+    let signal = shutdown_signal();
     println!("Reftrack is serving on http://{addr}");
     println!("  tracking API:   http://{addr}/api/v1/track/click");
     println!("  management API: http://{addr}/api/admin");
@@ -108,7 +109,7 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
     let signalled = Arc::new(tokio::sync::Notify::new());
     let notify = signalled.clone();
     let server = serve_with(state, listener, async move {
-        shutdown_signal().await;
+        signal.await;
         notify.notify_one();
     });
     tokio::pin!(server);
@@ -190,25 +191,55 @@ pub async fn serve_with(
     .await
 }
 
-/// Completes on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Completes on SIGINT or SIGTERM. SIGHUP, which asks many services to reload, is
+/// logged and ignored: settings are read at start, and dying of it would cut the
+/// requests in flight. The handlers are in place when this returns, before the future
+/// is first polled, so that a signal sent as soon as the server says it serves is seen.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    let wait = {
+        use tokio::signal::unix::{signal, SignalKind};
+        let streams = [
+            SignalKind::interrupt(),
+            SignalKind::terminate(),
+            SignalKind::hangup(),
+        ]
+        .map(|kind| signal(kind).ok());
+        async move {
+            let [interrupt, terminate, hangup] = streams;
+            let stop = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            let ignore_hangups = async move {
+                let Some(mut hangup) = hangup else {
+                    return std::future::pending::<()>().await;
+                };
+                loop {
+                    hangup.recv().await;
+                    tracing::warn!(
+                        "SIGHUP ignored: settings are read at start, so there is nothing to \
+                         reload; restart the process to change them"
+                    );
+                }
+            };
+            tokio::select! {
+                _ = stop(interrupt) => {},
+                _ = stop(terminate) => {},
+                _ = ignore_hangups => {},
             }
-            Err(_) => std::future::pending::<()>().await,
         }
     };
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+    let wait = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    async move {
+        wait.await;
+        tracing::info!("shutting down: finishing in-flight requests");
     }
-    tracing::info!("shutting down: finishing in-flight requests");
 }

@@ -216,3 +216,42 @@ async fn shutdown_is_bounded_by_the_grace_period() {
         0
     );
 }
+
+/// SIGHUP, which asks many services to reload, is logged and ignored: the server goes
+/// on serving, and SIGTERM still stops it cleanly.
+#[tokio::test]
+async fn sighup_is_ignored_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("s.db").display());
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut server = Server::start(&[
+        ("REFTRACK_DATABASE_URL", url.as_str()),
+        ("REFTRACK_LISTEN", listen.as_str()),
+        ("REFTRACK_ADMIN_TOKEN", ADMIN),
+    ]);
+    server.signal("HUP");
+    let http = reqwest::Client::new();
+    let seen = Instant::now();
+    while !server.output().contains("SIGHUP ignored") {
+        assert!(
+            seen.elapsed() < Duration::from_secs(5),
+            "{}",
+            server.output()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "{}",
+        server.output()
+    );
+    let r = http
+        .get(format!("{}/readyz", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    server.signal("TERM");
+    let status = server.wait_exit(Duration::from_secs(10)).expect("no exit");
+    assert!(status.success(), "{status:?}: {}", server.output());
+}
