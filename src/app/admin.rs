@@ -21,7 +21,7 @@ use crate::domain::status::{
 use crate::domain::time::iso;
 use crate::store::{
     Link, LinkPatch, MemberRow, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram,
-    PaymentAccount, Program, ProgramPatch, Record, Store, StoreError, User, Workspace,
+    PaymentAccount, Program, ProgramPatch, Record, Store, StoreError, User, UserPatch, Workspace,
 };
 
 /// Settings key of the admin token's hash.
@@ -153,6 +153,18 @@ pub struct UserBody {
     pub email: String,
     pub password: String,
     pub name: Option<String>,
+}
+
+/// The body of the management call that changes a dashboard user; an absent field is
+/// left as it is, `null` clears the name.
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct UserPatchBody {
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub name: Option<Option<String>>,
+    /// A new password, 8 to 1024 characters: every session of the user ends.
+    pub password: Option<String>,
 }
 
 /// The body of the management call that adds a user to a workspace.
@@ -790,6 +802,28 @@ impl App {
             .store
             .create_user(&email, &hash, display.as_deref(), self.now_ms())
             .await?)
+    }
+
+    /// Changes a dashboard user's name or password: the operator's alone, for a user who
+    /// forgot a password (a new one ends every session the user had).
+    pub async fn update_user(&self, caller: &Caller, id: i64, b: UserPatchBody) -> Result<User> {
+        caller.operator_only("change users")?;
+        let name = b
+            .name
+            .map(|n| n.as_deref().map(|n| name("name", n, 200)).transpose())
+            .transpose()?;
+        let password_hash = match b.password {
+            Some(p) => {
+                check_password("password", &p)?;
+                Some(hashed_password(p).await?)
+            }
+            None => None,
+        };
+        let patch = UserPatch {
+            name,
+            password_hash,
+        };
+        Ok(self.store.update_user(id, &patch).await?)
     }
 
     /// Adds a user to a workspace.

@@ -20,7 +20,7 @@ use crate::domain::status::{PartnerStatus, UnknownValue};
 use crate::domain::webhooks::EventType;
 use crate::store::webhooks::{Event, Subject};
 use crate::store::{
-    Link, LinkFilter, Partner, PartnerProgram, ProgramPartnerRow, Record, Workspace,
+    Link, LinkFilter, Partner, PartnerProgram, ProgramPartnerRow, Record, User, Workspace,
 };
 
 /// The body of the call that changes a partner's standing in a program.
@@ -94,17 +94,28 @@ impl App {
         q: Option<&str>,
         page: &PageParams,
     ) -> Result<Listed<Partner>> {
-        let q = q.map(str::trim).filter(|q| !q.is_empty());
-        if q.is_some_and(|q| q.chars().count() > 200) {
-            return Err(Error::invalid("q must be at most 200 characters"));
-        }
-        let q = q.map(str::to_lowercase);
+        let q = search_text(q)?;
         let page = page.page()?;
         let rows = self
             .store
             .list_partners(caller.member(), q.as_deref(), probe(page))
             .await?;
         Ok(listed(rows, page, |p| p.id))
+    }
+
+    /// One page of the server's dashboard users whose email or name contains `q` (any
+    /// case), newest first: the operator's alone.
+    pub async fn list_users(
+        &self,
+        caller: &Caller,
+        q: Option<&str>,
+        page: &PageParams,
+    ) -> Result<Listed<User>> {
+        caller.operator_only("list users")?;
+        let q = search_text(q)?;
+        let page = page.page()?;
+        let rows = self.store.list_users(q.as_deref(), probe(page)).await?;
+        Ok(listed(rows, page, |u| u.id))
     }
 
     /// One page of a program's partners with their totals there.
@@ -288,4 +299,14 @@ impl App {
             .into_iter()
             .collect())
     }
+}
+
+/// A list's search text `q`: trimmed and lower-cased, `None` when blank; at most 200
+/// characters.
+fn search_text(q: Option<&str>) -> Result<Option<String>> {
+    let q = q.map(str::trim).filter(|q| !q.is_empty());
+    if q.is_some_and(|q| q.chars().count() > 200) {
+        return Err(Error::invalid("q must be at most 200 characters"));
+    }
+    Ok(q.map(str::to_lowercase))
 }

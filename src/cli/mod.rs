@@ -98,6 +98,17 @@ pub enum AdminCommand {
     ArchiveCoupon { link_id: i64, coupon_id: i64 },
     /// Create a dashboard user: email=… password=… [name=…]
     CreateUser { fields: Vec<String> },
+    /// Change a dashboard user: [name=…] [password=…] (a new password ends the user's
+    /// sessions: how a user who forgot its password gets a new one)
+    UpdateUser { id: i64, fields: Vec<String> },
+    /// List the dashboard users whose email or name contains the search text
+    ListUsers {
+        /// Search text (any case).
+        #[arg(long)]
+        q: Option<String>,
+        #[command(flatten)]
+        paging: Paging,
+    },
     /// Add a user to a workspace: user_id:=1 role=owner|admin|member|viewer [status=active]
     AddMember {
         workspace_id: i64,
@@ -356,6 +367,10 @@ impl AdminCommand {
             }
             UpdateLink { id, fields } => answer(app.update_link(caller, id, body(&fields)?).await),
             CreateUser { fields } => answer(app.create_user(caller, body(&fields)?).await),
+            UpdateUser { id, fields } => answer(app.update_user(caller, id, body(&fields)?).await),
+            ListUsers { q, paging } => {
+                answer(app.list_users(caller, q.as_deref(), &paging.page()).await)
+            }
             AddMember {
                 workspace_id,
                 fields,

@@ -13,7 +13,7 @@ use super::AppState;
 use crate::app::admin::{
     LinkBody, LinkPatchBody, MemberBody, MemberPatchBody, PartnerBody, PartnerPatchBody,
     PaymentAccountBody, ProgramBody, ProgramPartnerBody, ProgramPatchBody, ProgramView,
-    RotateTokenBody, UserBody, WorkspaceBody,
+    RotateTokenBody, UserBody, UserPatchBody, WorkspaceBody,
 };
 use crate::app::secrets::{hash_token, hashes_match};
 use crate::app::Caller;
@@ -35,6 +35,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(create_link))
         .routes(routes!(get_link, update_link))
         .routes(routes!(create_user))
+        .routes(routes!(update_user))
 }
 
 /// The caller of a management call: the operator's admin token, or a dashboard session
@@ -236,6 +237,19 @@ management_endpoints! {
         body(b: JsonBody<UserBody>)
         => create_user -> 201 User = create_user;
         responses("Created", 400 "Invalid field", 409 "The email is taken");
+
+    /// Change a dashboard user's name or password: the operator's alone, for a user who
+    /// forgot a password. A new password ends every session the user had.
+    patch "/users/{id}"
+        path(id: ("id" = i64, Path, description = "id"))
+        body(b: JsonBody<UserPatchBody>)
+        => update_user -> 200 User = update_user;
+        responses(
+            "The changed user",
+            400 "Invalid field",
+            403 "Not the operator",
+            404 "Unknown user",
+        );
 
     /// Add a user to a workspace with a role.
     post "/workspaces/{id}/members"

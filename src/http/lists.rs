@@ -19,7 +19,7 @@ use crate::app::admin::ProgramView;
 use crate::app::exports;
 use crate::app::management::{LinkParams, PartnerStatusBody};
 use crate::app::{Listed, PageParams};
-use crate::store::{Link, Partner, PartnerProgram, ProgramPartnerRow, Workspace};
+use crate::store::{Link, Partner, PartnerProgram, ProgramPartnerRow, User, Workspace};
 
 /// Routes of the management lists.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -27,6 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_workspaces))
         .routes(routes!(list_programs))
         .routes(routes!(list_partners))
+        .routes(routes!(list_users))
         .routes(routes!(list_program_partners))
         .routes(routes!(set_program_partner_status))
         .routes(routes!(list_links))
@@ -67,6 +68,14 @@ pub struct ProgramQuery {
 #[into_params(parameter_in = Query)]
 pub struct PartnerQuery {
     /// Partners whose name, email or code contains this text (any case).
+    pub q: Option<String>,
+}
+
+/// The filter of the user list.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct UserQuery {
+    /// Users whose email or name contains this text (any case).
     pub q: Option<String>,
 }
 
@@ -137,6 +146,34 @@ async fn list_programs(
     Ok(Json(
         s.app
             .list_programs(&caller, q.workspace_id.as_deref(), &page)
+            .await?,
+    ))
+}
+
+/// List the server's dashboard users, searching with `q`: the operator's alone (admin
+/// token), to find the user whose password to set or whom to add to a workspace.
+#[utoipa::path(
+    get,
+    path = "/users",
+    tag = "management",
+    params(UserQuery, PageQuery),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "One page", body = Listed<User>),
+        (status = 400, description = "Invalid filter, limit or cursor", body = ErrorBody),
+        (status = 403, description = "Not the operator", body = ErrorBody),
+    ),
+)]
+async fn list_users(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    RawQuery(raw): RawQuery,
+) -> Result<Json<Listed<User>>> {
+    let list: PageQuery = read_list_query(raw.as_deref())?;
+    let q: UserQuery = read_list_query(raw.as_deref())?;
+    Ok(Json(
+        s.app
+            .list_users(&caller, q.q.as_deref(), &list.page())
             .await?,
     ))
 }

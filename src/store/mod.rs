@@ -179,6 +179,12 @@ pub trait Store:
     ) -> StoreResult<User>;
     /// Whether any dashboard user exists.
     async fn has_users(&self) -> StoreResult<bool>;
+    /// Changes a dashboard user in one transaction; a new password ends every session
+    /// the user had. `NotFound("user")`.
+    async fn update_user(&self, id: i64, patch: &UserPatch) -> StoreResult<User>;
+    /// One page of dashboard users, newest first; with `q`, only those whose email or
+    /// name contains it (any case).
+    async fn list_users(&self, q: Option<&str>, page: Page) -> StoreResult<Vec<User>>;
     /// The first run of a server: its first workspace, its owner (an active `owner`
     /// membership) and its first program (`p.workspace_id` is ignored), in one
     /// transaction; `Conflict("first run")` when it has run before or a user exists.

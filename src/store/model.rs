@@ -240,6 +240,15 @@ pub struct LinkTarget {
     pub destination_url: Option<String>,
 }
 
+/// A change to a dashboard user: `None` leaves a field as it is, `Some(None)` clears the
+/// name.
+#[derive(Debug, Clone, Default)]
+pub struct UserPatch {
+    pub name: Option<Option<String>>,
+    /// A new password's hash: the user's sessions end with the old one.
+    pub password_hash: Option<String>,
+}
+
 /// A change to a link: `None` leaves a field as it is, `Some(None)` clears it.
 #[derive(Debug, Clone, Default)]
 pub struct LinkPatch {

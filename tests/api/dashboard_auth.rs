@@ -228,3 +228,52 @@ on_both_backends! {
         }
     }
 }
+
+on_both_backends! {
+    async fn the_operator_lists_users_and_sets_a_forgotten_password(app: TestApp) {
+        let seed = app.seed().await;
+        let dana = user(&app, &seed, "dana@example.com", Some(("owner", "active"))).await;
+        user(&app, &seed, "erin@example.com", None).await;
+        let session = token(&app, "dana@example.com").await;
+
+        let r = app.admin("GET", "/users?q=DANA%40", None).await.expect(200);
+        assert_eq!(r.body["data"].as_array().unwrap().len(), 1);
+        assert_eq!((&r.body["data"][0]["id"], &r.body["data"][0]["email"]), (&json!(dana), &json!("dana@example.com")));
+        assert!(r.body["data"][0].get("password_hash").is_none());
+        // Newest first.
+        let r = app.admin("GET", "/users?limit=1", None).await.expect(200);
+        assert_eq!(r.body["data"][0]["email"], "erin@example.com");
+        let next = r.body["next_cursor"].as_str().unwrap().to_string();
+        let r = app.admin("GET", &format!("/users?limit=1&cursor={next}"), None).await.expect(200);
+        assert_eq!(r.body["data"][0]["email"], "dana@example.com");
+
+        // A member, even an owner, neither lists users nor changes them.
+        let auth = bearer(&session);
+        let r = app.send("GET", "/api/admin/users", None, &[("authorization", &auth)]).await.expect(403);
+        assert_eq!(r.error(), "Only the operator (admin token) may list users");
+        let r = app.send("PATCH", &format!("/api/admin/users/{dana}"), Some(json!({"password": "taken over!"})), &[("authorization", &auth)]).await.expect(403);
+        assert_eq!(r.error(), "Only the operator (admin token) may change users");
+
+        for (body, text) in [
+            (json!({"password": "short"}), "password must be 8 to 1024 characters"),
+            (json!({"name": ""}), "name must be 1 to 200 characters"),
+        ] {
+            let r = app.admin("PATCH", &format!("/users/{dana}"), Some(body)).await.expect(400);
+            assert_eq!(r.error(), text);
+        }
+        app.admin("PATCH", &format!("/users/{dana}"), Some(json!({"email": "x@example.com"}))).await.expect(400);
+        app.admin("PATCH", "/users/9999", Some(json!({"name": "X"}))).await.expect(404);
+        get(&app, "/api/admin/workspaces", Some(&auth)).await.expect(200);
+
+        // The name alone keeps the password and the session.
+        let r = app.admin("PATCH", &format!("/users/{dana}"), Some(json!({"name": "Dana S."}))).await.expect(200);
+        assert_eq!(r.body["name"], "Dana S.");
+        get(&app, "/api/admin/workspaces", Some(&auth)).await.expect(200);
+        // A new password: the old one and every session end.
+        let r = app.admin("PATCH", &format!("/users/{dana}"), Some(json!({"password": "a brand new one", "name": null}))).await.expect(200);
+        assert_eq!(r.body["name"], serde_json::Value::Null);
+        get(&app, "/api/admin/workspaces", Some(&auth)).await.expect(401);
+        app.login("dana@example.com", PASSWORD).await.expect(401);
+        app.login("dana@example.com", "a brand new one").await.expect(200);
+    }
+}

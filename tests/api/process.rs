@@ -803,6 +803,23 @@ async fn cli_admin_commands_change_what_they_say(db: String) {
         (&json!("owner@example.com"), &json!("Olive"))
     );
     let uid = user["id"].to_string();
+    let found = run(&["admin", "list-users", "--q", "OLIVE"]);
+    assert_eq!(found["data"][0]["id"], user["id"]);
+    assert_eq!(
+        run(&["admin", "list-users", "--q", "nobody"])["data"],
+        json!([])
+    );
+    let changed = run(&[
+        "admin",
+        "update-user",
+        &uid,
+        "password=another long one",
+        "name:=null",
+    ]);
+    assert_eq!(
+        (&changed["id"], &changed["name"]),
+        (&user["id"], &Value::Null)
+    );
     let m = run(&[
         "admin",
         "add-member",

@@ -31,7 +31,7 @@ impl Visitor for Signed {
         cookie: COOKIE,
         lead: "Sign in to run your partner programs.",
         help: "Forgot your password? The operator of this server can set a new one \
-               (reftrack admin), or an owner of your workspace can add you again.",
+               (reftrack admin update-user).",
         reset: None,
     };
 

@@ -5,7 +5,8 @@
 use sqlx::Connection;
 
 use super::engine::{stmt, Engine, Rec, Stmt};
-use super::{named, named_opt, parse_origins};
+use super::management::like_pattern;
+use super::{keyset, named, named_opt, parse_origins};
 use crate::domain::commission::CommissionRule;
 use crate::domain::self_referral::email_key;
 use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
@@ -13,8 +14,9 @@ use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{
     origin_allowed, FirstRunRecords, Link, LinkPatch, LinkTarget, MemberRow, Membership, NewOwner,
     NewProgram, Partner, PartnerPatch, PartnerProgram, PaymentAccount, Program, ProgramPatch, User,
-    Workspace,
+    UserPatch, Workspace,
 };
+use crate::store::payout_model::Page;
 
 /// Reads a setting.
 pub(super) async fn setting<DB: Engine>(
@@ -580,6 +582,68 @@ pub(super) async fn create_user<DB: Engine>(
         email: email.to_string(),
         name: name.map(str::to_string),
         created_at: at,
+    })
+}
+
+/// The columns of a [`User`].
+const USER_COLUMNS: &str = "id, email, name, created_at";
+
+/// Changes a user's name and password in one transaction; a new password deletes the
+/// user's sessions.
+pub(super) async fn update_user<DB: Engine>(
+    conn: &mut DB::Connection,
+    id: i64,
+    patch: &UserPatch,
+) -> StoreResult<User> {
+    let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
+    let sql = format!(
+        "UPDATE users SET name = CASE WHEN $1 THEN $2 ELSE name END, \
+         password_hash = COALESCE($3, password_hash) WHERE id = $4 RETURNING {USER_COLUMNS}"
+    );
+    let row = stmt::<DB>(&sql)
+        .bind(patch.name.is_some())
+        .bind(patch.name.clone().flatten())
+        .bind(patch.password_hash.as_deref())
+        .bind(id)
+        .fetch_optional(&mut tx)
+        .await?
+        .ok_or(StoreError::NotFound("user"))?;
+    let user = user_from_row::<DB>(&row)?;
+    if patch.password_hash.is_some() {
+        stmt::<DB>("DELETE FROM sessions WHERE user_id = $1")
+            .bind(id)
+            .execute(&mut tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(user)
+}
+
+/// One page of users, newest first, of those whose email or name contains `q`.
+pub(super) async fn list_users<DB: Engine>(
+    conn: &mut DB::Connection,
+    q: Option<&str>,
+    page: Page,
+) -> StoreResult<Vec<User>> {
+    let sql = format!(
+        "SELECT {USER_COLUMNS} FROM users \
+         WHERE ($1 IS NULL OR LOWER(email) LIKE $1 ESCAPE '\\' OR LOWER(name) LIKE $1 ESCAPE '\\') \
+         AND {keyset}",
+        keyset = keyset("id", 2),
+    );
+    stmt::<DB>(&sql)
+        .bind(q.map(|q| like_pattern(&q.to_lowercase())))
+        .page(page)
+        .read_all(&mut *conn, user_from_row)
+        .await
+}
+
+fn user_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<User> {
+    Ok(User {
+        id: r.try_get("id")?,
+        email: r.try_get("email")?,
+        name: r.try_get("name")?,
+        created_at: r.try_get("created_at")?,
     })
 }
 

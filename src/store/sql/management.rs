@@ -273,7 +273,7 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
 
 /// A `LIKE` pattern matching any text that contains `q`, its own `%`, `_` and `\`
 /// escaped with `\`.
-fn like_pattern(q: &str) -> String {
+pub(super) fn like_pattern(q: &str) -> String {
     let mut p = String::with_capacity(q.len() + 2);
     p.push('%');
     for c in q.chars() {

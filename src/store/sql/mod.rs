@@ -70,7 +70,7 @@ use super::{
     integrity, Backend, Coupon, Credentials, DailyRollup, DashboardProgram, EventFilter,
     FirstRunRecords, Link, LinkPatch, LinkTarget, ListedEvent, Membership, NewCoupon, NewOwner,
     NewProgram, Page, Partner, PartnerPatch, PartnerProgram, PaymentAccount, PoolUse, Program,
-    ProgramPatch, SessionUser, SetupStatus, Store, User, Workspace,
+    ProgramPatch, SessionUser, SetupStatus, Store, User, UserPatch, Workspace,
 };
 use crate::domain::status::{
     CommissionFlag, CouponStatus, LinkStatus, MembershipStatus, Role, UnknownValue,
@@ -220,6 +220,8 @@ impl_store! {
     write create_user(email: &str, password_hash: &str, name: Option<&str>, at: i64) -> User
         = admin::create_user;
     read has_users() -> bool = admin::has_users;
+    write update_user(id: i64, patch: &UserPatch) -> User = admin::update_user;
+    read list_users(q: Option<&str>, page: Page) -> Vec<User> = admin::list_users;
     write first_run(owner: &NewOwner<'_>, p: &NewProgram, at: i64) -> FirstRunRecords
         = admin::first_run;
     write add_member(
