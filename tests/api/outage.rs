@@ -231,6 +231,18 @@ async fn timed(
     }
 }
 
+/// A click through the link `a`.
+async fn click(http: &reqwest::Client, base: &str) -> Seen {
+    timed(
+        http,
+        format!("{base}/api/v1/track/click"),
+        None,
+        json!({"affiliate_url": "https://shop.example/?aff=a"}),
+        "click",
+    )
+    .await
+}
+
 async fn load(
     n: usize,
     base: String,
@@ -246,14 +258,7 @@ async fn load(
     let mut i = 0;
     while !stop.load(Ordering::SeqCst) {
         i += 1;
-        let click = timed(
-            &http,
-            format!("{base}/api/v1/track/click"),
-            None,
-            json!({"affiliate_url": "https://shop.example/?aff=a"}),
-            "click",
-        )
-        .await;
+        let click = click(&http, &base).await;
         let ok = click.status == 200;
         let click_id = click.body["click_id"].as_str().map(str::to_string);
         seen.lock().unwrap().push(click);
@@ -297,13 +302,7 @@ fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
 async fn postgres_outage_fails_fast_and_recovers() {
     let cluster = Cluster::create().expect(NO_CLUSTER);
     let url = cluster.url();
-    let listen = format!("127.0.0.1:{}", free_port());
-    let server = Server::start(&[
-        ("REFTRACK_DATABASE_URL", url.as_str()),
-        ("REFTRACK_LISTEN", listen.as_str()),
-        ("REFTRACK_ADMIN_TOKEN", ADMIN),
-        ("REFTRACK_RATE_LIMIT_CLICK", "0"),
-    ]);
+    let server = Server::on(&url, ADMIN, &[("REFTRACK_RATE_LIMIT_CLICK", "0")]);
     let base = server.base.clone();
     let key = set_up_program(&base).await;
 
@@ -474,12 +473,7 @@ async fn postgres_outage_fails_fast_and_recovers() {
 async fn the_first_write_after_a_quiet_postgres_outage_succeeds() {
     let cluster = Cluster::create().expect(NO_CLUSTER);
     let url = cluster.url();
-    let listen = format!("127.0.0.1:{}", free_port());
-    let server = Server::start(&[
-        ("REFTRACK_DATABASE_URL", url.as_str()),
-        ("REFTRACK_LISTEN", listen.as_str()),
-        ("REFTRACK_ADMIN_TOKEN", ADMIN),
-    ]);
+    let server = Server::on(&url, ADMIN, &[]);
     let base = server.base.clone();
     let key = set_up_program(&base).await;
     let http = reqwest::Client::new();
@@ -492,14 +486,7 @@ async fn the_first_write_after_a_quiet_postgres_outage_succeeds() {
             "sale",
         )
     };
-    let click = timed(
-        &http,
-        format!("{base}/api/v1/track/click"),
-        None,
-        json!({"affiliate_url": "https://shop.example/?aff=a"}),
-        "click",
-    )
-    .await;
+    let click = click(&http, &base).await;
     let lead = timed(
         &http,
         format!("{base}/api/v1/track/lead"),

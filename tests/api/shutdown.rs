@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::server::{free_port, Server};
+use crate::common::server::Server;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -91,13 +91,8 @@ async fn half_sent_sale(base: &str, key: &str, body: &str) -> tokio::net::TcpStr
 }
 
 async fn in_flight_request_is_answered_and_committed(url: &str, signal: &str) {
-    let listen = format!("127.0.0.1:{}", free_port());
-    let env = [
-        ("REFTRACK_DATABASE_URL", url),
-        ("REFTRACK_LISTEN", listen.as_str()),
-        ("REFTRACK_ADMIN_TOKEN", ADMIN),
-    ];
-    let mut server = Server::start(&env);
+    let mut server = Server::on(url, ADMIN, &[]);
+    let listen = server.listen().to_string();
     let key = seed(&server.base).await;
     let body =
         json!({"transaction_id": "txn_in_flight", "amount_cents": 4200, "customer_key": "k"})
@@ -176,13 +171,7 @@ async fn sigterm_finishes_the_request_in_flight_postgres() {
 async fn shutdown_is_bounded_by_the_grace_period() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("s.db").display());
-    let listen = format!("127.0.0.1:{}", free_port());
-    let mut server = Server::start(&[
-        ("REFTRACK_DATABASE_URL", url.as_str()),
-        ("REFTRACK_LISTEN", listen.as_str()),
-        ("REFTRACK_ADMIN_TOKEN", ADMIN),
-        ("REFTRACK_SHUTDOWN_TIMEOUT", "1"),
-    ]);
+    let mut server = Server::on(&url, ADMIN, &[("REFTRACK_SHUTDOWN_TIMEOUT", "1")]);
     let key = seed(&server.base).await;
     let _stuck = half_sent_sale(
         &server.base,
@@ -223,12 +212,7 @@ async fn shutdown_is_bounded_by_the_grace_period() {
 async fn sighup_is_ignored_with_a_warning() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("s.db").display());
-    let listen = format!("127.0.0.1:{}", free_port());
-    let mut server = Server::start(&[
-        ("REFTRACK_DATABASE_URL", url.as_str()),
-        ("REFTRACK_LISTEN", listen.as_str()),
-        ("REFTRACK_ADMIN_TOKEN", ADMIN),
-    ]);
+    let mut server = Server::on(&url, ADMIN, &[]);
     server.signal("HUP");
     let http = reqwest::Client::new();
     let seen = Instant::now();

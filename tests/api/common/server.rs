@@ -70,6 +70,24 @@ fn capture(
 }
 
 impl Server {
+    /// Starts the binary on the database at `url`, on a free local port, with the admin
+    /// token `admin` and the settings `more`, and waits until it serves.
+    pub fn on(url: &str, admin: &str, more: &[(&str, &str)]) -> Server {
+        let listen = format!("127.0.0.1:{}", free_port());
+        let mut env = vec![
+            ("REFTRACK_DATABASE_URL", url),
+            ("REFTRACK_LISTEN", listen.as_str()),
+            ("REFTRACK_ADMIN_TOKEN", admin),
+        ];
+        env.extend_from_slice(more);
+        Server::start(&env)
+    }
+
+    /// The address it listens on (`127.0.0.1:port`).
+    pub fn listen(&self) -> &str {
+        self.base.trim_start_matches("http://")
+    }
+
     /// Starts the binary with `env` and waits until it serves.
     pub fn start(env: &[(&str, &str)]) -> Server {
         let mut child = command(env)
