@@ -54,6 +54,7 @@ pub struct Metrics {
     connections: Family<ConnectionLabels, Gauge>,
     max_connections: Family<PoolLabels, Gauge>,
     webhook_backlog: Gauge,
+    database_up: Gauge,
     store: Arc<dyn Store>,
 }
 
@@ -198,6 +199,12 @@ impl Metrics {
             "The most connections each database pool opens",
             max_connections.clone(),
         );
+        let database_up = Gauge::default();
+        registry.register(
+            "database_up",
+            "Whether the database answered the scrape's read (1) or not within 1 s (0)",
+            database_up.clone(),
+        );
         let webhook_backlog = Gauge::default();
         registry.register(
             "webhook_deliveries_pending",
@@ -212,6 +219,7 @@ impl Metrics {
             connections,
             max_connections,
             webhook_backlog,
+            database_up,
             store,
         }
     }
@@ -242,13 +250,23 @@ impl Metrics {
         // The gauges that read the present state are set at scrape time: the pools and the
         // webhook outbox's backlog (kept at its last value when the database is out: a
         // scrape must answer during an outage, not wait out the pool's acquire timeout).
-        match tokio::time::timeout(BACKLOG_READ_LIMIT, self.store.pending_deliveries()).await {
-            Ok(Ok(n)) => {
-                self.webhook_backlog.set(n);
-            }
-            Ok(Err(e)) => tracing::warn!(error = %e, "reading the webhook backlog for the metrics"),
-            Err(_) => tracing::warn!("reading the webhook backlog for the metrics timed out"),
-        }
+        // That read is also the database's health as the scrape sees it, traffic or none.
+        let up =
+            match tokio::time::timeout(BACKLOG_READ_LIMIT, self.store.pending_deliveries()).await {
+                Ok(Ok(n)) => {
+                    self.webhook_backlog.set(n);
+                    true
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "reading the webhook backlog for the metrics");
+                    false
+                }
+                Err(_) => {
+                    tracing::warn!("reading the webhook backlog for the metrics timed out");
+                    false
+                }
+            };
+        self.database_up.set(i64::from(up));
         for pool in self.store.pool_use() {
             let count = |state, n: u32| {
                 self.connections

@@ -397,14 +397,7 @@ async fn the_binary_serves_metrics_as_configured() {
 
 /// The binary on the database at `url` with the admin token and `extra` settings.
 fn start(url: &str, extra: &[(&str, &str)]) -> Server {
-    let listen = format!("127.0.0.1:{}", free_port());
-    let mut env = vec![
-        ("REFTRACK_DATABASE_URL", url),
-        ("REFTRACK_ADMIN_TOKEN", ADMIN_TOKEN),
-        ("REFTRACK_LISTEN", listen.as_str()),
-    ];
-    env.extend_from_slice(extra);
-    Server::start(&env)
+    Server::on(url, ADMIN_TOKEN, extra)
 }
 
 on_both_backends! {
@@ -418,6 +411,7 @@ on_both_backends! {
             gauge(&exposition, "reftrack_webhook_deliveries_pending", &[])
         };
         assert_eq!(backlog(&scrape(&app).await), 0.0);
+        assert!(scrape(&app).await.contains("\nreftrack_database_up 1\n"));
         app.admin(
             "POST",
             &format!("/programs/{}/webhooks", seed.program_id),

@@ -302,7 +302,14 @@ fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
 async fn postgres_outage_fails_fast_and_recovers() {
     let cluster = Cluster::create().expect(NO_CLUSTER);
     let url = cluster.url();
-    let server = Server::on(&url, ADMIN, &[("REFTRACK_RATE_LIMIT_CLICK", "0")]);
+    let server = Server::on(
+        &url,
+        ADMIN,
+        &[
+            ("REFTRACK_RATE_LIMIT_CLICK", "0"),
+            ("REFTRACK_METRICS", "1"),
+        ],
+    );
     let base = server.base.clone();
     let key = set_up_program(&base).await;
 
@@ -334,6 +341,11 @@ async fn postgres_outage_fails_fast_and_recovers() {
     assert_eq!(ready.status().as_u16(), 503);
     let ready_body: Value = ready.json().await.unwrap();
     assert_eq!(ready_body["error"], "Service temporarily unavailable");
+    let metrics = || async {
+        let r = http.get(format!("{base}/metrics")).send().await.unwrap();
+        r.text().await.unwrap()
+    };
+    assert!(metrics().await.contains("\nreftrack_database_up 0\n"));
     assert!(http
         .get(format!("{base}/healthz"))
         .send()
@@ -359,6 +371,7 @@ async fn postgres_outage_fails_fast_and_recovers() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
+    assert!(metrics().await.contains("\nreftrack_database_up 1\n"));
     tokio::time::sleep(Duration::from_millis(1500)).await;
     stop.store(true, Ordering::SeqCst);
     for c in clients {
