@@ -183,8 +183,9 @@ pub enum AdminCommand {
     /// Write a test message (type `webhook.test`) to a webhook endpoint, due now (a
     /// running server sends it).
     TestWebhook { id: i64 },
-    /// Replace the stored admin token with a new one and print it (not needed when
-    /// REFTRACK_ADMIN_TOKEN is set, which takes precedence).
+    /// Replace the stored admin token with a new one and print it; running servers take
+    /// it, and refuse the old one, within 1 s (not needed when REFTRACK_ADMIN_TOKEN is
+    /// set, which takes precedence).
     RotateAdminToken,
 }
 
@@ -389,10 +390,11 @@ impl AdminCommand {
                 answer(app.resend_delivery(caller, id, delivery_id).await)
             }
             TestWebhook { id } => answer(app.send_test_webhook(caller, id).await),
-            RotateAdminToken => crate::app::admin::rotate_admin_token(&**app.store())
-                .await
-                .map(|token| serde_json::json!({ "admin_token": token }))
-                .map_err(|e| e.to_string()),
+            RotateAdminToken => answer(
+                app.rotate_admin_token()
+                    .await
+                    .map(|token| serde_json::json!({ "admin_token": token })),
+            ),
         }
     }
 }
