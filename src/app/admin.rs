@@ -971,7 +971,8 @@ impl App {
 
     /// Replaces the stored admin token with a new one and returns it; every server
     /// without `REFTRACK_ADMIN_TOKEN` accepts it, and refuses the old one, within
-    /// [`super::cache::TTL`]. A server with `REFTRACK_ADMIN_TOKEN` keeps that token.
+    /// [`super::cache::TTL`]. A server with `REFTRACK_ADMIN_TOKEN` keeps that token:
+    /// `reftrack admin rotate-admin-token` refuses to run where it is set.
     pub async fn rotate_admin_token(&self) -> Result<String> {
         let token = secrets::generate_token(ADMIN_TOKEN_PREFIX);
         self.store

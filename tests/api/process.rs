@@ -992,3 +992,53 @@ async fn rotate_on_two_servers(url: String) {
     let third = answer["admin_token"].as_str().unwrap().to_string();
     until_rotated(&[&a.base, &b.base], &second, &third, rotated).await;
 }
+
+/// Where REFTRACK_ADMIN_TOKEN is set, `rotate-admin-token` refuses (a server started with
+/// it accepts that token only) and changes nothing; a rotation made without the variable
+/// does not change the token of a server that has it.
+#[tokio::test]
+async fn rotate_admin_token_refuses_when_the_token_is_configured() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("configured.db").display());
+    let configured = "rta_configured_admin_token_0123";
+    let server = start(
+        dir.path(),
+        &[
+            ("REFTRACK_DATABASE_URL", &db),
+            ("REFTRACK_LISTEN", "127.0.0.1:0"),
+            ("REFTRACK_ADMIN_TOKEN", configured),
+        ],
+    );
+    assert!(
+        server
+            .banner
+            .iter()
+            .any(|l| l.contains("admin token: from REFTRACK_ADMIN_TOKEN")),
+        "{:?}",
+        server.banner
+    );
+    let stored = "SELECT COUNT(*) FROM settings WHERE key = 'admin_token_hash'";
+    assert_eq!(crate::common::reftrack_count(&db, stored).await, 0);
+
+    let (ok, answer) = rotate_admin_token(dir.path(), &db, &[("REFTRACK_ADMIN_TOKEN", configured)]);
+    assert!(!ok, "{answer}");
+    assert_eq!(
+        answer["error"],
+        reftrack::cli::ROTATE_CONFIGURED_TOKEN,
+        "{answer}"
+    );
+    assert_eq!(
+        crate::common::reftrack_count(&db, stored).await,
+        0,
+        "nothing stored"
+    );
+    assert_eq!(admin_read(&server.base, configured).await, 200);
+
+    // Run without the variable, the command stores a token; the server keeps its own.
+    let (ok, answer) = rotate_admin_token(dir.path(), &db, &[]);
+    assert!(ok, "{answer}");
+    let stored_token = answer["admin_token"].as_str().unwrap();
+    tokio::time::sleep(reftrack::app::cache::TTL + Duration::from_millis(100)).await;
+    assert_eq!(admin_read(&server.base, stored_token).await, 401);
+    assert_eq!(admin_read(&server.base, configured).await, 200);
+}
