@@ -27,7 +27,6 @@ use std::time::Duration;
 use axum::Router;
 use tokio::net::TcpListener;
 
-use crate::app::admin::admin_token;
 use crate::app::App;
 use crate::config::ServeArgs;
 use crate::domain::time::SystemClock;
@@ -53,7 +52,6 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
     let url = &args.database.database_url;
     tracing::info!(database = %config::redact_url(url), "opening database");
     let store = store::open(url).await?;
-    let (hash, generated) = admin_token(&*store, args.admin_token.as_deref()).await?;
     let clients = ClientResolver::new(args.trusted_proxies.clone(), args.geoip_db.as_deref())?;
     let metrics_listener = match args.metrics.metrics_listen {
         Some(at) => Some(TcpListener::bind(at).await.map_err(|e| {
@@ -61,6 +59,14 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
         })?),
         None => None,
     };
+    let app = Arc::new(
+        App::new(store.clone(), Arc::new(SystemClock))
+            .with_admin_token(args.admin_token.as_deref())
+            .with_mailer(mailer)
+            .with_public_url(args.public_url.clone())
+            .allowing_private_webhook_targets(args.webhooks.allow_private),
+    );
+    let generated = app.first_admin_token().await?;
     let addr = listener.local_addr()?;
     let signal = shutdown_signal();
     println!("Reftrack is serving on http://{addr}");
@@ -70,20 +76,17 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
         Some(token) => println!(
             "  admin token (generated now, shown only once; store it): {token}"
         ),
-        None if args.admin_token.is_some() => println!("  admin token: from REFTRACK_ADMIN_TOKEN"),
+        None if args.admin_token.is_some() => println!(
+            "  admin token: from REFTRACK_ADMIN_TOKEN (to change it, change the variable and restart)"
+        ),
         None => println!(
-            "  admin token: the one generated at first start (new one: `reftrack admin rotate-admin-token`)"
+            "  admin token: the stored one (`reftrack admin rotate-admin-token` replaces it on running servers too, within {} s)",
+            crate::app::cache::TTL.as_secs()
         ),
     }
-    let app = Arc::new(
-        App::new(store.clone(), Arc::new(SystemClock))
-            .with_mailer(mailer)
-            .with_public_url(args.public_url.clone())
-            .allowing_private_webhook_targets(args.webhooks.allow_private),
-    );
     let approvals = tokio::spawn(record_approvals(app.clone()));
     let webhooks = crate::app::webhooks::worker::Worker::spawn(app.clone());
-    let mut state = AppState::new(app, &hash, clients)
+    let mut state = AppState::new(app, clients)
         .with_rate_limits(args.rate_limits)
         .with_public_url(args.public_url);
     let mut metrics_server = None;

@@ -21,7 +21,7 @@ use crate::domain::status::{
 use crate::domain::time::iso;
 use crate::store::{
     Link, LinkPatch, MemberRow, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram,
-    PaymentAccount, Program, ProgramPatch, Record, Store, StoreError, User, UserPatch, Workspace,
+    PaymentAccount, Program, ProgramPatch, Record, StoreError, User, UserPatch, Workspace,
 };
 
 /// Settings key of the admin token's hash.
@@ -960,29 +960,59 @@ impl App {
     }
 }
 
-/// The admin token's hash: from `configured` when given, else the stored one, else a
-/// newly generated token, stored hashed and returned so that it can be shown once.
-pub async fn admin_token(
-    store: &dyn Store,
-    configured: Option<&str>,
-) -> anyhow::Result<(String, Option<String>)> {
-    if let Some(token) = configured {
-        return Ok((secrets::hash_token(token.trim()), None));
+impl App {
+    /// Makes sure there is an admin token: with none configured and none stored (the
+    /// first start), generates one, stores its hash and returns it, to be shown once.
+    pub async fn first_admin_token(&self) -> Result<Option<String>> {
+        if self.configured_admin_token.is_some()
+            || self.store.setting(ADMIN_TOKEN_SETTING).await?.is_some()
+        {
+            return Ok(None);
+        }
+        let token = secrets::generate_token(ADMIN_TOKEN_PREFIX);
+        self.store
+            .set_setting(ADMIN_TOKEN_SETTING, &secrets::hash_token(&token))
+            .await?;
+        self.admin_token.clear();
+        Ok(Some(token))
     }
-    if let Some(hash) = store.setting(ADMIN_TOKEN_SETTING).await? {
-        return Ok((hash, None));
-    }
-    let token = secrets::generate_token(ADMIN_TOKEN_PREFIX);
-    let hash = secrets::hash_token(&token);
-    store.set_setting(ADMIN_TOKEN_SETTING, &hash).await?;
-    Ok((hash, Some(token)))
-}
 
-/// Replaces the stored admin token with a new one and returns it.
-pub async fn rotate_admin_token(store: &dyn Store) -> anyhow::Result<String> {
-    let token = secrets::generate_token(ADMIN_TOKEN_PREFIX);
-    store
-        .set_setting(ADMIN_TOKEN_SETTING, &secrets::hash_token(&token))
-        .await?;
-    Ok(token)
+    /// Whether `token` is the admin token, compared in constant time: the configured one
+    /// (`REFTRACK_ADMIN_TOKEN`), else the stored one. The stored hash is cached for at most
+    /// [`super::cache::TTL`], so a rotation by another process (`reftrack admin
+    /// rotate-admin-token`, a second server) takes effect here within that time, and
+    /// management calls do not read the database for it each time.
+    pub async fn is_admin_token(&self, token: &str) -> Result<bool> {
+        let presented = secrets::hash_token(token);
+        if let Some(configured) = &self.configured_admin_token {
+            return Ok(secrets::hashes_match(&presented, configured));
+        }
+        let stored = match self.admin_token.get(&()) {
+            Some(hash) => hash,
+            None => {
+                let generation = self.admin_token.generation();
+                match self.store.setting(ADMIN_TOKEN_SETTING).await? {
+                    Some(hash) => {
+                        self.admin_token.insert(generation, (), hash.clone());
+                        hash
+                    }
+                    None => return Ok(false),
+                }
+            }
+        };
+        Ok(secrets::hashes_match(&presented, &stored))
+    }
+
+    /// Replaces the stored admin token with a new one and returns it; every server
+    /// without `REFTRACK_ADMIN_TOKEN` accepts it, and refuses the old one, within
+    /// [`super::cache::TTL`]. A server with `REFTRACK_ADMIN_TOKEN` keeps that token:
+    /// `reftrack admin rotate-admin-token` refuses to run where it is set.
+    pub async fn rotate_admin_token(&self) -> Result<String> {
+        let token = secrets::generate_token(ADMIN_TOKEN_PREFIX);
+        self.store
+            .set_setting(ADMIN_TOKEN_SETTING, &secrets::hash_token(&token))
+            .await?;
+        self.admin_token.clear();
+        Ok(token)
+    }
 }

@@ -7,7 +7,8 @@
 //! the database before a change cannot be cached after it. What another process changes
 //! (a second server on the same PostgreSQL database, or `reftrack admin` on the same
 //! file) is seen once the entry expires, so the time-to-live bounds how stale a lookup can
-//! be. Misses (unknown links, wrong keys) are not cached.
+//! be: an entry's age counts from the moment its database read began, not from when it
+//! was cached. Misses (unknown links, wrong keys) are not cached.
 
 use std::borrow::Borrow;
 use std::hash::Hash;
@@ -23,6 +24,16 @@ pub const TTL: Duration = Duration::from_secs(1);
 struct Inner<K: Hash + Eq, V> {
     entries: LruCache<K, (Instant, V)>,
     generation: u64,
+}
+
+/// Taken before a database read with [`ReadCache::generation`], and handed back with
+/// the value read to [`ReadCache::insert`].
+#[derive(Debug, Clone, Copy)]
+pub struct Generation {
+    number: u64,
+    // When the read began: counting an entry's age from here, not from its insertion,
+    // keeps a slow read from stretching the time-to-live.
+    read_at: Instant,
 }
 
 /// A bounded, time-limited cache of values by key; see the module documentation.
@@ -67,16 +78,20 @@ impl<K: Hash + Eq, V: Clone> ReadCache<K, V> {
 
     /// The current generation; pass it to [`ReadCache::insert`] with a value read after
     /// this call.
-    pub fn generation(&self) -> u64 {
-        self.lock().generation
+    pub fn generation(&self) -> Generation {
+        Generation {
+            number: self.lock().generation,
+            read_at: Instant::now(),
+        }
     }
 
     /// Caches `value` read from the database, unless the cache was cleared since
-    /// `generation` was taken (the value may then be outdated).
-    pub fn insert(&self, generation: u64, key: K, value: V) {
+    /// `generation` was taken (the value may then be outdated). The entry expires the
+    /// time-to-live after `generation` was taken.
+    pub fn insert(&self, generation: Generation, key: K, value: V) {
         let mut inner = self.lock();
-        if inner.generation == generation {
-            inner.entries.put(key, (Instant::now(), value));
+        if inner.generation == generation.number {
+            inner.entries.put(key, (generation.read_at, value));
         }
     }
 
@@ -115,6 +130,16 @@ mod tests {
         c.clear();
         c.insert(g, "a".into(), 1);
         assert_eq!(c.get("a"), None);
+    }
+
+    #[test]
+    fn a_slow_read_counts_from_its_start() {
+        let c: ReadCache<String, i32> = ReadCache::new(8, Duration::from_millis(50));
+        let g = c.generation();
+        // ... a database read that takes longer than the time-to-live ...
+        std::thread::sleep(Duration::from_millis(60));
+        c.insert(g, "a".into(), 1);
+        assert_eq!(c.get("a"), None, "read longer ago than the time-to-live");
     }
 
     #[test]

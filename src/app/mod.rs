@@ -68,6 +68,10 @@ pub struct App {
     clock: Arc<dyn Clock>,
     links: ReadCache<String, LinkTarget>,
     programs: ReadCache<String, Program>,
+    /// The hash of the admin token `REFTRACK_ADMIN_TOKEN` sets; `None`: the stored one.
+    configured_admin_token: Option<String>,
+    /// The stored admin token's hash, cached as the lookups above are.
+    admin_token: ReadCache<(), String>,
     user_agents: Mutex<LruCache<String, DeviceInfo>>,
     mailer: Option<Arc<Mailer>>,
     /// Where partners and users reach the server (`REFTRACK_PUBLIC_URL`), for links in
@@ -90,6 +94,8 @@ impl App {
             clock,
             links: ReadCache::new(4096, cache::TTL),
             programs: ReadCache::new(256, cache::TTL),
+            configured_admin_token: None,
+            admin_token: ReadCache::new(1, cache::TTL),
             user_agents: Mutex::new(LruCache::new(NonZeroUsize::new(4096).expect("non-zero"))),
             mailer: None,
             public_url: None,
@@ -107,6 +113,13 @@ impl App {
     /// The same service mailing partner invites through `mailer` (none: nothing is mailed).
     pub fn with_mailer(mut self, mailer: Option<Mailer>) -> Self {
         self.mailer = mailer.map(Arc::new);
+        self
+    }
+
+    /// The same service taking `configured` (`REFTRACK_ADMIN_TOKEN`) as the admin token
+    /// instead of the stored one; `None`: the stored one.
+    pub fn with_admin_token(mut self, configured: Option<&str>) -> Self {
+        self.configured_admin_token = configured.map(|t| secrets::hash_token(t.trim()));
         self
     }
 

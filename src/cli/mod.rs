@@ -194,10 +194,27 @@ pub enum AdminCommand {
     /// Write a test message (type `webhook.test`) to a webhook endpoint, due now (a
     /// running server sends it).
     TestWebhook { id: i64 },
-    /// Replace the stored admin token with a new one and print it (not needed when
-    /// REFTRACK_ADMIN_TOKEN is set, which takes precedence).
-    RotateAdminToken,
+    /// Replace the stored admin token with a new one and print it; running servers take
+    /// it, and refuse the old one, within 1 s. Refused when REFTRACK_ADMIN_TOKEN is set:
+    /// a server started with it accepts that token only.
+    RotateAdminToken {
+        /// REFTRACK_ADMIN_TOKEN, read as `reftrack serve` reads it, only to refuse.
+        #[arg(
+            long,
+            env = "REFTRACK_ADMIN_TOKEN",
+            hide = true,
+            hide_env_values = true
+        )]
+        admin_token: Option<String>,
+    },
 }
+
+/// What `rotate-admin-token` answers where `REFTRACK_ADMIN_TOKEN` is set: a server that
+/// has the variable accepts that token only, so a rotated one would never work there.
+pub const ROTATE_CONFIGURED_TOKEN: &str = "REFTRACK_ADMIN_TOKEN is set: a server started \
+    with it accepts that token only, so a rotated token would not work there. Set a new \
+    REFTRACK_ADMIN_TOKEN and restart the servers instead, or unset it to rotate the stored \
+    token.";
 
 /// Paging of a list: `--limit`, `--cursor`.
 #[derive(Debug, Clone, Args)]
@@ -404,10 +421,14 @@ impl AdminCommand {
                 answer(app.resend_delivery(caller, id, delivery_id).await)
             }
             TestWebhook { id } => answer(app.send_test_webhook(caller, id).await),
-            RotateAdminToken => crate::app::admin::rotate_admin_token(&**app.store())
-                .await
-                .map(|token| serde_json::json!({ "admin_token": token }))
-                .map_err(|e| e.to_string()),
+            RotateAdminToken { admin_token: None } => answer(
+                app.rotate_admin_token()
+                    .await
+                    .map(|token| serde_json::json!({ "admin_token": token })),
+            ),
+            RotateAdminToken {
+                admin_token: Some(_),
+            } => Err(ROTATE_CONFIGURED_TOKEN.to_string()),
         }
     }
 }

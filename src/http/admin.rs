@@ -15,7 +15,6 @@ use crate::app::admin::{
     PaymentAccountBody, ProgramBody, ProgramPartnerBody, ProgramPatchBody, ProgramView,
     RotateTokenBody, UserBody, UserPatchBody, WorkspaceBody,
 };
-use crate::app::secrets::{hash_token, hashes_match};
 use crate::app::Caller;
 use crate::store::{Link, Membership, Partner, PartnerProgram, User, Workspace};
 
@@ -50,7 +49,7 @@ impl FromRequestParts<AppState> for Manager {
         let Bearer::Token(token) = bearer(&parts.headers) else {
             return Err(unauthorized());
         };
-        if hashes_match(&hash_token(token), &state.admin_token_hash) {
+        if state.app.is_admin_token(token).await? {
             return Ok(Manager(Caller::Operator));
         }
         match state.app.session_user(token).await? {

@@ -19,8 +19,6 @@ pub struct AppState(Arc<Shared>);
 pub struct Shared {
     /// The service layer.
     pub app: Arc<App>,
-    /// SHA-256 of the management API's admin token.
-    pub admin_token_hash: Arc<str>,
     /// Client IP and geo resolution.
     pub clients: Arc<ClientResolver>,
     /// Per-client-IP limits of the public endpoints.
@@ -49,10 +47,9 @@ impl std::ops::Deref for AppState {
 
 impl AppState {
     /// Builds the state from its parts, with the default rate limits.
-    pub fn new(app: Arc<App>, admin_token_hash: &str, clients: ClientResolver) -> Self {
+    pub fn new(app: Arc<App>, clients: ClientResolver) -> Self {
         AppState(Arc::new(Shared {
             app,
-            admin_token_hash: admin_token_hash.into(),
             clients: Arc::new(clients),
             limits: Arc::new(RateLimits::new(RateLimitArgs::default())),
             logins: Arc::new(LoginThrottle::default()),

@@ -898,3 +898,164 @@ async fn cli_admin_commands_change_what_they_say_on_postgres() {
     crate::common::dropping_database(url.clone(), cli_admin_commands_change_what_they_say(url))
         .await;
 }
+
+/// The first start's admin token, as its banner shows it.
+fn printed_token(server: &Server) -> String {
+    server
+        .banner
+        .iter()
+        .find_map(|l| l.split_whitespace().find(|w| w.starts_with("rta_")))
+        .unwrap_or_else(|| panic!("no admin token printed: {:?}", server.banner))
+        .to_string()
+}
+
+/// The status of a management read on the server at `base` with `token`.
+async fn admin_read(base: &str, token: &str) -> u16 {
+    let url = format!("{base}/api/admin/workspaces");
+    call(reqwest::Method::GET, &url, Some(token), None).await.0
+}
+
+/// Runs `reftrack admin rotate-admin-token` on `db` with `env` besides the database:
+/// whether it succeeded, and its JSON answer or error.
+fn rotate_admin_token(dir: &std::path::Path, db: &str, env: &[(&str, &str)]) -> (bool, Value) {
+    let mut all = vec![("REFTRACK_DATABASE_URL", db)];
+    all.extend_from_slice(env);
+    let (ok, text) =
+        crate::common::server::outcome(command(dir, &all).args(["admin", "rotate-admin-token"]));
+    let answer = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+    (ok, answer)
+}
+
+/// Asks every server of `bases` with both tokens until each refuses `old` and accepts
+/// `new`; fails when one still answers otherwise to a request sent one cache lifetime
+/// after `rotated` (the bound the docs state).
+async fn until_rotated(bases: &[&str], old: &str, new: &str, rotated: Instant) {
+    let bound = reftrack::app::cache::TTL + Duration::from_millis(100);
+    for base in bases {
+        loop {
+            let asked = rotated.elapsed();
+            let answers = (admin_read(base, old).await, admin_read(base, new).await);
+            if answers == (401, 200) {
+                break;
+            }
+            assert!(
+                asked < bound,
+                "{base} after {asked:?}: (old, new) answered {answers:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// A server on a SQLite file takes a token rotated by the CLI while it runs.
+#[tokio::test]
+async fn rotate_admin_token_reaches_a_running_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("rotate.db").display());
+    let server = start(
+        dir.path(),
+        &[
+            ("REFTRACK_DATABASE_URL", &db),
+            ("REFTRACK_LISTEN", "127.0.0.1:0"),
+        ],
+    );
+    let first = printed_token(&server);
+    assert_eq!(admin_read(&server.base, &first).await, 200);
+
+    let (ok, answer) = rotate_admin_token(dir.path(), &db, &[]);
+    let rotated = Instant::now();
+    assert!(ok, "{answer}");
+    let second = answer["admin_token"].as_str().unwrap().to_string();
+    assert!(second.starts_with("rta_") && second != first, "{answer}");
+    until_rotated(&[&server.base], &first, &second, rotated).await;
+}
+
+/// Two servers on one PostgreSQL database, neither restarted, agree on the admin token
+/// after the CLI rotates it.
+#[tokio::test]
+async fn rotate_admin_token_reaches_two_running_servers() {
+    let url = crate::common::fresh_postgres_url().await;
+    crate::common::dropping_database(url.clone(), rotate_on_two_servers(url)).await;
+}
+
+async fn rotate_on_two_servers(url: String) {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("REFTRACK_DATABASE_URL", url.as_str()),
+        ("REFTRACK_LISTEN", "127.0.0.1:0"),
+    ];
+    // One after the other: the first generates the token, the second reads it.
+    let a = start(dir.path(), &env);
+    let b = start(dir.path(), &env);
+    let first = printed_token(&a);
+    for server in [&a, &b] {
+        assert_eq!(
+            admin_read(&server.base, &first).await,
+            200,
+            "cached by this call"
+        );
+    }
+
+    let (ok, answer) = rotate_admin_token(dir.path(), &url, &[]);
+    let rotated = Instant::now();
+    assert!(ok, "{answer}");
+    let second = answer["admin_token"].as_str().unwrap().to_string();
+    until_rotated(&[&a.base, &b.base], &first, &second, rotated).await;
+
+    // Again, now that both have the second token cached.
+    let (ok, answer) = rotate_admin_token(dir.path(), &url, &[]);
+    let rotated = Instant::now();
+    assert!(ok, "{answer}");
+    let third = answer["admin_token"].as_str().unwrap().to_string();
+    until_rotated(&[&a.base, &b.base], &second, &third, rotated).await;
+}
+
+/// Where REFTRACK_ADMIN_TOKEN is set, `rotate-admin-token` refuses (a server started with
+/// it accepts that token only) and changes nothing; a rotation made without the variable
+/// does not change the token of a server that has it.
+#[tokio::test]
+async fn rotate_admin_token_refuses_when_the_token_is_configured() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("configured.db").display());
+    let configured = "rta_configured_admin_token_0123";
+    let server = start(
+        dir.path(),
+        &[
+            ("REFTRACK_DATABASE_URL", &db),
+            ("REFTRACK_LISTEN", "127.0.0.1:0"),
+            ("REFTRACK_ADMIN_TOKEN", configured),
+        ],
+    );
+    assert!(
+        server
+            .banner
+            .iter()
+            .any(|l| l.contains("admin token: from REFTRACK_ADMIN_TOKEN")),
+        "{:?}",
+        server.banner
+    );
+    let stored = "SELECT COUNT(*) FROM settings WHERE key = 'admin_token_hash'";
+    assert_eq!(crate::common::reftrack_count(&db, stored).await, 0);
+
+    let (ok, answer) = rotate_admin_token(dir.path(), &db, &[("REFTRACK_ADMIN_TOKEN", configured)]);
+    assert!(!ok, "{answer}");
+    assert_eq!(
+        answer["error"],
+        reftrack::cli::ROTATE_CONFIGURED_TOKEN,
+        "{answer}"
+    );
+    assert_eq!(
+        crate::common::reftrack_count(&db, stored).await,
+        0,
+        "nothing stored"
+    );
+    assert_eq!(admin_read(&server.base, configured).await, 200);
+
+    // Run without the variable, the command stores a token; the server keeps its own.
+    let (ok, answer) = rotate_admin_token(dir.path(), &db, &[]);
+    assert!(ok, "{answer}");
+    let stored_token = answer["admin_token"].as_str().unwrap();
+    tokio::time::sleep(reftrack::app::cache::TTL + Duration::from_millis(100)).await;
+    assert_eq!(admin_read(&server.base, stored_token).await, 401);
+    assert_eq!(admin_read(&server.base, configured).await, 200);
+}

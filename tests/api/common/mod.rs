@@ -162,12 +162,9 @@ impl TestApp {
 
     async fn open(url: String, dir: Option<tempfile::TempDir>) -> TestApp {
         let store = store::open(&url).await.expect("open store");
-        let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)));
-        let state = AppState::new(
-            app,
-            &reftrack::app::secrets::hash_token(ADMIN_TOKEN),
-            ClientResolver::new(None, None).unwrap(),
-        );
+        let app =
+            App::new(store.clone(), Arc::new(SystemClock)).with_admin_token(Some(ADMIN_TOKEN));
+        let state = AppState::new(Arc::new(app), ClientResolver::new(None, None).unwrap());
         TestApp {
             router: reftrack::router(state.clone()),
             store,
@@ -186,24 +183,34 @@ impl TestApp {
         }
     }
 
-    /// The same database behind the service `app`, with the default client resolver.
+    /// The same database behind the service `app` (taking [`ADMIN_TOKEN`] as its admin
+    /// token), with the default client resolver.
     fn serving_app(self, app: App) -> TestApp {
         let state = AppState::new(
-            Arc::new(app),
-            &reftrack::app::secrets::hash_token(ADMIN_TOKEN),
+            Arc::new(app.with_admin_token(Some(ADMIN_TOKEN))),
             ClientResolver::new(None, None).unwrap(),
         );
         self.serving(state)
     }
 
+    /// The same database behind a service with no configured admin token, as `reftrack
+    /// serve` without `REFTRACK_ADMIN_TOKEN`: it takes the stored one, which this
+    /// generates (the first start's); returned with it.
+    pub async fn with_stored_admin_token(self) -> (TestApp, String) {
+        let app = App::new(self.store.clone(), Arc::new(SystemClock));
+        let token = app
+            .first_admin_token()
+            .await
+            .unwrap()
+            .expect("a fresh database has no admin token");
+        let state = AppState::new(Arc::new(app), ClientResolver::new(None, None).unwrap());
+        (self.serving(state), token)
+    }
+
     /// The same database behind a router with another client resolver (trusted
     /// proxies, GeoIP).
     pub fn with_resolver(self, clients: ClientResolver) -> TestApp {
-        let state = AppState::new(
-            self.state.app.clone(),
-            &reftrack::app::secrets::hash_token(ADMIN_TOKEN),
-            clients,
-        );
+        let state = AppState::new(self.state.app.clone(), clients);
         self.serving(state)
     }
 
