@@ -24,7 +24,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteLockingMode};
 use sqlx::{ConnectOptions, Connection};
 
 use crate::config::DatabaseArgs;
-use crate::store::sqlite::latest_migration;
+use crate::store::sqlite::{latest_migration, no_database};
 use crate::store::StoreError;
 
 /// Options of `reftrack backup`.
@@ -124,7 +124,7 @@ fn sqlite_file(url: &str, postgres: &str) -> anyhow::Result<PathBuf> {
 /// `force`), consistently even while a server writes to it; see the module's doc.
 pub async fn backup(source: &Path, target: &Path, force: bool) -> anyhow::Result<Checked> {
     if !source.is_file() {
-        bail!("no database at {}", source.display());
+        return Err(no_database(source));
     }
     refuse_existing(target, force)?;
     let partial = Partial::create(target, "backup")?;

@@ -46,7 +46,8 @@ pub enum Command {
 /// Where the data lives.
 #[derive(Debug, Clone, Args)]
 pub struct DatabaseArgs {
-    /// `sqlite://PATH` (created if missing) or `postgres://USER@HOST/DB`.
+    /// `sqlite://PATH` (`serve` and `migrate` create a missing file; the other commands
+    /// refuse it) or `postgres://USER@HOST/DB`.
     #[arg(
         long,
         env = "REFTRACK_DATABASE_URL",
