@@ -1,6 +1,7 @@
 //! What the binary says when it cannot start: a command on a SQLite file that does not
 //! exist (refused, nothing created), a database it cannot open (which one, and why, on
-//! one line).
+//! one line), a log filter that does not parse; and its log lines off a terminal (no
+//! colour codes).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -150,4 +151,46 @@ async fn a_postgres_server_that_cannot_be_reached_is_named_with_the_reason() {
              database \"reftrack_no_such_database\" does not exist"
         )
     );
+}
+
+#[test]
+fn a_log_filter_that_does_not_parse_stops_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_in(
+        dir.path(),
+        &[("REFTRACK_LOG", "reftrack=loud")],
+        &["migrate"],
+    );
+    assert!(!out.status.success());
+    let said = stderr(&out);
+    assert!(
+        said.starts_with("error: REFTRACK_LOG is not a log filter (`reftrack=loud`)"),
+        "{said}"
+    );
+    assert!(
+        names(dir.path()).is_empty(),
+        "it ran: {:?}",
+        names(dir.path())
+    );
+}
+
+#[test]
+fn log_lines_off_a_terminal_have_no_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port().to_string();
+    // A misspelt setting: a warning, with the setting the README's example says it meant.
+    let mut cmd = command(&[("REFTRACK_LISTN", "127.0.0.1:9999")]);
+    cmd.env_remove("NO_COLOR").current_dir(dir.path());
+    let out = cmd
+        .args(["healthcheck", &format!("http://127.0.0.1:{port}")])
+        .output()
+        .unwrap();
+    let said = stderr(&out);
+    assert!(
+        said.contains(
+            "REFTRACK_LISTN is not a setting and is ignored; did you mean REFTRACK_LISTEN?"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains('\u{1b}'), "colour codes in {said:?}");
 }
