@@ -5,7 +5,6 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
 
 use crate::common::server::{command, free_port};
 
@@ -74,11 +73,9 @@ fn commands_on_a_missing_sqlite_file_refuse_it_and_create_nothing() {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
-/// Starts `reftrack serve` on `url` and waits for it to fail: its error output, and how
-/// long it took.
-fn failed_start(url: &str) -> (String, Duration) {
+/// Starts `reftrack serve` on `url` and waits for it to fail: its error output.
+fn failed_start(url: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let started = Instant::now();
     let out = run_in(
         dir.path(),
         &[
@@ -87,9 +84,8 @@ fn failed_start(url: &str) -> (String, Duration) {
         ],
         &["serve"],
     );
-    let took = started.elapsed();
     assert!(!out.status.success(), "{url} served");
-    (stderr(&out), took)
+    stderr(&out)
 }
 
 /// The one error line of `said` (beside its log lines), which holds no text twice.
@@ -106,7 +102,7 @@ fn one_line(said: &str) -> &str {
 
 #[test]
 fn a_sqlite_file_that_cannot_be_opened_is_named_with_the_reason() {
-    let (said, _) = failed_start("sqlite:///nonexistent/dir/x.db");
+    let said = failed_start("sqlite:///nonexistent/dir/x.db");
     assert_eq!(
         one_line(&said),
         "error: cannot open the database /nonexistent/dir/x.db: \
@@ -116,11 +112,11 @@ fn a_sqlite_file_that_cannot_be_opened_is_named_with_the_reason() {
 
 #[tokio::test]
 async fn a_postgres_server_that_cannot_be_reached_is_named_with_the_reason() {
-    // Nothing listens on a port that was free a moment ago: refused at once, not after
-    // the pool's timeout.
+    // Nothing listens on a port that was free a moment ago: refused, tried again for the
+    // time a server may take to start, and then said.
     let port = free_port();
     let url = format!("postgres://postgres:hunter2secret@127.0.0.1:{port}/x");
-    let (said, took) = tokio::task::spawn_blocking(move || failed_start(&url))
+    let said = tokio::task::spawn_blocking(move || failed_start(&url))
         .await
         .unwrap();
     let line = one_line(&said);
@@ -130,18 +126,20 @@ async fn a_postgres_server_that_cannot_be_reached_is_named_with_the_reason() {
         )),
         "{line}"
     );
-    assert!(line.to_lowercase().contains("refused"), "{line}");
+    assert!(
+        line.to_lowercase().contains("connection refused") && line.ends_with(", still after 5 s"),
+        "{line}"
+    );
     assert!(
         !said.contains("hunter2secret"),
         "the password is shown: {said}"
     );
-    assert!(took < Duration::from_secs(4), "took {took:?}");
 
     // A database the server does not have.
     let mut url = url::Url::parse(&crate::common::postgres_server()).unwrap();
     url.set_path("/reftrack_no_such_database");
     let host = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432));
-    let (said, _) = tokio::task::spawn_blocking(move || failed_start(url.as_str()))
+    let said = tokio::task::spawn_blocking(move || failed_start(url.as_str()))
         .await
         .unwrap();
     assert_eq!(
