@@ -3,12 +3,14 @@
 //! A backup is a consistent copy taken while the database is served: `VACUUM INTO` reads
 //! one snapshot, so every write committed before it began is in the copy and none that
 //! began later is half in it, and it blocks no writer (WAL). The copy is written beside
-//! the target under a temporary name, synced, checked (`PRAGMA integrity_check`, the
-//! migration record) and only then renamed to its name; a failure removes it.
+//! the target under a temporary name, readable by its owner only, synced, checked
+//! (`PRAGMA integrity_check`, the migration record) and only then renamed to its name; a
+//! failure removes it.
 //!
 //! A restore checks the backup the same way, refuses one made by a newer build, and
 //! replaces the database only when no process has it open; it removes the old `-wal` and
-//! `-shm` files first, since they belong to the replaced file.
+//! `-shm` files first, since they belong to the replaced file. The restored file takes
+//! the permissions of the one it replaces, or is its owner's only.
 //!
 //! PostgreSQL has its own tools (`pg_dump`, `pg_restore`); both commands name them
 //! rather than run them (docs/deploy.md).
@@ -24,7 +26,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteLockingMode};
 use sqlx::{ConnectOptions, Connection};
 
 use crate::config::DatabaseArgs;
-use crate::store::sqlite::latest_migration;
+use crate::store::sqlite::{latest_migration, no_database};
 use crate::store::StoreError;
 
 /// Options of `reftrack backup`.
@@ -50,6 +52,11 @@ pub struct RestoreArgs {
     #[arg(long)]
     pub force: bool,
 }
+
+/// The permissions of a backup, and of a restored database that replaces none (Unix):
+/// both hold password and token hashes and partners' emails.
+#[cfg(unix)]
+const OWNER_ONLY: u32 = 0o600;
 
 /// What a checked SQLite file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +131,7 @@ fn sqlite_file(url: &str, postgres: &str) -> anyhow::Result<PathBuf> {
 /// `force`), consistently even while a server writes to it; see the module's doc.
 pub async fn backup(source: &Path, target: &Path, force: bool) -> anyhow::Result<Checked> {
     if !source.is_file() {
-        bail!("no database at {}", source.display());
+        return Err(no_database(source));
     }
     refuse_existing(target, force)?;
     let partial = Partial::create(target, "backup")?;
@@ -166,9 +173,23 @@ pub async fn restore(backup: &Path, target: &Path, force: bool) -> anyhow::Resul
         }
         ensure_unused(target).await?;
     }
+    #[cfg(unix)]
+    let replaced = match std::fs::metadata(target) {
+        Ok(replaced) => Some(replaced.permissions()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", target.display())),
+    };
     let partial = Partial::create(target, "restore")?;
     std::fs::copy(backup, &partial.path)
         .with_context(|| format!("cannot copy {}", backup.display()))?;
+    // `fs::copy` gave the copy the backup's permissions; a restored database is no more
+    // open than the file it replaces.
+    #[cfg(unix)]
+    std::fs::set_permissions(
+        &partial.path,
+        replaced.unwrap_or_else(|| std::os::unix::fs::PermissionsExt::from_mode(OWNER_ONLY)),
+    )
+    .with_context(|| format!("cannot write {}", target.display()))?;
     // The old log and index belong to the replaced file: left beside the new one, SQLite
     // would replay the old file's pages into it.
     for suffix in ["-wal", "-shm"] {
@@ -295,7 +316,8 @@ struct Partial {
 }
 
 impl Partial {
-    /// Creates `.NAME.PURPOSE-PID` empty, in the directory of `target`.
+    /// Creates `.NAME.PURPOSE-PID` empty, in the directory of `target`, readable and
+    /// writable by its owner only (Unix): it holds password and token hashes.
     fn create(target: &Path, purpose: &str) -> anyhow::Result<Partial> {
         let name = target
             .file_name()
@@ -306,9 +328,11 @@ impl Partial {
             name.to_string_lossy(),
             std::process::id()
         ));
-        OpenOptions::new()
-            .write(true)
-            .create_new(true)
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, OWNER_ONLY);
+        options
             .open(&path)
             .with_context(|| format!("cannot write in {}", dir.display()))?;
         Ok(Partial { path, done: false })

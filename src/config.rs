@@ -46,7 +46,8 @@ pub enum Command {
 /// Where the data lives.
 #[derive(Debug, Clone, Args)]
 pub struct DatabaseArgs {
-    /// `sqlite://PATH` (created if missing) or `postgres://USER@HOST/DB`.
+    /// `sqlite://PATH` (`serve` and `migrate` create a missing file; the other commands
+    /// refuse it) or `postgres://USER@HOST/DB`.
     #[arg(
         long,
         env = "REFTRACK_DATABASE_URL",
@@ -286,7 +287,7 @@ fn known_settings() -> Vec<String> {
 
 /// The `REFTRACK_*` names among `names` that no command reads, each with the known
 /// setting it most likely meant: a misspelt setting would otherwise be ignored without a
-/// word (`REFTRACK_BIND` leaves the server on its default address).
+/// word (`REFTRACK_LISTN` leaves the server on its default address).
 pub fn unknown_settings(names: impl IntoIterator<Item = String>) -> Vec<(String, Option<String>)> {
     let known = known_settings();
     let mut unknown: Vec<(String, Option<String>)> = names
@@ -339,6 +340,9 @@ mod unknown_setting_tests {
             "REFTRACK_LOG",
             "REFTRACK_TEST_POSTGRES_URL",
             "REFTRACK_BIN",
+            "REFTRACK_LISTN",
+            // Too far from REFTRACK_LISTEN to be suggested.
+            "REFTRACK_BIND",
             "REFTRACK_SOMETHING_ELSE",
             "HOME",
         ]
@@ -346,9 +350,14 @@ mod unknown_setting_tests {
         assert_eq!(
             unknown_settings(names),
             vec![
+                ("REFTRACK_BIND".to_string(), None),
                 (
                     "REFTRACK_DATABSE_URL".to_string(),
                     Some("REFTRACK_DATABASE_URL".to_string())
+                ),
+                (
+                    "REFTRACK_LISTN".to_string(),
+                    Some("REFTRACK_LISTEN".to_string())
                 ),
                 ("REFTRACK_SOMETHING_ELSE".to_string(), None),
             ]

@@ -14,8 +14,10 @@ use hyper_util::rt::TokioIo;
 /// Options of `reftrack healthcheck`.
 #[derive(Debug, Args)]
 pub struct HealthcheckArgs {
-    /// The URL to ask (plain `http://`); by default `/readyz` at the address the server
-    /// listens on (`REFTRACK_LISTEN`), through loopback when that is a wildcard address.
+    /// The URL to ask (plain `http://`): its `/readyz` when it has no path
+    /// (`http://127.0.0.1:8080`), else the path it names; by default `/readyz` at the
+    /// address the server listens on (`REFTRACK_LISTEN`), through loopback when that is a
+    /// wildcard address.
     pub url: Option<String>,
     /// The server's listening address, for the default URL.
     #[arg(long, env = "REFTRACK_LISTEN", default_value = "127.0.0.1:8080")]
@@ -27,7 +29,9 @@ pub struct HealthcheckArgs {
 
 /// Runs the check: `Ok` when the answer is 200, an error saying what came instead.
 pub async fn run(args: HealthcheckArgs) -> anyhow::Result<()> {
-    let url = args.url.unwrap_or_else(|| default_url(args.listen));
+    let url = args
+        .url
+        .map_or_else(|| default_url(args.listen), |url| readiness_url(&url));
     let uri: Uri = url.parse().map_err(|e| anyhow!("not a URL: {url}: {e}"))?;
     let wait = Duration::from_secs(args.timeout.max(1));
     let status = tokio::time::timeout(wait, get(&uri))
@@ -54,6 +58,20 @@ fn default_url(listen: SocketAddr) -> String {
         ip => ip,
     };
     format!("http://{}/readyz", SocketAddr::new(ip, listen.port()))
+}
+
+/// The URL asked for `url`: `/readyz` of a URL without a path (or with just `/`), any
+/// other as it is.
+fn readiness_url(url: &str) -> String {
+    match url.parse::<Uri>() {
+        Ok(uri)
+            if uri.authority().is_some()
+                && uri.path_and_query().is_none_or(|p| p.as_str() == "/") =>
+        {
+            format!("{}/readyz", url.trim_end_matches('/'))
+        }
+        _ => url.to_string(),
+    }
 }
 
 /// The status of `GET uri` over one HTTP/1.1 connection.
@@ -91,5 +109,26 @@ mod tests {
         assert_eq!(url("0.0.0.0:8080"), "http://127.0.0.1:8080/readyz");
         assert_eq!(url("[::]:9000"), "http://[::1]:9000/readyz");
         assert_eq!(url("10.1.2.3:80"), "http://10.1.2.3:80/readyz");
+    }
+
+    #[test]
+    fn a_url_without_a_path_asks_readyz() {
+        for (given, asked) in [
+            ("http://127.0.0.1:8080", "http://127.0.0.1:8080/readyz"),
+            ("http://127.0.0.1:8080/", "http://127.0.0.1:8080/readyz"),
+            ("http://[::1]:9000", "http://[::1]:9000/readyz"),
+            (
+                "http://127.0.0.1:8080/readyz",
+                "http://127.0.0.1:8080/readyz",
+            ),
+            (
+                "http://127.0.0.1:8080/healthz",
+                "http://127.0.0.1:8080/healthz",
+            ),
+            ("http://127.0.0.1:8080/?x=1", "http://127.0.0.1:8080/?x=1"),
+            ("not a url", "not a url"),
+        ] {
+            assert_eq!(readiness_url(given), asked, "{given}");
+        }
     }
 }

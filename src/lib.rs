@@ -34,6 +34,24 @@ use crate::http::client_ip::ClientResolver;
 use crate::http::metrics::Metrics;
 use crate::http::AppState;
 
+/// The text of `error` and its causes on one line, separated by `: `, leaving out a
+/// cause whose text the line already holds: sqlx, for one, repeats an error's source in
+/// its own text.
+pub fn error_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
 /// The router of the whole service.
 pub fn router(state: AppState) -> Router {
     http::router(state)
@@ -244,5 +262,24 @@ pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'stat
     async move {
         wait.await;
         tracing::info!("shutting down: finishing in-flight requests");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use anyhow::Context;
+
+    #[test]
+    fn an_error_line_tells_each_cause_once() {
+        let error = anyhow::anyhow!("no such table").context("cannot migrate");
+        assert_eq!(super::error_line(&error), "cannot migrate: no such table");
+        let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let error = Err::<(), _>(sqlx::Error::Io(io))
+            .context("cannot open")
+            .unwrap_err();
+        assert_eq!(
+            super::error_line(&error),
+            "cannot open: error communicating with database: connection refused"
+        );
     }
 }

@@ -1,13 +1,15 @@
 //! The process's logs, on stderr: `REFTRACK_LOG` filters them (`tracing` syntax) and
 //! `REFTRACK_LOG_FORMAT` chooses their form, `text` (the default, for people) or `json`
-//! (one object per line, for log shippers). Each line logged while serving a request
-//! carries that request's span, with its `request_id` (`http::request_id`).
+//! (one object per line, for log shippers). Text is coloured only on a terminal, and not
+//! when `NO_COLOR` is set. Each line logged while serving a request carries that
+//! request's span, with its `request_id` (`http::request_id`).
 
+use std::io::IsTerminal;
 use std::str::FromStr;
 
 use tracing_subscriber::EnvFilter;
 
-/// The filter when `REFTRACK_LOG` is unset or invalid.
+/// The filter when `REFTRACK_LOG` is unset or empty.
 pub const DEFAULT_FILTER: &str = "reftrack=info,tower_http=warn";
 
 /// How log lines are written.
@@ -48,14 +50,39 @@ impl LogFormat {
     }
 }
 
+/// The filter `REFTRACK_LOG` names: [`DEFAULT_FILTER`] when it is unset or empty, an
+/// error naming the variable when it is not a filter.
+pub fn filter(value: Option<&str>) -> anyhow::Result<EnvFilter> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(EnvFilter::new(DEFAULT_FILTER)),
+        Some(value) => EnvFilter::builder()
+            .parse(value)
+            .map_err(|e| anyhow::anyhow!("REFTRACK_LOG is not a log filter (`{value}`): {e}")),
+    }
+}
+
+/// Whether text lines are coloured: only on a terminal, and not when `NO_COLOR` is set
+/// to anything but the empty string (no-color.org).
+fn colours() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// Installs the process's log subscriber from `REFTRACK_LOG` and `REFTRACK_LOG_FORMAT`;
-/// an invalid format is an error, for the caller to report before doing anything else.
+/// an invalid value of either is an error, for the caller to report before doing
+/// anything else.
 pub fn init() -> anyhow::Result<()> {
     let format = LogFormat::from_env()?;
-    let filter = EnvFilter::try_from_env("REFTRACK_LOG").unwrap_or_else(|_| DEFAULT_FILTER.into());
+    let filter = match std::env::var("REFTRACK_LOG") {
+        Ok(value) => filter(Some(&value))?,
+        Err(std::env::VarError::NotPresent) => filter(None)?,
+        Err(std::env::VarError::NotUnicode(_)) => {
+            anyhow::bail!("REFTRACK_LOG is not a log filter (not UTF-8)")
+        }
+    };
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(colours());
     match format {
         LogFormat::Text => logs.try_init(),
         LogFormat::Json => logs.json().try_init(),
@@ -75,5 +102,20 @@ mod tests {
         assert_eq!("".parse(), Ok(LogFormat::Text));
         let refused = "xml".parse::<LogFormat>().unwrap_err();
         assert!(refused.contains("REFTRACK_LOG_FORMAT") && refused.contains("xml"));
+    }
+
+    #[test]
+    fn a_filter_that_does_not_parse_is_refused_with_the_variable_named() {
+        assert!(filter(None).is_ok());
+        assert!(filter(Some(" ")).is_ok());
+        assert!(filter(Some("reftrack=debug,tower_http=info")).is_ok());
+        assert!(filter(Some("debug")).is_ok());
+        for bad in ["reftrack=loud", "[{"] {
+            let refused = filter(Some(bad)).unwrap_err().to_string();
+            assert!(
+                refused.contains("REFTRACK_LOG") && refused.contains(bad),
+                "{refused}"
+            );
+        }
     }
 }

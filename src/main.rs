@@ -12,7 +12,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> ExitCode {
     if let Err(e) = reftrack::logging::init() {
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", reftrack::error_line(&e));
         return ExitCode::FAILURE;
     }
     let cli = Cli::parse();
@@ -50,7 +50,7 @@ async fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", reftrack::error_line(&e));
             ExitCode::FAILURE
         }
     }
@@ -70,7 +70,7 @@ fn answered(result: anyhow::Result<bool>) -> anyhow::Result<()> {
 /// returning would wait for any blocking task still running.
 fn exit_on_error(result: anyhow::Result<()>) -> anyhow::Result<()> {
     if let Err(e) = result {
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", reftrack::error_line(&e));
         std::process::exit(1);
     }
     Ok(())

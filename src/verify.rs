@@ -85,9 +85,9 @@ impl Report {
     }
 }
 
-/// Opens the database named by `url` and verifies it.
+/// Opens the database named by `url` (a SQLite file must exist) and verifies it.
 pub async fn run(url: &str) -> anyhow::Result<Report> {
-    let store = store::open(url).await?;
+    let store = store::open_existing(url).await?;
     let report = check(&*store).await;
     store.close().await;
     Ok(report?)

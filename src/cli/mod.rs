@@ -444,7 +444,7 @@ pub async fn run_admin(args: AdminArgs) -> anyhow::Result<bool> {
     .await
 }
 
-/// Opens the database, runs `work` on the service over it, closes the database, and
+/// Opens the database (a SQLite file must exist), runs `work` on the service over it, closes the database, and
 /// prints what `work` answered: JSON (`Some`), nothing (`None`: it printed its own
 /// output), or `{"error": …}` on stderr. Returns whether it succeeded.
 pub async fn run_on<W>(
@@ -456,7 +456,7 @@ pub async fn run_on<W>(
 where
     W: for<'a> FnOnce(&'a App) -> BoxFuture<'a, Result<Option<Value>, String>>,
 {
-    let store = store::open(&database.database_url).await?;
+    let store = store::open_existing(&database.database_url).await?;
     let app = App::new(store.clone(), Arc::new(SystemClock))
         .allowing_private_webhook_targets(webhooks.allow_private)
         .with_mailer(mailer);

@@ -13,6 +13,7 @@ pub mod error;
 pub mod integrity;
 pub mod management;
 pub mod model;
+pub mod opening;
 pub mod partners;
 pub mod payout_model;
 pub mod payouts;
@@ -282,6 +283,16 @@ pub async fn open(url: &str) -> anyhow::Result<Arc<dyn Store>> {
         Ok(Arc::new(postgres::PostgresStore::open(url).await?))
     } else {
         anyhow::bail!("unsupported database URL: expected sqlite://PATH or postgres://…")
+    }
+}
+
+/// Opens the database named by `url` as [`open`] does, for a command that works on an
+/// existing database: a SQLite file that does not exist is refused, not created.
+pub async fn open_existing(url: &str) -> anyhow::Result<Arc<dyn Store>> {
+    if url.starts_with("sqlite:") {
+        Ok(Arc::new(sqlite::SqliteStore::open_existing(url).await?))
+    } else {
+        open(url).await
     }
 }
 

@@ -202,6 +202,44 @@ async fn a_backup_under_load_holds_every_click_acknowledged_before_it() {
     assert!(out.status.success(), "{}", text(&out));
 }
 
+/// The permission bits of the file at `path`.
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn a_backup_is_its_owners_only_and_a_restore_no_more_open_than_what_it_replaces() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("live.db").display());
+    assert!(reftrack(&url, &["migrate"]).status.success());
+    let backup = dir.path().join("backup.db");
+    let out = reftrack(&url, &["backup", backup.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(mode(&backup), 0o600);
+    let out = reftrack(&url, &["backup", "--force", backup.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(mode(&backup), 0o600);
+
+    // A backup made before backups were the owner's only.
+    std::fs::set_permissions(&backup, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let restored = dir.path().join("restored.db");
+    let restored_url = format!("sqlite://{}", restored.display());
+    let out = reftrack(&restored_url, &["restore", backup.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(mode(&restored), 0o600, "a new database is the owner's only");
+
+    // Over an existing database: that file's permissions, whatever the backup's.
+    std::fs::set_permissions(&restored, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let out = reftrack(
+        &restored_url,
+        &["restore", "--force", backup.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(mode(&restored), 0o640);
+}
+
 #[test]
 fn a_backup_that_cannot_be_written_fails_clearly_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();

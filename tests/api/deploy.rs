@@ -69,6 +69,16 @@ async fn healthcheck_on(database_url: String) {
     );
     let ready = check(Some(format!("{base}/readyz"))).await.unwrap();
     assert!(ready.status.success(), "{}", said(&ready));
+    // The server's address alone (the root redirects): its /readyz is asked.
+    for url in [base.clone(), format!("{base}/")] {
+        let ready = check(Some(url)).await.unwrap();
+        assert!(ready.status.success(), "{}", said(&ready));
+        assert!(
+            said(&ready).contains(&format!("ready: {base}/readyz")),
+            "{}",
+            said(&ready)
+        );
+    }
 
     let missing = check(Some(format!("{base}/no-such-page"))).await.unwrap();
     assert_eq!(missing.status.code(), Some(1));

@@ -37,6 +37,7 @@ mod request_ids;
 mod seed_bench;
 mod self_referral;
 mod shutdown;
+mod startup;
 mod stripe_webhooks;
 mod track_click;
 mod track_lead;

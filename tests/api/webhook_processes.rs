@@ -360,6 +360,11 @@ async fn cli_manages_webhooks() {
         );
         (ok, serde_json::from_str::<Value>(&text).unwrap())
     };
+    let migrated = crate::common::server::command(&[("REFTRACK_DATABASE_URL", db.as_str())])
+        .arg("migrate")
+        .status()
+        .unwrap();
+    assert!(migrated.success());
     assert!(run(false, &["create-workspace", "name=W"]).0);
     assert!(run(false, &["create-program", "workspace_id:=1", "name=P"]).0);
     let (ok, out) = run(

@@ -7,17 +7,19 @@
 mod batch;
 mod rows;
 
+use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::postgres::{PgPoolOptions, PgQueryResult, Postgres};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgQueryResult, Postgres};
+use sqlx::{ConnectOptions, Connection};
 
 use super::committer::{Committer, CommitterConfig};
 use super::sql::counters::Update;
 use super::sql::migrations::{self, Reworded};
 use super::sql::write::WritePool;
 use super::sql::{Engine, SqlStore};
-use super::Backend;
+use super::{opening, Backend};
 
 /// The schema, applied when the store opens.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
@@ -29,13 +31,20 @@ impl SqlStore<Postgres> {
     /// Connects to the database at `url` (`postgres://…`), applies pending migrations
     /// and starts the writer.
     pub async fn open(url: &str) -> anyhow::Result<Self> {
+        let options = PgConnectOptions::from_str(url)
+            .map_err(|e| anyhow::anyhow!("invalid database URL: {}", opening::cause(&e)))?;
+        let what = name(&options);
+        // One connection first, for its error: the pool's is only that it timed out.
+        let first = first_connection(&options, &what).await?;
+        let _ = first.close().await;
         // Short timeouts, so that an outage turns into quick 503s rather than hung
         // requests.
         let pool = PgPoolOptions::new()
             .max_connections(16)
-            .acquire_timeout(Duration::from_secs(5))
-            .connect(url)
-            .await?;
+            .acquire_timeout(CONNECT_TIMEOUT)
+            .connect_with(options)
+            .await
+            .map_err(|e| opening::cannot_open(&what, &e))?;
         migrations::run(&pool, &MIGRATOR, &REWORDED_MIGRATIONS).await?;
         let committer = Committer::start(
             Arc::new(WritePool::new(pool.clone())),
@@ -59,6 +68,64 @@ impl SqlStore<Postgres> {
             write: pool,
             committer,
         })
+    }
+}
+
+/// How long opening a connection, or waiting for one of the pool, may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One connection to the database of `options` (named `what` in an error), tried as the
+/// pool tries one: a refused connection or a server still starting up is tried again
+/// until [`CONNECT_TIMEOUT`] has passed, and the error is the last attempt's.
+async fn first_connection(
+    options: &PgConnectOptions,
+    what: &str,
+) -> anyhow::Result<sqlx::PgConnection> {
+    let deadline = tokio::time::Instant::now() + CONNECT_TIMEOUT;
+    let mut pause = Duration::from_millis(10);
+    loop {
+        let error = match tokio::time::timeout_at(deadline, options.connect()).await {
+            Ok(Ok(conn)) => return Ok(conn),
+            Ok(Err(e)) => e,
+            Err(_) => anyhow::bail!(
+                "cannot open the database {what}: no answer within {} s",
+                CONNECT_TIMEOUT.as_secs()
+            ),
+        };
+        if !starting_up(&error) {
+            return Err(opening::cannot_open(what, &error));
+        }
+        if tokio::time::Instant::now() + pause >= deadline {
+            anyhow::bail!(
+                "cannot open the database {what}: {}, still after {} s",
+                opening::cause(&error),
+                CONNECT_TIMEOUT.as_secs()
+            );
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(1));
+    }
+}
+
+/// Whether `error` may mean a server still starting: the connection was refused, or the
+/// server answered that it cannot accept connections yet (SQLSTATE 57P03).
+fn starting_up(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(e) => e.kind() == std::io::ErrorKind::ConnectionRefused,
+        sqlx::Error::Database(db) => db.code().as_deref() == Some("57P03"),
+        _ => false,
+    }
+}
+
+/// The database `options` name, as `host:port/dbname` (or the socket's directory for
+/// `host`): never the password.
+fn name(options: &PgConnectOptions) -> String {
+    let database = options
+        .get_database()
+        .unwrap_or_else(|| options.get_username());
+    match options.get_socket() {
+        Some(socket) => format!("{}:{}/{database}", socket.display(), options.get_port()),
+        None => format!("{}:{}/{database}", options.get_host(), options.get_port()),
     }
 }
 

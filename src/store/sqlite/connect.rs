@@ -11,14 +11,27 @@ use sqlx::sqlite::{
 };
 use sqlx::{ConnectOptions, Pool};
 
+use crate::store::opening;
+
 /// How often the background checkpointer folds the WAL into the database file.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 
 /// Opens the file named by `url` as a pool of readers and a pool of one writer; returns
-/// `(read, write)`.
-pub(super) async fn pools(url: &str) -> anyhow::Result<(Pool<Sqlite>, Pool<Sqlite>)> {
-    let options = SqliteConnectOptions::from_str(url)?
-        .create_if_missing(true)
+/// `(read, write)`. A missing file is created when `create`, and refused otherwise.
+pub(super) async fn pools(url: &str, create: bool) -> anyhow::Result<(Pool<Sqlite>, Pool<Sqlite>)> {
+    let file = database_file(url);
+    if let Some(path) = &file {
+        if !create && !path.exists() {
+            return Err(super::no_database(path));
+        }
+    }
+    let failed = |e: sqlx::Error| match &file {
+        Some(path) => opening::cannot_open_file(path, &e),
+        None => opening::cannot_open(url, &e),
+    };
+    let options = SqliteConnectOptions::from_str(url)
+        .map_err(|e| anyhow::anyhow!("invalid database URL: {}", opening::cause(&e)))?
+        .create_if_missing(create)
         .journal_mode(SqliteJournalMode::Wal)
         // With a WAL file the committer syncs it before answering (see `wal_file`).
         .synchronous(if wal_file(url).is_some() {
@@ -39,12 +52,14 @@ pub(super) async fn pools(url: &str) -> anyhow::Result<(Pool<Sqlite>, Pool<Sqlit
         .test_before_acquire(false)
         .acquire_timeout(Duration::from_secs(10))
         .connect_with(options.clone())
-        .await?;
+        .await
+        .map_err(failed)?;
     let read = SqlitePoolOptions::new()
         .max_connections(4)
         .acquire_timeout(Duration::from_secs(10))
         .connect_with(options.clone().read_only(true))
-        .await?;
+        .await
+        .map_err(failed)?;
     spawn_checkpointer(options, write.clone());
     Ok((read, write))
 }
@@ -54,15 +69,20 @@ pub(super) async fn pools(url: &str) -> anyhow::Result<(Pool<Sqlite>, Pool<Sqlit
 /// but off the writer's path, so that the next batch runs while the disk flushes the
 /// last one. `None` for an in-memory database (which then runs `synchronous=FULL`).
 pub(super) fn wal_file(url: &str) -> Option<PathBuf> {
+    let mut wal = database_file(url)?.into_os_string();
+    wal.push("-wal");
+    Some(wal.into())
+}
+
+/// The file of the database at `url`; `None` for an in-memory database.
+pub(super) fn database_file(url: &str) -> Option<PathBuf> {
     let options = SqliteConnectOptions::from_str(url).ok()?;
     let path = options.get_filename();
     let name = path.to_str()?;
     if name.is_empty() || name == ":memory:" || url.contains("mode=memory") {
         return None;
     }
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    Some(wal.into())
+    Some(path.to_path_buf())
 }
 
 /// Checkpoints the WAL (`PASSIVE`: never blocking the writer or readers) from a

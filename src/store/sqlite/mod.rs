@@ -13,6 +13,7 @@ mod rows;
 #[cfg(test)]
 mod tests;
 
+use std::path::Path;
 use std::sync::Arc;
 
 use sqlx::sqlite::{Sqlite, SqliteQueryResult};
@@ -34,6 +35,15 @@ pub fn latest_migration() -> i64 {
     MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
 }
 
+/// The error of a command that needs the database at `path` and finds no file there.
+pub fn no_database(path: &Path) -> anyhow::Error {
+    anyhow::anyhow!(
+        "no database at {}: `reftrack serve` or `reftrack migrate` creates it \
+         (check REFTRACK_DATABASE_URL or --database-url)",
+        path.display()
+    )
+}
+
 /// A store on one SQLite file: the read pool, the one-connection write pool and the group
 /// committer writing through it.
 pub type SqliteStore = SqlStore<Sqlite>;
@@ -42,7 +52,17 @@ impl SqlStore<Sqlite> {
     /// Opens (creating if missing) the database at `url` (`sqlite://PATH`), applies
     /// pending migrations and starts the writer.
     pub async fn open(url: &str) -> anyhow::Result<Self> {
-        let (read, write) = connect::pools(url).await?;
+        Self::open_as(url, true).await
+    }
+
+    /// Opens the database at `url` as [`SqlStore::open`] does, but refuses a file that
+    /// does not exist rather than creating it.
+    pub async fn open_existing(url: &str) -> anyhow::Result<Self> {
+        Self::open_as(url, false).await
+    }
+
+    async fn open_as(url: &str, create: bool) -> anyhow::Result<Self> {
+        let (read, write) = connect::pools(url, create).await?;
         renumber_old_migrations(&write).await?;
         migrations::run(&write, &MIGRATOR, &REWORDED_MIGRATIONS).await?;
         let committer = Committer::start(

@@ -90,7 +90,7 @@ const NO_POSTGRES: &str = "PostgreSQL tests need a server: run scripts/test (it 
     server you started";
 
 /// The server of `REFTRACK_TEST_POSTGRES_URL`; panics with [`NO_POSTGRES`] without one.
-fn postgres_server() -> String {
+pub fn postgres_server() -> String {
     match std::env::var("REFTRACK_TEST_POSTGRES_URL") {
         Ok(url) if !url.trim().is_empty() => url,
         _ => panic!("{NO_POSTGRES}"),
