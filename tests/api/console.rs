@@ -877,3 +877,50 @@ on_both_backends! {
         assert!(row.get("taken_back_cents").is_none(), "{row}");
     }
 }
+
+on_both_backends! {
+    async fn an_application_s_website_and_message_show_beside_approve_and_reject(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"applications_open": true}))).await.expect(200);
+        let apply = |name: &str, website: &str, message: &str| {
+            json!({"name": name, "email": format!("{name}@example.com"), "password": "partner password", "website": website, "message": message})
+        };
+        app.post(&format!("/api/partner/apply/{p}"), apply("bob", "https://bob.example/blog", "<b>Hi</b>\nI review tools.")).await.expect(201);
+        app.post(&format!("/api/partner/apply/{p}"), apply("eve", "javascript:alert(1)", "")).await.expect(201);
+        let bob = app.count("SELECT id FROM partners WHERE email = 'bob@example.com'").await;
+        let eve = app.count("SELECT id FROM partners WHERE email = 'eve@example.com'").await;
+        // The management API's rows carry them.
+        let r = app.admin("GET", &format!("/programs/{p}/partners?status=pending"), None).await.expect(200);
+        let row = r.body["data"].as_array().unwrap().iter().find(|r| r["partner_id"] == bob).unwrap().clone();
+        assert_eq!(row["website"], "https://bob.example/blog");
+        assert_eq!(row["message"], "<b>Hi</b>\nI review tools.");
+        assert_eq!(r.body["data"][0]["message"], json!(null), "none given: null");
+
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+        let viewer = member(&app, &seed, "viewer@example.com", "viewer").await;
+        for cookie in [&owner, &viewer] {
+            let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/partners?status=pending"), Some(cookie)).await.expect(200);
+            let body = html(&r);
+            assert!(body.contains(&format!("data-application=\"{bob}\"")), "{body}");
+            assert!(body.contains("<a href=\"https://bob.example/blog\" rel=\"noopener nofollow ugc\">https://bob.example/blog</a>"), "{body}");
+            assert!(body.contains("&#60;b&#62;Hi&#60;/b&#62;\nI review tools."), "escaped: {body}");
+            assert!(!body.contains("<b>Hi"), "{body}");
+            // Not an http(s) address: text, never a link.
+            assert!(body.contains("website: javascript:alert(1)"), "{body}");
+            assert!(!body.contains("href=\"javascript:"), "{body}");
+        }
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/partners/{bob}"), Some(&owner)).await.expect(200);
+        let body = html(&r);
+        assert!(body.contains("Its application"), "{body}");
+        assert!(body.contains("rel=\"noopener nofollow ugc\">https://bob.example/blog</a>"), "{body}");
+        assert!(body.contains("<dd class=\"application-message\">&#60;b&#62;Hi&#60;/b&#62;\nI review tools.</dd>"), "{body}");
+        assert!(body.contains("value=\"approved\"") && body.contains(">Reject</button>"), "{body}");
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/partners/{eve}"), Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("<dd>javascript:alert(1)</dd>"), "{}", html(&r));
+        assert!(!html(&r).contains("<dt>Message</dt>"), "an empty message is not shown");
+        // A partner that applied for nothing has no application.
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/partners/{}", seed.partner_id), Some(&owner)).await.expect(200);
+        assert!(!html(&r).contains("Its application"));
+    }
+}
