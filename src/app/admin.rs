@@ -545,6 +545,8 @@ impl App {
         id: i64,
         b: RotateTokenBody,
     ) -> Result<ProgramView> {
+        self.allow(caller, Record::Program(id), Access::Change)
+            .await?;
         let hours = match b.keep_old_for_hours {
             None | Some(0) => None,
             Some(h @ 1..=MAX_KEEP_OLD_TOKEN_HOURS) => Some(h),
@@ -554,8 +556,6 @@ impl App {
                 )))
             }
         };
-        self.allow(caller, Record::Program(id), Access::Change)
-            .await?;
         let token = secrets::generate_token(API_TOKEN_PREFIX);
         let at = self.now_ms();
         let done = self
@@ -821,15 +821,15 @@ impl App {
         user_id: i64,
         b: MemberPatchBody,
     ) -> Result<Membership> {
-        let role: Option<Role> = b.role.map(|r| one_of("role", &r)).transpose()?;
-        let status: Option<MembershipStatus> =
-            b.status.map(|st| one_of("status", &st)).transpose()?;
         self.allow(
             caller,
             Record::Workspace(workspace_id),
             Access::ManageMembers,
         )
         .await?;
+        let role: Option<Role> = b.role.map(|r| one_of("role", &r)).transpose()?;
+        let status: Option<MembershipStatus> =
+            b.status.map(|st| one_of("status", &st)).transpose()?;
         // An owner may not leave its workspace without one; the operator, who can always
         // add an owner back, may.
         let stays_owner = role.is_none_or(|r| r == Role::Owner)

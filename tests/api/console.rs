@@ -924,3 +924,43 @@ on_both_backends! {
         assert!(!html(&r).contains("Its application"));
     }
 }
+
+on_both_backends! {
+    async fn a_role_that_may_not_change_is_refused_before_the_form_is_checked(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let link = app.link_id(&seed.short_link).await;
+        let r = app.admin("POST", &format!("/programs/{p}/webhooks"), Some(json!({"url": PUBLIC_HOOK, "events": ["lead.created"]}))).await.expect(201);
+        let hook = r.body["id"].as_i64().unwrap();
+        app.admin("PATCH", &format!("/links/{link}"), Some(json!({"status": "inactive"}))).await.expect(200);
+        let viewer = member(&app, &seed, "viewer@example.com", "viewer").await;
+        let member_cookie = member(&app, &seed, "member@example.com", "member").await;
+        let viewer_id = app.count("SELECT id FROM users WHERE email = 'viewer@example.com'").await;
+        let partner = format!("/app/programs/{p}/partners/{}", seed.partner_id);
+        for cookie in [&viewer, &member_cookie] {
+            // Each form is incomplete or wrong: an owner would get it back with the error
+            // beside the field (or a confirmation); these roles get the 403 page.
+            for (path, form) in [
+                (format!("/app/programs/{p}/settings"), "name=Mine".to_string()),
+                (format!("/app/programs/{p}/settings"), String::new()),
+                (format!("/app/programs/{p}/settings/token"), "keep_old_for_hours=soon".to_string()),
+                (format!("/app/programs/{p}/settings/token"), "keep_old_for_hours=99999&confirm=yes".to_string()),
+                (format!("/app/programs/{p}/settings/token"), String::new()),
+                (format!("{partner}/status"), "status=banned".to_string()),
+                (format!("{partner}/status"), "status=bogus".to_string()),
+                (format!("{partner}/coupons"), format!("link_id={link}&code=MINE")),
+                (format!("/app/programs/{p}/settings/webhooks/{hook}/enabled"), "enabled=maybe".to_string()),
+                (format!("/app/programs/{p}/settings/members/{viewer_id}"), "role=king&status=active".to_string()),
+            ] {
+                let r = DASHBOARD.post(&app, &path, Some(cookie), &form).await.expect(403);
+                assert!(html(&r).contains("Not available to you"), "{path} {form}: {}", html(&r));
+            }
+        }
+        // The owner still gets the form back with its errors.
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+        let r = DASHBOARD.post(&app, &format!("/app/programs/{p}/settings"), Some(&owner), "name=Mine").await.expect(400);
+        assert!(html(&r).contains("field-error"), "{}", html(&r));
+        let r = app.admin("GET", &format!("/programs/{p}"), None).await.expect(200);
+        assert_eq!(r.body["name"], "Acme Partners");
+    }
+}

@@ -15,6 +15,7 @@ use crate::app;
 use crate::app::exports::{self, PayoutFormat};
 use crate::app::payouts::{CommissionParams, MarkPaidBody, RejectBody};
 use crate::app::{Caller, PageParams};
+use crate::domain::access::Access;
 use crate::domain::money::display_amount;
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
@@ -23,7 +24,7 @@ use crate::http::pages::view::{
 };
 use crate::http::payouts::{csv_response, csv_stream};
 use crate::http::AppState;
-use crate::store::{CommissionRow, Payout};
+use crate::store::{CommissionRow, Payout, Record};
 
 /// The names of the partners `ids` of a program, for tables that list partner ids.
 async fn names(
@@ -593,6 +594,10 @@ pub(super) async fn cancel(
     let p = own_payout(&s, &frame, payout_id).await?;
     let here = format!("{}/{payout_id}", Tab::Payouts.href(id));
     if !confirmed(&form) {
+        // Only those who may cancel it are asked (the rule and words of the cancel).
+        s.app
+            .allow(&frame.caller, Record::Payout(payout_id), Access::Change)
+            .await?;
         let mut page = Confirm::new(
             frame,
             format!("Cancel payout {payout_id}?"),

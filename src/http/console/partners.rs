@@ -314,6 +314,10 @@ pub(super) async fn set_status(
     let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
     let status = form.get("status");
     if status == "banned" && !confirmed(&form) {
+        // Only those who may ban it are asked (the rule and words of the change).
+        s.app
+            .allow(&frame.caller, Record::Program(id), Access::Change)
+            .await?;
         let partner = s.app.program_partner(&frame.caller, id, partner_id).await?;
         let here = format!("{}/{partner_id}", Tab::Partners.href(id));
         let mut page = Confirm::new(
@@ -681,6 +685,11 @@ pub(super) async fn create_coupon(
     if link.partner_id != Some(partner_id) {
         return Err(missing());
     }
+    // The role before what is wrong with the form (the rule and words of the coupon's
+    // creation).
+    s.app
+        .allow(&frame.caller, Record::Link(link_id), Access::Change)
+        .await?;
     // The form offers active links only; one archived since the page was shown is
     // refused beside the form.
     if link.status.as_str() != "active" {

@@ -11,6 +11,7 @@ use super::install::setup_page;
 use super::session::Signed;
 use crate::app;
 use crate::app::admin::{MemberPatchBody, ProgramPatchBody, RotateTokenBody};
+use crate::domain::access::Access;
 use crate::domain::commission::CommissionSpec;
 use crate::domain::metrics::IsoValue;
 use crate::domain::money::{display_amount, major_units_text, parse_major_units};
@@ -20,6 +21,7 @@ use crate::http::pages::view::{
     Query, Refusal,
 };
 use crate::http::AppState;
+use crate::store::Record;
 
 #[derive(Template)]
 #[template(path = "console/settings.html")]
@@ -219,6 +221,11 @@ pub(super) async fn save(
     form: Posted,
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
+    // The role first, as the API's use case does: a viewer learns nothing from
+    // the form's own validation.
+    s.app
+        .allow(&frame.caller, Record::Program(id), Access::Change)
+        .await?;
     let currency = frame.program.currency.clone();
     let refused = match patch(&form, &currency) {
         Ok(b) => match s.app.update_program(&frame.caller, id, b).await.invalid()? {
@@ -282,6 +289,10 @@ pub(super) async fn rotate_token(
     form: Posted,
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
+    // Only those who may rotate it are asked, or told what is wrong with the hours.
+    s.app
+        .allow(&frame.caller, Record::Program(id), Access::Change)
+        .await?;
     let keep = form.get("keep_old_for_hours");
     let hours = match keep.as_str() {
         "" => 0,

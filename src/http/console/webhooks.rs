@@ -275,6 +275,9 @@ pub(super) async fn set_enabled(
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     own_endpoint(&s, &frame, webhook_id).await?;
+    s.app
+        .allow(&frame.caller, Record::Webhook(webhook_id), Access::Change)
+        .await?;
     let enabled = match form.get("enabled").as_str() {
         "true" => true,
         "false" => false,
