@@ -465,3 +465,27 @@ on_both_backends! {
         assert!(body.contains("A link without an address to share gives a parameter") && body.contains("added to the address of a page"), "{body}");
     }
 }
+
+on_both_backends! {
+    async fn a_partner_without_a_payout_email_is_told_payouts_leave_it_out(app: TestApp) {
+        let seed = app.seed_with(json!({"commission_hold_days": 0})).await;
+        let p = seed.program_id;
+        let cookie = accepted(&app, seed.partner_id, "alice@example.com").await;
+        let notice = "You have no payout email, so payouts leave you out. <a href=\"/partner/settings\">Add a payout email in Settings</a>";
+        let payouts = format!("/partner/programs/{p}/payouts");
+        let r = PORTAL.get(&app, "/partner", Some(&cookie)).await.expect(200);
+        assert!(html(&r).contains(notice), "{}", html(&r));
+        let r = PORTAL.get(&app, &payouts, Some(&cookie)).await.expect(200);
+        let body = html(&r);
+        assert!(body.contains(notice), "{body}");
+        assert!(!body.contains("paid with the program's next payout"), "not promised: {body}");
+
+        // With one: no notice, and the promise again.
+        PORTAL.post(&app, "/partner/settings", Some(&cookie), "name=Alice&payout_method=paypal&payout_email=pay%40alice.example").await.expect(303);
+        let r = PORTAL.get(&app, "/partner", Some(&cookie)).await.expect(200);
+        assert!(!html(&r).contains("no-payout-email"), "{}", html(&r));
+        let r = PORTAL.get(&app, &payouts, Some(&cookie)).await.expect(200);
+        assert!(!html(&r).contains("no-payout-email"));
+        assert!(html(&r).contains("No payouts yet. Approved commissions are paid with the program's next payout."));
+    }
+}
