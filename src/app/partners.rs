@@ -301,6 +301,9 @@ fn note(field: &str, value: Option<String>, max: usize) -> Result<Option<String>
     }
 }
 
+/// The API's answer to a password change whose current password is wrong.
+pub const WRONG_CURRENT_PASSWORD: &str = "current_password is not the current password";
+
 impl App {
     /// Issues an invite for a partner; `public_url` is where the server is reached.
     pub async fn invite_partner(
@@ -713,7 +716,7 @@ impl App {
             b.current_password,
         )
         .await
-        .map_err(|_| Error::invalid("current_password is not the current password"))?;
+        .map_err(|_| Error::invalid(WRONG_CURRENT_PASSWORD))?;
         let hash = hashed_password(b.new_password).await?;
         let keep = session_hash.to_string();
         let now = self.now_ms();

@@ -213,7 +213,7 @@ on_both_backends! {
         assert!(body.contains("Your details are saved") && body.contains("value=\"pay@alice.example\"") && body.contains("value=\"wise\" selected"), "{body}");
 
         let r = PORTAL.post(&app, "/partner/settings/password", Some(&cookie), "current_password=wrong+one&new_password=another+password&confirm_password=another+password").await.expect(400);
-        assert!(html(&r).contains("id=\"f-current_password-error\">Current password is not the current password"));
+        assert!(html(&r).contains("id=\"f-current_password-error\">That is not your current password</p>"), "{}", html(&r));
         let r = PORTAL.post(&app, "/partner/settings/password", Some(&cookie), "current_password=partner+password&new_password=tiny&confirm_password=tiny").await.expect(400);
         assert!(html(&r).contains("id=\"f-new_password-error\">New password must be 8 to 1024 characters"));
         let r = PORTAL.post(&app, "/partner/settings/password", Some(&cookie), "current_password=partner+password&new_password=another+password&confirm_password=another+password").await.expect(303);
@@ -487,5 +487,27 @@ on_both_backends! {
         let r = PORTAL.get(&app, &payouts, Some(&cookie)).await.expect(200);
         assert!(!html(&r).contains("no-payout-email"));
         assert!(html(&r).contains("No payouts yet. Approved commissions are paid with the program's next payout."));
+    }
+}
+
+on_both_backends! {
+    async fn a_link_counts_one_click_in_the_singular(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        app.click(&seed.short_link).await;
+        app.admin("POST", "/links", Some(json!({"program_id": p, "partner_id": seed.partner_id, "short_link": "alice-two"}))).await.expect(201);
+        let cookie = accepted(&app, seed.partner_id, "alice@example.com").await;
+        let r = PORTAL.get(&app, &format!("/partner/programs/{p}/links"), Some(&cookie)).await.expect(200);
+        let body = html(&r);
+        assert!(body.contains("</span> 1 click · since"), "{body}");
+        assert!(body.contains("</span> 0 clicks · since"), "{body}");
+        assert!(!body.contains("1 clicks"), "{body}");
+        // The owner's page of the partner says it the same way.
+        app.member(seed.workspace_id, "owner@example.com", "owner password", "owner").await;
+        let r = crate::common::pages::DASHBOARD.post(&app, "/app/login", None, "email=owner%40example.com&password=owner+password").await.expect(303);
+        let owner = crate::common::pages::DASHBOARD.session(&r);
+        let r = crate::common::pages::DASHBOARD.get(&app, &format!("/app/programs/{p}/partners/{}", seed.partner_id), Some(&owner)).await.expect(200);
+        let body = html(&r);
+        assert!(body.contains("</span> 1 click · since") && body.contains("</span> 0 clicks · since"), "{body}");
     }
 }
