@@ -978,3 +978,27 @@ on_both_backends! {
         assert_eq!(r.body["name"], "Acme Partners");
     }
 }
+
+on_both_backends! {
+    async fn the_events_page_shows_what_refunds_took_back(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+        app.lead(&seed, "k").await;
+        for txn in ["t1", "t2"] {
+            app.post_auth("/api/v1/track/sale", &seed.api_token, json!({"transaction_id": txn, "amount_cents": 10_000, "customer_key": "k"})).await.expect(200);
+        }
+        app.post_auth("/api/v1/track/refund", &seed.api_token, json!({"transaction_id": "t1", "refund_amount_cents": 5000})).await.expect(200);
+        app.post_auth("/api/v1/track/refund", &seed.api_token, json!({"transaction_id": "t2"})).await.expect(200);
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/events?type=conversion"), Some(&owner)).await.expect(200);
+        let body = html(&r);
+        let row = |txn: &str| {
+            body.split("<tr data-kind=\"sale\">").find(|r| r.contains(&format!("<dd>{txn}</dd>"))).unwrap_or_else(|| panic!("{txn}: {body}")).split("</tr>").next().unwrap().to_string()
+        };
+        let partial = row("t1");
+        assert!(partial.contains("<dt>Amount</dt><dd>$100.00</dd></div><div><dt>Refunded</dt><dd>$50.00</dd>"), "{partial}");
+        assert!(partial.contains("<dt>Status</dt><dd>partially refunded</dd>"), "{partial}");
+        let full = row("t2");
+        assert!(full.contains("<dt>Refunded</dt><dd>$100.00</dd>") && full.contains("<dt>Status</dt><dd>refunded</dd>"), "{full}");
+    }
+}
