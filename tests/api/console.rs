@@ -930,6 +930,8 @@ on_both_backends! {
         assert!(body.contains("rel=\"noopener nofollow ugc\">https://bob.example/blog</a>"), "{body}");
         assert!(body.contains("<dd class=\"application-message\">&#60;b&#62;Hi&#60;/b&#62;\nI review tools.</dd>"), "{body}");
         assert!(body.contains("value=\"approved\"") && body.contains(">Reject</button>"), "{body}");
+        // The new link's hint says what the rule accepts.
+        assert!(body.contains("id=\"f-short_link-hint\">1 to 255 characters without spaces."), "{body}");
         let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/partners/{eve}"), Some(&owner)).await.expect(200);
         assert!(html(&r).contains("<dd>javascript:alert(1)</dd>"), "{}", html(&r));
         assert!(!html(&r).contains("<dt>Message</dt>"), "an empty message is not shown");

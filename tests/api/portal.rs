@@ -226,6 +226,10 @@ on_both_backends! {
         assert!(html(&r).contains("id=\"f-short_link-error\">A link with this short link already exists"), "{}", html(&r));
         let r = PORTAL.post(&app, &links, Some(&cookie), "short_link=has+space").await.expect(400);
         assert!(html(&r).contains("id=\"f-short_link-error\">Short link must be 1 to 255 characters without spaces"));
+        // The hint says what is accepted: any characters but spaces.
+        let r = PORTAL.get(&app, &links, Some(&cookie)).await.expect(200);
+        assert!(html(&r).contains("id=\"f-short_link-hint\">1 to 255 characters without spaces."), "{}", html(&r));
+        PORTAL.post(&app, &links, Some(&cookie), "short_link=alice%21x").await.expect(303);
         let r = PORTAL.post(&app, &links, Some(&cookie), "short_link=alice-summer").await.expect(303);
         let r = PORTAL.get(&app, location(&r), Some(&cookie)).await.expect(200);
         assert!(html(&r).contains("?aff=alice-summer") && html(&r).contains("Your new link is ready"));
