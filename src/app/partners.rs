@@ -164,6 +164,17 @@ pub struct AcceptInviteBody {
     pub password: String,
 }
 
+impl AcceptInviteBody {
+    /// What the use case would refuse in the password, for a page that shows it beside
+    /// the field together with its own checks; `None` when it is acceptable.
+    pub fn password_problem(&self) -> Option<String> {
+        match check_password("password", &self.password) {
+            Err(Error::Invalid(text)) => Some(text),
+            _ => None,
+        }
+    }
+}
+
 /// The body of a partner's request for a new password.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

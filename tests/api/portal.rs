@@ -41,6 +41,12 @@ on_both_backends! {
         let form = format!("token={token}&password=partner+password&confirm=other+password");
         let r = PORTAL.post(&app, "/partner/invite", None, &form).await.expect(400);
         assert!(html(&r).contains("id=\"f-confirm-error\">The two passwords are not the same"));
+        assert!(!html(&r).contains("f-password-error"), "{}", html(&r));
+        // A short password and no repeat: both, each beside its field.
+        let form = format!("token={token}&password=short&confirm=");
+        let r = PORTAL.post(&app, "/partner/invite", None, &form).await.expect(400);
+        assert!(html(&r).contains("id=\"f-password-error\">New password must be 8 to 1024 characters"), "{}", html(&r));
+        assert!(html(&r).contains("id=\"f-confirm-error\">The two passwords are not the same"), "{}", html(&r));
         let r = PORTAL.post(&app, "/partner/invite", None, "token=rti_nope&password=partner+password&confirm=partner+password").await.expect(400);
         assert!(html(&r).contains("This invite link is not valid"));
 

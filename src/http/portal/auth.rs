@@ -148,14 +148,22 @@ pub(super) async fn accept_invite(
         return Ok(render(StatusCode::BAD_REQUEST, &page));
     }
     let password = form.get("password");
-    if password != form.get("confirm") {
-        page.confirm.error = Some("The two passwords are not the same".into());
-        return Ok(render(StatusCode::BAD_REQUEST, &page));
-    }
+    let same = password == form.get("confirm");
     let body = AcceptInviteBody {
         token: page.token.clone(),
         password,
     };
+    // Both fields' errors at once: a too-short password is said beside it even when the
+    // repeat differs.
+    if let Some(text) = body.password_problem() {
+        page.form_error = place_error(&text, &mut [&mut page.password]);
+    }
+    if !same {
+        page.confirm.error = Some("The two passwords are not the same".into());
+    }
+    if page.password.error.is_some() || page.confirm.error.is_some() {
+        return Ok(render(StatusCode::BAD_REQUEST, &page));
+    }
     match s.app.accept_invite(body).await {
         Ok(session) => Ok(COOKIE.signed_in_to(&s, &headers, &session, "/partner?done=welcome")),
         Err(app::Error::Invalid(text)) | Err(app::Error::Conflict(text)) => {
