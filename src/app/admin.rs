@@ -85,6 +85,38 @@ pub struct ProgramPatchBody {
     pub destination_url: Option<Option<String>>,
 }
 
+impl ProgramPatchBody {
+    /// Every field the body gets wrong, in the settings form's order: the use case
+    /// refuses the first, the settings page shows them all at once.
+    pub fn problems(&self) -> Vec<String> {
+        [
+            self.name.as_ref().map(|n| name("name", n, 200).map(drop)),
+            self.currency.as_ref().map(|c| currency(c).map(drop)),
+            self.commission.as_ref().map(|c| commission(c).map(drop)),
+            self.recurring_commission_months
+                .map(|m| recurring_months(m).map(drop)),
+            self.cookie_window_days.map(|d| window_days(d).map(drop)),
+            self.commission_hold_days.map(|d| hold_days(d).map(drop)),
+            self.min_payout_cents.map(|c| min_payout(c).map(drop)),
+            self.allowed_origins.as_ref().map(|o| origins(o).map(drop)),
+            self.destination_url
+                .as_ref()
+                .and_then(|d| d.as_deref())
+                .map(|d| destination_url(d).map(drop)),
+            self.stripe_webhook_secret
+                .clone()
+                .map(|s| webhook_secret(s).map(drop)),
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(|checked| match checked {
+            Err(Error::Invalid(text)) => Some(text),
+            _ => None,
+        })
+        .collect()
+    }
+}
+
 /// The body of the management call that creates a partner.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -205,6 +205,29 @@ pub struct ApplyBody {
     pub message: Option<String>,
 }
 
+impl ApplyBody {
+    /// Every field the body gets wrong, in the apply form's order (the fields it sends):
+    /// the use case refuses the first, the apply page shows them all at once.
+    pub fn problems(&self) -> Vec<String> {
+        [
+            self.name.as_ref().map(|n| name("name", n, 200).map(drop)),
+            self.email.as_ref().map(|e| email("email", e).map(drop)),
+            self.password
+                .as_ref()
+                .map(|p| check_password("password", p)),
+            Some(note("website", self.website.clone(), 500).map(drop)),
+            Some(note("message", self.message.clone(), 2000).map(drop)),
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(|checked| match checked {
+            Err(Error::Invalid(text)) => Some(text),
+            _ => None,
+        })
+        .collect()
+    }
+}
+
 /// An application, as recorded.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Application {

@@ -281,6 +281,17 @@ on_both_backends! {
             assert!(body.contains(text), "{field}: {body}");
             assert!(body.contains("value=\"Renamed\""), "{field}: the name typed stays");
         }
+        // Every field's error at once, each beside its field, those the form reads and
+        // those the service refuses alike.
+        let all_wrong = "name=+&commission_type=percentage&commission_percent=250&cookie_window_days=0\
+                         &commission_hold_days=soon&min_payout_cents=25.505&allowed_origins=shop&destination_url=nowhere";
+        let r = DASHBOARD.post(&app, &settings, Some(&owner), all_wrong).await.expect(400);
+        let body = html(&r);
+        for field in ["name", "commission_percent", "cookie_window_days", "commission_hold_days", "min_payout_cents", "allowed_origins", "destination_url"] {
+            assert!(body.contains(&format!("id=\"f-{field}-error\"")), "{field}: {body}");
+        }
+        assert!(body.contains("id=\"f-commission_hold_days-error\">Hold period (days) must be a whole number"), "{body}");
+        assert!(body.contains("id=\"f-cookie_window_days-error\">Cookie window (days) must be an integer from 1 to 3650"), "{body}");
         let r = DASHBOARD.post(&app, &settings, Some(&owner), base).await.expect(303);
         assert!(location(&r).ends_with("done=settings"));
         let r = app.admin("GET", &format!("/programs/{p}"), None).await.expect(200);
@@ -523,6 +534,11 @@ on_both_backends! {
             assert_eq!(input_value(body, "f-url").as_deref(), Some(url.replace('&', "&amp;").as_str()), "typed URL kept");
             assert_eq!(body.contains("value=\"sale.created\" checked"), events.contains("sale.created"), "{events}");
         }
+        // A bad URL and no event type: both at once, each beside its field.
+        let r = DASHBOARD.post(&app, &webhooks, Some(&owner), "url=not+a+url").await.expect(400);
+        let body = html(&r);
+        assert!(body.contains("id=\"f-url-error\">Endpoint URL must be an http:// or https:// URL with a host"), "{body}");
+        assert!(body.contains("id=\"f-events-error\">Events must list at least one event type"), "{body}");
         assert_eq!(app.count("SELECT COUNT(*) FROM webhook_endpoints").await, 0, "nothing stored");
 
         // Added: the secret shown once, on the answer only.

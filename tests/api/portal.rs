@@ -290,6 +290,13 @@ on_both_backends! {
         let r = PORTAL.post(&app, &apply, None, "name=Bob&email=bob&password=partner+password").await.expect(400);
         assert!(html(&r).contains("id=\"f-email-error\">Email must be an email address"), "{}", html(&r));
         assert!(html(&r).contains("value=\"Bob\""));
+        // Every field's error at once, each beside its field.
+        let all_wrong = format!("name=+&email=bob&password=short&website={}&message=Hi", "w".repeat(501));
+        let r = PORTAL.post(&app, &apply, None, &all_wrong).await.expect(400);
+        for field in ["name", "email", "password", "website"] {
+            assert!(html(&r).contains(&format!("id=\"f-{field}-error\"")), "{field}: {}", html(&r));
+        }
+        assert!(html(&r).contains("id=\"f-password-error\">Password must be 8 to 1024 characters"), "{}", html(&r));
         let r = PORTAL.post(&app, &apply, None, "name=Bob&email=Bob%40Example.com&password=partner+password&website=https%3A%2F%2Fbob.example&message=Hi").await.expect(303);
         assert_eq!(location(&r), format!("/partner?program={p}&done=applied"));
         let bob = PORTAL.session(&r);
