@@ -85,6 +85,38 @@ pub struct ProgramPatchBody {
     pub destination_url: Option<Option<String>>,
 }
 
+impl ProgramPatchBody {
+    /// Every field the body gets wrong, in the settings form's order: the use case
+    /// refuses the first, the settings page shows them all at once.
+    pub fn problems(&self) -> Vec<String> {
+        [
+            self.name.as_ref().map(|n| name("name", n, 200).map(drop)),
+            self.currency.as_ref().map(|c| currency(c).map(drop)),
+            self.commission.as_ref().map(|c| commission(c).map(drop)),
+            self.recurring_commission_months
+                .map(|m| recurring_months(m).map(drop)),
+            self.cookie_window_days.map(|d| window_days(d).map(drop)),
+            self.commission_hold_days.map(|d| hold_days(d).map(drop)),
+            self.min_payout_cents.map(|c| min_payout(c).map(drop)),
+            self.allowed_origins.as_ref().map(|o| origins(o).map(drop)),
+            self.destination_url
+                .as_ref()
+                .and_then(|d| d.as_deref())
+                .map(|d| destination_url(d).map(drop)),
+            self.stripe_webhook_secret
+                .clone()
+                .map(|s| webhook_secret(s).map(drop)),
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(|checked| match checked {
+            Err(Error::Invalid(text)) => Some(text),
+            _ => None,
+        })
+        .collect()
+    }
+}
+
 /// The body of the management call that creates a partner.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -557,6 +589,8 @@ impl App {
         id: i64,
         b: RotateTokenBody,
     ) -> Result<ProgramView> {
+        self.allow(caller, Record::Program(id), Access::Change)
+            .await?;
         let hours = match b.keep_old_for_hours {
             None | Some(0) => None,
             Some(h @ 1..=MAX_KEEP_OLD_TOKEN_HOURS) => Some(h),
@@ -566,8 +600,6 @@ impl App {
                 )))
             }
         };
-        self.allow(caller, Record::Program(id), Access::Change)
-            .await?;
         let token = secrets::generate_token(API_TOKEN_PREFIX);
         let at = self.now_ms();
         let done = self
@@ -855,15 +887,15 @@ impl App {
         user_id: i64,
         b: MemberPatchBody,
     ) -> Result<Membership> {
-        let role: Option<Role> = b.role.map(|r| one_of("role", &r)).transpose()?;
-        let status: Option<MembershipStatus> =
-            b.status.map(|st| one_of("status", &st)).transpose()?;
         self.allow(
             caller,
             Record::Workspace(workspace_id),
             Access::ManageMembers,
         )
         .await?;
+        let role: Option<Role> = b.role.map(|r| one_of("role", &r)).transpose()?;
+        let status: Option<MembershipStatus> =
+            b.status.map(|st| one_of("status", &st)).transpose()?;
         // An owner may not leave its workspace without one; the operator, who can always
         // add an owner back, may.
         let stays_owner = role.is_none_or(|r| r == Role::Owner)

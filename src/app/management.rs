@@ -164,13 +164,13 @@ impl App {
         partner_id: i64,
         b: PartnerStatusBody,
     ) -> Result<PartnerProgram> {
+        self.allow(caller, Record::Program(program_id), Access::Change)
+            .await?;
         let to: PartnerStatus = b
             .status
             .trim()
             .parse()
             .map_err(|e: UnknownValue| Error::invalid(e.message("status")))?;
-        self.allow(caller, Record::Program(program_id), Access::Change)
-            .await?;
         let current = self.store.partner_program(program_id, partner_id).await?;
         lifecycle::partner_status(current.status, to).map_err(|c| Error::Conflict(c.0))?;
         if current.status == to {

@@ -164,6 +164,17 @@ pub struct AcceptInviteBody {
     pub password: String,
 }
 
+impl AcceptInviteBody {
+    /// What the use case would refuse in the password, for a page that shows it beside
+    /// the field together with its own checks; `None` when it is acceptable.
+    pub fn password_problem(&self) -> Option<String> {
+        match check_password("password", &self.password) {
+            Err(Error::Invalid(text)) => Some(text),
+            _ => None,
+        }
+    }
+}
+
 /// The body of a partner's request for a new password.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -192,6 +203,29 @@ pub struct ApplyBody {
     pub website: Option<String>,
     /// A note to the program's owners.
     pub message: Option<String>,
+}
+
+impl ApplyBody {
+    /// Every field the body gets wrong, in the apply form's order (the fields it sends):
+    /// the use case refuses the first, the apply page shows them all at once.
+    pub fn problems(&self) -> Vec<String> {
+        [
+            self.name.as_ref().map(|n| name("name", n, 200).map(drop)),
+            self.email.as_ref().map(|e| email("email", e).map(drop)),
+            self.password
+                .as_ref()
+                .map(|p| check_password("password", p)),
+            Some(note("website", self.website.clone(), 500).map(drop)),
+            Some(note("message", self.message.clone(), 2000).map(drop)),
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(|checked| match checked {
+            Err(Error::Invalid(text)) => Some(text),
+            _ => None,
+        })
+        .collect()
+    }
 }
 
 /// An application, as recorded.
@@ -300,6 +334,9 @@ fn note(field: &str, value: Option<String>, max: usize) -> Result<Option<String>
         Some(v) => Ok(Some(v.to_string())),
     }
 }
+
+/// The API's answer to a password change whose current password is wrong.
+pub const WRONG_CURRENT_PASSWORD: &str = "current_password is not the current password";
 
 impl App {
     /// Issues an invite for a partner; `public_url` is where the server is reached.
@@ -713,7 +750,7 @@ impl App {
             b.current_password,
         )
         .await
-        .map_err(|_| Error::invalid("current_password is not the current password"))?;
+        .map_err(|_| Error::invalid(WRONG_CURRENT_PASSWORD))?;
         let hash = hashed_password(b.new_password).await?;
         let keep = session_hash.to_string();
         let now = self.now_ms();

@@ -3,6 +3,8 @@
 //! [`crate::domain::lifecycle`] on the state read in the write transaction, and written
 //! with a guard on that state.
 
+use std::collections::HashMap;
+
 use futures::stream::BoxStream;
 use futures::FutureExt;
 use serde::Deserialize;
@@ -13,12 +15,12 @@ use super::notice_mail::{paid_mail, send_notices, PaidNotice};
 use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
 use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
-use crate::domain::lifecycle::{self, Conflict};
+use crate::domain::lifecycle::{self, Conflict, PayoutSkip};
 use crate::domain::money::display_amount;
 use crate::domain::status::PayoutStatus;
 use crate::domain::webhooks::EventType;
 use crate::store::webhooks::{Event, Subject};
-use crate::store::{Balance, CommissionFilter, CommissionRow, Page, Payout, Record};
+use crate::store::{Balance, CommissionFilter, CommissionRow, Page, Payout, PayoutRules, Record};
 
 /// The filters of the commission list: `status`, `partner_id`, and `from` / `to` dates
 /// (`YYYY-MM-DD`, inclusive, UTC).
@@ -255,6 +257,40 @@ impl App {
             .balances(program_id, probe(page), self.now_ms())
             .await?;
         Ok(listed(rows, page, |b| b.partner_id))
+    }
+
+    /// Why a new payout of the program would leave out each of the partners
+    /// `partner_ids` that has something due (a partner it would pay, or with nothing
+    /// due, is not in the map).
+    pub async fn payout_skips(
+        &self,
+        caller: &Caller,
+        program_id: i64,
+        partner_ids: &[i64],
+    ) -> Result<HashMap<i64, Vec<PayoutSkip>>> {
+        let program = self.readable_program(caller, program_id).await?;
+        let rules = PayoutRules {
+            hold_ms: program.commission_hold_days * lifecycle::DAY_MS,
+            min_payout_cents: program.min_payout_cents,
+            currency: program.currency.clone(),
+        };
+        let candidates = self
+            .store
+            .payout_candidates(program_id, partner_ids, &rules, self.now_ms())
+            .await?;
+        Ok(candidates
+            .into_iter()
+            .map(|c| {
+                let skips = lifecycle::payout_skips(
+                    c.status,
+                    c.has_payout_email,
+                    c.due_cents,
+                    rules.min_payout_cents,
+                );
+                (c.partner_id, skips)
+            })
+            .filter(|(_, skips)| !skips.is_empty())
+            .collect())
     }
 
     /// Records as approved every pending commission whose hold has passed (the reads show

@@ -148,10 +148,72 @@ pub fn partner_status(from: PartnerStatus, to: PartnerStatus) -> Result<PartnerS
     Ok(to)
 }
 
+/// Why a new payout leaves out a partner that has commissions due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PayoutSkip {
+    /// Its standing in the program is not `approved`.
+    NotApproved,
+    /// It has no payout email to be paid at.
+    NoPayoutEmail,
+    /// Its due balance is below the program's minimum payout.
+    BelowMinimum,
+}
+
+/// Why a new payout would leave out a partner that is `status` in the program, has a
+/// payout email or not, and `due_cents` due and not held by a pending payout; empty
+/// when it pays it, and when nothing is due (nothing to leave out). The store's
+/// `claim_commissions` takes the same partners in one statement.
+pub fn payout_skips(
+    status: PartnerStatus,
+    has_payout_email: bool,
+    due_cents: i64,
+    min_payout_cents: i64,
+) -> Vec<PayoutSkip> {
+    if due_cents <= 0 {
+        return Vec::new();
+    }
+    let mut skips = Vec::new();
+    if status != PartnerStatus::Approved {
+        skips.push(PayoutSkip::NotApproved);
+    }
+    if !has_payout_email {
+        skips.push(PayoutSkip::NoPayoutEmail);
+    }
+    if due_cents < min_payout_cents {
+        skips.push(PayoutSkip::BelowMinimum);
+    }
+    skips
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use CommissionStatus::*;
+
+    #[test]
+    fn a_payout_skips_partners_without_standing_email_or_minimum() {
+        use PartnerStatus as P;
+        use PayoutSkip as S;
+        assert_eq!(payout_skips(P::Approved, true, 5000, 5000), vec![]);
+        assert_eq!(
+            payout_skips(P::Approved, false, 6000, 5000),
+            vec![S::NoPayoutEmail]
+        );
+        assert_eq!(
+            payout_skips(P::Approved, true, 4999, 5000),
+            vec![S::BelowMinimum]
+        );
+        assert_eq!(
+            payout_skips(P::Banned, false, 100, 5000),
+            vec![S::NotApproved, S::NoPayoutEmail, S::BelowMinimum]
+        );
+        assert_eq!(
+            payout_skips(P::Banned, false, 0, 5000),
+            vec![],
+            "nothing due"
+        );
+        assert_eq!(payout_skips(P::Approved, true, -10, 0), vec![]);
+    }
 
     #[test]
     fn partners_never_return_to_pending() {

@@ -213,6 +213,10 @@ pub struct ConversionEvent {
     /// JSON shape.
     #[serde(skip)]
     pub partner: Option<EventPartner>,
+    /// What refunds took back of it, for the dashboard's listing; not part of the
+    /// listing's JSON shape.
+    #[serde(skip)]
+    pub refunded_cents: i64,
 }
 
 /// The partner an event is credited to: the click's, the lead's customer's or the

@@ -80,6 +80,10 @@ pub struct ProgramPartnerRow {
     pub sales: i64,
     pub revenue_cents: i64,
     pub commission_cents: i64,
+    /// The website its application gave (trimmed); null when it gave none.
+    pub website: Option<String>,
+    /// The message its application gave (trimmed); null when it gave none.
+    pub message: Option<String>,
 }
 
 /// A partner's figures in a program over a range of days, from its daily rollups.

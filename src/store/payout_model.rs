@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::model::{iso_ms, iso_ms_opt};
 use crate::domain::lifecycle::CommissionState;
 use crate::domain::status::{
-    CommissionFlag, CommissionKind, CommissionStatus, PayoutMethod, PayoutStatus,
+    CommissionFlag, CommissionKind, CommissionStatus, PartnerStatus, PayoutMethod, PayoutStatus,
 };
 
 /// One page of a list: at most `limit` rows, newest first, after the row `before` (the
@@ -77,6 +77,18 @@ pub struct Balance {
     pub paid_cents: i64,
 }
 
+/// Where a partner stands for its program's next payout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayoutCandidate {
+    pub partner_id: i64,
+    /// Its standing in the program.
+    pub status: PartnerStatus,
+    pub has_payout_email: bool,
+    /// Due and not held by a pending payout, net of what refunds took back: what a new
+    /// payout would pay it.
+    pub due_cents: i64,
+}
+
 /// What one partner is paid by a payout, as it stood when the payout was created.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct PayoutItem {
@@ -125,7 +137,7 @@ pub struct CommissionLock {
     pub sale_date: i64,
 }
 
-/// What a program's payout is made by, read under the program's lock.
+/// What a program's payout is made by (read under the program's lock when one is made).
 #[derive(Debug, Clone)]
 pub struct PayoutRules {
     pub hold_ms: i64,

@@ -9,7 +9,8 @@ use async_trait::async_trait;
 
 use super::error::StoreResult;
 use super::payout_model::{
-    Balance, CommissionFilter, CommissionLock, CommissionRow, Page, Payout, PayoutRules,
+    Balance, CommissionFilter, CommissionLock, CommissionRow, Page, Payout, PayoutCandidate,
+    PayoutRules,
 };
 use crate::domain::status::PayoutStatus;
 
@@ -29,6 +30,15 @@ pub trait PayoutReads: Send + Sync {
     /// One page of a program's balances, one per partner with commissions, by partner id
     /// from the highest.
     async fn balances(&self, program_id: i64, page: Page, now: i64) -> StoreResult<Vec<Balance>>;
+    /// Where the partners `partner_ids` of a program stand for a payout under `rules`
+    /// at `now`: one row per partner of the program among them.
+    async fn payout_candidates(
+        &self,
+        program_id: i64,
+        partner_ids: &[i64],
+        rules: &PayoutRules,
+        now: i64,
+    ) -> StoreResult<Vec<PayoutCandidate>>;
     /// One page of a program's payouts (without items), newest first.
     async fn payouts(&self, program_id: i64, page: Page) -> StoreResult<Vec<Payout>>;
     /// One payout with its items.

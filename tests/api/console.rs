@@ -281,6 +281,17 @@ on_both_backends! {
             assert!(body.contains(text), "{field}: {body}");
             assert!(body.contains("value=\"Renamed\""), "{field}: the name typed stays");
         }
+        // Every field's error at once, each beside its field, those the form reads and
+        // those the service refuses alike.
+        let all_wrong = "name=+&commission_type=percentage&commission_percent=250&cookie_window_days=0\
+                         &commission_hold_days=soon&min_payout_cents=25.505&allowed_origins=shop&destination_url=nowhere";
+        let r = DASHBOARD.post(&app, &settings, Some(&owner), all_wrong).await.expect(400);
+        let body = html(&r);
+        for field in ["name", "commission_percent", "cookie_window_days", "commission_hold_days", "min_payout_cents", "allowed_origins", "destination_url"] {
+            assert!(body.contains(&format!("id=\"f-{field}-error\"")), "{field}: {body}");
+        }
+        assert!(body.contains("id=\"f-commission_hold_days-error\">Hold period (days) must be a whole number"), "{body}");
+        assert!(body.contains("id=\"f-cookie_window_days-error\">Cookie window (days) must be an integer from 1 to 3650"), "{body}");
         let r = DASHBOARD.post(&app, &settings, Some(&owner), base).await.expect(303);
         assert!(location(&r).ends_with("done=settings"));
         let r = app.admin("GET", &format!("/programs/{p}"), None).await.expect(200);
@@ -432,11 +443,25 @@ on_both_backends! {
         DASHBOARD.post(&app, &format!("/app/programs/{p}/commissions/999999/approve"), Some(&owner), "").await.expect(404);
 
         // A payout: none qualifies without a payout email; then one.
+        // The balances say who the next payout leaves out and why.
         let payouts = format!("/app/programs/{p}/payouts");
+        let r = DASHBOARD.get(&app, &payouts, Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("<td data-label=\"Next payout\"><span class=\"left-out\">Left out: no payout email</span></td>"), "{}", html(&r));
         let r = DASHBOARD.post(&app, &payouts, Some(&owner), "").await.expect(409);
-        assert!(html(&r).contains("No partner qualifies"));
-        assert!(html(&r).contains("balance of at least $1.00 (min_payout_cents 100)"), "{}", html(&r));
+        let body = html(&r);
+        assert!(body.contains("No partner qualifies for a payout yet. A payout pays approved partners with a payout email whose due balance reaches the $1.00 minimum"), "{body}");
+        assert!(body.contains("Left out: no payout email"), "{body}");
+        assert!(!body.contains("min_payout_cents"), "no field names on a page: {body}");
+        // The API's text stays as integrators read it.
+        let r = app.admin("POST", &format!("/programs/{p}/payouts"), None).await.expect(409);
+        assert!(r.body["error"].as_str().unwrap().contains("(min_payout_cents 100)"), "{}", r.body);
         app.admin("PATCH", &format!("/partners/{}", seed.partner_id), Some(json!({"payout_method": "paypal", "payout_email": "pay@alice.example"}))).await.expect(200);
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"min_payout_cents": 2000}))).await.expect(200);
+        let r = DASHBOARD.get(&app, &payouts, Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("Left out: below the $20.00 minimum"), "{}", html(&r));
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"min_payout_cents": 100}))).await.expect(200);
+        let r = DASHBOARD.get(&app, &payouts, Some(&owner)).await.expect(200);
+        assert!(!html(&r).contains("Left out:"), "{}", html(&r));
         let r = DASHBOARD.post(&app, &payouts, Some(&owner), "").await.expect(303);
         let payout = location(&r).to_string();
         assert!(payout.ends_with("?done=payout"), "{payout}");
@@ -509,6 +534,11 @@ on_both_backends! {
             assert_eq!(input_value(body, "f-url").as_deref(), Some(url.replace('&', "&amp;").as_str()), "typed URL kept");
             assert_eq!(body.contains("value=\"sale.created\" checked"), events.contains("sale.created"), "{events}");
         }
+        // A bad URL and no event type: both at once, each beside its field.
+        let r = DASHBOARD.post(&app, &webhooks, Some(&owner), "url=not+a+url").await.expect(400);
+        let body = html(&r);
+        assert!(body.contains("id=\"f-url-error\">Endpoint URL must be an http:// or https:// URL with a host"), "{body}");
+        assert!(body.contains("id=\"f-events-error\">Events must list at least one event type"), "{body}");
         assert_eq!(app.count("SELECT COUNT(*) FROM webhook_endpoints").await, 0, "nothing stored");
 
         // Added: the secret shown once, on the answer only.
@@ -875,5 +905,118 @@ on_both_backends! {
         let row = &api.body["data"][0];
         assert_eq!(row["amount_cents"], 0);
         assert!(row.get("taken_back_cents").is_none(), "{row}");
+    }
+}
+
+on_both_backends! {
+    async fn an_application_s_website_and_message_show_beside_approve_and_reject(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"applications_open": true}))).await.expect(200);
+        let apply = |name: &str, website: &str, message: &str| {
+            json!({"name": name, "email": format!("{name}@example.com"), "password": "partner password", "website": website, "message": message})
+        };
+        app.post(&format!("/api/partner/apply/{p}"), apply("bob", "https://bob.example/blog", "<b>Hi</b>\nI review tools.")).await.expect(201);
+        app.post(&format!("/api/partner/apply/{p}"), apply("eve", "javascript:alert(1)", "")).await.expect(201);
+        let bob = app.count("SELECT id FROM partners WHERE email = 'bob@example.com'").await;
+        let eve = app.count("SELECT id FROM partners WHERE email = 'eve@example.com'").await;
+        // The management API's rows carry them.
+        let r = app.admin("GET", &format!("/programs/{p}/partners?status=pending"), None).await.expect(200);
+        let row = r.body["data"].as_array().unwrap().iter().find(|r| r["partner_id"] == bob).unwrap().clone();
+        assert_eq!(row["website"], "https://bob.example/blog");
+        assert_eq!(row["message"], "<b>Hi</b>\nI review tools.");
+        assert_eq!(r.body["data"][0]["message"], json!(null), "none given: null");
+
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+        let viewer = member(&app, &seed, "viewer@example.com", "viewer").await;
+        for cookie in [&owner, &viewer] {
+            let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/partners?status=pending"), Some(cookie)).await.expect(200);
+            let body = html(&r);
+            assert!(body.contains(&format!("data-application=\"{bob}\"")), "{body}");
+            assert!(body.contains("<a href=\"https://bob.example/blog\" rel=\"noopener nofollow ugc\">https://bob.example/blog</a>"), "{body}");
+            assert!(body.contains("&#60;b&#62;Hi&#60;/b&#62;\nI review tools."), "escaped: {body}");
+            assert!(!body.contains("<b>Hi"), "{body}");
+            // Not an http(s) address: text, never a link.
+            assert!(body.contains("website: javascript:alert(1)"), "{body}");
+            assert!(!body.contains("href=\"javascript:"), "{body}");
+        }
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/partners/{bob}"), Some(&owner)).await.expect(200);
+        let body = html(&r);
+        assert!(body.contains("Its application"), "{body}");
+        assert!(body.contains("rel=\"noopener nofollow ugc\">https://bob.example/blog</a>"), "{body}");
+        assert!(body.contains("<dd class=\"application-message\">&#60;b&#62;Hi&#60;/b&#62;\nI review tools.</dd>"), "{body}");
+        assert!(body.contains("value=\"approved\"") && body.contains(">Reject</button>"), "{body}");
+        // The new link's hint says what the rule accepts.
+        assert!(body.contains("id=\"f-short_link-hint\">1 to 255 characters without spaces."), "{body}");
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/partners/{eve}"), Some(&owner)).await.expect(200);
+        assert!(html(&r).contains("<dd>javascript:alert(1)</dd>"), "{}", html(&r));
+        assert!(!html(&r).contains("<dt>Message</dt>"), "an empty message is not shown");
+        // A partner that applied for nothing has no application.
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/partners/{}", seed.partner_id), Some(&owner)).await.expect(200);
+        assert!(!html(&r).contains("Its application"));
+    }
+}
+
+on_both_backends! {
+    async fn a_role_that_may_not_change_is_refused_before_the_form_is_checked(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let link = app.link_id(&seed.short_link).await;
+        let r = app.admin("POST", &format!("/programs/{p}/webhooks"), Some(json!({"url": PUBLIC_HOOK, "events": ["lead.created"]}))).await.expect(201);
+        let hook = r.body["id"].as_i64().unwrap();
+        app.admin("PATCH", &format!("/links/{link}"), Some(json!({"status": "inactive"}))).await.expect(200);
+        let viewer = member(&app, &seed, "viewer@example.com", "viewer").await;
+        let member_cookie = member(&app, &seed, "member@example.com", "member").await;
+        let viewer_id = app.count("SELECT id FROM users WHERE email = 'viewer@example.com'").await;
+        let partner = format!("/app/programs/{p}/partners/{}", seed.partner_id);
+        for cookie in [&viewer, &member_cookie] {
+            // Each form is incomplete or wrong: an owner would get it back with the error
+            // beside the field (or a confirmation); these roles get the 403 page.
+            for (path, form) in [
+                (format!("/app/programs/{p}/settings"), "name=Mine".to_string()),
+                (format!("/app/programs/{p}/settings"), String::new()),
+                (format!("/app/programs/{p}/settings/token"), "keep_old_for_hours=soon".to_string()),
+                (format!("/app/programs/{p}/settings/token"), "keep_old_for_hours=99999&confirm=yes".to_string()),
+                (format!("/app/programs/{p}/settings/token"), String::new()),
+                (format!("{partner}/status"), "status=banned".to_string()),
+                (format!("{partner}/status"), "status=bogus".to_string()),
+                (format!("{partner}/coupons"), format!("link_id={link}&code=MINE")),
+                (format!("/app/programs/{p}/settings/webhooks/{hook}/enabled"), "enabled=maybe".to_string()),
+                (format!("/app/programs/{p}/settings/members/{viewer_id}"), "role=king&status=active".to_string()),
+            ] {
+                let r = DASHBOARD.post(&app, &path, Some(cookie), &form).await.expect(403);
+                assert!(html(&r).contains("Not available to you"), "{path} {form}: {}", html(&r));
+            }
+        }
+        // The owner still gets the form back with its errors.
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+        let r = DASHBOARD.post(&app, &format!("/app/programs/{p}/settings"), Some(&owner), "name=Mine").await.expect(400);
+        assert!(html(&r).contains("field-error"), "{}", html(&r));
+        let r = app.admin("GET", &format!("/programs/{p}"), None).await.expect(200);
+        assert_eq!(r.body["name"], "Acme Partners");
+    }
+}
+
+on_both_backends! {
+    async fn the_events_page_shows_what_refunds_took_back(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let owner = member(&app, &seed, "owner@example.com", "owner").await;
+        app.lead(&seed, "k").await;
+        for txn in ["t1", "t2"] {
+            app.post_auth("/api/v1/track/sale", &seed.api_token, json!({"transaction_id": txn, "amount_cents": 10_000, "customer_key": "k"})).await.expect(200);
+        }
+        app.post_auth("/api/v1/track/refund", &seed.api_token, json!({"transaction_id": "t1", "refund_amount_cents": 5000})).await.expect(200);
+        app.post_auth("/api/v1/track/refund", &seed.api_token, json!({"transaction_id": "t2"})).await.expect(200);
+        let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/events?type=conversion"), Some(&owner)).await.expect(200);
+        let body = html(&r);
+        let row = |txn: &str| {
+            body.split("<tr data-kind=\"sale\">").find(|r| r.contains(&format!("<dd>{txn}</dd>"))).unwrap_or_else(|| panic!("{txn}: {body}")).split("</tr>").next().unwrap().to_string()
+        };
+        let partial = row("t1");
+        assert!(partial.contains("<dt>Amount</dt><dd>$100.00</dd></div><div><dt>Refunded</dt><dd>$50.00</dd>"), "{partial}");
+        assert!(partial.contains("<dt>Status</dt><dd>partially refunded</dd>"), "{partial}");
+        let full = row("t2");
+        assert!(full.contains("<dt>Refunded</dt><dd>$100.00</dd>") && full.contains("<dt>Status</dt><dd>refunded</dd>"), "{full}");
     }
 }

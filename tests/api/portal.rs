@@ -41,6 +41,12 @@ on_both_backends! {
         let form = format!("token={token}&password=partner+password&confirm=other+password");
         let r = PORTAL.post(&app, "/partner/invite", None, &form).await.expect(400);
         assert!(html(&r).contains("id=\"f-confirm-error\">The two passwords are not the same"));
+        assert!(!html(&r).contains("f-password-error"), "{}", html(&r));
+        // A short password and no repeat: both, each beside its field.
+        let form = format!("token={token}&password=short&confirm=");
+        let r = PORTAL.post(&app, "/partner/invite", None, &form).await.expect(400);
+        assert!(html(&r).contains("id=\"f-password-error\">New password must be 8 to 1024 characters"), "{}", html(&r));
+        assert!(html(&r).contains("id=\"f-confirm-error\">The two passwords are not the same"), "{}", html(&r));
         let r = PORTAL.post(&app, "/partner/invite", None, "token=rti_nope&password=partner+password&confirm=partner+password").await.expect(400);
         assert!(html(&r).contains("This invite link is not valid"));
 
@@ -213,7 +219,7 @@ on_both_backends! {
         assert!(body.contains("Your details are saved") && body.contains("value=\"pay@alice.example\"") && body.contains("value=\"wise\" selected"), "{body}");
 
         let r = PORTAL.post(&app, "/partner/settings/password", Some(&cookie), "current_password=wrong+one&new_password=another+password&confirm_password=another+password").await.expect(400);
-        assert!(html(&r).contains("id=\"f-current_password-error\">Current password is not the current password"));
+        assert!(html(&r).contains("id=\"f-current_password-error\">That is not your current password</p>"), "{}", html(&r));
         let r = PORTAL.post(&app, "/partner/settings/password", Some(&cookie), "current_password=partner+password&new_password=tiny&confirm_password=tiny").await.expect(400);
         assert!(html(&r).contains("id=\"f-new_password-error\">New password must be 8 to 1024 characters"));
         let r = PORTAL.post(&app, "/partner/settings/password", Some(&cookie), "current_password=partner+password&new_password=another+password&confirm_password=another+password").await.expect(303);
@@ -226,6 +232,10 @@ on_both_backends! {
         assert!(html(&r).contains("id=\"f-short_link-error\">A link with this short link already exists"), "{}", html(&r));
         let r = PORTAL.post(&app, &links, Some(&cookie), "short_link=has+space").await.expect(400);
         assert!(html(&r).contains("id=\"f-short_link-error\">Short link must be 1 to 255 characters without spaces"));
+        // The hint says what is accepted: any characters but spaces.
+        let r = PORTAL.get(&app, &links, Some(&cookie)).await.expect(200);
+        assert!(html(&r).contains("id=\"f-short_link-hint\">1 to 255 characters without spaces."), "{}", html(&r));
+        PORTAL.post(&app, &links, Some(&cookie), "short_link=alice%21x").await.expect(303);
         let r = PORTAL.post(&app, &links, Some(&cookie), "short_link=alice-summer").await.expect(303);
         let r = PORTAL.get(&app, location(&r), Some(&cookie)).await.expect(200);
         assert!(html(&r).contains("?aff=alice-summer") && html(&r).contains("Your new link is ready"));
@@ -280,6 +290,13 @@ on_both_backends! {
         let r = PORTAL.post(&app, &apply, None, "name=Bob&email=bob&password=partner+password").await.expect(400);
         assert!(html(&r).contains("id=\"f-email-error\">Email must be an email address"), "{}", html(&r));
         assert!(html(&r).contains("value=\"Bob\""));
+        // Every field's error at once, each beside its field.
+        let all_wrong = format!("name=+&email=bob&password=short&website={}&message=Hi", "w".repeat(501));
+        let r = PORTAL.post(&app, &apply, None, &all_wrong).await.expect(400);
+        for field in ["name", "email", "password", "website"] {
+            assert!(html(&r).contains(&format!("id=\"f-{field}-error\"")), "{field}: {}", html(&r));
+        }
+        assert!(html(&r).contains("id=\"f-password-error\">Password must be 8 to 1024 characters"), "{}", html(&r));
         let r = PORTAL.post(&app, &apply, None, "name=Bob&email=Bob%40Example.com&password=partner+password&website=https%3A%2F%2Fbob.example&message=Hi").await.expect(303);
         assert_eq!(location(&r), format!("/partner?program={p}&done=applied"));
         let bob = PORTAL.session(&r);
@@ -463,5 +480,51 @@ on_both_backends! {
         let body = html(&PORTAL.get(&app, &links, Some(&cookie)).await.expect(200)).to_string();
         assert!(body.contains("value=\"?aff=alice-summer\"") && body.contains(&format!("value=\"?aff={short}\"")), "{body}");
         assert!(body.contains("A link without an address to share gives a parameter") && body.contains("added to the address of a page"), "{body}");
+    }
+}
+
+on_both_backends! {
+    async fn a_partner_without_a_payout_email_is_told_payouts_leave_it_out(app: TestApp) {
+        let seed = app.seed_with(json!({"commission_hold_days": 0})).await;
+        let p = seed.program_id;
+        let cookie = accepted(&app, seed.partner_id, "alice@example.com").await;
+        let notice = "You have no payout email, so payouts leave you out. <a href=\"/partner/settings\">Add a payout email in Settings</a>";
+        let payouts = format!("/partner/programs/{p}/payouts");
+        let r = PORTAL.get(&app, "/partner", Some(&cookie)).await.expect(200);
+        assert!(html(&r).contains(notice), "{}", html(&r));
+        let r = PORTAL.get(&app, &payouts, Some(&cookie)).await.expect(200);
+        let body = html(&r);
+        assert!(body.contains(notice), "{body}");
+        assert!(!body.contains("paid with the program's next payout"), "not promised: {body}");
+
+        // With one: no notice, and the promise again.
+        PORTAL.post(&app, "/partner/settings", Some(&cookie), "name=Alice&payout_method=paypal&payout_email=pay%40alice.example").await.expect(303);
+        let r = PORTAL.get(&app, "/partner", Some(&cookie)).await.expect(200);
+        assert!(!html(&r).contains("no-payout-email"), "{}", html(&r));
+        let r = PORTAL.get(&app, &payouts, Some(&cookie)).await.expect(200);
+        assert!(!html(&r).contains("no-payout-email"));
+        assert!(html(&r).contains("No payouts yet. Approved commissions are paid with the program's next payout."));
+    }
+}
+
+on_both_backends! {
+    async fn a_link_counts_one_click_in_the_singular(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        app.click(&seed.short_link).await;
+        app.admin("POST", "/links", Some(json!({"program_id": p, "partner_id": seed.partner_id, "short_link": "alice-two"}))).await.expect(201);
+        let cookie = accepted(&app, seed.partner_id, "alice@example.com").await;
+        let r = PORTAL.get(&app, &format!("/partner/programs/{p}/links"), Some(&cookie)).await.expect(200);
+        let body = html(&r);
+        assert!(body.contains("</span> 1 click · since"), "{body}");
+        assert!(body.contains("</span> 0 clicks · since"), "{body}");
+        assert!(!body.contains("1 clicks"), "{body}");
+        // The owner's page of the partner says it the same way.
+        app.member(seed.workspace_id, "owner@example.com", "owner password", "owner").await;
+        let r = crate::common::pages::DASHBOARD.post(&app, "/app/login", None, "email=owner%40example.com&password=owner+password").await.expect(303);
+        let owner = crate::common::pages::DASHBOARD.session(&r);
+        let r = crate::common::pages::DASHBOARD.get(&app, &format!("/app/programs/{p}/partners/{}", seed.partner_id), Some(&owner)).await.expect(200);
+        let body = html(&r);
+        assert!(body.contains("</span> 1 click · since") && body.contains("</span> 0 clicks · since"), "{body}");
     }
 }

@@ -140,6 +140,22 @@ impl App {
         Ok(url.to_string())
     }
 
+    /// Everything the endpoint use cases would refuse in an endpoint's `url` and
+    /// `events`, in the form's order: they refuse the first, a page that was refused
+    /// shows them all at once.
+    pub async fn webhook_problems(&self, url: &str, events: &[String]) -> Vec<String> {
+        [
+            self.webhook_url(url).await.map(drop),
+            subscription(events).map(drop),
+        ]
+        .into_iter()
+        .filter_map(|checked| match checked {
+            Err(Error::Invalid(text)) => Some(text),
+            _ => None,
+        })
+        .collect()
+    }
+
     /// Creates an endpoint of a program; its secret is in this answer only.
     pub async fn create_webhook(
         &self,

@@ -121,24 +121,37 @@ fn row(e: &ListedEvent, program_id: i64, currency: &str) -> EventRow {
             } else {
                 &c.currency
             };
+            // A partial refund leaves the sale paid; the overview counts what it kept.
+            let partly = c.refunded_cents > 0 && c.refunded_cents < c.amount_cents;
+            let status = if partly && c.payment_status == "paid" {
+                "partially refunded".to_string()
+            } else {
+                c.payment_status.clone()
+            };
+            let refunded = (c.refunded_cents > 0)
+                .then(|| ("Refunded", display_amount(c.refunded_cents, currency)));
             EventRow {
                 kind: "sale",
                 at: Moment::of(c.timestamp),
                 click_id: c.click_id.clone().unwrap_or_default(),
                 partner: partner(&c.partner),
-                details: vec![
-                    ("Amount", display_amount(c.amount_cents, currency)),
-                    ("Transaction", c.processor_event_id.clone()),
-                    ("Status", c.payment_status.clone()),
-                    (
+                details: [
+                    Some(("Amount", display_amount(c.amount_cents, currency))),
+                    refunded,
+                    Some(("Transaction", c.processor_event_id.clone())),
+                    Some(("Status", status)),
+                    Some((
                         "Type",
                         if c.is_recurring {
                             format!("{} (renewal)", c.sale_type)
                         } else {
                             c.sale_type.clone()
                         },
-                    ),
-                ],
+                    )),
+                ]
+                .into_iter()
+                .flatten()
+                .collect(),
             }
         }
     }

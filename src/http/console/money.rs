@@ -15,6 +15,8 @@ use crate::app;
 use crate::app::exports::{self, PayoutFormat};
 use crate::app::payouts::{CommissionParams, MarkPaidBody, RejectBody};
 use crate::app::{Caller, PageParams};
+use crate::domain::access::Access;
+use crate::domain::lifecycle::PayoutSkip;
 use crate::domain::money::display_amount;
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
@@ -23,7 +25,7 @@ use crate::http::pages::view::{
 };
 use crate::http::payouts::{csv_response, csv_stream};
 use crate::http::AppState;
-use crate::store::{CommissionRow, Payout};
+use crate::store::{CommissionRow, Payout, Record};
 
 /// The names of the partners `ids` of a program, for tables that list partner ids.
 async fn names(
@@ -347,6 +349,17 @@ struct BalanceView {
     pending: String,
     approved: String,
     paid: String,
+    /// Why a new payout would leave it out, in words; empty when it would not.
+    left_out: Vec<String>,
+}
+
+/// Why a new payout leaves a partner out, as the page says it.
+fn skip_words(skip: PayoutSkip, min_payout: &str) -> String {
+    match skip {
+        PayoutSkip::NotApproved => "not approved in this program".into(),
+        PayoutSkip::NoPayoutEmail => "no payout email".into(),
+        PayoutSkip::BelowMinimum => format!("below the {min_payout} minimum"),
+    }
 }
 
 struct PayoutRow {
@@ -389,7 +402,10 @@ async fn payouts_page(s: &AppState, frame: Frame, q: &Posted) -> app::Result<Pay
         balances.data.iter().map(|b| b.partner_id),
     )
     .await?;
+    let ids: Vec<i64> = balances.data.iter().map(|b| b.partner_id).collect();
+    let mut skips = s.app.payout_skips(&frame.caller, id, &ids).await?;
     let money = |c: i64| display_amount(c, &currency);
+    let min_payout = money(frame.program.min_payout_cents);
     let base = Tab::Payouts.href(id);
     Ok(PayoutsPage {
         balances: balances
@@ -404,6 +420,12 @@ async fn payouts_page(s: &AppState, frame: Frame, q: &Posted) -> app::Result<Pay
                 pending: money(b.pending_cents),
                 approved: money(b.approved_cents),
                 paid: money(b.paid_cents),
+                left_out: skips
+                    .remove(&b.partner_id)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|skip| skip_words(skip, &min_payout))
+                    .collect(),
             })
             .collect(),
         balances_next: balances
@@ -423,7 +445,7 @@ async fn payouts_page(s: &AppState, frame: Frame, q: &Posted) -> app::Result<Pay
         payouts_next: payouts
             .next_cursor
             .map(|c| format!("{base}?cursor={c}#payouts")),
-        min_payout: money(frame.program.min_payout_cents),
+        min_payout,
         form_error: None,
         chrome: frame.chrome,
         head: frame.head,
@@ -449,18 +471,22 @@ pub(super) async fn create_payout(
     ProgramId(id): ProgramId,
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Payouts, None).await?;
-    let refused = match s.app.create_payout(&frame.caller, id).await.conflict()? {
-        Ok(p) => {
-            return Ok(see_other(&format!(
-                "{}/{}?done=payout",
-                Tab::Payouts.href(id),
-                p.id
-            )))
-        }
-        Err(refused) => refused,
-    };
+    // A refusal is "no partner qualifies": the service's text names the API's fields,
+    // so the page says it in its own words.
+    if let Ok(p) = s.app.create_payout(&frame.caller, id).await.conflict()? {
+        return Ok(see_other(&format!(
+            "{}/{}?done=payout",
+            Tab::Payouts.href(id),
+            p.id
+        )));
+    }
     let mut page = payouts_page(&s, frame, &Posted::parse(b"")).await?;
-    page.form_error = Some(refused);
+    page.form_error = Some(format!(
+        "No partner qualifies for a payout yet. A payout pays approved partners with a \
+         payout email whose due balance reaches the {} minimum: the balances above say \
+         who is left out and why.",
+        page.min_payout
+    ));
     Ok(render(StatusCode::CONFLICT, &page))
 }
 
@@ -593,6 +619,10 @@ pub(super) async fn cancel(
     let p = own_payout(&s, &frame, payout_id).await?;
     let here = format!("{}/{payout_id}", Tab::Payouts.href(id));
     if !confirmed(&form) {
+        // Only those who may cancel it are asked (the rule and words of the cancel).
+        s.app
+            .allow(&frame.caller, Record::Payout(payout_id), Access::Change)
+            .await?;
         let mut page = Confirm::new(
             frame,
             format!("Cancel payout {payout_id}?"),

@@ -70,6 +70,43 @@ struct PartnerRow {
     revenue: String,
     commission: String,
     actions: Vec<Action>,
+    /// What its application said, when it said anything.
+    application: Option<Application>,
+}
+
+/// The website and message an applicant gave, as typed (the template escapes them).
+struct Application {
+    website: Option<String>,
+    /// The website as a link's address: only an http(s) address is one.
+    website_href: Option<String>,
+    message: Option<String>,
+}
+
+/// The application of `r`, when it gave a website or a message.
+fn application(r: &ProgramPartnerRow) -> Option<Application> {
+    let given = |v: &Option<String>| {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    let website = given(&r.website);
+    let message = given(&r.message);
+    if website.is_none() && message.is_none() {
+        return None;
+    }
+    Some(Application {
+        website_href: website.as_deref().and_then(web_address),
+        website,
+        message,
+    })
+}
+
+/// `text` when it is an http or https address with a host: anything else (a
+/// `javascript:` address, a bare domain) is shown as text, never followed.
+fn web_address(text: &str) -> Option<String> {
+    let url = url::Url::parse(text).ok()?;
+    (matches!(url.scheme(), "http" | "https") && url.host().is_some()).then(|| url.to_string())
 }
 
 fn partner_row(r: &ProgramPartnerRow, currency: &str) -> PartnerRow {
@@ -86,6 +123,7 @@ fn partner_row(r: &ProgramPartnerRow, currency: &str) -> PartnerRow {
         revenue: display_amount(r.revenue_cents, currency),
         commission: display_amount(r.commission_cents, currency),
         actions: actions(r.status),
+        application: application(r),
     }
 }
 
@@ -276,6 +314,10 @@ pub(super) async fn set_status(
     let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
     let status = form.get("status");
     if status == "banned" && !confirmed(&form) {
+        // Only those who may ban it are asked (the rule and words of the change).
+        s.app
+            .allow(&frame.caller, Record::Program(id), Access::Change)
+            .await?;
         let partner = s.app.program_partner(&frame.caller, id, partner_id).await?;
         let here = format!("{}/{partner_id}", Tab::Partners.href(id));
         let mut page = Confirm::new(
@@ -643,6 +685,11 @@ pub(super) async fn create_coupon(
     if link.partner_id != Some(partner_id) {
         return Err(missing());
     }
+    // The role before what is wrong with the form (the rule and words of the coupon's
+    // creation).
+    s.app
+        .allow(&frame.caller, Record::Link(link_id), Access::Change)
+        .await?;
     // The form offers active links only; one archived since the page was shown is
     // refused beside the form.
     if link.status.as_str() != "active" {
@@ -742,4 +789,27 @@ pub(super) async fn archive_coupon(
     Ok(see_other(&format!(
         "{back}?done=coupon-archived#link-{link_id}"
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::web_address;
+
+    #[test]
+    fn only_http_addresses_become_links() {
+        assert_eq!(
+            web_address("https://bob.example/blog").as_deref(),
+            Some("https://bob.example/blog")
+        );
+        assert!(web_address("http://bob.example").is_some());
+        for text in [
+            "javascript:alert(1)",
+            "bob.example",
+            "mailto:bob@example.com",
+            "data:text/html,x",
+            "https://",
+        ] {
+            assert_eq!(web_address(text), None, "{text}");
+        }
+    }
 }

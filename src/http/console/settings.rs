@@ -11,6 +11,7 @@ use super::install::setup_page;
 use super::session::Signed;
 use crate::app;
 use crate::app::admin::{MemberPatchBody, ProgramPatchBody, RotateTokenBody};
+use crate::domain::access::Access;
 use crate::domain::commission::CommissionSpec;
 use crate::domain::metrics::IsoValue;
 use crate::domain::money::{display_amount, major_units_text, parse_major_units};
@@ -20,6 +21,7 @@ use crate::http::pages::view::{
     Query, Refusal,
 };
 use crate::http::AppState;
+use crate::store::Record;
 
 #[derive(Template)]
 #[template(path = "console/settings.html")]
@@ -155,8 +157,15 @@ pub(super) async fn settings(
     Ok(ok(&settings_page(&s, frame, &user).await?))
 }
 
-/// The change the settings form asks for, or the first field's error.
-fn patch(form: &Posted, currency: &str) -> Result<ProgramPatchBody, String> {
+/// `value`, or nothing with its error added to `errors`.
+fn kept<T>(errors: &mut Vec<String>, value: Result<T, String>) -> Option<T> {
+    value.map_err(|e| errors.push(e)).ok()
+}
+
+/// The change the settings form asks for, with the errors of the fields it could not
+/// read (those fields are left out of the change).
+fn patch(form: &Posted, currency: &str) -> (ProgramPatchBody, Vec<String>) {
+    let mut errors = Vec::new();
     let integer = |field: &str| -> Result<i64, String> {
         form.get(field)
             .trim()
@@ -164,25 +173,35 @@ fn patch(form: &Posted, currency: &str) -> Result<ProgramPatchBody, String> {
             .map_err(|_| format!("{field} must be a whole number"))
     };
     let commission = match form.get("commission_type").as_str() {
-        "flat" => CommissionSpec::Flat {
-            amount_cents: parse_major_units(&form.get("commission_amount"), currency)
-                .ok_or("commission_amount must be an amount like 5.00")?,
-        },
-        _ => CommissionSpec::Percentage {
-            percent: form
-                .get("commission_percent")
+        "flat" => kept(
+            &mut errors,
+            parse_major_units(&form.get("commission_amount"), currency)
+                .map(|amount_cents| CommissionSpec::Flat { amount_cents })
+                .ok_or_else(|| "commission_amount must be an amount like 5.00".into()),
+        ),
+        _ => kept(
+            &mut errors,
+            form.get("commission_percent")
                 .trim()
                 .trim_end_matches('%')
                 .parse()
-                .map_err(|_| "commission_percent must be a number like 20 or 12.5")?,
-        },
+                .map(|percent| CommissionSpec::Percentage { percent })
+                .map_err(|_| "commission_percent must be a number like 20 or 12.5".into()),
+        ),
     };
+    let cookie_window_days = kept(&mut errors, integer("cookie_window_days"));
+    let commission_hold_days = kept(&mut errors, integer("commission_hold_days"));
+    let min_payout_cents = kept(
+        &mut errors,
+        parse_major_units(&form.get("min_payout_cents"), currency)
+            .ok_or_else(|| "min_payout_cents must be an amount like 50.00".into()),
+    );
     let secret = form.text("stripe_webhook_secret");
-    Ok(ProgramPatchBody {
+    let body = ProgramPatchBody {
         name: Some(form.get("name")),
-        cookie_window_days: Some(integer("cookie_window_days")?),
+        cookie_window_days,
         currency: None,
-        commission: Some(commission),
+        commission,
         recurring_commission_months: None,
         allowed_origins: Some(
             form.get("allowed_origins")
@@ -198,16 +217,14 @@ fn patch(form: &Posted, currency: &str) -> Result<ProgramPatchBody, String> {
         } else {
             secret.map(Some)
         },
-        commission_hold_days: Some(integer("commission_hold_days")?),
-        min_payout_cents: Some(
-            parse_major_units(&form.get("min_payout_cents"), currency)
-                .ok_or("min_payout_cents must be an amount like 50.00")?,
-        ),
+        commission_hold_days,
+        min_payout_cents,
         applications_open: Some(form.text("applications_open").is_some()),
         partner_links_allowed: Some(form.text("partner_links_allowed").is_some()),
         // Blank removes it: redirect links then need a destination of their own.
         destination_url: Some(form.text("destination_url")),
-    })
+    };
+    (body, errors)
 }
 
 /// `POST /app/programs/{id}/settings`: the program's fields; errors beside them, with
@@ -219,19 +236,27 @@ pub(super) async fn save(
     form: Posted,
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
+    // The role first, as the API's use case does: a viewer learns nothing from
+    // the form's own validation.
+    s.app
+        .allow(&frame.caller, Record::Program(id), Access::Change)
+        .await?;
     let currency = frame.program.currency.clone();
-    let refused = match patch(&form, &currency) {
-        Ok(b) => match s.app.update_program(&frame.caller, id, b).await.invalid()? {
+    // Every field's error at once: what the form could not read, and what the use
+    // case would refuse in the rest; else the use case's own answer.
+    let (b, mut refused) = patch(&form, &currency);
+    refused.extend(b.problems());
+    if refused.is_empty() {
+        match s.app.update_program(&frame.caller, id, b).await.invalid()? {
             Ok(_) => {
                 return Ok(see_other(&format!(
                     "{}?done=settings",
                     Tab::Settings.href(id)
                 )))
             }
-            Err(t) => t,
-        },
-        Err(t) => t,
-    };
+            Err(t) => refused.push(t),
+        }
+    }
     let mut page = settings_page(&s, frame, &user).await?;
     page.name = page.name.with(form.get("name"));
     page.commission_type = if form.get("commission_type") == "flat" {
@@ -251,24 +276,29 @@ pub(super) async fn save(
     page.partner_links_allowed = form.text("partner_links_allowed").is_some();
     page.allowed_origins = page.allowed_origins.with(form.get("allowed_origins"));
     page.destination_url = page.destination_url.with(form.get("destination_url"));
-    let refused = refused
-        .replace("commission.percent", "commission_percent")
-        .replace("commission.amount_cents", "commission_amount")
-        .replace("allowed_origins: ", "allowed_origins ");
-    page.form_error = place_error(
-        &refused,
-        &mut [
-            &mut page.name,
-            &mut page.commission_percent,
-            &mut page.commission_amount,
-            &mut page.cookie_window_days,
-            &mut page.commission_hold_days,
-            &mut page.min_payout,
-            &mut page.allowed_origins,
-            &mut page.destination_url,
-            &mut page.stripe_webhook_secret,
-        ],
-    );
+    for text in refused {
+        let text = text
+            .replace("commission.percent", "commission_percent")
+            .replace("commission.amount_cents", "commission_amount")
+            .replace("allowed_origins: ", "allowed_origins ");
+        let above = place_error(
+            &text,
+            &mut [
+                &mut page.name,
+                &mut page.commission_percent,
+                &mut page.commission_amount,
+                &mut page.cookie_window_days,
+                &mut page.commission_hold_days,
+                &mut page.min_payout,
+                &mut page.allowed_origins,
+                &mut page.destination_url,
+                &mut page.stripe_webhook_secret,
+            ],
+        );
+        if above.is_some() {
+            page.form_error = above;
+        }
+    }
     Ok(render(StatusCode::BAD_REQUEST, &page))
 }
 
@@ -282,6 +312,10 @@ pub(super) async fn rotate_token(
     form: Posted,
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
+    // Only those who may rotate it are asked, or told what is wrong with the hours.
+    s.app
+        .allow(&frame.caller, Record::Program(id), Access::Change)
+        .await?;
     let keep = form.get("keep_old_for_hours");
     let hours = match keep.as_str() {
         "" => 0,

@@ -109,12 +109,16 @@ impl EndpointForm {
         }
     }
 
-    /// The form as `form` was sent, with the service's `refused` text beside its field
-    /// (the service names an unknown type `events: …`).
-    fn refused(form: &Posted, refused: &str) -> EndpointForm {
+    /// The form as `form` was sent, with each of the service's `refused` texts beside
+    /// its field (the service names an unknown type `events: …`).
+    fn refused(form: &Posted, refused: &[String]) -> EndpointForm {
         let mut f = EndpointForm::new(&form.get("url"), &form.all("events"));
-        let refused = refused.replacen("events: unknown", "events include an unknown", 1);
-        f.error = place_error(&refused, &mut [&mut f.url, &mut f.events]);
+        for text in refused {
+            let text = text.replacen("events: unknown", "events include an unknown", 1);
+            if let Some(above) = place_error(&text, &mut [&mut f.url, &mut f.events]) {
+                f.error = Some(above);
+            }
+        }
         f
     }
 }
@@ -187,9 +191,25 @@ pub(super) async fn add(
         }
         Err(refused) => refused,
     };
+    let refused = all_problems(&s, &form, refused).await;
     let mut page = webhooks_page(&s, frame, &Posted::parse(b"")).await?;
     page.form = EndpointForm::refused(&form, &refused);
     Ok(render(StatusCode::BAD_REQUEST, &page))
+}
+
+/// Every field's error of an endpoint form the use case refused with `refused`, which
+/// names only the first: a refusal means the caller may change endpoints, so the form
+/// is checked whole.
+async fn all_problems(s: &AppState, form: &Posted, refused: String) -> Vec<String> {
+    let all = s
+        .app
+        .webhook_problems(&form.get("url"), &form.all("events"))
+        .await;
+    if all.is_empty() {
+        vec![refused]
+    } else {
+        all
+    }
 }
 
 /// Endpoint `webhook_id` when it is one of the frame's program's (404 otherwise).
@@ -260,6 +280,7 @@ pub(super) async fn edit(
         let done = format!("{}?done=webhook-saved", endpoint_href(id, webhook_id));
         return Ok(see_other(&done));
     };
+    let refused = all_problems(&s, &form, refused).await;
     let mut page = endpoint_page(frame, &e);
     page.form = EndpointForm::refused(&form, &refused);
     Ok(render(StatusCode::BAD_REQUEST, &page))
@@ -275,6 +296,9 @@ pub(super) async fn set_enabled(
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     own_endpoint(&s, &frame, webhook_id).await?;
+    s.app
+        .allow(&frame.caller, Record::Webhook(webhook_id), Access::Change)
+        .await?;
     let enabled = match form.get("enabled").as_str() {
         "true" => true,
         "false" => false,

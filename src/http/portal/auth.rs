@@ -148,14 +148,22 @@ pub(super) async fn accept_invite(
         return Ok(render(StatusCode::BAD_REQUEST, &page));
     }
     let password = form.get("password");
-    if password != form.get("confirm") {
-        page.confirm.error = Some("The two passwords are not the same".into());
-        return Ok(render(StatusCode::BAD_REQUEST, &page));
-    }
+    let same = password == form.get("confirm");
     let body = AcceptInviteBody {
         token: page.token.clone(),
         password,
     };
+    // Both fields' errors at once: a too-short password is said beside it even when the
+    // repeat differs.
+    if let Some(text) = body.password_problem() {
+        page.form_error = place_error(&text, &mut [&mut page.password]);
+    }
+    if !same {
+        page.confirm.error = Some("The two passwords are not the same".into());
+    }
+    if page.password.error.is_some() || page.confirm.error.is_some() {
+        return Ok(render(StatusCode::BAD_REQUEST, &page));
+    }
     match s.app.accept_invite(body).await {
         Ok(session) => Ok(COOKIE.signed_in_to(&s, &headers, &session, "/partner?done=welcome")),
         Err(app::Error::Invalid(text)) | Err(app::Error::Conflict(text)) => {
@@ -280,25 +288,34 @@ pub(super) async fn apply(
         message: Some(page.message.value.clone()),
     };
     let overview = format!("/partner?program={program_id}&done=applied");
-    let refused = match s.app.apply(program_id, partner, b).await {
-        Ok(_) if partner.is_some() => return Ok(super::session::see_other(&overview)),
-        Ok(_) => {
-            let email = page.email.value.to_ascii_lowercase();
-            let session = s.app.partner_login(&email, password).await?;
-            return Ok(COOKIE.signed_in_to(&s, &headers, &session, &overview));
+    // Every field's error at once; else the use case's own answer.
+    let mut refused = b.problems();
+    if refused.is_empty() {
+        match s.app.apply(program_id, partner, b).await {
+            Ok(_) if partner.is_some() => return Ok(super::session::see_other(&overview)),
+            Ok(_) => {
+                let email = page.email.value.to_ascii_lowercase();
+                let session = s.app.partner_login(&email, password).await?;
+                return Ok(COOKIE.signed_in_to(&s, &headers, &session, &overview));
+            }
+            Err(app::Error::Invalid(text)) | Err(app::Error::Conflict(text)) => refused.push(text),
+            Err(e) => return Err(e.into()),
         }
-        Err(app::Error::Invalid(text)) | Err(app::Error::Conflict(text)) => text,
-        Err(e) => return Err(e.into()),
-    };
-    page.form_error = place_error(
-        &refused,
-        &mut [
-            &mut page.name,
-            &mut page.email,
-            &mut page.password,
-            &mut page.website,
-            &mut page.message,
-        ],
-    );
+    }
+    for text in refused {
+        let above = place_error(
+            &text,
+            &mut [
+                &mut page.name,
+                &mut page.email,
+                &mut page.password,
+                &mut page.website,
+                &mut page.message,
+            ],
+        );
+        if above.is_some() {
+            page.form_error = above;
+        }
+    }
     Ok(render(StatusCode::BAD_REQUEST, &page))
 }

@@ -34,6 +34,8 @@ struct OverviewPage {
     /// Every program of the partner; a picker when there are several.
     programs: Vec<NavItem>,
     chosen: Option<Chosen>,
+    /// The partner has no payout email: payouts leave it out.
+    no_payout_email: bool,
 }
 
 /// The program shown.
@@ -135,6 +137,7 @@ pub(super) async fn overview(
         chrome,
         programs,
         chosen,
+        no_payout_email: me.payout_email.is_none(),
     }))
 }
 

@@ -28,6 +28,8 @@ struct ProgramFrame {
     program: PartnerProgramView,
     /// The page's own address.
     href: String,
+    /// The partner has no payout email: payouts leave it out.
+    no_payout_email: bool,
 }
 
 impl ProgramFrame {
@@ -53,6 +55,7 @@ impl ProgramFrame {
             tabs: program_tabs(program_id, &href),
             program,
             href,
+            no_payout_email: me.payout_email.is_none(),
         })
     }
 }
@@ -344,6 +347,7 @@ struct PayoutsPage {
     program_name: String,
     rows: Vec<PayoutView>,
     next_href: Option<String>,
+    no_payout_email: bool,
 }
 
 struct PayoutView {
@@ -383,5 +387,6 @@ pub(super) async fn payouts(
         program_name: frame.program.name,
         rows,
         next_href: next_page(&frame.href, "", listed.next_cursor),
+        no_payout_email: frame.no_payout_email,
     }))
 }

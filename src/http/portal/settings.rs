@@ -9,7 +9,7 @@ use super::view::{
     self, notice, ok, place_error, render, Chrome, Field, PageResult, Posted, Query, Section,
 };
 use crate::app;
-use crate::app::partners::{PartnerMe, PartnerMeBody, PasswordBody};
+use crate::app::partners::{PartnerMe, PartnerMeBody, PasswordBody, WRONG_CURRENT_PASSWORD};
 use crate::http::AppState;
 
 /// The payout methods offered (the empty value is none).
@@ -131,6 +131,10 @@ pub(super) async fn change_password(
     let mut page = SettingsPage::new(&me, None);
     match refused {
         None => page.confirm_password.error = Some("The two new passwords are not the same".into()),
+        // The API's words name its field twice; a person reads this.
+        Some(text) if text == WRONG_CURRENT_PASSWORD => {
+            page.current_password.error = Some("That is not your current password".into())
+        }
         Some(text) => {
             page.password_error = place_error(
                 &text,

@@ -24,7 +24,8 @@ pub(super) const PROGRAM_PARTNER_ROWS: &str =
     "SELECT pp.id AS record_id, pp.partner_id, p.name, p.email, \
     p.code, pp.status, pp.created_at, pp.total_clicks AS clicks, pp.total_leads AS leads, \
     pp.total_sales AS sales, pp.total_revenue_cents AS revenue_cents, \
-    pp.total_commission_cents AS commission_cents FROM partner_programs pp \
+    pp.total_commission_cents AS commission_cents, pp.website, pp.message \
+    FROM partner_programs pp \
     JOIN partners p ON p.id = pp.partner_id";
 
 /// The partner `partner_id`'s row in program `program_id`, as [`PROGRAM_PARTNER_ROWS`]

@@ -14,7 +14,8 @@ use crate::domain::lifecycle::{CommissionState, DAY_MS};
 use crate::domain::status::{CommissionStatus, PayoutStatus};
 use crate::store::error::StoreResult;
 use crate::store::payout_model::{
-    Balance, CommissionFilter, CommissionLock, CommissionRow, Page, Payout, PayoutItem, PayoutRules,
+    Balance, CommissionFilter, CommissionLock, CommissionRow, Page, Payout, PayoutCandidate,
+    PayoutItem, PayoutRules,
 };
 use crate::store::payouts::{PayoutReads, PayoutTx};
 
@@ -199,6 +200,53 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
             .page(page)
             .records(&mut *self.read.acquire().await?)
             .await?)
+    }
+
+    async fn payout_candidates(
+        &self,
+        program_id: i64,
+        partner_ids: &[i64],
+        rules: &PayoutRules,
+        now: i64,
+    ) -> StoreResult<Vec<PayoutCandidate>> {
+        if partner_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        // What `claim_commissions` takes, per partner, without its conditions: the page
+        // says which of them a partner misses.
+        let list: Vec<String> = (0..partner_ids.len())
+            .map(|i| format!("${}", i + 6))
+            .collect();
+        let sql = format!(
+            "SELECT pp.partner_id, pp.status, pa.payout_email IS NOT NULL AS has_payout_email, \
+             CAST(COALESCE((SELECT SUM(c.amount_cents - c.reversed_cents) FROM commissions c \
+               WHERE c.program_id = $3 AND c.partner_program_id = pp.id AND {due}), 0) \
+               AS BIGINT) AS due_cents \
+             FROM partner_programs pp JOIN partners pa ON pa.id = pp.partner_id \
+             WHERE pp.program_id = $2 AND pp.partner_id IN ({ids})",
+            due = due_unheld("c."),
+            ids = list.join(", "),
+        );
+        let mut q = stmt::<DB>(&sql)
+            .bind(now)
+            .bind(program_id)
+            .bind(program_id)
+            .bind(&rules.currency)
+            .bind(rules.hold_ms);
+        for id in partner_ids {
+            q = q.bind(*id);
+        }
+        let rows = q.fetch_all(&mut *self.read.acquire().await?).await?;
+        rows.iter()
+            .map(|r| {
+                Ok(PayoutCandidate {
+                    partner_id: r.try_get("partner_id")?,
+                    status: named(r, "status")?,
+                    has_payout_email: r.try_get("has_payout_email")?,
+                    due_cents: r.try_get("due_cents")?,
+                })
+            })
+            .collect()
     }
 
     async fn payouts(&self, program_id: i64, page: Page) -> StoreResult<Vec<Payout>> {

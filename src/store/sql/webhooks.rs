@@ -142,6 +142,7 @@ async fn sale_data<DB: Engine>(conn: &mut DB::Connection, id: i64) -> StoreResul
             processor_event_id: r.try_get_at(8)?,
             is_recurring: r.try_get_at(9)?,
             partner: None,
+            refunded_cents: r.try_get_at(14)?,
         }),
         program_id: r.try_get_at(10)?,
         partner_id: r.try_get_at(11)?,
