@@ -208,7 +208,9 @@ test('an applicant applies, is approved by the owner and then sees its links', a
   await admin('PATCH', `/programs/${prog.id}/partners/${pending.data[0].partner_id}`, { status: 'approved' });
 
   await page.reload();
-  assert.equal(await page.locator('.standing').count(), 0);
+  // Approved: no standing left to explain, only that payouts need a payout email.
+  assert.equal(await page.locator('.standing:not(.no-payout-email)').count(), 0);
+  assert.match(await page.locator('.no-payout-email').textContent(), /You have no payout email/);
   await page.getByRole('link', { name: 'Links' }).click();
   await page.waitForURL(/\/links$/);
   assert.match(await page.locator('main').textContent(), /no links in this program yet/);
