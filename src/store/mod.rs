@@ -287,10 +287,13 @@ pub async fn open(url: &str) -> anyhow::Result<Arc<dyn Store>> {
 }
 
 /// Opens the database named by `url` as [`open`] does, for a command that works on an
-/// existing database: a SQLite file that does not exist is refused, not created.
+/// existing database: a SQLite file that does not exist, or a PostgreSQL database
+/// without Reftrack's tables, is refused rather than created.
 pub async fn open_existing(url: &str) -> anyhow::Result<Arc<dyn Store>> {
     if url.starts_with("sqlite:") {
         Ok(Arc::new(sqlite::SqliteStore::open_existing(url).await?))
+    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        Ok(Arc::new(postgres::PostgresStore::open_existing(url).await?))
     } else {
         open(url).await
     }

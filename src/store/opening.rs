@@ -4,6 +4,15 @@
 
 use std::path::Path;
 
+/// The error of a command that needs an existing database and finds none at `what` (no
+/// SQLite file, or a PostgreSQL database without Reftrack's tables).
+pub fn no_database(what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "no database at {what}: `reftrack serve` or `reftrack migrate` creates it \
+         (check REFTRACK_DATABASE_URL or --database-url)"
+    )
+}
+
 /// An error saying that the database `what` could not be opened, and why.
 pub fn cannot_open(what: &str, error: &sqlx::Error) -> anyhow::Error {
     anyhow::anyhow!("cannot open the database {what}: {}", cause(error))

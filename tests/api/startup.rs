@@ -1,5 +1,5 @@
 //! What the binary says when it cannot start: a command on a SQLite file that does not
-//! exist (refused, nothing created), a database it cannot open (which one, and why, on
+//! exist or a PostgreSQL database without Reftrack's tables (refused, nothing created), a database it cannot open (which one, and why, on
 //! one line), a log filter that does not parse; and its log lines off a terminal (no
 //! colour codes).
 
@@ -71,6 +71,49 @@ fn commands_on_a_missing_sqlite_file_refuse_it_and_create_nothing() {
     assert!(out.status.success(), "{}", stderr(&out));
     let out = run_in(dir.path(), &env, &["admin", "rotate-admin-token"]);
     assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// A PostgreSQL database without Reftrack's tables is refused as a missing file is, and
+/// given none: a mistyped database name must not gain a schema.
+#[tokio::test]
+async fn commands_on_a_postgres_database_without_tables_refuse_it_and_create_nothing() {
+    let url = crate::common::fresh_postgres_url().await;
+    let target = url::Url::parse(&url).unwrap();
+    let what = format!(
+        "{}:{}{}",
+        target.host_str().unwrap(),
+        target.port().unwrap_or(5432),
+        target.path()
+    );
+    crate::common::dropping_database(url.clone(), async {
+        let dir = tempfile::tempdir().unwrap();
+        let env = [("REFTRACK_DATABASE_URL", url.as_str())];
+        let tables = "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'";
+        for args in [
+            &["verify"][..],
+            &["admin", "list-workspaces"],
+            &["admin", "rotate-admin-token"],
+        ] {
+            let out = run_in(dir.path(), &env, args);
+            assert!(!out.status.success(), "{args:?} succeeded");
+            let said = stderr(&out);
+            assert!(
+                said.contains(&format!(
+                    "no database at {what}: `reftrack serve` or `reftrack migrate` creates it"
+                )),
+                "{args:?}: {said}"
+            );
+            assert_eq!(
+                crate::common::reftrack_count(&url, tables).await,
+                0,
+                "{args:?}"
+            );
+        }
+        assert!(run_in(dir.path(), &env, &["migrate"]).status.success());
+        let out = run_in(dir.path(), &env, &["verify"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    })
+    .await;
 }
 
 /// Starts `reftrack serve` on `url` and waits for it to fail: its error output.

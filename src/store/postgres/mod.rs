@@ -31,11 +31,31 @@ impl SqlStore<Postgres> {
     /// Connects to the database at `url` (`postgres://…`), applies pending migrations
     /// and starts the writer.
     pub async fn open(url: &str) -> anyhow::Result<Self> {
+        Self::open_as(url, true).await
+    }
+
+    /// Like [`Self::open`], for a command that works on an existing database: one
+    /// without Reftrack's tables is refused, not given them.
+    pub async fn open_existing(url: &str) -> anyhow::Result<Self> {
+        Self::open_as(url, false).await
+    }
+
+    async fn open_as(url: &str, create: bool) -> anyhow::Result<Self> {
         let options = PgConnectOptions::from_str(url)
             .map_err(|e| anyhow::anyhow!("invalid database URL: {}", opening::cause(&e)))?;
         let what = name(&options);
         // One connection first, for its error: the pool's is only that it timed out.
-        let first = first_connection(&options, &what).await?;
+        let mut first = first_connection(&options, &what).await?;
+        if !create {
+            let migrated: bool =
+                sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+                    .fetch_one(&mut first)
+                    .await
+                    .map_err(|e| opening::cannot_open(&what, &e))?;
+            if !migrated {
+                return Err(opening::no_database(&what));
+            }
+        }
         let _ = first.close().await;
         // Short timeouts, so that an outage turns into quick 503s rather than hung
         // requests.

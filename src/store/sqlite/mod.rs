@@ -37,11 +37,7 @@ pub fn latest_migration() -> i64 {
 
 /// The error of a command that needs the database at `path` and finds no file there.
 pub fn no_database(path: &Path) -> anyhow::Error {
-    anyhow::anyhow!(
-        "no database at {}: `reftrack serve` or `reftrack migrate` creates it \
-         (check REFTRACK_DATABASE_URL or --database-url)",
-        path.display()
-    )
+    super::opening::no_database(&path.display().to_string())
 }
 
 /// A store on one SQLite file: the read pool, the one-connection write pool and the group
