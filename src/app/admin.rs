@@ -9,6 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 
 use super::access::Caller;
+use super::error::refusals;
 use super::secrets::{self, ADMIN_TOKEN_PREFIX, API_TOKEN_PREFIX};
 use super::{App, Error, Result};
 use crate::domain::access::Access;
@@ -89,7 +90,7 @@ impl ProgramPatchBody {
     /// Every field the body gets wrong, in the settings form's order: the use case
     /// refuses the first, the settings page shows them all at once.
     pub fn problems(&self) -> Vec<String> {
-        [
+        refusals([
             self.name.as_ref().map(|n| name("name", n, 200).map(drop)),
             self.currency.as_ref().map(|c| currency(c).map(drop)),
             self.commission.as_ref().map(|c| commission(c).map(drop)),
@@ -106,14 +107,7 @@ impl ProgramPatchBody {
             self.stripe_webhook_secret
                 .clone()
                 .map(|s| webhook_secret(s).map(drop)),
-        ]
-        .into_iter()
-        .flatten()
-        .filter_map(|checked| match checked {
-            Err(Error::Invalid(text)) => Some(text),
-            _ => None,
-        })
-        .collect()
+        ])
     }
 }
 

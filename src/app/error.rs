@@ -55,6 +55,19 @@ impl Error {
     }
 }
 
+/// The texts of the checks that refused their field, in order; a field left out
+/// (`None`) or accepted adds none. For a form that shows every wrong field at once.
+pub fn refusals(checks: impl IntoIterator<Item = Option<Result<()>>>) -> Vec<String> {
+    checks
+        .into_iter()
+        .flatten()
+        .filter_map(|checked| match checked {
+            Err(Error::Invalid(text)) => Some(text),
+            _ => None,
+        })
+        .collect()
+}
+
 /// What a client reads when a record the store names is missing.
 fn not_found_text(what: &str) -> String {
     let mut text = what.to_string();

@@ -23,6 +23,7 @@ use super::admin::{
     PartnerPatchBody,
 };
 use super::dashboard::{NewSession, SESSION_LIFETIME_MS};
+use super::error::refusals;
 use super::invite_mail::invite_mail;
 use super::notice_mail::{application_mail, ApplicationNotice};
 use super::pages::{listed, probe, PageParams};
@@ -209,7 +210,7 @@ impl ApplyBody {
     /// Every field the body gets wrong, in the apply form's order (the fields it sends):
     /// the use case refuses the first, the apply page shows them all at once.
     pub fn problems(&self) -> Vec<String> {
-        [
+        refusals([
             self.name.as_ref().map(|n| name("name", n, 200).map(drop)),
             self.email.as_ref().map(|e| email("email", e).map(drop)),
             self.password
@@ -217,14 +218,7 @@ impl ApplyBody {
                 .map(|p| check_password("password", p)),
             Some(note("website", self.website.clone(), 500).map(drop)),
             Some(note("message", self.message.clone(), 2000).map(drop)),
-        ]
-        .into_iter()
-        .flatten()
-        .filter_map(|checked| match checked {
-            Err(Error::Invalid(text)) => Some(text),
-            _ => None,
-        })
-        .collect()
+        ])
     }
 }
 
