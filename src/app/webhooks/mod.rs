@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::access::Caller;
+use super::error::refusals;
 use super::pages::{listed, probe, PageParams};
 use super::{App, Error, Listed, Result};
 use crate::domain::access::Access;
@@ -144,16 +145,10 @@ impl App {
     /// `events`, in the form's order: they refuse the first, a page that was refused
     /// shows them all at once.
     pub async fn webhook_problems(&self, url: &str, events: &[String]) -> Vec<String> {
-        [
-            self.webhook_url(url).await.map(drop),
-            subscription(events).map(drop),
-        ]
-        .into_iter()
-        .filter_map(|checked| match checked {
-            Err(Error::Invalid(text)) => Some(text),
-            _ => None,
-        })
-        .collect()
+        refusals([
+            Some(self.webhook_url(url).await.map(drop)),
+            Some(subscription(events).map(drop)),
+        ])
     }
 
     /// Creates an endpoint of a program; its secret is in this answer only.

@@ -12,7 +12,7 @@ use super::session::{Signed, COOKIE};
 use crate::app;
 use crate::app::first_run::FirstRunBody;
 use crate::http::pages::session::see_other;
-use crate::http::pages::view::{ok, place_error, render, Chrome, Field, PageResult, Posted};
+use crate::http::pages::view::{ok, place_errors, render, Chrome, Field, PageResult, Posted};
 use crate::http::AppState;
 
 #[derive(Template)]
@@ -126,22 +126,17 @@ pub(super) async fn submit(
 impl FirstRunPage {
     /// Puts each of `errors` beside the field it names, or above the form.
     fn place_errors(&mut self, errors: &[String]) {
-        for text in errors {
-            let above = place_error(
-                text,
-                &mut [
-                    &mut self.workspace_name,
-                    &mut self.name,
-                    &mut self.email,
-                    &mut self.password,
-                    &mut self.program_name,
-                    &mut self.website,
-                    &mut self.currency,
-                ],
-            );
-            if above.is_some() {
-                self.form_error = above;
-            }
-        }
+        self.form_error = place_errors(
+            errors,
+            &mut [
+                &mut self.workspace_name,
+                &mut self.name,
+                &mut self.email,
+                &mut self.password,
+                &mut self.program_name,
+                &mut self.website,
+                &mut self.currency,
+            ],
+        );
     }
 }

@@ -17,8 +17,8 @@ use crate::domain::metrics::IsoValue;
 use crate::domain::money::{display_amount, major_units_text, parse_major_units};
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
-    ok, place_error, render, Chrome, Field, Moment, PageError, PageResult, Posted, ProgramId,
-    Query, Refusal,
+    ok, place_error, place_errors, render, Chrome, Field, Moment, PageError, PageResult, Posted,
+    ProgramId, Query, Refusal,
 };
 use crate::http::AppState;
 use crate::store::Record;
@@ -276,29 +276,25 @@ pub(super) async fn save(
     page.partner_links_allowed = form.text("partner_links_allowed").is_some();
     page.allowed_origins = page.allowed_origins.with(form.get("allowed_origins"));
     page.destination_url = page.destination_url.with(form.get("destination_url"));
-    for text in refused {
-        let text = text
-            .replace("commission.percent", "commission_percent")
+    let refused = refused.iter().map(|text| {
+        text.replace("commission.percent", "commission_percent")
             .replace("commission.amount_cents", "commission_amount")
-            .replace("allowed_origins: ", "allowed_origins ");
-        let above = place_error(
-            &text,
-            &mut [
-                &mut page.name,
-                &mut page.commission_percent,
-                &mut page.commission_amount,
-                &mut page.cookie_window_days,
-                &mut page.commission_hold_days,
-                &mut page.min_payout,
-                &mut page.allowed_origins,
-                &mut page.destination_url,
-                &mut page.stripe_webhook_secret,
-            ],
-        );
-        if above.is_some() {
-            page.form_error = above;
-        }
-    }
+            .replace("allowed_origins: ", "allowed_origins ")
+    });
+    page.form_error = place_errors(
+        refused,
+        &mut [
+            &mut page.name,
+            &mut page.commission_percent,
+            &mut page.commission_amount,
+            &mut page.cookie_window_days,
+            &mut page.commission_hold_days,
+            &mut page.min_payout,
+            &mut page.allowed_origins,
+            &mut page.destination_url,
+            &mut page.stripe_webhook_secret,
+        ],
+    );
     Ok(render(StatusCode::BAD_REQUEST, &page))
 }
 

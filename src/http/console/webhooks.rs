@@ -16,7 +16,7 @@ use crate::domain::access::Access;
 use crate::domain::webhooks::EventType;
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
-    ok, place_error, render, Choice, Chrome, Field, Moment, PageError, PageResult, Posted,
+    ok, place_errors, render, Choice, Chrome, Field, Moment, PageError, PageResult, Posted,
     ProgramId, Query, Refusal, NOT_YOURS,
 };
 use crate::http::AppState;
@@ -113,12 +113,10 @@ impl EndpointForm {
     /// its field (the service names an unknown type `events: …`).
     fn refused(form: &Posted, refused: &[String]) -> EndpointForm {
         let mut f = EndpointForm::new(&form.get("url"), &form.all("events"));
-        for text in refused {
-            let text = text.replacen("events: unknown", "events include an unknown", 1);
-            if let Some(above) = place_error(&text, &mut [&mut f.url, &mut f.events]) {
-                f.error = Some(above);
-            }
-        }
+        let refused = refused
+            .iter()
+            .map(|text| text.replacen("events: unknown", "events include an unknown", 1));
+        f.error = place_errors(refused, &mut [&mut f.url, &mut f.events]);
         f
     }
 }

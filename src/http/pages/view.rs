@@ -499,6 +499,21 @@ pub fn place_error(text: &str, fields: &mut [&mut Field]) -> Option<String> {
     }
 }
 
+/// Puts each of `texts` beside the field it is about, as [`place_error`] does; the last
+/// that concerns none of them, for the top of the form.
+pub fn place_errors<S: AsRef<str>>(
+    texts: impl IntoIterator<Item = S>,
+    fields: &mut [&mut Field],
+) -> Option<String> {
+    let mut above = None;
+    for text in texts {
+        if let Some(text) = place_error(text.as_ref(), fields) {
+            above = Some(text);
+        }
+    }
+    above
+}
+
 /// The answer of a service call a form made, split for its page: the service's refusal
 /// of the values sent (its words go beside a field, or atop the form shown again) apart
 /// from any other failure (an error page).

@@ -10,8 +10,8 @@ use axum::response::Response;
 use super::session::{login_href, Signed, COOKIE};
 use super::terms;
 use super::view::{
-    self, ok, place_error, render, standing_text, Chrome, Field, PageResult, Posted, ProgramId,
-    Query, Section,
+    self, ok, place_error, place_errors, render, standing_text, Chrome, Field, PageResult, Posted,
+    ProgramId, Query, Section,
 };
 use crate::app;
 use crate::app::dashboard::NewSession;
@@ -302,20 +302,15 @@ pub(super) async fn apply(
             Err(e) => return Err(e.into()),
         }
     }
-    for text in refused {
-        let above = place_error(
-            &text,
-            &mut [
-                &mut page.name,
-                &mut page.email,
-                &mut page.password,
-                &mut page.website,
-                &mut page.message,
-            ],
-        );
-        if above.is_some() {
-            page.form_error = above;
-        }
-    }
+    page.form_error = place_errors(
+        refused,
+        &mut [
+            &mut page.name,
+            &mut page.email,
+            &mut page.password,
+            &mut page.website,
+            &mut page.message,
+        ],
+    );
     Ok(render(StatusCode::BAD_REQUEST, &page))
 }
