@@ -1013,20 +1013,11 @@ impl App {
         if let Some(configured) = &self.configured_admin_token {
             return Ok(secrets::hashes_match(&presented, configured));
         }
-        let stored = match self.admin_token.get(&()) {
-            Some(hash) => hash,
-            None => {
-                let generation = self.admin_token.generation();
-                match self.store.setting(ADMIN_TOKEN_SETTING).await? {
-                    Some(hash) => {
-                        self.admin_token.insert(generation, (), hash.clone());
-                        hash
-                    }
-                    None => return Ok(false),
-                }
-            }
-        };
-        Ok(secrets::hashes_match(&presented, &stored))
+        let stored = self
+            .admin_token
+            .get_or_read(&(), || self.store.setting(ADMIN_TOKEN_SETTING))
+            .await?;
+        Ok(stored.is_some_and(|stored| secrets::hashes_match(&presented, &stored)))
     }
 
     /// Replaces the stored admin token with a new one and returns it; every server

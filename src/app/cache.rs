@@ -29,7 +29,7 @@ struct Inner<K: Hash + Eq, V> {
 /// Taken before a database read with [`ReadCache::generation`], and handed back with
 /// the value read to [`ReadCache::insert`].
 #[derive(Debug, Clone, Copy)]
-pub struct Generation {
+struct Generation {
     number: u64,
     // When the read began: counting an entry's age from here, not from its insertion,
     // keeps a slow read from stretching the time-to-live.
@@ -78,7 +78,7 @@ impl<K: Hash + Eq, V: Clone> ReadCache<K, V> {
 
     /// The current generation; pass it to [`ReadCache::insert`] with a value read after
     /// this call.
-    pub fn generation(&self) -> Generation {
+    fn generation(&self) -> Generation {
         Generation {
             number: self.lock().generation,
             read_at: Instant::now(),
@@ -88,11 +88,35 @@ impl<K: Hash + Eq, V: Clone> ReadCache<K, V> {
     /// Caches `value` read from the database, unless the cache was cleared since
     /// `generation` was taken (the value may then be outdated). The entry expires the
     /// time-to-live after `generation` was taken.
-    pub fn insert(&self, generation: Generation, key: K, value: V) {
+    fn insert(&self, generation: Generation, key: K, value: V) {
         let mut inner = self.lock();
         if inner.generation == generation.number {
             inner.entries.put(key, (generation.read_at, value));
         }
+    }
+
+    /// The value for `key`: the cached one, else what `read` finds in the database, which
+    /// is cached when found (a miss is not). `read` is called only on a miss, after the
+    /// generation is taken, so a change made while it reads keeps its value out.
+    pub async fn get_or_read<Q, E, F>(
+        &self,
+        key: &Q,
+        read: impl FnOnce() -> F,
+    ) -> Result<Option<V>, E>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        F: std::future::Future<Output = Result<Option<V>, E>>,
+    {
+        if let Some(v) = self.get(key) {
+            return Ok(Some(v));
+        }
+        let generation = self.generation();
+        let found = read().await?;
+        if let Some(v) = &found {
+            self.insert(generation, key.to_owned(), v.clone());
+        }
+        Ok(found)
     }
 
     /// Drops every entry: called after a change to what the cache holds.
@@ -140,6 +164,22 @@ mod tests {
         std::thread::sleep(Duration::from_millis(60));
         c.insert(g, "a".into(), 1);
         assert_eq!(c.get("a"), None, "read longer ago than the time-to-live");
+    }
+
+    #[tokio::test]
+    async fn get_or_read_reads_on_a_miss_only_and_caches_what_it_finds() {
+        let c: ReadCache<String, i32> = ReadCache::new(8, TTL);
+        let reads = std::cell::Cell::new(0);
+        let read = |found: Option<i32>| {
+            reads.set(reads.get() + 1);
+            async move { Ok::<_, ()>(found) }
+        };
+        assert_eq!(c.get_or_read("a", || read(None)).await, Ok(None));
+        assert_eq!(c.get_or_read("a", || read(Some(1))).await, Ok(Some(1)));
+        assert_eq!(c.get_or_read("a", || read(Some(2))).await, Ok(Some(1)));
+        assert_eq!(reads.get(), 2, "a miss is read again, a hit is not");
+        assert_eq!(c.get_or_read("b", || async { Err(()) }).await, Err(()));
+        assert_eq!(c.get("b"), None);
     }
 
     #[test]

@@ -140,17 +140,10 @@ impl App {
     /// one a rotation replaced until that stops working.
     pub async fn program_by_token(&self, token: &str) -> Result<Option<Program>> {
         let hash = super::secrets::hash_token(token);
-        let found = match self.programs.get(&hash) {
-            Some(p) => Some(p),
-            None => {
-                let generation = self.programs.generation();
-                let found = self.store.program_by_token(&hash).await?;
-                if let Some(p) = &found {
-                    self.programs.insert(generation, hash.clone(), p.clone());
-                }
-                found
-            }
-        };
+        let found = self
+            .programs
+            .get_or_read(hash.as_str(), || self.store.program_by_token(&hash))
+            .await?;
         let now = self.now_ms();
         Ok(found.filter(|p| match &p.previous_token {
             Some((previous, until)) if *previous == hash => *until > now,
@@ -160,15 +153,10 @@ impl App {
 
     /// A referral link by its code (cached briefly).
     pub(super) async fn link_target(&self, code: &str) -> Result<Option<crate::store::LinkTarget>> {
-        if let Some(t) = self.links.get(code) {
-            return Ok(Some(t));
-        }
-        let generation = self.links.generation();
-        let found = self.store.link_target(code).await?;
-        if let Some(t) = &found {
-            self.links.insert(generation, code.to_string(), t.clone());
-        }
-        Ok(found)
+        Ok(self
+            .links
+            .get_or_read(code, || self.store.link_target(code))
+            .await?)
     }
 
     /// Whether some program admits `origin` (CORS preflights name no program).
