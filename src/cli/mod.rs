@@ -444,9 +444,10 @@ pub async fn run_admin(args: AdminArgs) -> anyhow::Result<bool> {
     .await
 }
 
-/// Opens the database (a SQLite file must exist), runs `work` on the service over it, closes the database, and
-/// prints what `work` answered: JSON (`Some`), nothing (`None`: it printed its own
-/// output), or `{"error": …}` on stderr. Returns whether it succeeded.
+/// Opens the database, which must exist ([`store::open_existing`]), runs `work` on the
+/// service over it, closes the database, and prints what `work` answered: JSON
+/// (`Some`), nothing (`None`: it printed its own output), or `{"error": …}` on stderr.
+/// Returns whether it succeeded.
 pub async fn run_on<W>(
     database: &DatabaseArgs,
     webhooks: WebhookArgs,

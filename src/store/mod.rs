@@ -277,25 +277,27 @@ pub trait Store:
 /// Opens the database named by `url` (`sqlite://…` or `postgres://…`) and applies
 /// pending migrations.
 pub async fn open(url: &str) -> anyhow::Result<Arc<dyn Store>> {
-    if url.starts_with("sqlite:") {
-        Ok(Arc::new(sqlite::SqliteStore::open(url).await?))
-    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        Ok(Arc::new(postgres::PostgresStore::open(url).await?))
-    } else {
-        anyhow::bail!("unsupported database URL: expected sqlite://PATH or postgres://…")
-    }
+    open_as(url, true).await
 }
 
 /// Opens the database named by `url` as [`open`] does, for a command that works on an
 /// existing database: a SQLite file that does not exist, or a PostgreSQL database
 /// without Reftrack's tables, is refused rather than created.
 pub async fn open_existing(url: &str) -> anyhow::Result<Arc<dyn Store>> {
+    open_as(url, false).await
+}
+
+/// The store of `url`; `create`: a missing SQLite file, or PostgreSQL database without
+/// tables, is made rather than refused.
+async fn open_as(url: &str, create: bool) -> anyhow::Result<Arc<dyn Store>> {
     if url.starts_with("sqlite:") {
-        Ok(Arc::new(sqlite::SqliteStore::open_existing(url).await?))
+        Ok(Arc::new(sqlite::SqliteStore::open_as(url, create).await?))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        Ok(Arc::new(postgres::PostgresStore::open_existing(url).await?))
+        Ok(Arc::new(
+            postgres::PostgresStore::open_as(url, create).await?,
+        ))
     } else {
-        open(url).await
+        anyhow::bail!("unsupported database URL: expected sqlite://PATH or postgres://…")
     }
 }
 

@@ -395,14 +395,8 @@ async fn payouts_page(s: &AppState, frame: Frame, q: &Posted) -> app::Result<Pay
             },
         )
         .await?;
-    let names = names(
-        s,
-        &frame.caller,
-        id,
-        balances.data.iter().map(|b| b.partner_id),
-    )
-    .await?;
     let ids: Vec<i64> = balances.data.iter().map(|b| b.partner_id).collect();
+    let names = s.app.partner_names(&frame.caller, id, &ids).await?;
     let mut skips = s.app.payout_skips(&frame.caller, id, &ids).await?;
     let money = |c: i64| display_amount(c, &currency);
     let min_payout = money(frame.program.min_payout_cents);

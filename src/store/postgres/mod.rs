@@ -34,13 +34,9 @@ impl SqlStore<Postgres> {
         Self::open_as(url, true).await
     }
 
-    /// Like [`Self::open`], for a command that works on an existing database: one
-    /// without Reftrack's tables is refused, not given them.
-    pub async fn open_existing(url: &str) -> anyhow::Result<Self> {
-        Self::open_as(url, false).await
-    }
-
-    async fn open_as(url: &str, create: bool) -> anyhow::Result<Self> {
+    /// Opens the database at `url` as [`Self::open`] does; without `create`, one without
+    /// Reftrack's tables is refused rather than given them.
+    pub(super) async fn open_as(url: &str, create: bool) -> anyhow::Result<Self> {
         let options = PgConnectOptions::from_str(url)
             .map_err(|e| anyhow::anyhow!("invalid database URL: {}", opening::cause(&e)))?;
         let what = name(&options);

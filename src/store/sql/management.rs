@@ -9,7 +9,7 @@ use super::admin::{
     PROGRAM_COLUMNS,
 };
 use super::engine::{stmt, Engine};
-use super::{keyset, SqlStore};
+use super::{keyset, params, SqlStore};
 use crate::domain::status::{LinkStatus, PartnerStatus};
 use crate::store::error::StoreResult;
 use crate::store::management::{
@@ -255,11 +255,10 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let list: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 2)).collect();
         let sql = format!(
             "SELECT p.id, p.name FROM partner_programs pp JOIN partners p ON p.id = pp.partner_id \
              WHERE pp.program_id = $1 AND pp.partner_id IN ({})",
-            list.join(", ")
+            params(2, ids.len())
         );
         let mut q = stmt::<DB>(&sql).bind(program_id);
         for id in ids {

@@ -44,6 +44,14 @@ pub(super) fn keyset(key: &str, n: usize) -> String {
     )
 }
 
+/// The placeholders `$first, $first+1, …` of `n` values, for an `IN (…)` list.
+pub(super) fn params(first: usize, n: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Whether the emails of a sale's customer `c` and of its partner `pa` (`LEFT JOIN`ed)
 /// show, by their stored self-referral keys, that the sale is no self-referral. A sale
 /// that fails it (the keys match, or an email predates its key) is left to its own flow,

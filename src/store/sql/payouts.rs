@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use super::engine::{stmt, Engine, Rec};
 use super::write::WriteConnection;
-use super::{flags, keyset, named, named_opt, SqlStore, NO_CURSOR};
+use super::{flags, keyset, named, named_opt, params, SqlStore, NO_CURSOR};
 use crate::domain::lifecycle::{CommissionState, DAY_MS};
 use crate::domain::status::{CommissionStatus, PayoutStatus};
 use crate::store::error::StoreResult;
@@ -214,9 +214,6 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
         }
         // What `claim_commissions` takes, per partner, without its conditions: the page
         // says which of them a partner misses.
-        let list: Vec<String> = (0..partner_ids.len())
-            .map(|i| format!("${}", i + 6))
-            .collect();
         let sql = format!(
             "SELECT pp.partner_id, pp.status, pa.payout_email IS NOT NULL AS has_payout_email, \
              CAST(COALESCE((SELECT SUM(c.amount_cents - c.reversed_cents) FROM commissions c \
@@ -225,7 +222,7 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
              FROM partner_programs pp JOIN partners pa ON pa.id = pp.partner_id \
              WHERE pp.program_id = $2 AND pp.partner_id IN ({ids})",
             due = due_unheld("c."),
-            ids = list.join(", "),
+            ids = params(6, partner_ids.len()),
         );
         let mut q = stmt::<DB>(&sql)
             .bind(now)

@@ -51,13 +51,9 @@ impl SqlStore<Sqlite> {
         Self::open_as(url, true).await
     }
 
-    /// Opens the database at `url` as [`SqlStore::open`] does, but refuses a file that
-    /// does not exist rather than creating it.
-    pub async fn open_existing(url: &str) -> anyhow::Result<Self> {
-        Self::open_as(url, false).await
-    }
-
-    async fn open_as(url: &str, create: bool) -> anyhow::Result<Self> {
+    /// Opens the database at `url` as [`SqlStore::open`] does; without `create`, a file
+    /// that does not exist is refused rather than created.
+    pub(super) async fn open_as(url: &str, create: bool) -> anyhow::Result<Self> {
         let (read, write) = connect::pools(url, create).await?;
         renumber_old_migrations(&write).await?;
         migrations::run(&write, &MIGRATOR, &REWORDED_MIGRATIONS).await?;
