@@ -69,6 +69,8 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
     }
     let url = &args.database.database_url;
     tracing::info!(database = %config::redact_url(url), "opening database");
+    // Held until `serve` returns; a second server on the same SQLite file stops here.
+    let _serving = store::sqlite::lock_for_serving(url)?;
     let store = store::open(url).await?;
     let clients = ClientResolver::new(args.trusted_proxies.clone(), args.geoip_db.as_deref())?;
     let metrics_listener = match args.metrics.metrics_listen {

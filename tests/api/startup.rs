@@ -1,12 +1,14 @@
 //! What the binary says when it cannot start: a command on a SQLite file that does not
 //! exist or a PostgreSQL database without Reftrack's tables (refused, nothing created), a database it cannot open (which one, and why, on
-//! one line), a log filter that does not parse; and its log lines off a terminal (no
+//! one line), a SQLite file another server serves, a log filter that does not parse; and its log lines off a terminal (no
 //! colour codes).
 
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::server::{command, free_port};
+use std::time::Duration;
+
+use crate::common::server::{command, free_port, Server};
 
 /// `reftrack ARGS` in `dir` with `env`.
 fn run_in(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
@@ -141,6 +143,38 @@ fn one_line(said: &str) -> &str {
         assert!(!parts[i + 1..].contains(part), "{part:?} twice: {line}");
     }
     line
+}
+
+/// The file `serve` creates is its owner's alone (as a backup is), and a second `serve`
+/// on it refuses to start while the first runs, naming the file; once the first has
+/// stopped, a new one starts. A management command runs beside a server.
+#[test]
+fn a_sqlite_file_is_created_owner_only_and_served_by_one_process() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("one.db");
+    let url = format!("sqlite://{}", file.display());
+    let mut first = Server::on(&url, "admin-one-0123456789", &[]);
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+
+    let said = failed_start(&url);
+    assert_eq!(
+        one_line(&said),
+        format!(
+            "error: another reftrack serve is using the database {}; one server process \
+             serves a SQLite file (several processes share a PostgreSQL database)",
+            file.display()
+        )
+    );
+    let env = [("REFTRACK_DATABASE_URL", url.as_str())];
+    let out = run_in(dir.path(), &env, &["verify"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    first.signal("TERM");
+    assert!(first.wait_exit(Duration::from_secs(10)).is_some());
+    drop(Server::on(&url, "admin-one-0123456789", &[]));
 }
 
 #[test]

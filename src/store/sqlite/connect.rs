@@ -2,7 +2,7 @@
 //! keys, busy timeout, statement cache), the one-connection write pool and the read-only
 //! pool, the WAL file the committer syncs, and the background checkpointer.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -21,8 +21,11 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 pub(super) async fn pools(url: &str, create: bool) -> anyhow::Result<(Pool<Sqlite>, Pool<Sqlite>)> {
     let file = database_file(url);
     if let Some(path) = &file {
-        if !create && !path.exists() {
-            return Err(super::no_database(path));
+        if !path.exists() {
+            if !create {
+                return Err(super::no_database(path));
+            }
+            create_owner_only(path);
         }
     }
     let failed = |e: sqlx::Error| match &file {
@@ -64,6 +67,19 @@ pub(super) async fn pools(url: &str, create: bool) -> anyhow::Result<(Pool<Sqlit
     Ok((read, write))
 }
 
+/// Creates the empty database file at `path` readable and writable by its owner alone,
+/// as a backup and a restored database are: it will hold password and token hashes and
+/// partners' emails, and SQLite gives the WAL and shared-memory files the database file's
+/// permissions. Where it cannot (a directory that does not exist, say), SQLite's own
+/// attempt says why.
+fn create_owner_only(path: &Path) {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let _ = options.open(path);
+}
+
 /// The WAL file of the database at `url`, which the committer syncs (`fdatasync`) after
 /// each commit and before answering its callers: the durability of `synchronous=FULL`,
 /// but off the writer's path, so that the next batch runs while the disk flushes the
@@ -79,7 +95,7 @@ pub(super) fn database_file(url: &str) -> Option<PathBuf> {
     let options = SqliteConnectOptions::from_str(url).ok()?;
     let path = options.get_filename();
     let name = path.to_str()?;
-    if name.is_empty() || name == ":memory:" || url.contains("mode=memory") {
+    if name.is_empty() || url.contains(":memory:") || url.contains("mode=memory") {
         return None;
     }
     Some(path.to_path_buf())

@@ -10,6 +10,7 @@
 mod batch;
 mod connect;
 mod rows;
+mod serving;
 #[cfg(test)]
 mod tests;
 
@@ -18,6 +19,8 @@ use std::sync::Arc;
 
 use sqlx::sqlite::{Sqlite, SqliteQueryResult};
 use sqlx::Pool;
+
+pub use serving::{lock_for_serving, ServingLock};
 
 use super::committer::{Committer, CommitterConfig};
 use super::sql::counters::Update;
