@@ -293,7 +293,7 @@ pub struct CouponTarget {
 }
 
 /// A dashboard user (the password hash never leaves the store).
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 pub struct User {
     pub id: i64,
     pub email: String,

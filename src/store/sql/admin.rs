@@ -48,11 +48,7 @@ pub(super) async fn set_setting<DB: Engine>(
 
 /// Whether the row with `id` exists in the table `sql` selects from.
 async fn exists<DB: Engine>(conn: &mut DB::Connection, sql: &str, id: i64) -> StoreResult<bool> {
-    Ok(stmt::<DB>(sql)
-        .bind(id)
-        .fetch_optional(&mut *conn)
-        .await?
-        .is_some())
+    Ok(stmt::<DB>(sql).bind(id).has_row(&mut *conn).await?)
 }
 
 /// Creates a workspace.
@@ -608,7 +604,7 @@ pub(super) async fn update_user<DB: Engine>(
         .fetch_optional(&mut tx)
         .await?
         .ok_or(StoreError::NotFound("user"))?;
-    let user = user_from_row::<DB>(&row)?;
+    let user = row.record()?;
     if patch.password_hash.is_some() {
         stmt::<DB>("DELETE FROM sessions WHERE user_id = $1")
             .bind(id)
@@ -631,28 +627,18 @@ pub(super) async fn list_users<DB: Engine>(
          AND {keyset}",
         keyset = keyset("id", 2),
     );
-    stmt::<DB>(&sql)
+    Ok(stmt::<DB>(&sql)
         .bind(q.map(|q| like_pattern(&q.to_lowercase())))
         .page(page)
-        .read_all(&mut *conn, user_from_row)
-        .await
-}
-
-fn user_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<User> {
-    Ok(User {
-        id: r.try_get("id")?,
-        email: r.try_get("email")?,
-        name: r.try_get("name")?,
-        created_at: r.try_get("created_at")?,
-    })
+        .records(&mut *conn)
+        .await?)
 }
 
 /// Whether any dashboard user exists.
 pub(super) async fn has_users<DB: Engine>(conn: &mut DB::Connection) -> StoreResult<bool> {
     Ok(stmt::<DB>("SELECT 1 FROM users LIMIT 1")
-        .fetch_optional(&mut *conn)
-        .await?
-        .is_some())
+        .has_row(&mut *conn)
+        .await?)
 }
 
 /// Settings key claimed by the first run, so that it runs once even when two requests

@@ -42,9 +42,8 @@ async fn taken<DB: Engine>(
     Ok(stmt::<DB>(&sql)
         .bind(program_id)
         .bind(value)
-        .fetch_optional(&mut *conn)
-        .await?
-        .is_some())
+        .has_row(&mut *conn)
+        .await?)
 }
 
 /// Creates a coupon on its link, in the link's program; `NotFound("link")`,

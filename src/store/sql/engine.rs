@@ -18,7 +18,7 @@ use super::batch::{FoundSale, RecordedSale, SetStatements};
 use super::counters::Update;
 use crate::store::integrity::RawCounts;
 use crate::store::management::{MembershipView, ProgramPartnerRow, TopPartner};
-use crate::store::model::{MemberRow, Membership, PartnerProgram, Workspace};
+use crate::store::model::{MemberRow, Membership, PartnerProgram, User, Workspace};
 use crate::store::partners::{InviteRow, PartnerCredentials, PartnerMembership, PartnerPayoutItem};
 use crate::store::payout_model::{Balance, Page};
 use crate::store::webhooks::ClaimedDelivery;
@@ -52,6 +52,7 @@ pub trait Engine:
     + ReadRow<Customer>
     + ReadRow<PartnerProgram>
     + ReadRow<Workspace>
+    + ReadRow<User>
     + ReadRow<Membership>
     + ReadRow<MemberRow>
     + ReadRow<MembershipView>
@@ -269,6 +270,11 @@ impl<'q, DB: Engine> Stmt<'q, DB> {
             .into_iter()
             .map(Rec)
             .collect())
+    }
+
+    /// Runs it; answers whether it returned a row.
+    pub async fn has_row(self, conn: &mut DB::Connection) -> sqlx::Result<bool> {
+        Ok(DB::fetch_optional(self.query, conn).await?.is_some())
     }
 
     /// Runs it; answers the first column of its first row, if any.

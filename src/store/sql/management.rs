@@ -71,37 +71,29 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
     }
 
     async fn workspaces_of(&self, record: Record) -> StoreResult<Vec<i64>> {
+        // A record of one program belongs to that program's workspace.
+        let of_program = |table: &str| {
+            format!(
+                "SELECT g.workspace_id FROM {table} r \
+                 JOIN programs g ON g.id = r.program_id WHERE r.id = $1"
+            )
+        };
         let (sql, id) = match record {
-            Record::Workspace(id) => ("SELECT id FROM workspaces WHERE id = $1", id),
-            Record::Program(id) => ("SELECT workspace_id FROM programs WHERE id = $1", id),
+            Record::Workspace(id) => ("SELECT id FROM workspaces WHERE id = $1".into(), id),
+            Record::Program(id) => ("SELECT workspace_id FROM programs WHERE id = $1".into(), id),
             Record::Partner(id) => (
                 "SELECT workspace_id FROM partners WHERE id = $1 AND workspace_id IS NOT NULL \
                  UNION SELECT g.workspace_id FROM partner_programs pp \
-                 JOIN programs g ON g.id = pp.program_id WHERE pp.partner_id = $1",
+                 JOIN programs g ON g.id = pp.program_id WHERE pp.partner_id = $1"
+                    .into(),
                 id,
             ),
-            Record::Link(id) => (
-                "SELECT g.workspace_id FROM referral_links l \
-                 JOIN programs g ON g.id = l.program_id WHERE l.id = $1",
-                id,
-            ),
-            Record::Commission(id) => (
-                "SELECT g.workspace_id FROM commissions c \
-                 JOIN programs g ON g.id = c.program_id WHERE c.id = $1",
-                id,
-            ),
-            Record::Webhook(id) => (
-                "SELECT g.workspace_id FROM webhook_endpoints w \
-                 JOIN programs g ON g.id = w.program_id WHERE w.id = $1",
-                id,
-            ),
-            Record::Payout(id) => (
-                "SELECT g.workspace_id FROM payouts o \
-                 JOIN programs g ON g.id = o.program_id WHERE o.id = $1",
-                id,
-            ),
+            Record::Link(id) => (of_program("referral_links"), id),
+            Record::Commission(id) => (of_program("commissions"), id),
+            Record::Webhook(id) => (of_program("webhook_endpoints"), id),
+            Record::Payout(id) => (of_program("payouts"), id),
         };
-        Ok(stmt::<DB>(sql)
+        Ok(stmt::<DB>(&sql)
             .bind(id)
             .scalar_all(&mut *self.read.acquire().await?)
             .await?)

@@ -149,9 +149,9 @@ impl<DB: Engine> PartnerAccounts for SqlStore<DB> {
         )
         .bind(program_id)
         .bind(partner_id)
-        .fetch_optional(&mut *tx)
+        .has_row(&mut *tx)
         .await?;
-        if held.is_none() {
+        if !held {
             return Err(StoreError::NotFound("partner"));
         }
         let active: i64 = stmt::<DB>(
@@ -315,9 +315,9 @@ impl<DB: Engine> PartnerTx for WriteConnection<DB> {
     async fn insert_applicant(&mut self, a: &NewApplicant<'_>, at: i64) -> StoreResult<i64> {
         let taken = stmt::<DB>("SELECT 1 FROM partners WHERE account_email = $1")
             .bind(a.email)
-            .fetch_optional(&mut *self.conn)
+            .has_row(&mut *self.conn)
             .await?;
-        if taken.is_some() {
+        if taken {
             return Err(StoreError::Conflict("account email"));
         }
         // A partner a program added with this email, not signed up yet: the applicant
@@ -333,9 +333,9 @@ impl<DB: Engine> PartnerTx for WriteConnection<DB> {
         .bind(a.email)
         .bind(a.workspace_id)
         .bind(at)
-        .fetch_optional(&mut *self.conn)
+        .has_row(&mut *self.conn)
         .await?;
-        if added.is_some() {
+        if added {
             return Err(StoreError::Conflict("invited email"));
         }
         let row = stmt::<DB>(

@@ -63,9 +63,8 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         Ok(
             stmt::<DB>("SELECT 1 FROM customers WHERE customer_key = $1 LIMIT 1")
                 .bind(customer_key)
-                .fetch_optional(&mut *self.conn)
-                .await?
-                .is_some(),
+                .has_row(&mut *self.conn)
+                .await?,
         )
     }
 

@@ -627,11 +627,11 @@ const DELIVERY_COLUMNS: &str = "id, message_id, event_type, status, next_attempt
 impl<DB: Engine> WebhookStore for SqlStore<DB> {
     async fn create_endpoint(&self, e: &NewEndpoint, at: i64) -> StoreResult<WebhookEndpoint> {
         let conn = &mut *self.write.acquire().await?;
-        let exists: Option<i64> = stmt::<DB>("SELECT id FROM programs WHERE id = $1")
+        let exists = stmt::<DB>("SELECT id FROM programs WHERE id = $1")
             .bind(e.program_id)
-            .scalar_optional(&mut *conn)
+            .has_row(&mut *conn)
             .await?;
-        if exists.is_none() {
+        if !exists {
             return Err(StoreError::NotFound("program"));
         }
         let sql = format!(
@@ -714,13 +714,13 @@ impl<DB: Engine> WebhookStore for SqlStore<DB> {
         if due == 1 {
             return Ok(Resend::Due);
         }
-        let exists: Option<i64> =
+        let exists =
             stmt::<DB>("SELECT id FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2")
                 .bind(delivery_id)
                 .bind(endpoint_id)
-                .scalar_optional(conn)
+                .has_row(conn)
                 .await?;
-        Ok(if exists.is_some() {
+        Ok(if exists {
             Resend::InFlight
         } else {
             Resend::Missing
@@ -738,7 +738,7 @@ impl<DB: Engine> WebhookStore for SqlStore<DB> {
     async fn delivery_due(&self, now: i64) -> StoreResult<bool> {
         // In the claim's order, so that it reads the due index from its start rather
         // than scanning past the delivered rows.
-        let due: Option<i64> = stmt::<DB>(
+        Ok(stmt::<DB>(
             "SELECT d.id FROM webhook_deliveries d \
              JOIN webhook_endpoints e ON e.id = d.endpoint_id \
              WHERE d.status = 'pending' AND d.next_attempt_at <= $1 \
@@ -746,8 +746,7 @@ impl<DB: Engine> WebhookStore for SqlStore<DB> {
              ORDER BY d.next_attempt_at, d.id LIMIT 1",
         )
         .bind(now)
-        .scalar_optional(&mut *self.read.acquire().await?)
-        .await?;
-        Ok(due.is_some())
+        .has_row(&mut *self.read.acquire().await?)
+        .await?)
     }
 }
