@@ -138,6 +138,33 @@ pub struct PartnerPatchBody {
     pub payout_email: Option<Option<String>>,
 }
 
+impl PartnerBody {
+    /// Every field the body gets wrong, in the add-partner form's order: the use case
+    /// refuses one, the form shows them all at once.
+    pub fn problems(&self) -> Vec<String> {
+        refusals([
+            Some(name("name", &self.name, 200).map(drop)),
+            Some(partner_code(&self.code).map(drop)),
+            self.email.as_ref().map(|e| email("email", e).map(drop)),
+        ])
+    }
+}
+
+impl PartnerPatchBody {
+    /// Every field the body gets wrong, in the partner-details form's order: the use case
+    /// refuses the first, the form shows them all at once.
+    pub fn problems(&self) -> Vec<String> {
+        let given = |field: &Option<Option<String>>| field.as_ref().and_then(|v| v.clone());
+        refusals([
+            self.name.as_ref().map(|n| name("name", n, 200).map(drop)),
+            given(&self.email).map(|e| email("email", &e).map(drop)),
+            given(&self.payout_method)
+                .map(|m| one_of::<PayoutMethod>("payout_method", &m).map(drop)),
+            given(&self.payout_email).map(|e| email("payout_email", &e).map(drop)),
+        ])
+    }
+}
+
 /// The body of the management call that adds a partner to a program.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -671,17 +698,7 @@ impl App {
                 return Err(Error::NotFound(record.not_found()));
             }
         }
-        let code = b.code.trim();
-        if code.is_empty()
-            || code.len() > 64
-            || !code
-                .bytes()
-                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
-        {
-            return Err(Error::invalid(
-                "code must be 1 to 64 letters, digits, '-' or '_'",
-            ));
-        }
+        let code = partner_code(&b.code)?;
         let email = b.email.map(|e| email("email", &e)).transpose()?;
         let name = name("name", &b.name, 200)?;
         Ok(self
@@ -706,6 +723,22 @@ impl App {
                 .await?;
         }
         Ok(self.store.update_partner(id, &patch).await?)
+    }
+}
+
+/// A partner code as given (trimmed), or the field's error.
+fn partner_code(value: &str) -> Result<&str> {
+    let code = value.trim();
+    let fits = (1..=64).contains(&code.len())
+        && code
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_');
+    if fits {
+        Ok(code)
+    } else {
+        Err(Error::invalid(
+            "code must be 1 to 64 letters, digits, '-' or '_'",
+        ))
     }
 }
 
@@ -1031,5 +1064,35 @@ impl App {
             .await?;
         self.admin_token.clear();
         Ok(token)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partner_bodies_name_every_wrong_field_in_form_order() {
+        let b = PartnerBody {
+            name: " ".into(),
+            code: "no spaces".into(),
+            email: Some("nobody".into()),
+            workspace_id: None,
+        };
+        let problems = b.problems();
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(problems[1].starts_with("code must be"), "{problems:?}");
+        assert_eq!(problems[2], "email must be an email address");
+
+        let b = PartnerPatchBody {
+            name: None,
+            email: Some(None),
+            payout_method: Some(Some("cheque".into())),
+            payout_email: Some(Some("x".into())),
+        };
+        let problems = b.problems();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].starts_with("payout_method"), "{problems:?}");
+        assert_eq!(problems[1], "payout_email must be an email address");
     }
 }

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::access::Caller;
+use super::error::refusals;
 use super::pages::{listed, named_filter, probe};
 use super::{App, Error, Listed, PageParams, Result};
 use crate::domain::access::Access;
@@ -28,6 +29,19 @@ pub struct CouponBody {
     /// Stripe checkouts; unique among the program's active coupons.
     #[schema(example = "promo_1QcsAbCdEf")]
     pub stripe_promotion_code: Option<String>,
+}
+
+impl CouponBody {
+    /// Every field the body gets wrong, in the coupon form's order: the use case refuses
+    /// the first, the form shows them all at once.
+    pub fn problems(&self) -> Vec<String> {
+        refusals([
+            Some(code(&self.code).map(drop)),
+            self.stripe_promotion_code
+                .as_deref()
+                .map(|p| promotion_code(p).map(drop)),
+        ])
+    }
 }
 
 /// A coupon code as given, or the field's error.
@@ -133,6 +147,20 @@ mod tests {
         for bad in ["", " ", "two words", "a,b", "ünï", &"x".repeat(65)] {
             assert!(code(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_coupon_body_names_every_wrong_field() {
+        let b = CouponBody {
+            code: "two words".into(),
+            stripe_promotion_code: Some("coupon_1".into()),
+        };
+        assert_eq!(b.problems().len(), 2);
+        let b = CouponBody {
+            code: "PODCAST20".into(),
+            stripe_promotion_code: None,
+        };
+        assert!(b.problems().is_empty());
     }
 
     #[test]
