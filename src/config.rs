@@ -180,7 +180,9 @@ pub struct RateLimitArgs {
     /// Browser-mode `POST /track/lead` (no API key) per client IP and minute.
     #[arg(long, env = "REFTRACK_RATE_LIMIT_LEAD", default_value_t = DEFAULT_RATE_LIMIT_LEAD)]
     pub rate_limit_lead: u32,
-    /// `POST /api/auth/login` per client IP and minute.
+    /// Calls that check or hash a password, per client IP and minute: sign-in (dashboard
+    /// and partners, API and pages), the dashboard's first run, invite acceptance,
+    /// partner applications and partner password changes.
     #[arg(long, env = "REFTRACK_RATE_LIMIT_LOGIN", default_value_t = DEFAULT_RATE_LIMIT_LOGIN)]
     pub rate_limit_login: u32,
 }

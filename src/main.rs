@@ -30,10 +30,10 @@ async fn main() -> ExitCode {
         Some(Command::Payouts(args)) => answered(reftrack::cli::payouts::run_payouts(args).await),
         Some(Command::Verify(db)) => match reftrack::verify::run(&db.database_url).await {
             Ok(report) => {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&report.to_json()).expect("JSON")
-                );
+                if let Err(e) = reftrack::cli::print_json(&report.to_json()) {
+                    eprintln!("error: {}", reftrack::error_line(&e));
+                    return ExitCode::FAILURE;
+                }
                 if report.ok() {
                     Ok(())
                 } else {

@@ -23,6 +23,17 @@ use crate::domain::time::SystemClock;
 use crate::mail::Mailer;
 use crate::store;
 
+/// Prints `value` as indented JSON on standard output. A reader that stopped reading
+/// (`reftrack admin … | head`) is not an error: the rest of the answer is not wanted.
+pub fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
+    use std::io::Write;
+    let text = serde_json::to_string_pretty(value)?;
+    match writeln!(std::io::stdout().lock(), "{text}") {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 /// Options of `reftrack admin`.
 #[derive(Debug, Args)]
 pub struct AdminArgs {
@@ -465,7 +476,7 @@ where
     store.close().await;
     match done {
         Ok(Some(value)) => {
-            println!("{}", serde_json::to_string_pretty(&value)?);
+            print_json(&value)?;
             Ok(true)
         }
         Ok(None) => Ok(true),

@@ -1059,3 +1059,34 @@ async fn rotate_admin_token_refuses_when_the_token_is_configured() {
     assert_eq!(admin_read(&server.base, stored_token).await, 401);
     assert_eq!(admin_read(&server.base, configured).await, 200);
 }
+
+/// A reader that stops reading (`reftrack admin … | head`, `reftrack verify | true`) ends
+/// the answer, not the process: no panic, and the command still succeeds.
+#[test]
+fn cli_answers_into_a_closed_pipe_without_panicking() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("pipe.db").display());
+    let env = [("REFTRACK_DATABASE_URL", db.as_str())];
+    assert!(command(dir.path(), &env)
+        .arg("migrate")
+        .status()
+        .unwrap()
+        .success());
+    for args in [
+        &["admin", "create-workspace", "name=Piped"][..],
+        &["verify"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        // Closed before the command writes: its first line meets a broken pipe.
+        drop(reader);
+        let out = command(dir.path(), &env)
+            .args(args)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {said}");
+        assert!(!said.contains("panicked"), "{args:?}: {said}");
+    }
+}
