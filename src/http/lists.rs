@@ -134,6 +134,8 @@ impl LinkQuery {
 ///     responses("One page, or every row as text/csv", 404 "Unknown program");
 /// ```
 macro_rules! management_lists {
+    // The answer: the page as JSON, or, with `csv`, the page or the export. The handler
+    // passes its `list` and `page` in by name: hygiene hides them from this rule.
     (@answer $list:ident $page:ident [$($call:tt)+] ($($args:tt)*)) => {
         Ok(::axum::response::IntoResponse::into_response(::axum::Json(
             $($call)+($($args)* &$page).await?,
