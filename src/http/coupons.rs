@@ -1,17 +1,14 @@
 //! Coupon codes of links, under `/api/admin/links/{id}/coupons`: created, listed and
 //! archived by the link's owners ([`crate::app::coupons`]).
 
-use axum::extract::{RawQuery, State};
-use axum::Json;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::admin::{management_endpoints, Manager};
-use super::error::{ErrorBody, Result};
-use super::extract::{read_list_query, JsonBody, PathParams};
-use super::lists::PageQuery;
+use super::admin::management_endpoints;
+use super::extract::JsonBody;
+use super::lists::{management_lists, PageQuery};
 use super::AppState;
 use crate::app::coupons::CouponBody;
 use crate::app::Listed;
@@ -32,32 +29,15 @@ pub struct CouponQuery {
     pub status: Option<String>,
 }
 
-/// List a link's coupon codes, newest first.
-#[utoipa::path(
-    get,
-    path = "/links/{id}/coupons",
-    tag = "management",
-    params(("id" = i64, Path, description = "link id"), CouponQuery, PageQuery),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "One page", body = Listed<Coupon>),
-        (status = 400, description = "Invalid filter, limit or cursor", body = ErrorBody),
-        (status = 404, description = "Unknown link", body = ErrorBody),
-    ),
-)]
-async fn list_coupons(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<Listed<Coupon>>> {
-    let list: PageQuery = read_list_query(raw.as_deref())?;
-    let q: CouponQuery = read_list_query(raw.as_deref())?;
-    Ok(Json(
-        s.app
-            .link_coupons(&caller, id, q.status.as_deref(), &list.page())
-            .await?,
-    ))
+management_lists! {
+    tag = "management";
+
+    /// List a link's coupon codes, newest first.
+    get "/links/{id}/coupons"
+        path(id: ("id" = i64, Path, description = "link id"))
+        query(PageQuery, q: CouponQuery)
+        => list_coupons -> Coupon = link_coupons(status = q.status.as_deref());
+        responses("One page", 400 "Invalid filter, limit or cursor", 404 "Unknown link");
 }
 
 management_endpoints! {

@@ -3,7 +3,6 @@
 //! [`crate::app::management`].
 
 use axum::extract::{RawQuery, State};
-use axum::response::Response;
 use axum::Json;
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -12,7 +11,7 @@ use utoipa_axum::routes;
 
 use super::admin::{management_endpoints, Manager};
 use super::error::{ErrorBody, Result};
-use super::extract::{read_list_query, JsonBody, PathParams};
+use super::extract::{read_list_query, JsonBody};
 use super::payouts::ListQuery;
 use super::AppState;
 use crate::app::admin::ProgramView;
@@ -101,55 +100,146 @@ pub struct LinkQuery {
     pub status: Option<String>,
 }
 
-/// List workspaces (a dashboard session sees those it is an active member of).
-#[utoipa::path(
-    get,
-    path = "/workspaces",
-    tag = "management",
-    params(PageQuery),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "One page", body = Listed<Workspace>),
-        (status = 400, description = "Invalid limit or cursor", body = ErrorBody),
-    ),
-)]
-async fn list_workspaces(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<Listed<Workspace>>> {
-    let list: PageQuery = read_list_query(raw.as_deref())?;
-    Ok(Json(s.app.list_workspaces(&caller, &list.page()).await?))
+impl LinkQuery {
+    /// The service layer's parameters.
+    fn params(self) -> LinkParams {
+        LinkParams {
+            program_id: self.program_id,
+            partner_id: self.partner_id,
+            status: self.status,
+        }
+    }
 }
 
-/// List programs, of one workspace with `workspace_id`.
-#[utoipa::path(
-    get,
-    path = "/programs",
-    tag = "management",
-    params(ProgramQuery, PageQuery),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "One page", body = Listed<ProgramView>),
-        (status = 400, description = "Invalid filter, limit or cursor", body = ErrorBody),
-        (status = 404, description = "Unknown workspace", body = ErrorBody),
-    ),
-)]
-async fn list_programs(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<Listed<ProgramView>>> {
-    let list: PageQuery = read_list_query(raw.as_deref())?;
-    let q: ProgramQuery = read_list_query(raw.as_deref())?;
-    let page = list.page();
-    Ok(Json(
-        s.app
-            .list_programs(&caller, q.workspace_id.as_deref(), &page)
-            .await?,
-    ))
+/// Declares management lists whose handler only reads the query and forwards to the
+/// service layer: each takes the [`Manager`], its path ids and its query string, reads the
+/// paging (`PageQuery`, or `ListQuery` for a list that exports) and then the filter, if
+/// any, binds each argument named in the call, and calls the `App` method named after `=`
+/// with the caller, the ids, those arguments and the page, answering the page as JSON.
+/// With `csv(method, file name, writer)` the list also answers `format=csv`: every row of
+/// the export `method`, called with the caller, the ids and the arguments, as the download
+/// `writer` writes ([`ListQuery::page_or_csv`]). The OpenAPI description comes from the
+/// same declaration, as with `management_endpoints`: the query's parameters are the filter's
+/// and then the paging's. The module declaring lists imports [`Listed`], which utoipa
+/// names the answer by.
+///
+/// ```text
+/// /// List a program's partners with their totals, or export them with `?format=csv`.
+/// get "/programs/{id}/partners"
+///     path(id: ("id" = i64, Path, description = "Program id"))
+///     query(ListQuery, q: ProgramPartnerQuery)
+///     => list_program_partners -> ProgramPartnerRow
+///         = program_partners(status = q.status.as_deref())
+///         csv(export_program_partners, "program-{id}-partners.csv", exports::program_partners_csv);
+///     responses("One page, or every row as text/csv", 404 "Unknown program");
+/// ```
+macro_rules! management_lists {
+    // The answer: the page as JSON, or, with `csv`, the page or the export. The handler
+    // passes its `list` and `page` in by name: hygiene hides them from this rule.
+    (@answer $list:ident $page:ident [$($call:tt)+] ($($args:tt)*)) => {
+        Ok(::axum::response::IntoResponse::into_response(::axum::Json(
+            $($call)+($($args)* &$page).await?,
+        )))
+    };
+    (@answer $list:ident $page:ident [$($call:tt)+] ($($args:tt)*)
+        csv [$($export:tt)+] $file:literal $write:path) => {
+        $list
+            .page_or_csv(
+                $($call)+($($args)* &$page),
+                $($export)+($($args)*),
+                format!($file),
+                $write,
+            )
+            .await
+    };
+    (tag = $tag:literal; $(
+        $(#[doc = $doc:literal])*
+        get $path:literal
+        $(path($($arg:ident: $param:tt),+ $(,)?))?
+        query($paging:ident $(, $q:ident: $filter:ty)?)
+        => $name:ident -> $row:ty = $call:ident($($f:ident = $fexpr:expr),* $(,)?)
+        $(csv($export:ident, $file:literal, $write:path))?;
+        responses($ok:literal $(, $code:literal $text:literal)* $(,)?);
+    )+) => {$(
+        $(#[doc = $doc])*
+        #[utoipa::path(
+            get,
+            path = $path,
+            tag = $tag,
+            params($($($param,)+)? $($filter,)? $paging),
+            security(("admin_token" = []), ("session" = [])),
+            // utoipa names a generic body by its last segment: `Listed` must be in scope.
+            responses(
+                (status = 200, description = $ok, body = Listed<$row>),
+                $((status = $code, description = $text, body = $crate::http::ErrorBody),)*
+            ),
+        )]
+        async fn $name(
+            $crate::http::admin::Manager(caller): $crate::http::admin::Manager,
+            ::axum::extract::State(s): ::axum::extract::State<$crate::http::AppState>,
+            // The path's ids, as many as there are names.
+            $(
+                $crate::http::extract::PathParams(ids):
+                $crate::http::extract::PathParams<[i64; [$(stringify!($arg)),+].len()]>,
+            )?
+            ::axum::extract::RawQuery(raw): ::axum::extract::RawQuery,
+        ) -> $crate::http::error::Result<::axum::response::Response> {
+            $(let [$($arg),+] = ids;)?
+            let list: $paging = $crate::http::extract::read_list_query(raw.as_deref())?;
+            $(let $q: $filter = $crate::http::extract::read_list_query(raw.as_deref())?;)?
+            $(let $f = $fexpr;)*
+            let page = list.page();
+            management_lists!(@answer list page [s.app.$call] (&caller, $($($arg,)+)? $($f,)*)
+                $(csv [s.app.$export] $file $write)?)
+        }
+    )+};
+}
+pub(super) use management_lists;
+
+management_lists! {
+    tag = "management";
+
+    /// List workspaces (a dashboard session sees those it is an active member of).
+    get "/workspaces"
+        query(PageQuery)
+        => list_workspaces -> Workspace = list_workspaces();
+        responses("One page", 400 "Invalid limit or cursor");
+
+    /// List programs, of one workspace with `workspace_id`.
+    get "/programs"
+        query(PageQuery, q: ProgramQuery)
+        => list_programs -> ProgramView
+            = list_programs(workspace_id = q.workspace_id.as_deref());
+        responses("One page", 400 "Invalid filter, limit or cursor", 404 "Unknown workspace");
+
+    /// List partners, searching with `q`. A dashboard session sees the partners of its
+    /// workspaces' programs and those its workspaces created.
+    get "/partners"
+        query(PageQuery, q: PartnerQuery)
+        => list_partners -> Partner = list_partners(search = q.q.as_deref());
+        responses("One page", 400 "Invalid filter, limit or cursor");
+
+    /// List a program's partners with their totals, or export them with `?format=csv`.
+    get "/programs/{id}/partners"
+        path(id: ("id" = i64, Path, description = "Program id"))
+        query(ListQuery, q: ProgramPartnerQuery)
+        => list_program_partners -> ProgramPartnerRow
+            = program_partners(status = q.status.as_deref())
+            csv(export_program_partners, "program-{id}-partners.csv", exports::program_partners_csv);
+        responses(
+            "One page, or every row as text/csv",
+            400 "Invalid filter, limit or cursor",
+            404 "Unknown program",
+        );
+
+    /// List links, filtered by program, partner or status.
+    get "/links"
+        query(PageQuery, q: LinkQuery)
+        => list_links -> Link = list_links(params = &q.params());
+        responses("One page", 400 "Invalid filter, limit or cursor", 404 "Unknown program");
 }
 
+// The operator's alone: unlike the lists above, a dashboard session may not ask for it.
 /// List the server's dashboard users, searching with `q`: the operator's alone (admin
 /// token), to find the user whose password to set or whom to add to a workspace.
 #[utoipa::path(
@@ -175,95 +265,6 @@ async fn list_users(
         s.app
             .list_users(&caller, q.q.as_deref(), &list.page())
             .await?,
-    ))
-}
-
-/// List partners, searching with `q`. A dashboard session sees the partners of its
-/// workspaces' programs and those its workspaces created.
-#[utoipa::path(
-    get,
-    path = "/partners",
-    tag = "management",
-    params(PartnerQuery, PageQuery),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "One page", body = Listed<Partner>),
-        (status = 400, description = "Invalid filter, limit or cursor", body = ErrorBody),
-    ),
-)]
-async fn list_partners(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<Listed<Partner>>> {
-    let list: PageQuery = read_list_query(raw.as_deref())?;
-    let q: PartnerQuery = read_list_query(raw.as_deref())?;
-    Ok(Json(
-        s.app
-            .list_partners(&caller, q.q.as_deref(), &list.page())
-            .await?,
-    ))
-}
-
-/// List a program's partners with their totals, or export them with `?format=csv`.
-#[utoipa::path(
-    get,
-    path = "/programs/{id}/partners",
-    tag = "management",
-    params(("id" = i64, Path, description = "Program id"), ProgramPartnerQuery, ListQuery),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "One page, or every row as text/csv", body = Listed<ProgramPartnerRow>),
-        (status = 400, description = "Invalid filter, limit or cursor", body = ErrorBody),
-        (status = 404, description = "Unknown program", body = ErrorBody),
-    ),
-)]
-async fn list_program_partners(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    RawQuery(raw): RawQuery,
-) -> Result<Response> {
-    let list: ListQuery = read_list_query(raw.as_deref())?;
-    let q: ProgramPartnerQuery = read_list_query(raw.as_deref())?;
-    let status = q.status.as_deref();
-    let page = list.page();
-    list.page_or_csv(
-        s.app.program_partners(&caller, id, status, &page),
-        s.app.export_program_partners(&caller, id, status),
-        format!("program-{id}-partners.csv"),
-        exports::program_partners_csv,
-    )
-    .await
-}
-
-/// List links, filtered by program, partner or status.
-#[utoipa::path(
-    get,
-    path = "/links",
-    tag = "management",
-    params(LinkQuery, PageQuery),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "One page", body = Listed<Link>),
-        (status = 400, description = "Invalid filter, limit or cursor", body = ErrorBody),
-        (status = 404, description = "Unknown program", body = ErrorBody),
-    ),
-)]
-async fn list_links(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<Listed<Link>>> {
-    let list: PageQuery = read_list_query(raw.as_deref())?;
-    let q: LinkQuery = read_list_query(raw.as_deref())?;
-    let params = LinkParams {
-        program_id: q.program_id,
-        partner_id: q.partner_id,
-        status: q.status,
-    };
-    Ok(Json(
-        s.app.list_links(&caller, &params, &list.page()).await?,
     ))
 }
 

@@ -18,6 +18,7 @@ use utoipa_axum::routes;
 use super::admin::{management_endpoints, Manager};
 use super::error::{ErrorBody, Result};
 use super::extract::{read_list_query, JsonBody, OptionalJsonBody, PathParams};
+use super::lists::management_lists;
 use super::AppState;
 use crate::app::exports::{self, PayoutFormat};
 use crate::app::payouts::{CommissionParams, MarkPaidBody, RejectBody};
@@ -158,88 +159,39 @@ pub(super) fn csv_stream<T: Send + 'static>(
     csv_response(file_name, Body::from_stream(body))
 }
 
-/// List a program's commissions, or export them with `?format=csv`.
-#[utoipa::path(
-    get,
-    path = "/programs/{id}/commissions",
-    tag = "payouts",
-    params(("id" = i64, Path, description = "Program id"), CommissionQuery, ListQuery),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "One page, or every row as text/csv", body = Listed<CommissionRow>),
-        (status = 400, description = "Invalid filter, limit or cursor", body = ErrorBody),
-        (status = 404, description = "Unknown program", body = ErrorBody),
-    ),
-)]
-async fn list_commissions(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    RawQuery(raw): RawQuery,
-) -> Result<Response> {
-    let list: ListQuery = read_list_query(raw.as_deref())?;
-    let params = read_list_query::<CommissionQuery>(raw.as_deref())?.params();
-    let page = list.page();
-    list.page_or_csv(
-        s.app.list_commissions(&caller, id, &params, &page),
-        s.app.export_commissions(&caller, id, &params),
-        format!("program-{id}-commissions.csv"),
-        exports::commissions_csv,
-    )
-    .await
-}
+management_lists! {
+    tag = "payouts";
 
-/// The partners' pending, approved (unpaid) and paid amounts in a program.
-#[utoipa::path(
-    get,
-    path = "/programs/{id}/balances",
-    tag = "payouts",
-    params(("id" = i64, Path, description = "Program id"), ListQuery),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "One page of balances", body = Listed<Balance>),
-        (status = 400, description = "Invalid limit or cursor", body = ErrorBody),
-        (status = 404, description = "Unknown program", body = ErrorBody),
-    ),
-)]
-async fn list_balances(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<Listed<Balance>>> {
-    let list: ListQuery = read_list_query(raw.as_deref())?;
-    Ok(Json(s.app.balances(&caller, id, &list.page()).await?))
-}
+    /// List a program's commissions, or export them with `?format=csv`.
+    get "/programs/{id}/commissions"
+        path(id: ("id" = i64, Path, description = "Program id"))
+        query(ListQuery, q: CommissionQuery)
+        => list_commissions -> CommissionRow = list_commissions(params = &q.params())
+            csv(export_commissions, "program-{id}-commissions.csv", exports::commissions_csv);
+        responses(
+            "One page, or every row as text/csv",
+            400 "Invalid filter, limit or cursor",
+            404 "Unknown program",
+        );
 
-/// List a program's payouts, or export them with `?format=csv`.
-#[utoipa::path(
-    get,
-    path = "/programs/{id}/payouts",
-    tag = "payouts",
-    params(("id" = i64, Path, description = "Program id"), ListQuery),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "One page (without items), or every row as text/csv", body = Listed<Payout>),
-        (status = 400, description = "Invalid limit or cursor", body = ErrorBody),
-        (status = 404, description = "Unknown program", body = ErrorBody),
-    ),
-)]
-async fn list_payouts(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    RawQuery(raw): RawQuery,
-) -> Result<Response> {
-    let list: ListQuery = read_list_query(raw.as_deref())?;
-    let page = list.page();
-    list.page_or_csv(
-        s.app.list_payouts(&caller, id, &page),
-        s.app.export_payouts(&caller, id),
-        format!("program-{id}-payouts.csv"),
-        exports::payouts_csv,
-    )
-    .await
+    /// The partners' pending, approved (unpaid) and paid amounts in a program.
+    get "/programs/{id}/balances"
+        path(id: ("id" = i64, Path, description = "Program id"))
+        query(ListQuery)
+        => list_balances -> Balance = balances();
+        responses("One page of balances", 400 "Invalid limit or cursor", 404 "Unknown program");
+
+    /// List a program's payouts, or export them with `?format=csv`.
+    get "/programs/{id}/payouts"
+        path(id: ("id" = i64, Path, description = "Program id"))
+        query(ListQuery)
+        => list_payouts -> Payout = list_payouts()
+            csv(export_payouts, "program-{id}-payouts.csv", exports::payouts_csv);
+        responses(
+            "One page (without items), or every row as text/csv",
+            400 "Invalid limit or cursor",
+            404 "Unknown program",
+        );
 }
 
 /// Download a payout's items as CSV, or as PayPal's or Wise's bulk payment file.

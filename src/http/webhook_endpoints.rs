@@ -2,16 +2,15 @@
 //! log and the manual resend. Handlers read the request and call
 //! [`crate::app::webhooks`].
 
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::StatusCode;
-use axum::Json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::admin::{management_endpoints, Manager};
 use super::error::{ErrorBody, Result};
-use super::extract::{read_list_query, JsonBody, PathParams};
-use super::lists::PageQuery;
+use super::extract::{JsonBody, PathParams};
+use super::lists::{management_lists, PageQuery};
 use super::AppState;
 use crate::app::webhooks::{CreatedWebhook, WebhookBody, WebhookPatchBody};
 use crate::app::Listed;
@@ -27,27 +26,22 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(test_webhook))
 }
 
-/// List a program's webhook endpoints (without their secrets).
-#[utoipa::path(
-    get,
-    path = "/programs/{id}/webhooks",
-    tag = "outbound webhooks",
-    params(("id" = i64, Path, description = "Program id"), PageQuery),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "One page", body = Listed<WebhookEndpoint>),
-        (status = 400, description = "Invalid limit or cursor", body = ErrorBody),
-        (status = 404, description = "Unknown program", body = ErrorBody),
-    ),
-)]
-async fn list_webhooks(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<Listed<WebhookEndpoint>>> {
-    let list: PageQuery = read_list_query(raw.as_deref())?;
-    Ok(Json(s.app.list_webhooks(&caller, id, &list.page()).await?))
+management_lists! {
+    tag = "outbound webhooks";
+
+    /// List a program's webhook endpoints (without their secrets).
+    get "/programs/{id}/webhooks"
+        path(id: ("id" = i64, Path, description = "Program id"))
+        query(PageQuery)
+        => list_webhooks -> WebhookEndpoint = list_webhooks();
+        responses("One page", 400 "Invalid limit or cursor", 404 "Unknown program");
+
+    /// List an endpoint's deliveries, one per message, newest first, with their attempts.
+    get "/webhooks/{id}/deliveries"
+        path(id: ("id" = i64, Path, description = "Webhook endpoint id"))
+        query(PageQuery)
+        => list_deliveries -> Delivery = webhook_deliveries();
+        responses("One page", 400 "Invalid limit or cursor", 404 "Unknown endpoint");
 }
 
 /// Delete an endpoint with its delivery log.
@@ -69,31 +63,6 @@ async fn delete_webhook(
 ) -> Result<StatusCode> {
     s.app.delete_webhook(&caller, id).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// List an endpoint's deliveries, one per message, newest first, with their attempts.
-#[utoipa::path(
-    get,
-    path = "/webhooks/{id}/deliveries",
-    tag = "outbound webhooks",
-    params(("id" = i64, Path, description = "Webhook endpoint id"), PageQuery),
-    security(("admin_token" = []), ("session" = [])),
-    responses(
-        (status = 200, description = "One page", body = Listed<Delivery>),
-        (status = 400, description = "Invalid limit or cursor", body = ErrorBody),
-        (status = 404, description = "Unknown endpoint", body = ErrorBody),
-    ),
-)]
-async fn list_deliveries(
-    Manager(caller): Manager,
-    State(s): State<AppState>,
-    PathParams(id): PathParams<i64>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<Listed<Delivery>>> {
-    let list: PageQuery = read_list_query(raw.as_deref())?;
-    Ok(Json(
-        s.app.webhook_deliveries(&caller, id, &list.page()).await?,
-    ))
 }
 
 management_endpoints! {
