@@ -190,6 +190,8 @@ pub enum AdminCommand {
         program_id: i64,
         fields: Vec<String>,
     },
+    /// Show a webhook endpoint (without its secret).
+    GetWebhook { id: i64 },
     /// Change a webhook endpoint: [url=…] [events:='[…]'] [enabled:=true|false]
     UpdateWebhook { id: i64, fields: Vec<String> },
     /// Delete a webhook endpoint with its delivery log.
@@ -417,6 +419,7 @@ impl AdminCommand {
             AddWebhook { program_id, fields } => {
                 answer(app.create_webhook(caller, program_id, body(&fields)?).await)
             }
+            GetWebhook { id } => answer(app.webhook(caller, id).await),
             UpdateWebhook { id, fields } => {
                 answer(app.update_webhook(caller, id, body(&fields)?).await)
             }

@@ -218,12 +218,18 @@ pub fn render(doc: &OpenApi) -> String {
         v = escape(value["openapi"].as_str().unwrap_or("3.1.0")),
     );
     let empty = serde_json::Map::new();
+    render_authentication(
+        &mut out,
+        value["components"]["securitySchemes"]
+            .as_object()
+            .unwrap_or(&empty),
+    );
     let paths = value["paths"].as_object().unwrap_or(&empty);
     let tags: Vec<&serde_json::Value> = value["tags"]
         .as_array()
         .map(|t| t.iter().collect())
         .unwrap_or_default();
-    out.push_str("<nav><ul>");
+    out.push_str("<nav><ul><li><a href=\"#authentication\">authentication</a></li>");
     for tag in &tags {
         let name = tag["name"].as_str().unwrap_or("");
         let _ = write!(
@@ -269,6 +275,27 @@ pub fn render(doc: &OpenApi) -> String {
     }
     out.push_str("</body></html>");
     out
+}
+
+/// The section that says how a call authenticates: one entry per security scheme, which
+/// each operation's "Auth" line links to.
+fn render_authentication(out: &mut String, schemes: &serde_json::Map<String, serde_json::Value>) {
+    out.push_str(
+        "<h2 id=\"authentication\">Authentication</h2><p>A call that needs credentials \
+         takes them in the <code>Authorization</code> header as \
+         <code>Authorization: Bearer &lt;token&gt;</code>; an operation's <em>Auth</em> \
+         line names the token it takes (<em>none</em>: no header).</p><dl>",
+    );
+    for (name, scheme) in schemes {
+        let _ = write!(
+            out,
+            "<dt id=\"auth-{id}\"><code>{n}</code></dt><dd>{d}</dd>",
+            id = slug(name),
+            n = escape(name),
+            d = prose(scheme["description"].as_str().unwrap_or("")),
+        );
+    }
+    out.push_str("</dl>");
 }
 
 /// Escapes prose and shows its `backticked` parts as code.
@@ -337,13 +364,13 @@ fn render_operation(out: &mut String, method: &str, path: &str, op: &serde_json:
                     "none".to_string()
                 } else {
                     keys.iter()
-                        .map(|k| k.to_string())
+                        .map(|k| format!("<a href=\"#auth-{}\">{}</a>", slug(k), escape(k)))
                         .collect::<Vec<_>>()
                         .join(" + ")
                 }
             })
             .collect();
-        let _ = write!(out, "<p>Auth: {}</p>", escape(&names.join(" or ")));
+        let _ = write!(out, "<p>Auth: {}</p>", names.join(" or "));
     }
     if let Some(params) = op["parameters"].as_array() {
         out.push_str("<table><tr><th>Parameter</th><th>In</th><th>Type</th><th>Required</th><th>Description</th></tr>");

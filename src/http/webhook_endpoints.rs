@@ -20,7 +20,7 @@ use crate::store::webhooks::{Delivery, WebhookEndpoint};
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create_webhook, list_webhooks))
-        .routes(routes!(update_webhook, delete_webhook))
+        .routes(routes!(get_webhook, update_webhook, delete_webhook))
         .routes(routes!(list_deliveries))
         .routes(routes!(retry_delivery))
         .routes(routes!(test_webhook))
@@ -79,6 +79,13 @@ management_endpoints! {
             400 "Invalid URL, a private target, or unknown event types",
             404 "Unknown program",
         );
+
+    /// Show an endpoint (without its secret): its URL, event types, and whether it is
+    /// enabled.
+    get "/webhooks/{id}"
+        path(id: ("id" = i64, Path, description = "Webhook endpoint id"))
+        => get_webhook -> 200 WebhookEndpoint = webhook;
+        responses("The endpoint", 404 "Unknown endpoint");
 
     /// Change an endpoint's URL or event types, or disable or enable it.
     patch "/webhooks/{id}"

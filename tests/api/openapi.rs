@@ -142,6 +142,10 @@ on_both_backends! {
         assert!(html.contains("<code>/api/v1/track/sale</code>"));
         assert!(html.contains("Duplicate transaction_id"));
         assert!(html.contains("deprecated"));
+        // How to authenticate, and each operation's token linked to it.
+        assert!(html.contains("<code>Authorization: Bearer &lt;token&gt;</code>"));
+        assert!(html.contains("<dt id=\"auth-api-key\">") && html.contains("rtk_"));
+        assert!(html.contains("Auth: <a href=\"#auth-api-key\">api_key</a>"));
         assert!(!html.contains("http://") && !html.contains("https://cdn"), "no external assets");
     }
 }

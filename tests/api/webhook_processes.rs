@@ -343,7 +343,7 @@ async fn two_processes_on_one_postgres_deliver_each_attempt_once() {
     .await;
 }
 
-/// `reftrack admin add-webhook`, `list-webhooks`, `update-webhook`,
+/// `reftrack admin add-webhook`, `list-webhooks`, `get-webhook`, `update-webhook`,
 /// `list-webhook-deliveries` and `delete-webhook` call the API's operations, with its
 /// refusals; a loopback target passes only with `REFTRACK_WEBHOOK_ALLOW_PRIVATE=1`.
 #[tokio::test]
@@ -423,6 +423,11 @@ async fn cli_manages_webhooks() {
     let (ok, out) = run(false, &["update-webhook", &id, "enabled:=false"]);
     assert!(ok);
     assert_eq!(out["enabled"], false);
+    let (ok, out) = run(false, &["get-webhook", &id]);
+    assert!(ok);
+    assert_eq!(out["enabled"], false);
+    assert_eq!(out["url"], "http://127.0.0.1:9/hook");
+    assert!(out.get("secret").is_none());
     let (ok, out) = run(false, &["list-webhook-deliveries", &id]);
     assert!(ok);
     assert_eq!(out["data"], json!([]));

@@ -132,11 +132,16 @@ on_both_backends! {
         assert_eq!(r.body["url"], "https://93.184.216.35/other");
         assert_eq!(r.body["events"], json!(["payout.paid"]));
         assert_eq!(r.body["enabled"], true);
+        let shown = app.admin("GET", &format!("/webhooks/{id}"), None).await.expect(200);
+        assert_eq!(shown.body, r.body);
+        assert!(shown.body.get("secret").is_none());
 
         app.admin("DELETE", &format!("/webhooks/{id}"), None).await.expect(204);
         let gone = app.admin("DELETE", &format!("/webhooks/{id}"), None).await.expect(404);
         assert_eq!(gone.error(), "Webhook not found");
         app.admin("PATCH", &format!("/webhooks/{id}"), Some(json!({"enabled": false}))).await.expect(404);
+        let gone = app.admin("GET", &format!("/webhooks/{id}"), None).await.expect(404);
+        assert_eq!(gone.error(), "Webhook not found");
         app.admin("GET", &format!("/webhooks/{id}/deliveries"), None).await.expect(404);
         let missing = create(&app, 99_999, PUBLIC, json!(["sale.created"])).await.expect(404);
         assert_eq!(missing.error(), "Program not found");
@@ -243,6 +248,7 @@ on_both_backends! {
         let id = r.body["id"].as_i64().unwrap();
         call("GET", format!("/programs/{p}/webhooks"), None, viewer.clone()).await.expect(200);
         call("GET", format!("/webhooks/{id}/deliveries"), None, viewer.clone()).await.expect(200);
+        call("GET", format!("/webhooks/{id}"), None, viewer.clone()).await.expect(200);
         call("POST", format!("/programs/{p}/webhooks"), Some(body.clone()), viewer.clone()).await.expect(403);
         call("PATCH", format!("/webhooks/{id}"), Some(json!({"enabled": false})), viewer.clone()).await.expect(403);
         call("DELETE", format!("/webhooks/{id}"), None, viewer.clone()).await.expect(403);
@@ -251,6 +257,7 @@ on_both_backends! {
         for (method, path, body) in [
             ("GET", format!("/programs/{p}/webhooks"), None),
             ("POST", format!("/programs/{p}/webhooks"), Some(body.clone())),
+            ("GET", format!("/webhooks/{id}"), None),
             ("PATCH", format!("/webhooks/{id}"), Some(json!({"enabled": false}))),
             ("DELETE", format!("/webhooks/{id}"), None),
             ("GET", format!("/webhooks/{id}/deliveries"), None),
