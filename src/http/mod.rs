@@ -26,6 +26,7 @@ pub mod state;
 pub mod track;
 pub mod tracker;
 pub mod webhook_endpoints;
+pub mod webhook_messages;
 pub mod webhooks;
 
 use axum::extract::{DefaultBodyLimit, Request};

@@ -136,8 +136,10 @@ fn add_common_errors(op: &mut Operation) {
     }
 }
 
-/// Final touches once every path is in: the common errors of every operation.
+/// Final touches once every path is in: the common errors of every operation, and the
+/// messages sent to webhook endpoints.
 pub fn finish(mut doc: OpenApi) -> OpenApi {
+    super::webhook_messages::add_to(&mut doc);
     for item in doc.paths.paths.values_mut() {
         for op in [
             &mut item.get,
@@ -239,7 +241,10 @@ pub fn render(doc: &OpenApi) -> String {
             n = escape(name)
         );
     }
-    out.push_str("<li><a href=\"#schemas\">schemas</a></li></ul></nav>");
+    out.push_str(
+        "<li><a href=\"#webhook-messages\">webhook messages</a></li>\
+         <li><a href=\"#schemas\">schemas</a></li></ul></nav>",
+    );
     for tag in &tags {
         let name = tag["name"].as_str().unwrap_or("");
         let _ = write!(
@@ -259,6 +264,15 @@ pub fn render(doc: &OpenApi) -> String {
                 }
                 render_operation(&mut out, method, path, op);
             }
+        }
+    }
+    out.push_str(
+        "<h2 id=\"webhook-messages\">Webhook messages</h2><p>What Reftrack sends to a \
+         program's webhook endpoints, one entry per event type.</p>",
+    );
+    for (name, item) in value["webhooks"].as_object().unwrap_or(&empty) {
+        for (method, op) in item.as_object().unwrap_or(&empty) {
+            render_operation(&mut out, method, name, op);
         }
     }
     out.push_str("<h2 id=\"schemas\">Schemas</h2>");

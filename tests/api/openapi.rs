@@ -146,6 +146,8 @@ on_both_backends! {
         assert!(html.contains("<code>Authorization: Bearer &lt;token&gt;</code>"));
         assert!(html.contains("<dt id=\"auth-api-key\">") && html.contains("rtk_"));
         assert!(html.contains("Auth: <a href=\"#auth-api-key\">api_key</a>"));
+        // The messages sent to webhook endpoints, with their headers.
+        assert!(html.contains("<code>sale.created</code>") && html.contains("webhook-signature"));
         assert!(!html.contains("http://") && !html.contains("https://cdn"), "no external assets");
     }
 }

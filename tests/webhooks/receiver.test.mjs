@@ -2,7 +2,8 @@
 // which verifies every delivery with the Standard Webhooks reference library (the npm
 // package `standardwebhooks`), not with Reftrack's own signing code. Every event type is
 // caused through the API and must arrive, verified, with the data the spec names; a
-// delivery answered 500 comes again with the same webhook-id.
+// delivery answered 500 comes again with the same webhook-id. Every body must match its
+// entry in the `webhooks` section of the server's own /openapi.json (checked with Ajv).
 //
 //   REFTRACK_BIN   the binary (default: target/debug/reftrack under the repo root)
 
@@ -15,6 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Webhook } from 'standardwebhooks';
+import Ajv2020 from 'ajv/dist/2020.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BIN = path.resolve(repoRoot, process.env.REFTRACK_BIN || 'target/debug/reftrack');
@@ -185,6 +187,19 @@ test('every event type arrives signed as the reference verifier expects', async 
   assert.equal(ofType('lead.created')[0].body.data.customer_key, 'bob');
   assert.equal(ofType('commission.reversed')[0].body.data.status, 'reversed');
   assert.equal(ofType('partner.applied')[0].body.data.email, 'carol@example.com');
+
+  // Each body is what the OpenAPI document's entry for its type describes.
+  const doc = (await call('GET', '/openapi.json')).body;
+  const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+  ajv.addSchema(doc, 'reftrack');
+  for (const a of verified()) {
+    const entry = `reftrack#/webhooks/${a.body.type}/post/requestBody/content/application~1json/schema`;
+    const valid = ajv.validate({ $ref: entry }, a.body);
+    assert.ok(valid, `${a.body.type}: ${JSON.stringify(ajv.errors)} in ${a.payload}`);
+  }
+  // The check is a real one: a body of the wrong shape fails it.
+  const wrong = { ...ofType('payout.paid')[0].body, data: { id: 'one' } };
+  assert.equal(ajv.validate({ $ref: 'reftrack#/webhooks/payout.paid/post/requestBody/content/application~1json/schema' }, wrong), false);
 
   // An altered body does not verify: the check above is a real one.
   const one = verified()[0];
