@@ -4,6 +4,7 @@
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
+use axum::response::Response;
 
 use askama::Template;
 
@@ -14,6 +15,7 @@ use crate::app::dashboard::Need;
 use crate::app::Caller;
 use crate::domain::access::Access;
 use crate::domain::status::{Permission, Role};
+use crate::http::pages::session::see_other;
 use crate::http::pages::view::{Chrome, NavItem, PageError, Posted, Site, NOT_YOURS};
 use crate::http::AppState;
 
@@ -227,6 +229,12 @@ pub(super) fn back_to(form: &Posted, fallback: &str, done: &str) -> String {
     let done = format!("done={done}");
     kept.push(&done);
     format!("{path}?{}", kept.join("&"))
+}
+
+/// The answer to a change: off to `page` (an address without a query), which confirms
+/// the change named `change` ([`notice`]).
+pub(super) fn done(page: &str, change: &str) -> Response {
+    see_other(&format!("{page}?done={change}"))
 }
 
 /// The query of the page a form was on (its `back` field, else `fallback`), read like a

@@ -9,7 +9,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use super::frame::{back_query, back_to, confirmed, Confirm, Frame, Head, Ids, Tab};
+use super::frame::{back_query, back_to, confirmed, done, Confirm, Frame, Head, Ids, Tab};
 use super::session::Signed;
 use crate::app;
 use crate::app::exports::{self, PayoutFormat};
@@ -26,6 +26,11 @@ use crate::http::pages::view::{
 use crate::http::payouts::{csv_response, csv_stream};
 use crate::http::AppState;
 use crate::store::{CommissionRow, Payout, Record};
+
+/// The page of payout `payout_id` of program `id`.
+fn payout_href(id: i64, payout_id: i64) -> String {
+    format!("{}/{payout_id}", Tab::Payouts.href(id))
+}
 
 /// The names of the partners `ids` of a program, for tables that list partner ids.
 async fn names(
@@ -468,11 +473,7 @@ pub(super) async fn create_payout(
     // A refusal is "no partner qualifies": the service's text names the API's fields,
     // so the page says it in its own words.
     if let Ok(p) = s.app.create_payout(&frame.caller, id).await.conflict()? {
-        return Ok(see_other(&format!(
-            "{}/{}?done=payout",
-            Tab::Payouts.href(id),
-            p.id
-        )));
+        return Ok(done(&payout_href(id, p.id), "payout"));
     }
     let mut page = payouts_page(&s, frame, &Posted::parse(b"")).await?;
     page.form_error = Some(format!(
@@ -590,10 +591,7 @@ pub(super) async fn mark_paid(
     };
     let paid = s.app.mark_payout_paid(&frame.caller, payout_id, b).await;
     let Err(refused) = paid.refused()? else {
-        return Ok(see_other(&format!(
-            "{}/{payout_id}?done=paid",
-            Tab::Payouts.href(id)
-        )));
+        return Ok(done(&payout_href(id, payout_id), "paid"));
     };
     let p = own_payout(&s, &frame, payout_id).await?;
     let mut page = payout_page(frame, p);
@@ -611,7 +609,7 @@ pub(super) async fn cancel(
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Payouts, None).await?;
     let p = own_payout(&s, &frame, payout_id).await?;
-    let here = format!("{}/{payout_id}", Tab::Payouts.href(id));
+    let here = payout_href(id, payout_id);
     if !confirmed(&form) {
         // Only those who may cancel it are asked (the rule and words of the cancel).
         s.app
@@ -632,5 +630,5 @@ pub(super) async fn cancel(
         return Ok(ok(&page));
     }
     s.app.cancel_payout(&frame.caller, payout_id).await?;
-    Ok(see_other(&format!("{here}?done=cancelled")))
+    Ok(done(&here, "cancelled"))
 }

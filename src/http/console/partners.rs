@@ -8,7 +8,7 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 
-use super::frame::{back, back_to, confirmed, Confirm, Frame, Head, Ids, Ids3, Tab};
+use super::frame::{back, back_to, confirmed, done, Confirm, Frame, Head, Ids, Ids3, Tab};
 use super::session::Signed;
 use crate::app;
 use crate::app::admin::{
@@ -29,6 +29,11 @@ use crate::http::pages::view::{
 use crate::http::partner::public_url;
 use crate::http::AppState;
 use crate::store::{Coupon, Link, ProgramPartnerRow, Record};
+
+/// The page of partner `partner_id` of program `id`.
+fn partner_href(id: i64, partner_id: i64) -> String {
+    format!("{}/{partner_id}", Tab::Partners.href(id))
+}
 
 /// A change of standing a page offers, as a button.
 struct Action {
@@ -280,11 +285,7 @@ pub(super) async fn add(
                 page.invite = Some(invite);
                 return Ok(ok(&page));
             }
-            return Ok(see_other(&format!(
-                "{}/{}?done=partner",
-                Tab::Partners.href(id),
-                partner.id
-            )));
+            return Ok(done(&partner_href(id, partner.id), "partner"));
         }
         Err(refused) => refused,
     };
@@ -319,7 +320,7 @@ pub(super) async fn set_status(
             .allow(&frame.caller, Record::Program(id), Access::Change)
             .await?;
         let partner = s.app.program_partner(&frame.caller, id, partner_id).await?;
-        let here = format!("{}/{partner_id}", Tab::Partners.href(id));
+        let here = partner_href(id, partner_id);
         let mut page = Confirm::new(
             frame,
             format!("Ban {}?", partner.name),
@@ -499,7 +500,7 @@ async fn partner_page(s: &AppState, frame: Frame, partner_id: i64) -> app::Resul
         coupon_code: Field::new("code", "Coupon code"),
         promotion_code: Field::new("stripe_promotion_code", "Stripe promotion code"),
         coupon_error: None,
-        here: format!("{}/{partner_id}", Tab::Partners.href(id)),
+        here: partner_href(id, partner_id),
         chrome: frame.chrome,
         head: frame.head,
     }
@@ -546,10 +547,7 @@ pub(super) async fn edit(
         .await
         .invalid()?
     else {
-        return Ok(see_other(&format!(
-            "{}/{partner_id}?done=partner-saved",
-            Tab::Partners.href(id)
-        )));
+        return Ok(done(&partner_href(id, partner_id), "partner-saved"));
     };
     let mut page = partner_page(&s, frame, partner_id).await?;
     page.edit_name = page.edit_name.with(form.get("name"));
@@ -611,10 +609,7 @@ pub(super) async fn create_link(
         destination_url: None,
     };
     let Err(refused) = s.app.create_link(&frame.caller, b).await.refused()? else {
-        return Ok(see_other(&format!(
-            "{}/{partner_id}?done=link",
-            Tab::Partners.href(id)
-        )));
+        return Ok(done(&partner_href(id, partner_id), "link"));
     };
     let mut page = partner_page(&s, frame, partner_id).await?;
     page.short_link = page.short_link.with(form.get("short_link"));
@@ -659,7 +654,7 @@ async fn own_link(s: &AppState, caller: &Caller, id: i64, link_id: i64) -> Resul
 /// The page of the partner of `link`, else the partners list.
 fn link_page(id: i64, link: &Link) -> String {
     match link.partner_id {
-        Some(p) => format!("{}/{p}", Tab::Partners.href(id)),
+        Some(p) => partner_href(id, p),
         None => Tab::Partners.href(id),
     }
 }
@@ -713,8 +708,8 @@ pub(super) async fn create_coupon(
         .refused()?
     else {
         return Ok(see_other(&format!(
-            "{}/{partner_id}?done=coupon#link-{link_id}",
-            Tab::Partners.href(id)
+            "{}?done=coupon#link-{link_id}",
+            partner_href(id, partner_id)
         )));
     };
     let mut page = partner_page(&s, frame, partner_id).await?;

@@ -6,7 +6,7 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 
-use super::frame::{confirmed, Confirm, Frame, Head, Ids, Tab};
+use super::frame::{confirmed, done, Confirm, Frame, Head, Ids, Tab};
 use super::install::setup_page;
 use super::session::Signed;
 use crate::app;
@@ -248,12 +248,7 @@ pub(super) async fn save(
     refused.extend(b.problems());
     if refused.is_empty() {
         match s.app.update_program(&frame.caller, id, b).await.invalid()? {
-            Ok(_) => {
-                return Ok(see_other(&format!(
-                    "{}?done=settings",
-                    Tab::Settings.href(id)
-                )))
-            }
+            Ok(_) => return Ok(done(&Tab::Settings.href(id), "settings")),
             Err(t) => refused.push(t),
         }
     }
@@ -351,8 +346,8 @@ pub(super) async fn rotate_token(
     };
     let rotated = s.app.rotate_program_token(&frame.caller, id, body).await?;
     drop(frame);
-    let done = if hours > 0 { "token-kept" } else { "token" };
-    Ok(setup_page(&s, &user, id, &headers, rotated.api_token, Some(done)).await?)
+    let change = if hours > 0 { "token-kept" } else { "token" };
+    Ok(setup_page(&s, &user, id, &headers, rotated.api_token, Some(change)).await?)
 }
 
 /// `POST /app/programs/{id}/settings/members`: adds a user of this server, by email, to

@@ -7,7 +7,7 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use super::frame::{back_query, back_to, confirmed, Confirm, Frame, Head, Ids, Ids3, Tab};
+use super::frame::{back_query, back_to, confirmed, done, Confirm, Frame, Head, Ids, Ids3, Tab};
 use super::session::Signed;
 use crate::app;
 use crate::app::webhooks::{WebhookBody, WebhookPatchBody};
@@ -34,6 +34,11 @@ fn list_href(id: i64) -> String {
 /// The page of endpoint `webhook_id` of program `id`.
 fn endpoint_href(id: i64, webhook_id: i64) -> String {
     format!("{}/{webhook_id}", list_href(id))
+}
+
+/// The delivery log of endpoint `webhook_id` of program `id`.
+fn deliveries_href(id: i64, webhook_id: i64) -> String {
+    format!("{}/deliveries", endpoint_href(id, webhook_id))
 }
 
 /// What each event type reports, in a few words beside its checkbox.
@@ -275,8 +280,7 @@ pub(super) async fn edit(
         .await
         .invalid()?
     else {
-        let done = format!("{}?done=webhook-saved", endpoint_href(id, webhook_id));
-        return Ok(see_other(&done));
+        return Ok(done(&endpoint_href(id, webhook_id), "webhook-saved"));
     };
     let refused = all_problems(&s, &form, refused).await;
     let mut page = endpoint_page(frame, &e);
@@ -313,15 +317,12 @@ pub(super) async fn set_enabled(
         enabled: Some(enabled),
     };
     s.app.update_webhook(&frame.caller, webhook_id, b).await?;
-    let done = if enabled {
+    let change = if enabled {
         "webhook-enabled"
     } else {
         "webhook-disabled"
     };
-    Ok(see_other(&format!(
-        "{}?done={done}",
-        endpoint_href(id, webhook_id)
-    )))
+    Ok(done(&endpoint_href(id, webhook_id), change))
 }
 
 /// `POST /app/programs/{id}/settings/webhooks/{webhook_id}/test`: a test message is
@@ -334,10 +335,7 @@ pub(super) async fn send_test(
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     own_endpoint(&s, &frame, webhook_id).await?;
     s.app.send_test_webhook(&frame.caller, webhook_id).await?;
-    Ok(see_other(&format!(
-        "{}/deliveries?done=webhook-test",
-        endpoint_href(id, webhook_id)
-    )))
+    Ok(done(&deliveries_href(id, webhook_id), "webhook-test"))
 }
 
 /// `POST /app/programs/{id}/settings/webhooks/{webhook_id}/delete`: after a
@@ -371,10 +369,7 @@ pub(super) async fn delete(
         return Ok(ok(&page));
     }
     s.app.delete_webhook(&frame.caller, webhook_id).await?;
-    Ok(see_other(&format!(
-        "{}?done=webhook-deleted",
-        list_href(id)
-    )))
+    Ok(done(&list_href(id), "webhook-deleted"))
 }
 
 /// One attempt of a delivery as its page shows it.
@@ -442,7 +437,7 @@ async fn deliveries_page(
         cursor: q.text("cursor"),
     };
     let listed = s.app.webhook_deliveries(&frame.caller, e.id, &page).await?;
-    let base = format!("{}/deliveries", endpoint_href(frame.program.id, e.id));
+    let base = deliveries_href(frame.program.id, e.id);
     Ok(DeliveriesPage {
         endpoint: endpoint_view(e),
         rows: listed.data.into_iter().map(delivery_view).collect(),
@@ -482,7 +477,7 @@ pub(super) async fn retry(
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     let e = own_endpoint(&s, &frame, webhook_id).await?;
-    let fallback = format!("{}/deliveries", endpoint_href(id, webhook_id));
+    let fallback = deliveries_href(id, webhook_id);
     let resent = s
         .app
         .resend_delivery(&frame.caller, webhook_id, delivery_id);
