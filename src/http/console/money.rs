@@ -20,8 +20,8 @@ use crate::domain::lifecycle::PayoutSkip;
 use crate::domain::money::display_amount;
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
-    ok, place_error, render, Chrome, Field, Moment, PageError, PageResult, Posted, ProgramId,
-    Query, Refusal, COMMISSION_STATUSES, NOT_YOURS,
+    ok, place_error, render, show_refused, Chrome, Field, Moment, PageError, PageResult, Posted,
+    ProgramId, Query, Refusal, COMMISSION_STATUSES, NOT_YOURS,
 };
 use crate::http::payouts::{csv_response, csv_stream};
 use crate::http::AppState;
@@ -327,8 +327,7 @@ pub(super) async fn reject(
     let q = back_query(&form, &Tab::Commissions.href(id));
     let mut page = commissions_page(&s, frame, &q).await?;
     if let Some(row) = page.rows.iter_mut().find(|r| r.id == commission_id) {
-        row.reason = row.reason.clone().with(form.get("reason"));
-        if let Some(text) = place_error(&refused, &mut [&mut row.reason]) {
+        if let Some(text) = show_refused(&form, [refused], &mut [&mut row.reason]) {
             row.reason.error = Some(text);
         }
     }
@@ -595,8 +594,7 @@ pub(super) async fn mark_paid(
     };
     let p = own_payout(&s, &frame, payout_id).await?;
     let mut page = payout_page(frame, p);
-    page.reference_field = page.reference_field.with(form.get("reference"));
-    page.form_error = place_error(&refused, &mut [&mut page.reference_field]);
+    page.form_error = show_refused(&form, [refused], &mut [&mut page.reference_field]);
     Ok(render(StatusCode::BAD_REQUEST, &page))
 }
 

@@ -23,7 +23,7 @@ use crate::domain::money::display_amount;
 use crate::domain::status::PartnerStatus;
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
-    ok, place_error, render, share_text, Chrome, Field, Moment, NavItem, PageError, PageResult,
+    ok, render, share_text, show_refused, Chrome, Field, Moment, NavItem, PageError, PageResult,
     Posted, ProgramId, Query, Refusal,
 };
 use crate::http::partner::public_url;
@@ -290,15 +290,13 @@ pub(super) async fn add(
         Err(refused) => refused,
     };
     let mut page = partners_page(&s, frame, &Posted::parse(b"")).await?;
-    page.name = page.name.with(form.get("name"));
-    page.email = page.email.with(form.get("email"));
-    page.code = page.code.with(form.get("code"));
     page.with_link = form.text("with_link").is_some();
     page.with_invite = form.text("with_invite").is_some();
     // The store names a taken code "partner code".
     let refused = refused.replace("partner code", "this code");
-    page.form_error = place_error(
-        &refused,
+    page.form_error = show_refused(
+        &form,
+        [refused],
         &mut [&mut page.name, &mut page.email, &mut page.code],
     );
     Ok(render(StatusCode::BAD_REQUEST, &page))
@@ -550,12 +548,9 @@ pub(super) async fn edit(
         return Ok(done(&partner_href(id, partner_id), "partner-saved"));
     };
     let mut page = partner_page(&s, frame, partner_id).await?;
-    page.edit_name = page.edit_name.with(form.get("name"));
-    page.edit_email = page.edit_email.with(form.get("email"));
-    page.edit_method = page.edit_method.with(form.get("payout_method"));
-    page.edit_payout_email = page.edit_payout_email.with(form.get("payout_email"));
-    page.edit_error = place_error(
-        &refused,
+    page.edit_error = show_refused(
+        &form,
+        [refused],
         &mut [
             &mut page.edit_name,
             &mut page.edit_email,
@@ -612,8 +607,7 @@ pub(super) async fn create_link(
         return Ok(done(&partner_href(id, partner_id), "link"));
     };
     let mut page = partner_page(&s, frame, partner_id).await?;
-    page.short_link = page.short_link.with(form.get("short_link"));
-    page.link_error = place_error(&refused, &mut [&mut page.short_link]);
+    page.link_error = show_refused(&form, [refused], &mut [&mut page.short_link]);
     Ok(render(StatusCode::BAD_REQUEST, &page))
 }
 
@@ -689,8 +683,7 @@ pub(super) async fn create_coupon(
     // refused beside the form.
     if link.status.as_str() != "active" {
         let mut page = partner_page(&s, frame, partner_id).await?;
-        page.coupon_code = page.coupon_code.with(form.get("code"));
-        page.promotion_code = page.promotion_code.with(form.get("stripe_promotion_code"));
+        form.refill(&mut [&mut page.coupon_code, &mut page.promotion_code]);
         page.coupon_error = Some(format!(
             "The link {} is archived: activate it, or choose an active link, to add a coupon code.",
             link.short_link
@@ -714,10 +707,9 @@ pub(super) async fn create_coupon(
     };
     let mut page = partner_page(&s, frame, partner_id).await?;
     page.coupon_link = page.coupon_link.with(link_id.to_string());
-    page.coupon_code = page.coupon_code.with(form.get("code"));
-    page.promotion_code = page.promotion_code.with(form.get("stripe_promotion_code"));
-    page.coupon_error = place_error(
-        &refused,
+    page.coupon_error = show_refused(
+        &form,
+        [refused],
         &mut [&mut page.promotion_code, &mut page.coupon_code],
     );
     Ok(render(StatusCode::BAD_REQUEST, &page.finished()))

@@ -17,8 +17,8 @@ use crate::domain::metrics::IsoValue;
 use crate::domain::money::{display_amount, major_units_text, parse_major_units};
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
-    ok, place_error, place_errors, render, Chrome, Field, Moment, PageError, PageResult, Posted,
-    ProgramId, Query, Refusal,
+    ok, render, show_refused, Chrome, Field, Moment, PageError, PageResult, Posted, ProgramId,
+    Query, Refusal,
 };
 use crate::http::AppState;
 use crate::store::Record;
@@ -253,30 +253,21 @@ pub(super) async fn save(
         }
     }
     let mut page = settings_page(&s, frame, &user).await?;
-    page.name = page.name.with(form.get("name"));
     page.commission_type = if form.get("commission_type") == "flat" {
         "flat"
     } else {
         "percentage"
     }
     .into();
-    page.commission_percent = page.commission_percent.with(form.get("commission_percent"));
-    page.commission_amount = page.commission_amount.with(form.get("commission_amount"));
-    page.cookie_window_days = page.cookie_window_days.with(form.get("cookie_window_days"));
-    page.commission_hold_days = page
-        .commission_hold_days
-        .with(form.get("commission_hold_days"));
-    page.min_payout = page.min_payout.with(form.get("min_payout_cents"));
     page.applications_open = form.text("applications_open").is_some();
     page.partner_links_allowed = form.text("partner_links_allowed").is_some();
-    page.allowed_origins = page.allowed_origins.with(form.get("allowed_origins"));
-    page.destination_url = page.destination_url.with(form.get("destination_url"));
     let refused = refused.iter().map(|text| {
         text.replace("commission.percent", "commission_percent")
             .replace("commission.amount_cents", "commission_amount")
             .replace("allowed_origins: ", "allowed_origins ")
     });
-    page.form_error = place_errors(
+    page.form_error = show_refused(
+        &form,
         refused,
         &mut [
             &mut page.name,
@@ -290,6 +281,8 @@ pub(super) async fn save(
             &mut page.stripe_webhook_secret,
         ],
     );
+    // A secret typed is never sent back.
+    page.stripe_webhook_secret.value.clear();
     Ok(render(StatusCode::BAD_REQUEST, &page))
 }
 
@@ -372,11 +365,10 @@ pub(super) async fn add_member(
         )));
     };
     let mut page = settings_page(&s, frame, &user).await?;
-    page.member_email = page.member_email.with(form.get("email"));
     if ROLES.contains(&role.as_str()) {
         page.member_role = role;
     }
-    page.members_error = place_error(&refused, &mut [&mut page.member_email]);
+    page.members_error = show_refused(&form, [refused], &mut [&mut page.member_email]);
     Ok(render(StatusCode::BAD_REQUEST, &page))
 }
 
