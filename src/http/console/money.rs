@@ -15,13 +15,12 @@ use crate::app;
 use crate::app::exports::{self, PayoutFormat};
 use crate::app::payouts::{CommissionParams, MarkPaidBody, RejectBody};
 use crate::app::{Caller, PageParams};
-use crate::domain::access::Access;
 use crate::domain::lifecycle::PayoutSkip;
 use crate::domain::money::display_amount;
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
     ok, place_error, render, show_refused, Chrome, Field, Moment, PageError, PageResult, Posted,
-    ProgramId, Query, Refusal, COMMISSION_STATUSES, NOT_YOURS,
+    ProgramId, Query, Refusal, COMMISSION_STATUSES,
 };
 use crate::http::payouts::{csv_response, csv_stream};
 use crate::http::AppState;
@@ -281,7 +280,7 @@ async fn commission_frame(
     if found.data.first().map(|c| c.id) == Some(commission_id) {
         Ok(frame)
     } else {
-        Err(PageError::new(StatusCode::NOT_FOUND, NOT_YOURS))
+        Err(PageError::not_yours())
     }
 }
 
@@ -515,7 +514,7 @@ struct ItemView {
 async fn own_payout(s: &AppState, frame: &Frame, payout_id: i64) -> Result<Payout, PageError> {
     let payout = s.app.payout(&frame.caller, payout_id).await?;
     if payout.program_id != frame.program.id {
-        return Err(PageError::new(StatusCode::NOT_FOUND, NOT_YOURS));
+        return Err(PageError::not_yours());
     }
     Ok(payout)
 }
@@ -610,9 +609,7 @@ pub(super) async fn cancel(
     let here = payout_href(id, payout_id);
     if !confirmed(&form) {
         // Only those who may cancel it are asked (the rule and words of the cancel).
-        s.app
-            .allow(&frame.caller, Record::Payout(payout_id), Access::Change)
-            .await?;
+        frame.allow_change(&s, Record::Payout(payout_id)).await?;
         let mut page = Confirm::new(
             frame,
             format!("Cancel payout {payout_id}?"),

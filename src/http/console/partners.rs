@@ -18,7 +18,6 @@ use crate::app::coupons::CouponBody;
 use crate::app::management::{LinkParams, PartnerStatusBody};
 use crate::app::partners::Invite;
 use crate::app::{Caller, PageParams};
-use crate::domain::access::Access;
 use crate::domain::money::display_amount;
 use crate::domain::status::PartnerStatus;
 use crate::http::pages::session::see_other;
@@ -314,9 +313,7 @@ pub(super) async fn set_status(
     let status = form.get("status");
     if status == "banned" && !confirmed(&form) {
         // Only those who may ban it are asked (the rule and words of the change).
-        s.app
-            .allow(&frame.caller, Record::Program(id), Access::Change)
-            .await?;
+        frame.allow_change(&s, Record::Program(id)).await?;
         let partner = s.app.program_partner(&frame.caller, id, partner_id).await?;
         let here = partner_href(id, partner_id);
         let mut page = Confirm::new(
@@ -637,10 +634,7 @@ pub(super) async fn set_link_status(
 async fn own_link(s: &AppState, caller: &Caller, id: i64, link_id: i64) -> Result<Link, PageError> {
     let link = s.app.link(caller, link_id).await?;
     if link.program_id != id {
-        return Err(PageError::new(
-            StatusCode::NOT_FOUND,
-            crate::http::pages::view::NOT_YOURS,
-        ));
+        return Err(PageError::not_yours());
     }
     Ok(link)
 }
@@ -664,21 +658,18 @@ pub(super) async fn create_coupon(
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
     // The form's link is one of this partner's links in this program.
-    let missing = || PageError::new(StatusCode::NOT_FOUND, crate::http::pages::view::NOT_YOURS);
     let link_id = form
         .get("link_id")
         .trim()
         .parse::<i64>()
-        .map_err(|_| missing())?;
+        .map_err(|_| PageError::not_yours())?;
     let link = own_link(&s, &frame.caller, id, link_id).await?;
     if link.partner_id != Some(partner_id) {
-        return Err(missing());
+        return Err(PageError::not_yours());
     }
     // The role before what is wrong with the form (the rule and words of the coupon's
     // creation).
-    s.app
-        .allow(&frame.caller, Record::Link(link_id), Access::Change)
-        .await?;
+    frame.allow_change(&s, Record::Link(link_id)).await?;
     // The form offers active links only; one archived since the page was shown is
     // refused beside the form.
     if link.status.as_str() != "active" {
@@ -732,7 +723,7 @@ async fn link_coupon(
         .data
         .into_iter()
         .find(|c| c.id == coupon_id)
-        .ok_or_else(|| PageError::new(StatusCode::NOT_FOUND, crate::http::pages::view::NOT_YOURS))
+        .ok_or_else(PageError::not_yours)
 }
 
 /// `POST /app/programs/{id}/links/{link_id}/coupons/{coupon_id}/archive`: after a
@@ -748,9 +739,7 @@ pub(super) async fn archive_coupon(
     let back = link_page(id, &link);
     if !confirmed(&form) {
         // Only those who may archive it are asked (the rule and words of the archiving).
-        s.app
-            .allow(&frame.caller, Record::Link(link_id), Access::Change)
-            .await?;
+        frame.allow_change(&s, Record::Link(link_id)).await?;
         let coupon = link_coupon(&s, &frame.caller, link_id, coupon_id).await?;
         let mut page = Confirm::new(
             frame,

@@ -11,7 +11,6 @@ use super::install::setup_page;
 use super::session::Signed;
 use crate::app;
 use crate::app::admin::{MemberPatchBody, ProgramPatchBody, RotateTokenBody};
-use crate::domain::access::Access;
 use crate::domain::commission::CommissionSpec;
 use crate::domain::metrics::IsoValue;
 use crate::domain::money::{display_amount, major_units_text, parse_major_units};
@@ -238,9 +237,7 @@ pub(super) async fn save(
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     // The role first, as the API's use case does: a viewer learns nothing from
     // the form's own validation.
-    s.app
-        .allow(&frame.caller, Record::Program(id), Access::Change)
-        .await?;
+    frame.allow_change(&s, Record::Program(id)).await?;
     let currency = frame.program.currency.clone();
     // Every field's error at once: what the form could not read, and what the use
     // case would refuse in the rest; else the use case's own answer.
@@ -297,9 +294,7 @@ pub(super) async fn rotate_token(
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     // Only those who may rotate it are asked, or told what is wrong with the hours.
-    s.app
-        .allow(&frame.caller, Record::Program(id), Access::Change)
-        .await?;
+    frame.allow_change(&s, Record::Program(id)).await?;
     let keep = form.get("keep_old_for_hours");
     let hours = match keep.as_str() {
         "" => 0,

@@ -12,12 +12,11 @@ use super::session::Signed;
 use crate::app;
 use crate::app::webhooks::{WebhookBody, WebhookPatchBody};
 use crate::app::PageParams;
-use crate::domain::access::Access;
 use crate::domain::webhooks::EventType;
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
     ok, place_errors, render, Choice, Chrome, Field, Moment, PageError, PageResult, Posted,
-    ProgramId, Query, Refusal, NOT_YOURS,
+    ProgramId, Query, Refusal,
 };
 use crate::http::AppState;
 use crate::store::webhooks::{Delivery, WebhookEndpoint};
@@ -223,7 +222,7 @@ async fn own_endpoint(
 ) -> Result<WebhookEndpoint, PageError> {
     let endpoint = s.app.webhook(&frame.caller, webhook_id).await?;
     if endpoint.program_id != frame.program.id {
-        return Err(PageError::new(StatusCode::NOT_FOUND, NOT_YOURS));
+        return Err(PageError::not_yours());
     }
     Ok(endpoint)
 }
@@ -298,9 +297,7 @@ pub(super) async fn set_enabled(
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     own_endpoint(&s, &frame, webhook_id).await?;
-    s.app
-        .allow(&frame.caller, Record::Webhook(webhook_id), Access::Change)
-        .await?;
+    frame.allow_change(&s, Record::Webhook(webhook_id)).await?;
     let enabled = match form.get("enabled").as_str() {
         "true" => true,
         "false" => false,
@@ -350,9 +347,7 @@ pub(super) async fn delete(
     let e = own_endpoint(&s, &frame, webhook_id).await?;
     if !confirmed(&form) {
         // Only those who may delete it are asked (the rule and words of the deletion).
-        s.app
-            .allow(&frame.caller, Record::Webhook(webhook_id), Access::Change)
-            .await?;
+        frame.allow_change(&s, Record::Webhook(webhook_id)).await?;
         let here = endpoint_href(id, webhook_id);
         let mut page = Confirm::new(
             frame,

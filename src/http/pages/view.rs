@@ -205,6 +205,11 @@ impl PageError {
             message: message.into(),
         }
     }
+
+    /// The 404 page of what does not exist or is not the visitor's to see.
+    pub fn not_yours() -> PageError {
+        PageError::new(StatusCode::NOT_FOUND, NOT_YOURS)
+    }
 }
 
 impl IntoResponse for PageError {
@@ -248,7 +253,7 @@ pub type PageResult = Result<Response, PageError>;
 
 /// The 404 page of any path of a site that is not a page.
 pub async fn not_found() -> PageError {
-    PageError::new(StatusCode::NOT_FOUND, NOT_YOURS)
+    PageError::not_yours()
 }
 
 /// Every answer of `site`'s pages: a failure that is not already a page (a
