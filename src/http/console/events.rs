@@ -61,13 +61,22 @@ fn date(field: &mut Field, upper: bool) -> Option<i64> {
 }
 
 fn row(e: &ListedEvent, program_id: i64, currency: &str) -> EventRow {
-    let partner = |p: &Option<EventPartner>| {
-        p.as_ref().map(|p| {
+    // What every kind shows, and the details it has (those it lacks are left out).
+    let row = |kind,
+               timestamp,
+               click_id: &Option<String>,
+               partner: &Option<EventPartner>,
+               details: Vec<Option<(&'static str, String)>>| EventRow {
+        kind,
+        at: Moment::of(timestamp),
+        click_id: click_id.clone().unwrap_or_default(),
+        partner: partner.as_ref().map(|p| {
             (
                 format!("/app/programs/{program_id}/partners/{}", p.id),
                 p.name.clone(),
             )
-        })
+        }),
+        details: details.into_iter().flatten().collect(),
     };
     let some = |label: &'static str, v: &Option<String>| {
         v.clone().filter(|v| !v.is_empty()).map(|v| (label, v))
@@ -84,37 +93,23 @@ fn row(e: &ListedEvent, program_id: i64, currency: &str) -> EventRow {
                 .filter_map(|v| v.as_deref().filter(|v| !v.is_empty()))
                 .collect::<Vec<_>>()
                 .join(" · ");
-            EventRow {
-                kind: "click",
-                at: Moment::of(c.timestamp),
-                click_id: c.click_id.clone().unwrap_or_default(),
-                partner: partner(&c.partner),
-                details: [
-                    some("Page", &c.page_url),
-                    some("From", &c.referrer_url),
-                    (!place.is_empty()).then_some(("Where", place)),
-                    (!device.is_empty()).then_some(("Device", device)),
-                    c.converted.then(|| ("Converted", "yes".to_string())),
-                ]
-                .into_iter()
-                .flatten()
-                .collect(),
-            }
+            let details = vec![
+                some("Page", &c.page_url),
+                some("From", &c.referrer_url),
+                (!place.is_empty()).then_some(("Where", place)),
+                (!device.is_empty()).then_some(("Device", device)),
+                c.converted.then(|| ("Converted", "yes".to_string())),
+            ];
+            row("click", c.timestamp, &c.click_id, &c.partner, details)
         }
-        ListedEvent::Lead(l) => EventRow {
-            kind: "lead",
-            at: Moment::of(l.timestamp),
-            click_id: l.click_id.clone().unwrap_or_default(),
-            partner: partner(&l.partner),
-            details: [
+        ListedEvent::Lead(l) => {
+            let details = vec![
                 some("Customer", &l.customer_key),
                 some("Page", &l.page_url),
                 l.converted.then(|| ("Converted", "yes".to_string())),
-            ]
-            .into_iter()
-            .flatten()
-            .collect(),
-        },
+            ];
+            row("lead", l.timestamp, &l.click_id, &l.partner, details)
+        }
         ListedEvent::Conversion(c) => {
             let currency = if c.currency.is_empty() {
                 currency
@@ -130,29 +125,19 @@ fn row(e: &ListedEvent, program_id: i64, currency: &str) -> EventRow {
             };
             let refunded = (c.refunded_cents > 0)
                 .then(|| ("Refunded", display_amount(c.refunded_cents, currency)));
-            EventRow {
-                kind: "sale",
-                at: Moment::of(c.timestamp),
-                click_id: c.click_id.clone().unwrap_or_default(),
-                partner: partner(&c.partner),
-                details: [
-                    Some(("Amount", display_amount(c.amount_cents, currency))),
-                    refunded,
-                    Some(("Transaction", c.processor_event_id.clone())),
-                    Some(("Status", status)),
-                    Some((
-                        "Type",
-                        if c.is_recurring {
-                            format!("{} (renewal)", c.sale_type)
-                        } else {
-                            c.sale_type.clone()
-                        },
-                    )),
-                ]
-                .into_iter()
-                .flatten()
-                .collect(),
-            }
+            let kind = if c.is_recurring {
+                format!("{} (renewal)", c.sale_type)
+            } else {
+                c.sale_type.clone()
+            };
+            let details = vec![
+                Some(("Amount", display_amount(c.amount_cents, currency))),
+                refunded,
+                Some(("Transaction", c.processor_event_id.clone())),
+                Some(("Status", status)),
+                Some(("Type", kind)),
+            ];
+            row("sale", c.timestamp, &c.click_id, &c.partner, details)
         }
     }
 }

@@ -64,12 +64,14 @@ pub(super) async fn submit(
     form: Posted,
 ) -> PageResult {
     let mut page = FirstRunPage::new();
-    page.workspace_name = page.workspace_name.with(form.get("workspace_name").trim());
-    page.name = page.name.with(form.get("name").trim());
-    page.email = page.email.with(form.get("email").trim());
-    page.program_name = page.program_name.with(form.get("program_name").trim());
-    page.website = page.website.with(form.get("website").trim());
-    page.currency = page.currency.with(form.get("currency").trim());
+    form.refill_trimmed(&mut [
+        &mut page.workspace_name,
+        &mut page.name,
+        &mut page.email,
+        &mut page.program_name,
+        &mut page.website,
+        &mut page.currency,
+    ]);
     let password = form.get("password");
     let b = FirstRunBody {
         workspace_name: page.workspace_name.value.clone(),

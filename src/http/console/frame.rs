@@ -4,6 +4,7 @@
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
+use axum::response::Response;
 
 use askama::Template;
 
@@ -14,8 +15,10 @@ use crate::app::dashboard::Need;
 use crate::app::Caller;
 use crate::domain::access::Access;
 use crate::domain::status::{Permission, Role};
-use crate::http::pages::view::{Chrome, NavItem, PageError, Posted, Site, NOT_YOURS};
+use crate::http::pages::session::see_other;
+use crate::http::pages::view::{Chrome, NavItem, PageError, Posted, Site};
 use crate::http::AppState;
+use crate::store::Record;
 
 /// The owner's dashboard.
 pub(super) const CONSOLE: Site = Site {
@@ -165,6 +168,12 @@ impl Frame {
             program,
         })
     }
+
+    /// Refuses (403, or 404 for a record out of its reach) a user whose role may not
+    /// change `record`, as the use case that changes it would.
+    pub(super) async fn allow_change(&self, s: &AppState, record: Record) -> app::Result<()> {
+        s.app.allow(&self.caller, record, Access::Change).await
+    }
 }
 
 /// The page that asks before a change that cannot be undone (or not easily): the form
@@ -229,6 +238,12 @@ pub(super) fn back_to(form: &Posted, fallback: &str, done: &str) -> String {
     format!("{path}?{}", kept.join("&"))
 }
 
+/// The answer to a change: off to `page` (an address without a query), which confirms
+/// the change named `change` ([`notice`]).
+pub(super) fn done(page: &str, change: &str) -> Response {
+    see_other(&format!("{page}?done={change}"))
+}
+
 /// The query of the page a form was on (its `back` field, else `fallback`), read like a
 /// page's: for showing that page again with the form's refusal.
 pub(super) fn back_query(form: &Posted, fallback: &str) -> Posted {
@@ -277,16 +292,15 @@ pub(super) fn notice(done: Option<&str>) -> Option<&'static str> {
 /// The ids of a path's parameters, each a positive integer; anything else (or another
 /// number of them) is the 404 page.
 async fn path_ids<const N: usize>(parts: &mut Parts) -> Result<[i64; N], PageError> {
-    let missing = || PageError::new(axum::http::StatusCode::NOT_FOUND, NOT_YOURS);
     let Path(raw) = Path::<Vec<String>>::from_request_parts(parts, &())
         .await
-        .map_err(|_| missing())?;
+        .map_err(|_| PageError::not_yours())?;
     let ids: Vec<i64> = raw
         .iter()
         .map(|r| r.parse::<i64>().ok().filter(|id| *id > 0))
         .collect::<Option<_>>()
-        .ok_or_else(missing)?;
-    ids.try_into().map_err(|_| missing())
+        .ok_or_else(PageError::not_yours)?;
+    ids.try_into().map_err(|_| PageError::not_yours())
 }
 
 /// The two ids of a path like `/app/programs/{id}/payouts/{payout_id}`; anything but

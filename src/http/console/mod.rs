@@ -30,7 +30,7 @@ mod settings;
 mod webhooks;
 
 use axum::middleware;
-use axum::routing::{any, get, post};
+use axum::routing::{any, get, post, MethodRouter};
 use axum::Router;
 
 use super::pages::session::{same_origin_posts, see_other};
@@ -50,126 +50,81 @@ pub fn router() -> Router<AppState> {
         )
         .route("/app/setup", get(first_run::page).post(first_run::submit))
         .route_layer(middleware::from_fn(super::rate_limit::logins));
-    let program = "/app/programs/{id}";
-    Router::new()
+    // A program's pages, below the address of its overview.
+    let program_pages: Vec<(&str, MethodRouter<AppState>)> = vec![
+        ("", get(overview::overview)),
+        ("/setup", get(install::setup)),
+        ("/events", get(events::events)),
+        ("/partners", get(partners::list).post(partners::add)),
+        (
+            "/partners/{partner_id}",
+            get(partners::detail).post(partners::edit),
+        ),
+        ("/partners/{partner_id}/status", post(partners::set_status)),
+        ("/partners/{partner_id}/invite", post(partners::invite)),
+        ("/partners/{partner_id}/links", post(partners::create_link)),
+        (
+            "/partners/{partner_id}/coupons",
+            post(partners::create_coupon),
+        ),
+        ("/links/{link_id}/status", post(partners::set_link_status)),
+        (
+            "/links/{link_id}/coupons/{coupon_id}/archive",
+            post(partners::archive_coupon),
+        ),
+        ("/commissions", get(money::commissions)),
+        ("/commissions.csv", get(money::commissions_csv)),
+        ("/commissions/{commission_id}/approve", post(money::approve)),
+        ("/commissions/{commission_id}/reject", post(money::reject)),
+        ("/payouts", get(money::payouts).post(money::create_payout)),
+        ("/payouts/{payout_id}", get(money::payout)),
+        ("/payouts/{payout_id}/export", get(money::export)),
+        ("/payouts/{payout_id}/paid", post(money::mark_paid)),
+        ("/payouts/{payout_id}/cancel", post(money::cancel)),
+        ("/settings", get(settings::settings).post(settings::save)),
+        ("/settings/token", post(settings::rotate_token)),
+        ("/settings/members", post(settings::add_member)),
+        ("/settings/members/{user_id}", post(settings::update_member)),
+        (
+            "/settings/webhooks",
+            get(webhooks::list).post(webhooks::add),
+        ),
+        (
+            "/settings/webhooks/{webhook_id}",
+            get(webhooks::detail).post(webhooks::edit),
+        ),
+        (
+            "/settings/webhooks/{webhook_id}/enabled",
+            post(webhooks::set_enabled),
+        ),
+        (
+            "/settings/webhooks/{webhook_id}/delete",
+            post(webhooks::delete),
+        ),
+        (
+            "/settings/webhooks/{webhook_id}/test",
+            post(webhooks::send_test),
+        ),
+        (
+            "/settings/webhooks/{webhook_id}/deliveries",
+            get(webhooks::deliveries),
+        ),
+        (
+            "/settings/webhooks/{webhook_id}/deliveries/{delivery_id}/retry",
+            post(webhooks::retry),
+        ),
+    ];
+    let mut router = Router::new()
         .route("/", get(auth::root))
         .merge(sign_in)
         .route("/app/logout", post(logout::<Signed>))
         .route("/app", get(programs::home))
         .route("/app/", get(|| async { see_other("/app") }))
-        .route("/app/programs", post(programs::create))
-        .route(program, get(overview::overview))
-        .route(&format!("{program}/setup"), get(install::setup))
-        .route(&format!("{program}/events"), get(events::events))
-        .route(
-            &format!("{program}/partners"),
-            get(partners::list).post(partners::add),
-        )
-        .route(
-            &format!("{program}/partners/{{partner_id}}"),
-            get(partners::detail).post(partners::edit),
-        )
-        .route(
-            &format!("{program}/partners/{{partner_id}}/status"),
-            post(partners::set_status),
-        )
-        .route(
-            &format!("{program}/partners/{{partner_id}}/invite"),
-            post(partners::invite),
-        )
-        .route(
-            &format!("{program}/partners/{{partner_id}}/links"),
-            post(partners::create_link),
-        )
-        .route(
-            &format!("{program}/partners/{{partner_id}}/coupons"),
-            post(partners::create_coupon),
-        )
-        .route(
-            &format!("{program}/links/{{link_id}}/status"),
-            post(partners::set_link_status),
-        )
-        .route(
-            &format!("{program}/links/{{link_id}}/coupons/{{coupon_id}}/archive"),
-            post(partners::archive_coupon),
-        )
-        .route(&format!("{program}/commissions"), get(money::commissions))
-        .route(
-            &format!("{program}/commissions.csv"),
-            get(money::commissions_csv),
-        )
-        .route(
-            &format!("{program}/commissions/{{commission_id}}/approve"),
-            post(money::approve),
-        )
-        .route(
-            &format!("{program}/commissions/{{commission_id}}/reject"),
-            post(money::reject),
-        )
-        .route(
-            &format!("{program}/payouts"),
-            get(money::payouts).post(money::create_payout),
-        )
-        .route(
-            &format!("{program}/payouts/{{payout_id}}"),
-            get(money::payout),
-        )
-        .route(
-            &format!("{program}/payouts/{{payout_id}}/export"),
-            get(money::export),
-        )
-        .route(
-            &format!("{program}/payouts/{{payout_id}}/paid"),
-            post(money::mark_paid),
-        )
-        .route(
-            &format!("{program}/payouts/{{payout_id}}/cancel"),
-            post(money::cancel),
-        )
-        .route(
-            &format!("{program}/settings"),
-            get(settings::settings).post(settings::save),
-        )
-        .route(
-            &format!("{program}/settings/token"),
-            post(settings::rotate_token),
-        )
-        .route(
-            &format!("{program}/settings/members"),
-            post(settings::add_member),
-        )
-        .route(
-            &format!("{program}/settings/members/{{user_id}}"),
-            post(settings::update_member),
-        )
-        .route(
-            &format!("{program}/settings/webhooks"),
-            get(webhooks::list).post(webhooks::add),
-        )
-        .route(
-            &format!("{program}/settings/webhooks/{{webhook_id}}"),
-            get(webhooks::detail).post(webhooks::edit),
-        )
-        .route(
-            &format!("{program}/settings/webhooks/{{webhook_id}}/enabled"),
-            post(webhooks::set_enabled),
-        )
-        .route(
-            &format!("{program}/settings/webhooks/{{webhook_id}}/delete"),
-            post(webhooks::delete),
-        )
-        .route(
-            &format!("{program}/settings/webhooks/{{webhook_id}}/test"),
-            post(webhooks::send_test),
-        )
-        .route(
-            &format!("{program}/settings/webhooks/{{webhook_id}}/deliveries"),
-            get(webhooks::deliveries),
-        )
-        .route(
-            &format!("{program}/settings/webhooks/{{webhook_id}}/deliveries/{{delivery_id}}/retry"),
-            post(webhooks::retry),
-        )
+        .route("/app/programs", post(programs::create));
+    for (path, page) in program_pages {
+        router = router.route(&format!("/app/programs/{{id}}{path}"), page);
+    }
+    router
         .route("/app/{*rest}", any(not_found))
         .layer(middleware::from_fn(same_origin_posts))
         .layer(middleware::from_fn_with_state(frame::CONSOLE, page_headers))

@@ -9,23 +9,27 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use super::frame::{back_query, back_to, confirmed, Confirm, Frame, Head, Ids, Tab};
+use super::frame::{back_query, back_to, confirmed, done, Confirm, Frame, Head, Ids, Tab};
 use super::session::Signed;
 use crate::app;
 use crate::app::exports::{self, PayoutFormat};
 use crate::app::payouts::{CommissionParams, MarkPaidBody, RejectBody};
 use crate::app::{Caller, PageParams};
-use crate::domain::access::Access;
 use crate::domain::lifecycle::PayoutSkip;
 use crate::domain::money::display_amount;
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
-    ok, place_error, render, Chrome, Field, Moment, PageError, PageResult, Posted, ProgramId,
-    Query, Refusal, COMMISSION_STATUSES, NOT_YOURS,
+    ok, place_error, render, show_refused, Chrome, Field, Moment, PageError, PageResult, Posted,
+    ProgramId, Query, Refusal, COMMISSION_STATUSES,
 };
 use crate::http::payouts::{csv_response, csv_stream};
 use crate::http::AppState;
 use crate::store::{CommissionRow, Payout, Record};
+
+/// The page of payout `payout_id` of program `id`.
+fn payout_href(id: i64, payout_id: i64) -> String {
+    format!("{}/{payout_id}", Tab::Payouts.href(id))
+}
 
 /// The names of the partners `ids` of a program, for tables that list partner ids.
 async fn names(
@@ -276,7 +280,7 @@ async fn commission_frame(
     if found.data.first().map(|c| c.id) == Some(commission_id) {
         Ok(frame)
     } else {
-        Err(PageError::new(StatusCode::NOT_FOUND, NOT_YOURS))
+        Err(PageError::not_yours())
     }
 }
 
@@ -322,8 +326,7 @@ pub(super) async fn reject(
     let q = back_query(&form, &Tab::Commissions.href(id));
     let mut page = commissions_page(&s, frame, &q).await?;
     if let Some(row) = page.rows.iter_mut().find(|r| r.id == commission_id) {
-        row.reason = row.reason.clone().with(form.get("reason"));
-        if let Some(text) = place_error(&refused, &mut [&mut row.reason]) {
+        if let Some(text) = show_refused(&form, [refused], &mut [&mut row.reason]) {
             row.reason.error = Some(text);
         }
     }
@@ -468,11 +471,7 @@ pub(super) async fn create_payout(
     // A refusal is "no partner qualifies": the service's text names the API's fields,
     // so the page says it in its own words.
     if let Ok(p) = s.app.create_payout(&frame.caller, id).await.conflict()? {
-        return Ok(see_other(&format!(
-            "{}/{}?done=payout",
-            Tab::Payouts.href(id),
-            p.id
-        )));
+        return Ok(done(&payout_href(id, p.id), "payout"));
     }
     let mut page = payouts_page(&s, frame, &Posted::parse(b"")).await?;
     page.form_error = Some(format!(
@@ -515,7 +514,7 @@ struct ItemView {
 async fn own_payout(s: &AppState, frame: &Frame, payout_id: i64) -> Result<Payout, PageError> {
     let payout = s.app.payout(&frame.caller, payout_id).await?;
     if payout.program_id != frame.program.id {
-        return Err(PageError::new(StatusCode::NOT_FOUND, NOT_YOURS));
+        return Err(PageError::not_yours());
     }
     Ok(payout)
 }
@@ -590,15 +589,11 @@ pub(super) async fn mark_paid(
     };
     let paid = s.app.mark_payout_paid(&frame.caller, payout_id, b).await;
     let Err(refused) = paid.refused()? else {
-        return Ok(see_other(&format!(
-            "{}/{payout_id}?done=paid",
-            Tab::Payouts.href(id)
-        )));
+        return Ok(done(&payout_href(id, payout_id), "paid"));
     };
     let p = own_payout(&s, &frame, payout_id).await?;
     let mut page = payout_page(frame, p);
-    page.reference_field = page.reference_field.with(form.get("reference"));
-    page.form_error = place_error(&refused, &mut [&mut page.reference_field]);
+    page.form_error = show_refused(&form, [refused], &mut [&mut page.reference_field]);
     Ok(render(StatusCode::BAD_REQUEST, &page))
 }
 
@@ -611,12 +606,10 @@ pub(super) async fn cancel(
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Payouts, None).await?;
     let p = own_payout(&s, &frame, payout_id).await?;
-    let here = format!("{}/{payout_id}", Tab::Payouts.href(id));
+    let here = payout_href(id, payout_id);
     if !confirmed(&form) {
         // Only those who may cancel it are asked (the rule and words of the cancel).
-        s.app
-            .allow(&frame.caller, Record::Payout(payout_id), Access::Change)
-            .await?;
+        frame.allow_change(&s, Record::Payout(payout_id)).await?;
         let mut page = Confirm::new(
             frame,
             format!("Cancel payout {payout_id}?"),
@@ -632,5 +625,5 @@ pub(super) async fn cancel(
         return Ok(ok(&page));
     }
     s.app.cancel_payout(&frame.caller, payout_id).await?;
-    Ok(see_other(&format!("{here}?done=cancelled")))
+    Ok(done(&here, "cancelled"))
 }

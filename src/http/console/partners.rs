@@ -8,7 +8,7 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 
-use super::frame::{back, back_to, confirmed, Confirm, Frame, Head, Ids, Ids3, Tab};
+use super::frame::{back, back_to, confirmed, done, Confirm, Frame, Head, Ids, Ids3, Tab};
 use super::session::Signed;
 use crate::app;
 use crate::app::admin::{
@@ -18,17 +18,21 @@ use crate::app::coupons::CouponBody;
 use crate::app::management::{LinkParams, PartnerStatusBody};
 use crate::app::partners::Invite;
 use crate::app::{Caller, PageParams};
-use crate::domain::access::Access;
 use crate::domain::money::display_amount;
 use crate::domain::status::PartnerStatus;
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
-    ok, place_error, render, share_text, Chrome, Field, Moment, NavItem, PageError, PageResult,
+    ok, render, share_text, show_refused, Chrome, Field, Moment, NavItem, PageError, PageResult,
     Posted, ProgramId, Query, Refusal,
 };
 use crate::http::partner::public_url;
 use crate::http::AppState;
 use crate::store::{Coupon, Link, ProgramPartnerRow, Record};
+
+/// The page of partner `partner_id` of program `id`.
+fn partner_href(id: i64, partner_id: i64) -> String {
+    format!("{}/{partner_id}", Tab::Partners.href(id))
+}
 
 /// A change of standing a page offers, as a button.
 struct Action {
@@ -280,24 +284,18 @@ pub(super) async fn add(
                 page.invite = Some(invite);
                 return Ok(ok(&page));
             }
-            return Ok(see_other(&format!(
-                "{}/{}?done=partner",
-                Tab::Partners.href(id),
-                partner.id
-            )));
+            return Ok(done(&partner_href(id, partner.id), "partner"));
         }
         Err(refused) => refused,
     };
     let mut page = partners_page(&s, frame, &Posted::parse(b"")).await?;
-    page.name = page.name.with(form.get("name"));
-    page.email = page.email.with(form.get("email"));
-    page.code = page.code.with(form.get("code"));
     page.with_link = form.text("with_link").is_some();
     page.with_invite = form.text("with_invite").is_some();
     // The store names a taken code "partner code".
     let refused = refused.replace("partner code", "this code");
-    page.form_error = place_error(
-        &refused,
+    page.form_error = show_refused(
+        &form,
+        [refused],
         &mut [&mut page.name, &mut page.email, &mut page.code],
     );
     Ok(render(StatusCode::BAD_REQUEST, &page))
@@ -315,11 +313,9 @@ pub(super) async fn set_status(
     let status = form.get("status");
     if status == "banned" && !confirmed(&form) {
         // Only those who may ban it are asked (the rule and words of the change).
-        s.app
-            .allow(&frame.caller, Record::Program(id), Access::Change)
-            .await?;
+        frame.allow_change(&s, Record::Program(id)).await?;
         let partner = s.app.program_partner(&frame.caller, id, partner_id).await?;
-        let here = format!("{}/{partner_id}", Tab::Partners.href(id));
+        let here = partner_href(id, partner_id);
         let mut page = Confirm::new(
             frame,
             format!("Ban {}?", partner.name),
@@ -499,7 +495,7 @@ async fn partner_page(s: &AppState, frame: Frame, partner_id: i64) -> app::Resul
         coupon_code: Field::new("code", "Coupon code"),
         promotion_code: Field::new("stripe_promotion_code", "Stripe promotion code"),
         coupon_error: None,
-        here: format!("{}/{partner_id}", Tab::Partners.href(id)),
+        here: partner_href(id, partner_id),
         chrome: frame.chrome,
         head: frame.head,
     }
@@ -546,18 +542,12 @@ pub(super) async fn edit(
         .await
         .invalid()?
     else {
-        return Ok(see_other(&format!(
-            "{}/{partner_id}?done=partner-saved",
-            Tab::Partners.href(id)
-        )));
+        return Ok(done(&partner_href(id, partner_id), "partner-saved"));
     };
     let mut page = partner_page(&s, frame, partner_id).await?;
-    page.edit_name = page.edit_name.with(form.get("name"));
-    page.edit_email = page.edit_email.with(form.get("email"));
-    page.edit_method = page.edit_method.with(form.get("payout_method"));
-    page.edit_payout_email = page.edit_payout_email.with(form.get("payout_email"));
-    page.edit_error = place_error(
-        &refused,
+    page.edit_error = show_refused(
+        &form,
+        [refused],
         &mut [
             &mut page.edit_name,
             &mut page.edit_email,
@@ -611,14 +601,10 @@ pub(super) async fn create_link(
         destination_url: None,
     };
     let Err(refused) = s.app.create_link(&frame.caller, b).await.refused()? else {
-        return Ok(see_other(&format!(
-            "{}/{partner_id}?done=link",
-            Tab::Partners.href(id)
-        )));
+        return Ok(done(&partner_href(id, partner_id), "link"));
     };
     let mut page = partner_page(&s, frame, partner_id).await?;
-    page.short_link = page.short_link.with(form.get("short_link"));
-    page.link_error = place_error(&refused, &mut [&mut page.short_link]);
+    page.link_error = show_refused(&form, [refused], &mut [&mut page.short_link]);
     Ok(render(StatusCode::BAD_REQUEST, &page))
 }
 
@@ -648,10 +634,7 @@ pub(super) async fn set_link_status(
 async fn own_link(s: &AppState, caller: &Caller, id: i64, link_id: i64) -> Result<Link, PageError> {
     let link = s.app.link(caller, link_id).await?;
     if link.program_id != id {
-        return Err(PageError::new(
-            StatusCode::NOT_FOUND,
-            crate::http::pages::view::NOT_YOURS,
-        ));
+        return Err(PageError::not_yours());
     }
     Ok(link)
 }
@@ -659,7 +642,7 @@ async fn own_link(s: &AppState, caller: &Caller, id: i64, link_id: i64) -> Resul
 /// The page of the partner of `link`, else the partners list.
 fn link_page(id: i64, link: &Link) -> String {
     match link.partner_id {
-        Some(p) => format!("{}/{p}", Tab::Partners.href(id)),
+        Some(p) => partner_href(id, p),
         None => Tab::Partners.href(id),
     }
 }
@@ -675,27 +658,23 @@ pub(super) async fn create_coupon(
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
     // The form's link is one of this partner's links in this program.
-    let missing = || PageError::new(StatusCode::NOT_FOUND, crate::http::pages::view::NOT_YOURS);
     let link_id = form
         .get("link_id")
         .trim()
         .parse::<i64>()
-        .map_err(|_| missing())?;
+        .map_err(|_| PageError::not_yours())?;
     let link = own_link(&s, &frame.caller, id, link_id).await?;
     if link.partner_id != Some(partner_id) {
-        return Err(missing());
+        return Err(PageError::not_yours());
     }
     // The role before what is wrong with the form (the rule and words of the coupon's
     // creation).
-    s.app
-        .allow(&frame.caller, Record::Link(link_id), Access::Change)
-        .await?;
+    frame.allow_change(&s, Record::Link(link_id)).await?;
     // The form offers active links only; one archived since the page was shown is
     // refused beside the form.
     if link.status.as_str() != "active" {
         let mut page = partner_page(&s, frame, partner_id).await?;
-        page.coupon_code = page.coupon_code.with(form.get("code"));
-        page.promotion_code = page.promotion_code.with(form.get("stripe_promotion_code"));
+        form.refill(&mut [&mut page.coupon_code, &mut page.promotion_code]);
         page.coupon_error = Some(format!(
             "The link {} is archived: activate it, or choose an active link, to add a coupon code.",
             link.short_link
@@ -713,16 +692,15 @@ pub(super) async fn create_coupon(
         .refused()?
     else {
         return Ok(see_other(&format!(
-            "{}/{partner_id}?done=coupon#link-{link_id}",
-            Tab::Partners.href(id)
+            "{}?done=coupon#link-{link_id}",
+            partner_href(id, partner_id)
         )));
     };
     let mut page = partner_page(&s, frame, partner_id).await?;
     page.coupon_link = page.coupon_link.with(link_id.to_string());
-    page.coupon_code = page.coupon_code.with(form.get("code"));
-    page.promotion_code = page.promotion_code.with(form.get("stripe_promotion_code"));
-    page.coupon_error = place_error(
-        &refused,
+    page.coupon_error = show_refused(
+        &form,
+        [refused],
         &mut [&mut page.promotion_code, &mut page.coupon_code],
     );
     Ok(render(StatusCode::BAD_REQUEST, &page.finished()))
@@ -745,7 +723,7 @@ async fn link_coupon(
         .data
         .into_iter()
         .find(|c| c.id == coupon_id)
-        .ok_or_else(|| PageError::new(StatusCode::NOT_FOUND, crate::http::pages::view::NOT_YOURS))
+        .ok_or_else(PageError::not_yours)
 }
 
 /// `POST /app/programs/{id}/links/{link_id}/coupons/{coupon_id}/archive`: after a
@@ -761,9 +739,7 @@ pub(super) async fn archive_coupon(
     let back = link_page(id, &link);
     if !confirmed(&form) {
         // Only those who may archive it are asked (the rule and words of the archiving).
-        s.app
-            .allow(&frame.caller, Record::Link(link_id), Access::Change)
-            .await?;
+        frame.allow_change(&s, Record::Link(link_id)).await?;
         let coupon = link_coupon(&s, &frame.caller, link_id, coupon_id).await?;
         let mut page = Confirm::new(
             frame,

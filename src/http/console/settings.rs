@@ -6,19 +6,18 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 
-use super::frame::{confirmed, Confirm, Frame, Head, Ids, Tab};
+use super::frame::{confirmed, done, Confirm, Frame, Head, Ids, Tab};
 use super::install::setup_page;
 use super::session::Signed;
 use crate::app;
 use crate::app::admin::{MemberPatchBody, ProgramPatchBody, RotateTokenBody};
-use crate::domain::access::Access;
 use crate::domain::commission::CommissionSpec;
 use crate::domain::metrics::IsoValue;
 use crate::domain::money::{display_amount, major_units_text, parse_major_units};
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
-    ok, place_error, place_errors, render, Chrome, Field, Moment, PageError, PageResult, Posted,
-    ProgramId, Query, Refusal,
+    ok, render, show_refused, Chrome, Field, Moment, PageError, PageResult, Posted, ProgramId,
+    Query, Refusal,
 };
 use crate::http::AppState;
 use crate::store::Record;
@@ -238,9 +237,7 @@ pub(super) async fn save(
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     // The role first, as the API's use case does: a viewer learns nothing from
     // the form's own validation.
-    s.app
-        .allow(&frame.caller, Record::Program(id), Access::Change)
-        .await?;
+    frame.allow_change(&s, Record::Program(id)).await?;
     let currency = frame.program.currency.clone();
     // Every field's error at once: what the form could not read, and what the use
     // case would refuse in the rest; else the use case's own answer.
@@ -248,40 +245,26 @@ pub(super) async fn save(
     refused.extend(b.problems());
     if refused.is_empty() {
         match s.app.update_program(&frame.caller, id, b).await.invalid()? {
-            Ok(_) => {
-                return Ok(see_other(&format!(
-                    "{}?done=settings",
-                    Tab::Settings.href(id)
-                )))
-            }
+            Ok(_) => return Ok(done(&Tab::Settings.href(id), "settings")),
             Err(t) => refused.push(t),
         }
     }
     let mut page = settings_page(&s, frame, &user).await?;
-    page.name = page.name.with(form.get("name"));
     page.commission_type = if form.get("commission_type") == "flat" {
         "flat"
     } else {
         "percentage"
     }
     .into();
-    page.commission_percent = page.commission_percent.with(form.get("commission_percent"));
-    page.commission_amount = page.commission_amount.with(form.get("commission_amount"));
-    page.cookie_window_days = page.cookie_window_days.with(form.get("cookie_window_days"));
-    page.commission_hold_days = page
-        .commission_hold_days
-        .with(form.get("commission_hold_days"));
-    page.min_payout = page.min_payout.with(form.get("min_payout_cents"));
     page.applications_open = form.text("applications_open").is_some();
     page.partner_links_allowed = form.text("partner_links_allowed").is_some();
-    page.allowed_origins = page.allowed_origins.with(form.get("allowed_origins"));
-    page.destination_url = page.destination_url.with(form.get("destination_url"));
     let refused = refused.iter().map(|text| {
         text.replace("commission.percent", "commission_percent")
             .replace("commission.amount_cents", "commission_amount")
             .replace("allowed_origins: ", "allowed_origins ")
     });
-    page.form_error = place_errors(
+    page.form_error = show_refused(
+        &form,
         refused,
         &mut [
             &mut page.name,
@@ -295,6 +278,8 @@ pub(super) async fn save(
             &mut page.stripe_webhook_secret,
         ],
     );
+    // A secret typed is never sent back.
+    page.stripe_webhook_secret.value.clear();
     Ok(render(StatusCode::BAD_REQUEST, &page))
 }
 
@@ -309,9 +294,7 @@ pub(super) async fn rotate_token(
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     // Only those who may rotate it are asked, or told what is wrong with the hours.
-    s.app
-        .allow(&frame.caller, Record::Program(id), Access::Change)
-        .await?;
+    frame.allow_change(&s, Record::Program(id)).await?;
     let keep = form.get("keep_old_for_hours");
     let hours = match keep.as_str() {
         "" => 0,
@@ -351,8 +334,8 @@ pub(super) async fn rotate_token(
     };
     let rotated = s.app.rotate_program_token(&frame.caller, id, body).await?;
     drop(frame);
-    let done = if hours > 0 { "token-kept" } else { "token" };
-    Ok(setup_page(&s, &user, id, &headers, rotated.api_token, Some(done)).await?)
+    let change = if hours > 0 { "token-kept" } else { "token" };
+    Ok(setup_page(&s, &user, id, &headers, rotated.api_token, Some(change)).await?)
 }
 
 /// `POST /app/programs/{id}/settings/members`: adds a user of this server, by email, to
@@ -377,11 +360,10 @@ pub(super) async fn add_member(
         )));
     };
     let mut page = settings_page(&s, frame, &user).await?;
-    page.member_email = page.member_email.with(form.get("email"));
     if ROLES.contains(&role.as_str()) {
         page.member_role = role;
     }
-    page.members_error = place_error(&refused, &mut [&mut page.member_email]);
+    page.members_error = show_refused(&form, [refused], &mut [&mut page.member_email]);
     Ok(render(StatusCode::BAD_REQUEST, &page))
 }
 

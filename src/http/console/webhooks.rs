@@ -7,17 +7,16 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use super::frame::{back_query, back_to, confirmed, Confirm, Frame, Head, Ids, Ids3, Tab};
+use super::frame::{back_query, back_to, confirmed, done, Confirm, Frame, Head, Ids, Ids3, Tab};
 use super::session::Signed;
 use crate::app;
 use crate::app::webhooks::{WebhookBody, WebhookPatchBody};
 use crate::app::PageParams;
-use crate::domain::access::Access;
 use crate::domain::webhooks::EventType;
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
     ok, place_errors, render, Choice, Chrome, Field, Moment, PageError, PageResult, Posted,
-    ProgramId, Query, Refusal, NOT_YOURS,
+    ProgramId, Query, Refusal,
 };
 use crate::http::AppState;
 use crate::store::webhooks::{Delivery, WebhookEndpoint};
@@ -34,6 +33,11 @@ fn list_href(id: i64) -> String {
 /// The page of endpoint `webhook_id` of program `id`.
 fn endpoint_href(id: i64, webhook_id: i64) -> String {
     format!("{}/{webhook_id}", list_href(id))
+}
+
+/// The delivery log of endpoint `webhook_id` of program `id`.
+fn deliveries_href(id: i64, webhook_id: i64) -> String {
+    format!("{}/deliveries", endpoint_href(id, webhook_id))
 }
 
 /// What each event type reports, in a few words beside its checkbox.
@@ -218,7 +222,7 @@ async fn own_endpoint(
 ) -> Result<WebhookEndpoint, PageError> {
     let endpoint = s.app.webhook(&frame.caller, webhook_id).await?;
     if endpoint.program_id != frame.program.id {
-        return Err(PageError::new(StatusCode::NOT_FOUND, NOT_YOURS));
+        return Err(PageError::not_yours());
     }
     Ok(endpoint)
 }
@@ -275,8 +279,7 @@ pub(super) async fn edit(
         .await
         .invalid()?
     else {
-        let done = format!("{}?done=webhook-saved", endpoint_href(id, webhook_id));
-        return Ok(see_other(&done));
+        return Ok(done(&endpoint_href(id, webhook_id), "webhook-saved"));
     };
     let refused = all_problems(&s, &form, refused).await;
     let mut page = endpoint_page(frame, &e);
@@ -294,9 +297,7 @@ pub(super) async fn set_enabled(
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     own_endpoint(&s, &frame, webhook_id).await?;
-    s.app
-        .allow(&frame.caller, Record::Webhook(webhook_id), Access::Change)
-        .await?;
+    frame.allow_change(&s, Record::Webhook(webhook_id)).await?;
     let enabled = match form.get("enabled").as_str() {
         "true" => true,
         "false" => false,
@@ -313,15 +314,12 @@ pub(super) async fn set_enabled(
         enabled: Some(enabled),
     };
     s.app.update_webhook(&frame.caller, webhook_id, b).await?;
-    let done = if enabled {
+    let change = if enabled {
         "webhook-enabled"
     } else {
         "webhook-disabled"
     };
-    Ok(see_other(&format!(
-        "{}?done={done}",
-        endpoint_href(id, webhook_id)
-    )))
+    Ok(done(&endpoint_href(id, webhook_id), change))
 }
 
 /// `POST /app/programs/{id}/settings/webhooks/{webhook_id}/test`: a test message is
@@ -334,10 +332,7 @@ pub(super) async fn send_test(
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     own_endpoint(&s, &frame, webhook_id).await?;
     s.app.send_test_webhook(&frame.caller, webhook_id).await?;
-    Ok(see_other(&format!(
-        "{}/deliveries?done=webhook-test",
-        endpoint_href(id, webhook_id)
-    )))
+    Ok(done(&deliveries_href(id, webhook_id), "webhook-test"))
 }
 
 /// `POST /app/programs/{id}/settings/webhooks/{webhook_id}/delete`: after a
@@ -352,9 +347,7 @@ pub(super) async fn delete(
     let e = own_endpoint(&s, &frame, webhook_id).await?;
     if !confirmed(&form) {
         // Only those who may delete it are asked (the rule and words of the deletion).
-        s.app
-            .allow(&frame.caller, Record::Webhook(webhook_id), Access::Change)
-            .await?;
+        frame.allow_change(&s, Record::Webhook(webhook_id)).await?;
         let here = endpoint_href(id, webhook_id);
         let mut page = Confirm::new(
             frame,
@@ -371,10 +364,7 @@ pub(super) async fn delete(
         return Ok(ok(&page));
     }
     s.app.delete_webhook(&frame.caller, webhook_id).await?;
-    Ok(see_other(&format!(
-        "{}?done=webhook-deleted",
-        list_href(id)
-    )))
+    Ok(done(&list_href(id), "webhook-deleted"))
 }
 
 /// One attempt of a delivery as its page shows it.
@@ -442,7 +432,7 @@ async fn deliveries_page(
         cursor: q.text("cursor"),
     };
     let listed = s.app.webhook_deliveries(&frame.caller, e.id, &page).await?;
-    let base = format!("{}/deliveries", endpoint_href(frame.program.id, e.id));
+    let base = deliveries_href(frame.program.id, e.id);
     Ok(DeliveriesPage {
         endpoint: endpoint_view(e),
         rows: listed.data.into_iter().map(delivery_view).collect(),
@@ -482,7 +472,7 @@ pub(super) async fn retry(
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
     let e = own_endpoint(&s, &frame, webhook_id).await?;
-    let fallback = format!("{}/deliveries", endpoint_href(id, webhook_id));
+    let fallback = deliveries_href(id, webhook_id);
     let resent = s
         .app
         .resend_delivery(&frame.caller, webhook_id, delivery_id);

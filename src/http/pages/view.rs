@@ -205,6 +205,11 @@ impl PageError {
             message: message.into(),
         }
     }
+
+    /// The 404 page of what does not exist or is not the visitor's to see.
+    pub fn not_yours() -> PageError {
+        PageError::new(StatusCode::NOT_FOUND, NOT_YOURS)
+    }
 }
 
 impl IntoResponse for PageError {
@@ -248,7 +253,7 @@ pub type PageResult = Result<Response, PageError>;
 
 /// The 404 page of any path of a site that is not a page.
 pub async fn not_found() -> PageError {
-    PageError::new(StatusCode::NOT_FOUND, NOT_YOURS)
+    PageError::not_yours()
 }
 
 /// Every answer of `site`'s pages: a failure that is not already a page (a
@@ -374,6 +379,21 @@ impl Posted {
     /// A field's value trimmed, `None` when absent or blank.
     pub fn text(&self, name: &str) -> Option<String> {
         Some(self.get(name).trim().to_string()).filter(|v| !v.is_empty())
+    }
+
+    /// Shows each of `fields` again with what this form sent under its name.
+    pub fn refill(&self, fields: &mut [&mut Field]) {
+        for f in fields {
+            f.value = self.get(f.name);
+        }
+    }
+
+    /// Shows each of `fields` again with what this form sent under its name, trimmed
+    /// (the value the form's use case is given).
+    pub fn refill_trimmed(&self, fields: &mut [&mut Field]) {
+        for f in fields {
+            f.value = self.get(f.name).trim().to_string();
+        }
     }
 }
 
@@ -514,6 +534,18 @@ pub fn place_errors<S: AsRef<str>>(
     above
 }
 
+/// A refused form shown again: `fields` with what `form` sent under their names, and
+/// each of the `refused` texts beside the field it is about, as [`place_errors`] puts
+/// them; the last that concerns none of them, for the top of the form.
+pub fn show_refused<S: AsRef<str>>(
+    form: &Posted,
+    refused: impl IntoIterator<Item = S>,
+    fields: &mut [&mut Field],
+) -> Option<String> {
+    form.refill(fields);
+    place_errors(refused, fields)
+}
+
 /// The answer of a service call a form made, split for its page: the service's refusal
 /// of the values sent (its words go beside a field, or atop the form shown again) apart
 /// from any other failure (an error page).
@@ -638,6 +670,27 @@ mod tests {
             Some("This invite link has expired")
         );
         assert_eq!(password.error, None);
+    }
+
+    #[test]
+    fn a_refused_form_shows_what_was_sent_and_why() {
+        let form = Posted::parse(b"name=+Ann+&payout_email=nope");
+        let mut name = Field::new("name", "Name");
+        let mut payout = Field::new("payout_email", "Payout email");
+        let above = show_refused(
+            &form,
+            ["payout_email must be an email address", "Try again later"],
+            &mut [&mut name, &mut payout],
+        );
+        assert_eq!(name.value, " Ann ");
+        assert_eq!(payout.value, "nope");
+        assert_eq!(
+            payout.error.as_deref(),
+            Some("Payout email must be an email address")
+        );
+        assert_eq!(above.as_deref(), Some("Try again later"));
+        form.refill_trimmed(&mut [&mut name]);
+        assert_eq!(name.value, "Ann");
     }
 
     #[test]

@@ -275,10 +275,12 @@ pub(super) async fn apply(
     let program_id = program.id;
     let partner = signed.map(|p| p.partner_id);
     let mut page = ApplyPage::new(&s, program, partner).await?;
-    page.website = page.website.with(form.get("website").trim());
-    page.message = page.message.with(form.get("message").trim());
-    page.name = page.name.with(form.get("name").trim());
-    page.email = page.email.with(form.get("email").trim());
+    form.refill_trimmed(&mut [
+        &mut page.website,
+        &mut page.message,
+        &mut page.name,
+        &mut page.email,
+    ]);
     let password = form.get("password");
     let b = ApplyBody {
         name: partner.is_none().then(|| page.name.value.clone()),

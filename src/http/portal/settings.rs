@@ -6,7 +6,8 @@ use axum::http::StatusCode;
 
 use super::session::{see_other, Signed};
 use super::view::{
-    self, notice, ok, place_error, render, Chrome, Field, PageResult, Posted, Query, Section,
+    self, notice, ok, place_error, render, show_refused, Chrome, Field, PageResult, Posted, Query,
+    Section,
 };
 use crate::app;
 use crate::app::partners::{PartnerMe, PartnerMeBody, PasswordBody, WRONG_CURRENT_PASSWORD};
@@ -89,11 +90,9 @@ pub(super) async fn save_profile(State(s): State<AppState>, p: Signed, form: Pos
     };
     let me = s.app.partner_me(p.partner_id).await?;
     let mut page = SettingsPage::new(&me, None);
-    page.name = page.name.with(form.get("name"));
-    page.payout_method = page.payout_method.with(form.get("payout_method"));
-    page.payout_email = page.payout_email.with(form.get("payout_email"));
-    page.profile_error = place_error(
-        &refused,
+    page.profile_error = show_refused(
+        &form,
+        [refused],
         &mut [
             &mut page.name,
             &mut page.payout_method,

@@ -2,8 +2,8 @@
 //! tabs, and its fixed texts. The rest of the page layer is shared ([`crate::http::pages`]).
 
 pub(super) use crate::http::pages::view::{
-    ok, place_error, place_errors, render, Chrome, Field, Moment, NavItem, PageResult, Posted,
-    ProgramId, Query, Site,
+    ok, place_error, place_errors, render, show_refused, Chrome, Field, Moment, NavItem,
+    PageResult, Posted, ProgramId, Query, Site,
 };
 
 use crate::app::partners::PartnerMe;
