@@ -310,6 +310,12 @@ on_both_backends! {
         let r = DASHBOARD.post(&app, &partners, Some(&owner), &format!("name=Bob&email=bob%40example.com&code={}&with_link=1", seed.short_link)).await.expect(400);
         assert!(html(&r).contains("id=\"f-code-error\">A partner with this code already exists"), "{}", html(&r));
         assert!(html(&r).contains("value=\"bob@example.com\""));
+        // Every wrong field at once, each beside its field.
+        let r = DASHBOARD.post(&app, &partners, Some(&owner), "name=+&email=bob&code=two+words").await.expect(400);
+        let body = html(&r);
+        for id in ["f-name-error", "f-email-error", "f-code-error"] {
+            assert!(body.contains(&format!("id=\"{id}\"")), "{id}: {body}");
+        }
         let r = DASHBOARD.post(&app, &partners, Some(&owner), "name=Bob&email=bob%40example.com&code=bob-1&with_link=1&with_invite=1").await.expect(200);
         let body = html(&r);
         assert!(body.contains("/partner/invite?token=rti_"), "{body}");
@@ -330,6 +336,11 @@ on_both_backends! {
         let r = DASHBOARD.post(&app, &format!("{partners}/{bob}"), Some(&owner), "name=Bob&email=bob%40example.com&payout_method=paypal&payout_email=nope").await.expect(400);
         assert!(html(&r).contains("id=\"f-payout_email-error\">Payout email must be an email address"));
         assert!(html(&r).contains("value=\"paypal\" selected"));
+        let r = DASHBOARD.post(&app, &format!("{partners}/{bob}"), Some(&owner), "name=+&email=bob&payout_method=paypal&payout_email=nope").await.expect(400);
+        let body = html(&r);
+        for id in ["f-name-error", "f-email-error", "f-payout_email-error"] {
+            assert!(body.contains(&format!("id=\"{id}\"")), "{id}: {body}");
+        }
 
         // Events: a date that is not one.
         let r = DASHBOARD.get(&app, &format!("/app/programs/{p}/events?from=2026-02-31"), Some(&owner)).await.expect(200);
@@ -746,6 +757,9 @@ on_both_backends! {
             let code = form.split('&').next().unwrap().trim_start_matches("code=").replace('+', " ");
             assert_eq!(input_value(body, "f-code"), Some(code), "{form}");
         }
+        let r = DASHBOARD.post(&app, &coupons, Some(&owner), &format!("link_id={link}&code=two+words&stripe_promotion_code=coupon_1")).await.expect(400);
+        let body = html(&r);
+        assert!(body.contains("id=\"f-code-error\"") && body.contains("id=\"f-stripe_promotion_code-error\""), "{body}");
         assert_eq!(app.count("SELECT COUNT(*) FROM coupons").await, 1, "nothing more stored");
         DASHBOARD.post(&app, &coupons, Some(&owner), &format!("link_id={link}&code=SPRING&stripe_promotion_code=promo_1Spring")).await.expect(303);
         let r = DASHBOARD.get(&app, &format!("{partner}?done=coupon"), Some(&owner)).await.expect(200);

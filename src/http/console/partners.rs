@@ -22,8 +22,8 @@ use crate::domain::money::display_amount;
 use crate::domain::status::PartnerStatus;
 use crate::http::pages::session::see_other;
 use crate::http::pages::view::{
-    ok, render, share_text, show_refused, Chrome, Field, Moment, NavItem, PageError, PageResult,
-    Posted, ProgramId, Query, Refusal,
+    ok, problems_or, render, share_text, show_refused, Chrome, Field, Moment, NavItem, PageError,
+    PageResult, Posted, ProgramId, Query, Refusal,
 };
 use crate::http::partner::public_url;
 use crate::http::AppState;
@@ -254,6 +254,8 @@ pub(super) async fn add(
         email: email.clone(),
         workspace_id: Some(frame.program.workspace_id),
     };
+    // Every wrong field at once, should the service refuse one.
+    let problems = b.problems();
     let refused = match s.app.create_partner(&caller, b).await.refused()? {
         Ok(partner) => {
             let add = ProgramPartnerBody {
@@ -295,7 +297,7 @@ pub(super) async fn add(
     let refused = refused.replace("partner code", "this code");
     page.form_error = show_refused(
         &form,
-        [refused],
+        problems_or(problems, refused),
         &mut [&mut page.name, &mut page.email, &mut page.code],
     );
     Ok(render(StatusCode::BAD_REQUEST, &page))
@@ -536,6 +538,7 @@ pub(super) async fn edit(
         payout_method: sent("payout_method"),
         payout_email: sent("payout_email"),
     };
+    let problems = b.problems();
     let Err(refused) = s
         .app
         .update_partner(&frame.caller, partner_id, b)
@@ -547,7 +550,7 @@ pub(super) async fn edit(
     let mut page = partner_page(&s, frame, partner_id).await?;
     page.edit_error = show_refused(
         &form,
-        [refused],
+        problems_or(problems, refused),
         &mut [
             &mut page.edit_name,
             &mut page.edit_email,
@@ -685,6 +688,7 @@ pub(super) async fn create_coupon(
         code: form.get("code"),
         stripe_promotion_code: form.text("stripe_promotion_code"),
     };
+    let problems = b.problems();
     let Err(refused) = s
         .app
         .create_coupon(&frame.caller, link_id, b)
@@ -700,7 +704,7 @@ pub(super) async fn create_coupon(
     page.coupon_link = page.coupon_link.with(link_id.to_string());
     page.coupon_error = show_refused(
         &form,
-        [refused],
+        problems_or(problems, refused),
         &mut [&mut page.promotion_code, &mut page.coupon_code],
     );
     Ok(render(StatusCode::BAD_REQUEST, &page.finished()))

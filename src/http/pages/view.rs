@@ -546,6 +546,17 @@ pub fn show_refused<S: AsRef<str>>(
     place_errors(refused, fields)
 }
 
+/// What a refused form shows: every wrong field the body's own checks name (`problems`),
+/// or, when they find none (a taken code, a rule about stored records), the service's
+/// `refused`.
+pub fn problems_or(problems: Vec<String>, refused: String) -> Vec<String> {
+    if problems.is_empty() {
+        vec![refused]
+    } else {
+        problems
+    }
+}
+
 /// The answer of a service call a form made, split for its page: the service's refusal
 /// of the values sent (its words go beside a field, or atop the form shown again) apart
 /// from any other failure (an error page).
