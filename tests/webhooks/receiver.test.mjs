@@ -156,11 +156,12 @@ test('every event type arrives signed as the reference verifier expects', async 
   assert.equal(payout.status, 201, JSON.stringify(payout.body));
   const paid = await call('POST', `/api/admin/payouts/${payout.body.id}/mark-paid`, { reference: 'T-1' }, ADMIN);
   assert.equal(paid.status, 200);
+  assert.equal((await call('POST', `/api/admin/webhooks/${endpoint.body.id}/test`, undefined, ADMIN)).status, 202);
 
   const counts = {
     'lead.created': 1, 'sale.created': 2, 'sale.refunded': 1, 'commission.created': 2,
     'commission.approved': 1, 'commission.reversed': 1, 'partner.applied': 1,
-    'partner.approved': 1, 'payout.created': 1, 'payout.paid': 1,
+    'partner.approved': 1, 'payout.created': 1, 'payout.paid': 1, 'webhook.test': 1,
   };
   const total = Object.values(counts).reduce((a, b) => a + b);
   await until('every message', () => verified().length >= total);
