@@ -32,7 +32,17 @@ pub enum Error {
     /// A fault of the service; the text is what the client sees, the cause is logged.
     #[error("{0}")]
     Internal(&'static str, #[source] anyhow::Error),
+    /// The write's group-commit batch failed through another write and this one must run
+    /// again alone ([`StoreError::Retry`]); the service layer does that, so a client never
+    /// reads it (HTTP 503 if one did).
+    #[error("Service temporarily unavailable")]
+    Retry,
 }
+
+/// The answer to a write that would take a counter or total past the largest whole number
+/// the database holds.
+pub const TOO_LARGE: &str =
+    "This would take the program's totals past the largest amount Reftrack can store";
 
 /// The answer to a sale whose `transaction_id` is already recorded.
 pub const DUPLICATE_SALE: &str = "Duplicate transaction_id. This sale has already been recorded.";
@@ -102,6 +112,8 @@ impl From<StoreError> for Error {
             StoreError::NotFound(what) => Error::NotFound(not_found_text(what)),
             StoreError::Conflict(what) => Error::Conflict(conflict_text(what)),
             StoreError::Unavailable(cause) => Error::Unavailable(cause),
+            StoreError::TooLarge => Error::Invalid(TOO_LARGE.into()),
+            StoreError::Retry => Error::Retry,
             StoreError::Other(cause) => Error::Internal("Internal server error", cause),
         }
     }

@@ -185,26 +185,45 @@ impl App {
     }
 
     /// Hands `flow` to the committer as the write `kind` makes of its job, and waits for
-    /// its answer.
+    /// its answer; runs it again alone when its batch failed through another write.
     async fn submit<T: Send + 'static>(
         &self,
         kind: fn(write::Job) -> Write,
         flow: impl Flow<T>,
     ) -> Result<T> {
+        let again = flow.clone();
+        match self.answer(|answer| kind(write::job(answer, flow))).await {
+            Err(Error::Retry) => {
+                self.answer(|answer| Write::Alone(write::job(answer, again)))
+                    .await
+            }
+            answered => answered,
+        }
+    }
+
+    /// Queues the write that `make` builds around its answer, and waits for that answer.
+    async fn answer<T: Send + 'static>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<T>>) -> Write,
+    ) -> Result<T> {
         let (answer, answered) = oneshot::channel();
-        self.store.submit(kind(write::job(answer, flow))).await;
+        self.store.submit(make(answer)).await;
         answered.await.unwrap_or_else(|_| Err(dropped()))
     }
 }
 
-/// A flow of the group committer's transaction, answering a `T`.
+/// A flow of the group committer's transaction, answering a `T`. It may run twice (see
+/// [`Write::Alone`]): what it captures is cloned for the second run.
 trait Flow<T>:
-    for<'t> FnOnce(&'t mut dyn Tx, &'t mut Deltas) -> BoxFuture<'t, Result<T>> + Send + 'static
+    for<'t> FnOnce(&'t mut dyn Tx, &'t mut Deltas) -> BoxFuture<'t, Result<T>> + Clone + Send + 'static
 {
 }
 
 impl<T, F> Flow<T> for F where
-    F: for<'t> FnOnce(&'t mut dyn Tx, &'t mut Deltas) -> BoxFuture<'t, Result<T>> + Send + 'static
+    F: for<'t> FnOnce(&'t mut dyn Tx, &'t mut Deltas) -> BoxFuture<'t, Result<T>>
+        + Clone
+        + Send
+        + 'static
 {
 }
 

@@ -118,14 +118,17 @@ struct Totals {
 }
 
 impl Totals {
+    /// Adds a day; saturating, since a figure shown must never overflow, however large
+    /// the counters it reads.
     fn add(&mut self, r: &DailyRollup) {
-        self.clicks += r.clicks;
-        self.leads += r.leads;
-        self.conversions += r.conversions;
-        self.revenue_cents += r.revenue_cents;
-        self.sales += r.sales;
-        self.commission_cents += r.commission_cents;
-        self.partners += r.partners;
+        let add = |total: &mut i64, day: i64| *total = total.saturating_add(day);
+        add(&mut self.clicks, r.clicks);
+        add(&mut self.leads, r.leads);
+        add(&mut self.conversions, r.conversions);
+        add(&mut self.revenue_cents, r.revenue_cents);
+        add(&mut self.sales, r.sales);
+        add(&mut self.commission_cents, r.commission_cents);
+        add(&mut self.partners, r.partners);
     }
 }
 

@@ -9,7 +9,7 @@
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
-use super::{dropped, App, Error, Result};
+use super::{App, Error, Result};
 use crate::domain::attribution::{self, AffError, SaleSource};
 use crate::domain::click_id;
 use crate::domain::commission;
@@ -248,19 +248,23 @@ impl App {
             details: c.details,
             at,
         };
-        let (answer, answered) = oneshot::channel();
-        let write = match c.existing_click_id {
-            // A click that creates its customer may go in set-based with its batch.
-            None => Write::Click(Box::new(NewClickWrite { click, answer })),
-            Some(existing) => Write::Job(write::job(answer, move |tx, deltas| {
-                click_flow(tx, deltas, click, Some(existing)).boxed()
-            })),
-        };
-        self.store.submit(write).await;
-        let click_id = answered
-            .await
-            .unwrap_or_else(|_| Err(dropped()))
-            .map_err(|e| e.public_text("Click tracking failed"))?;
+        let existing = c.existing_click_id;
+        let again = (click.clone(), existing.clone());
+        let first = self
+            .answer(|answer| match &existing {
+                // A click that creates its customer may go in set-based with its batch.
+                None => Write::Click(Box::new(NewClickWrite { click, answer })),
+                Some(_) => Write::Job(click_job(answer, click, existing)),
+            })
+            .await;
+        let click_id = match first {
+            Err(Error::Retry) => {
+                self.answer(|answer| Write::Alone(click_job(answer, again.0, again.1)))
+                    .await
+            }
+            answered => answered,
+        }
+        .map_err(|e| e.public_text("Click tracking failed"))?;
         Ok(ClickOutcome::Tracked {
             click_id,
             partner_code,
@@ -336,19 +340,24 @@ impl App {
             ));
         }
         let sale = self.new_sale(program, s);
-        let (answer, answered) = oneshot::channel();
-        let write = if sale.is_plain() {
-            Write::Sale(Box::new(PlainSaleWrite { sale, answer }))
-        } else {
-            Write::Job(write::job(answer, move |tx, deltas| {
-                sale_flow(tx, deltas, sale).boxed()
-            }))
-        };
-        self.store.submit(write).await;
-        answered
-            .await
-            .unwrap_or_else(|_| Err(dropped()))
-            .map_err(|e| e.public_text("Sale tracking failed"))
+        let again = sale.clone();
+        let first = self
+            .answer(|answer| {
+                if sale.is_plain() {
+                    Write::Sale(Box::new(PlainSaleWrite { sale, answer }))
+                } else {
+                    Write::Job(sale_job(answer, sale))
+                }
+            })
+            .await;
+        match first {
+            Err(Error::Retry) => {
+                self.answer(|answer| Write::Alone(sale_job(answer, again)))
+                    .await
+            }
+            answered => answered,
+        }
+        .map_err(|e| e.public_text("Sale tracking failed"))
     }
 
     /// A sale as the store records it, with the commission its program's rule gives.
@@ -482,10 +491,26 @@ impl ClickWrite for NewClickWrite {
 
     fn one_by_one(self: Box<Self>) -> Job {
         let NewClickWrite { click, answer } = *self;
-        write::job(answer, move |tx, deltas| {
-            click_flow(tx, deltas, click, None).boxed()
-        })
+        click_job(answer, click, None)
     }
+}
+
+/// A click's flow as a job, answering `answer` with its click id.
+fn click_job(
+    answer: oneshot::Sender<Result<String>>,
+    click: NewClick,
+    existing: Option<String>,
+) -> Job {
+    write::job(answer, move |tx, deltas| {
+        click_flow(tx, deltas, click, existing).boxed()
+    })
+}
+
+/// A sale's flow as a job, answering `answer` with its outcome.
+fn sale_job(answer: oneshot::Sender<Result<SaleOutcome>>, sale: NewSale) -> Job {
+    write::job(answer, move |tx, deltas| {
+        sale_flow(tx, deltas, sale).boxed()
+    })
 }
 
 /// The origin rule for browser-mode leads: the program of the lead decides.
@@ -844,9 +869,7 @@ impl SaleWrite for PlainSaleWrite {
 
     fn one_by_one(self: Box<Self>) -> Job {
         let PlainSaleWrite { sale, answer } = *self;
-        write::job(answer, move |tx, deltas| {
-            sale_flow(tx, deltas, sale).boxed()
-        })
+        sale_job(answer, sale)
     }
 }
 

@@ -4,6 +4,10 @@ use serde::{Deserialize, Serialize};
 
 use super::status::PartnerStatus;
 
+/// The largest flat commission an owner may set, in minor units: one owner's setting must
+/// never be able to overflow the counters a server's programs share a write batch with.
+pub const MAX_FLAT_CENTS: i64 = 100_000_000;
+
 /// How a program pays its partners for a sale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommissionRule {
@@ -111,12 +115,14 @@ impl CommissionRule {
                     bps: bps.round() as i64,
                 })
             }
-            CommissionSpec::Flat { amount_cents } if amount_cents >= 0 => {
+            CommissionSpec::Flat { amount_cents }
+                if (0..=MAX_FLAT_CENTS).contains(&amount_cents) =>
+            {
                 Ok(CommissionRule::Flat { amount_cents })
             }
-            CommissionSpec::Flat { .. } => {
-                Err("commission.amount_cents must be a non-negative integer".into())
-            }
+            CommissionSpec::Flat { .. } => Err(format!(
+                "commission.amount_cents must be a whole number from 0 to {MAX_FLAT_CENTS}"
+            )),
         }
     }
 
@@ -302,6 +308,20 @@ mod tests {
         assert!(ok(CommissionSpec::Percentage { percent: -1.0 }).is_err());
         assert!(ok(CommissionSpec::Percentage { percent: 10.001 }).is_err());
         assert!(ok(CommissionSpec::Flat { amount_cents: -1 }).is_err());
+        assert_eq!(
+            ok(CommissionSpec::Flat {
+                amount_cents: MAX_FLAT_CENTS
+            }),
+            Ok(CommissionRule::Flat {
+                amount_cents: MAX_FLAT_CENTS
+            })
+        );
+        assert_eq!(
+            ok(CommissionSpec::Flat {
+                amount_cents: i64::MAX
+            }),
+            Err("commission.amount_cents must be a whole number from 0 to 100000000".into())
+        );
         assert_eq!(
             CommissionRule::default().spec(),
             CommissionSpec::Percentage { percent: 20.0 }

@@ -144,6 +144,9 @@ impl From<app::Error> for Error {
             app::Error::DuplicateSale(recorded) => Error::DuplicateSale(recorded),
             app::Error::Unavailable(cause) => Error::Unavailable(cause),
             app::Error::Internal(text, cause) => Error::Internal(text, cause),
+            app::Error::Retry => Error::Unavailable(anyhow::anyhow!(
+                "a write to run again alone reached the edge"
+            )),
         }
     }
 }

@@ -6,6 +6,14 @@
 //! increments, commits, and only then answers each request. New clicks and plain sales go
 //! in set-based, by statements of the backend ([`WriteConn`]); a batch of nothing but
 //! those commits in one round trip where the backend can.
+//!
+//! A write that fails fails alone. A job's own failure is undone by its savepoint. When
+//! the step the batch's writes share fails for their data (the folded increments
+//! overflow a counter), the batch is rolled back and each of its writes is answered
+//! [`StoreError::Retry`]: the service layer runs it again as a [`Write::Alone`], whose
+//! batch applies each job's increments in the job's own savepoint, so that only the write
+//! whose increments fail is refused and every other commits as if it had never been
+//! there.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -291,27 +299,56 @@ fn unavailable(message: String) -> StoreError {
     StoreError::Unavailable(anyhow::anyhow!(message))
 }
 
+/// What a failed batch answers each of its writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FailedAs {
+    /// [`StoreError::Unavailable`].
+    Unavailable,
+    /// [`StoreError::TooLarge`]: the batch's one write overflowed a counter.
+    TooLarge,
+    /// [`StoreError::Retry`]: the shared step of several writes failed for their data.
+    Retry,
+    /// [`StoreError::Other`].
+    Other,
+}
+
 /// A batch's failure, answered to each of its writes.
 #[derive(Debug, Clone)]
 struct CommitFailed {
-    unavailable: bool,
+    answer: FailedAs,
     message: String,
 }
 
 impl CommitFailed {
     fn of(e: &StoreError) -> Self {
+        let answer = match e {
+            StoreError::Unavailable(_) => FailedAs::Unavailable,
+            StoreError::TooLarge => FailedAs::TooLarge,
+            _ => FailedAs::Other,
+        };
         CommitFailed {
-            unavailable: matches!(e, StoreError::Unavailable(_)),
+            answer,
             message: e.to_string(),
         }
     }
 
+    /// The failure of the increments the batch's `writes` share: a failure of their data
+    /// is the one write's own when there is one, else each runs again alone.
+    fn of_shared(e: &StoreError, writes: usize) -> Self {
+        let mut failed = CommitFailed::of(e);
+        if writes > 1 && failed.answer != FailedAs::Unavailable {
+            failed.answer = FailedAs::Retry;
+        }
+        failed
+    }
+
     fn error(&self) -> StoreError {
-        let cause = anyhow::anyhow!("write batch failed: {}", self.message);
-        if self.unavailable {
-            StoreError::Unavailable(cause)
-        } else {
-            StoreError::Other(cause)
+        let cause = || anyhow::anyhow!("write batch failed: {}", self.message);
+        match self.answer {
+            FailedAs::Unavailable => StoreError::Unavailable(cause()),
+            FailedAs::TooLarge => StoreError::TooLarge,
+            FailedAs::Retry => StoreError::Retry,
+            FailedAs::Other => StoreError::Other(cause()),
         }
     }
 }
@@ -333,6 +370,9 @@ struct Batch {
     jobs: Vec<Job>,
     clicks: Vec<Box<dyn ClickWrite>>,
     sales: Vec<Box<dyn SaleWrite>>,
+    /// Whether a [`Write::Alone`] is among them: every write then runs as a job that
+    /// applies its own increments.
+    alone: bool,
 }
 
 impl Batch {
@@ -341,6 +381,10 @@ impl Batch {
         for w in writes {
             match w {
                 Write::Job(j) | Write::Long(j) => batch.jobs.push(j),
+                Write::Alone(j) => {
+                    batch.alone = true;
+                    batch.jobs.push(j);
+                }
                 Write::Click(c) => batch.clicks.push(c),
                 Write::Sale(s) => batch.sales.push(s),
             }
@@ -468,6 +512,10 @@ impl Writer {
         }
         let conn = self.held.as_mut().expect("a connection is held");
         let syncer = self.syncer.as_ref();
+        if batch.alone {
+            batch.clicks_one_by_one();
+            batch.sales_one_by_one();
+        }
         if batch.jobs.is_empty()
             && batch.sales.is_empty()
             && (1..=MAX_SET_ROWS).contains(&batch.clicks.len())
@@ -539,7 +587,11 @@ impl Writer {
                 }
             }
         }
-        let outcome = run_jobs(conn.as_mut(), batch.jobs, &mut done, deltas).await;
+        let outcome = if batch.alone {
+            run_jobs_alone(conn.as_mut(), batch.jobs, &mut done).await
+        } else {
+            run_jobs(conn.as_mut(), batch.jobs, &mut done, deltas).await
+        };
         finish(outcome, done, syncer)
     }
 }
@@ -680,19 +732,82 @@ async fn run_jobs(
     }
     if failed.is_none() && !done.is_empty() {
         if let Err(e) = conn.apply(&deltas).await {
-            failed = Some(CommitFailed::of(&e));
+            failed = Some(CommitFailed::of_shared(&e, done.len()));
         }
     }
+    end_jobs(conn, failed, done.len()).await
+}
+
+/// Runs the jobs of a batch with a [`Write::Alone`] in the open transaction, each in a
+/// savepoint with its own counter increments: a job whose increments fail for their data
+/// is undone and answered with that failure, and the others commit.
+async fn run_jobs_alone(
+    conn: &mut dyn WriteConn,
+    jobs: Vec<Job>,
+    done: &mut Vec<OnCommit>,
+) -> Result<(), CommitFailed> {
+    let mut failed: Option<CommitFailed> = None;
+    if let Err(e) = conn.savepoint().await {
+        failed = Some(CommitFailed::of(&e));
+    }
+    for job in jobs {
+        if failed.is_some() {
+            continue;
+        }
+        let mut deltas = Deltas::default();
+        let Some(d) = job(conn.tx(), &mut deltas).await else {
+            if let Err(e) = conn.rollback_to_savepoint().await {
+                failed = Some(CommitFailed::of(&e));
+            }
+            continue;
+        };
+        match conn.apply(&deltas).await {
+            Ok(()) => match conn.next_savepoint().await {
+                Ok(()) => done.push(d),
+                Err(e) => {
+                    failed = Some(CommitFailed::of(&e));
+                    done.push(d);
+                }
+            },
+            Err(e @ StoreError::Unavailable(_)) => {
+                failed = Some(CommitFailed::of(&e));
+                done.push(d);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "a write's counter increments failed; it alone is refused");
+                match conn.rollback_to_savepoint().await {
+                    Ok(()) => d(Err(e)),
+                    Err(undo) => {
+                        failed = Some(CommitFailed::of(&undo));
+                        done.push(d);
+                    }
+                }
+            }
+        }
+    }
+    end_jobs(conn, failed, done.len()).await
+}
+
+/// Ends a batch's transaction after its jobs: rolls it back when it `failed` or has
+/// no write to commit (`writes`), commits it otherwise.
+async fn end_jobs(
+    conn: &mut dyn WriteConn,
+    failed: Option<CommitFailed>,
+    writes: usize,
+) -> Result<(), CommitFailed> {
     match failed {
         Some(f) => {
             conn.rollback().await;
             Err(f)
         }
-        None if done.is_empty() => {
+        None if writes == 0 => {
             conn.rollback().await;
             Ok(())
         }
-        None => conn.commit().await.map_err(|e| CommitFailed::of(&e)),
+        None => conn
+            .commit()
+            .await
+            .map_err(|e| CommitFailed::of_shared(&e, writes)),
     }
 }
 
@@ -703,8 +818,12 @@ fn finish(
     done: Vec<OnCommit>,
     syncer: Option<&Syncer>,
 ) -> Ended {
-    if let Err(f) = &outcome {
-        tracing::error!(error = %f.message, writes = done.len(), "write batch failed");
+    match &outcome {
+        Err(f) if f.answer == FailedAs::Retry => {
+            tracing::warn!(error = %f.message, writes = done.len(), "write batch failed for one write's data; each runs again alone");
+        }
+        Err(f) => tracing::error!(error = %f.message, writes = done.len(), "write batch failed"),
+        Ok(()) => {}
     }
     if let (Ok(()), Some(syncer), false) = (&outcome, syncer, done.is_empty()) {
         // Answered once the WAL holding the commit is on disk.

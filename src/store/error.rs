@@ -15,6 +15,17 @@ pub enum StoreError {
     /// The database cannot be reached, or is busy or shutting down: try again later.
     #[error("database unavailable: {0}")]
     Unavailable(#[source] anyhow::Error),
+    /// A counter or total would pass the largest whole number the database holds
+    /// (PostgreSQL's `bigint`, SQLite's 64-bit integer): the write that caused it is
+    /// refused, and nothing of it is stored.
+    #[error("a total would overflow")]
+    TooLarge,
+    /// Another write of the same group commit failed a step the batch's writes share
+    /// (the folded counter increments): this write was undone with the batch and must run
+    /// again as a [`Write::Alone`](super::write::Write::Alone). The service layer does
+    /// that; a client never sees it.
+    #[error("the write's batch failed through another write")]
+    Retry,
     /// Anything else: a bug, or data the store cannot read.
     #[error("database error: {0}")]
     Other(#[source] anyhow::Error),
@@ -52,9 +63,30 @@ impl From<sqlx::Error> for StoreError {
         match &e {
             sqlx::Error::RowNotFound => StoreError::NotFound("record"),
             sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict("record"),
+            _ if is_overflow(&e) => StoreError::TooLarge,
             _ if is_unavailable(&e) => StoreError::Unavailable(e.into()),
             _ => StoreError::Other(e.into()),
         }
+    }
+}
+
+/// The message of the SQLite triggers that refuse a counter which no longer holds a
+/// whole number (SQLite turns an integer sum that overflows into a REAL instead of
+/// failing); see the migration `0017_counter_overflow.sql`.
+pub const COUNTER_OVERFLOW: &str = "counter overflow";
+
+/// Whether a database error is an integer overflow: PostgreSQL's SQLSTATE 22003
+/// (`bigint out of range`), SQLite's counter triggers or its `sum()` ("integer
+/// overflow").
+fn is_overflow(e: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = e else {
+        return false;
+    };
+    if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+        let message = db.message();
+        message == COUNTER_OVERFLOW || message == "integer overflow"
+    } else {
+        db.code().as_deref() == Some("22003")
     }
 }
 

@@ -57,6 +57,11 @@ pub enum Write {
     /// its own with a longer timeout, on a writer of its own where the backend has one
     /// (PostgreSQL), so that the tracking writes do not wait for it.
     Long(Job),
+    /// A write run again after its batch failed through another write
+    /// ([`StoreError::Retry`]): its batch applies each job's counter increments in the
+    /// job's own savepoint, so that a write whose increments fail (an overflow) fails
+    /// alone and the others commit.
+    Alone(Job),
 }
 
 /// The job of a flow `work` whose result goes to `answer` once the batch has committed.

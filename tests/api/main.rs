@@ -39,6 +39,7 @@ mod self_referral;
 mod shutdown;
 mod startup;
 mod stripe_webhooks;
+mod tenant_isolation;
 mod track_click;
 mod track_lead;
 mod track_sale;

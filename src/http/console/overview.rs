@@ -231,8 +231,9 @@ async fn live_view(
     );
     let m = performance(range, rows).metrics;
     let from = day_text(range.current.from);
-    let before =
-        |f: fn(&DailyRollup) -> i64| -> i64 { rows.iter().filter(|r| r.day < from).map(f).sum() };
+    let before = |f: fn(&DailyRollup) -> i64| -> i64 {
+        crate::http::pages::chart::saturating_sum(rows.iter().filter(|r| r.day < from).map(f))
+    };
     let trends = [
         (&m.clicks_trend, before(|r| r.clicks)),
         (&m.leads_trend, before(|r| r.leads)),

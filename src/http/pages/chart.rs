@@ -36,7 +36,7 @@ impl Series {
 
     /// The total of the range, shown.
     pub fn total(&self, currency: &str) -> String {
-        self.show(self.values.iter().sum(), currency)
+        self.show(saturating_sum(self.values.iter().copied()), currency)
     }
 }
 
@@ -119,7 +119,7 @@ fn svg(label: &str, bars: &[(i64, String)], show: &dyn Fn(i64) -> String) -> Str
     const HEIGHT: i64 = 100;
     let (max, min) = scale(bars);
     let span = max.saturating_sub(min);
-    let total: i64 = bars.iter().map(|(v, _)| *v).sum();
+    let total = saturating_sum(bars.iter().map(|(v, _)| *v));
     let day_of = |v: i64| {
         bars.iter()
             .find(|(b, _)| *b == v)
@@ -198,7 +198,7 @@ pub fn chart(days: &[NaiveDate], series: &[Series], currency: &str) -> Chart {
         .iter()
         .map(|s| {
             runs.iter()
-                .map(|(first, last)| s.values[*first..=*last].iter().sum())
+                .map(|(first, last)| saturating_sum(s.values[*first..=*last].iter().copied()))
                 .collect()
         })
         .collect();
@@ -239,6 +239,12 @@ pub fn chart(days: &[NaiveDate], series: &[Series], currency: &str) -> Chart {
         first_day: days.first().map(|d| day_text(*d)).unwrap_or_default(),
         last_day: days.last().map(|d| day_text(*d)).unwrap_or_default(),
     }
+}
+
+/// The sum of `values`, held at the largest (or smallest) `i64` instead of overflowing:
+/// a chart must draw whatever its counters hold.
+pub fn saturating_sum(values: impl IntoIterator<Item = i64>) -> i64 {
+    values.into_iter().fold(0, i64::saturating_add)
 }
 
 #[cfg(test)]
