@@ -92,6 +92,23 @@ pub struct ServeArgs {
     pub mail: MailArgs,
     #[command(flatten)]
     pub webhooks: WebhookArgs,
+    #[command(flatten)]
+    pub click_waits: ClickWaitArgs,
+}
+
+/// How long a click waits for its commit before it is answered (docs/reliability.md).
+#[derive(Debug, Clone, Args)]
+pub struct ClickWaitArgs {
+    /// Milliseconds a redirect link's visit (`GET /r/…`) waits for its click's commit
+    /// before the visitor is sent on anyway; the click stays queued and commits with its
+    /// batch, unless the process dies first.
+    #[arg(long, env = "REFTRACK_REDIRECT_WAIT_MS", default_value_t = 25)]
+    pub redirect_wait_ms: u64,
+    /// Milliseconds `POST /api/v1/track/click` waits for its commit before it answers
+    /// anyway (`Reftrack-Click: queued`). Unset: it answers once committed, so that a 200
+    /// means the click is on disk.
+    #[arg(long, env = "REFTRACK_CLICK_WAIT_MS")]
+    pub click_wait_ms: Option<u64>,
 }
 
 /// Prometheus metrics (`GET /metrics`): off unless one of these is set.

@@ -27,6 +27,7 @@ use std::time::Duration;
 use axum::Router;
 use tokio::net::TcpListener;
 
+use crate::app::track::ClickWaits;
 use crate::app::App;
 use crate::config::ServeArgs;
 use crate::domain::time::SystemClock;
@@ -84,6 +85,10 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
             .with_admin_token(args.admin_token.as_deref())
             .with_mailer(mailer)
             .with_public_url(args.public_url.clone())
+            .with_click_waits(ClickWaits {
+                redirect: Duration::from_millis(args.click_waits.redirect_wait_ms),
+                api: args.click_waits.click_wait_ms.map(Duration::from_millis),
+            })
             .allowing_private_webhook_targets(args.webhooks.allow_private),
     );
     let generated = app.first_admin_token().await?;

@@ -84,6 +84,8 @@ pub struct App {
     webhooks_due: tokio::sync::Notify,
     /// The tracking calls under way, which the webhook worker yields to.
     load: load::Load,
+    /// How long clicks wait for their commit before they are answered.
+    click_waits: track::ClickWaits,
 }
 
 impl App {
@@ -102,7 +104,14 @@ impl App {
             private_webhook_targets: false,
             webhooks_due: tokio::sync::Notify::new(),
             load: load::Load::default(),
+            click_waits: track::ClickWaits::default(),
         }
+    }
+
+    /// The same service answering clicks after `waits` at the latest.
+    pub fn with_click_waits(mut self, waits: track::ClickWaits) -> Self {
+        self.click_waits = waits;
+        self
     }
 
     /// The tracking calls under way in this process, which the webhook worker yields to.
@@ -206,10 +215,19 @@ impl App {
         &self,
         make: impl FnOnce(oneshot::Sender<Result<T>>) -> Write,
     ) -> Result<T> {
-        let (answer, answered) = oneshot::channel();
-        self.store.submit(make(answer)).await;
-        answered.await.unwrap_or_else(|_| Err(dropped()))
+        answer_from(&*self.store, make).await
     }
+}
+
+/// Queues on `store` the write that `make` builds around its answer, and waits for that
+/// answer.
+async fn answer_from<T: Send + 'static>(
+    store: &dyn Store,
+    make: impl FnOnce(oneshot::Sender<Result<T>>) -> Write,
+) -> Result<T> {
+    let (answer, answered) = oneshot::channel();
+    store.submit(make(answer)).await;
+    answered.await.unwrap_or_else(|_| Err(dropped()))
 }
 
 /// A flow of the group committer's transaction, answering a `T`. It may run twice (see

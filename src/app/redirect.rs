@@ -27,6 +27,9 @@ pub struct Redirect {
     pub location: String,
     /// The click recorded, if any.
     pub click_id: Option<String>,
+    /// Whether that click was committed when the visitor was sent on (else it was still
+    /// queued when the redirect's wait ran out).
+    pub committed: bool,
 }
 
 /// The address to share `link` at on the server at `public_url` (`<public_url>/r/<short
@@ -62,6 +65,7 @@ impl App {
             return Ok(None);
         };
         let mut click_id = None;
+        let mut committed = false;
         if let Some(mut details) = v.click {
             // The click's page is where the visitor lands.
             details.page_url = redirect::location(destination, v.query.as_deref(), code, None);
@@ -72,9 +76,17 @@ impl App {
                 existing_click_id: None,
                 test_mode: false,
                 program_id: None,
+                redirect: true,
             };
             match self.track_click(command).await {
-                Ok(ClickOutcome::Tracked { click_id: id, .. }) => click_id = Some(id),
+                Ok(ClickOutcome::Tracked {
+                    click_id: id,
+                    committed: done,
+                    ..
+                }) => {
+                    click_id = Some(id);
+                    committed = done;
+                }
                 // The link changed since it was looked up.
                 Ok(_) | Err(Error::Invalid(_)) => return Ok(None),
                 Err(e) => tracing::warn!(error = %e, "redirect sent on without its click"),
@@ -91,7 +103,11 @@ impl App {
                     anyhow::anyhow!("stored destination {destination:?} is not a URL"),
                 )
             })?;
-        Ok(Some(Redirect { location, click_id }))
+        Ok(Some(Redirect {
+            location,
+            click_id,
+            committed,
+        }))
     }
 }
 

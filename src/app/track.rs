@@ -6,10 +6,14 @@
 //! the rest of their batch ([`Write::Click`], [`Write::Sale`]); whatever the batch
 //! statement does not take runs as the same flow, so the answer is always the flow's.
 
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
-use super::{App, Error, Result};
+use super::{answer_from, App, Error, Result};
 use crate::domain::attribution::{self, AffError, SaleSource};
 use crate::domain::click_id;
 use crate::domain::commission;
@@ -24,7 +28,7 @@ use crate::store::webhooks::{sale_recorded, Event, Subject};
 use crate::store::write::{self, ClickWrite, Job, OnCommit, SaleWrite, Write};
 use crate::store::{
     origin_allowed, ClickDetails, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewClick,
-    NewCommission, NewCustomer, NewSale, Program, SaleEventRow, SaleOutcome, SaleProgram,
+    NewCommission, NewCustomer, NewSale, Program, SaleEventRow, SaleOutcome, SaleProgram, Store,
 };
 
 /// The answer to a click for an origin the program does not list.
@@ -47,6 +51,29 @@ pub struct ClickCommand {
     pub test_mode: bool,
     /// The program named by `additional_data` (test mode).
     pub program_id: Option<i64>,
+    /// Whether the click is a redirect link's visit, which waits for its commit at most
+    /// the redirect's wait ([`ClickWaits`]).
+    pub redirect: bool,
+}
+
+/// How long a click waits for its commit before it is answered anyway. The click stays
+/// queued and commits with its batch; a crash in between loses it, so the tracking API
+/// waits for the commit unless the operator chose otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClickWaits {
+    /// A redirect link's visit (`GET /r/…`): the visitor is sent on after this.
+    pub redirect: Duration,
+    /// `POST /api/v1/track/click`; `None`: until committed.
+    pub api: Option<Duration>,
+}
+
+impl Default for ClickWaits {
+    fn default() -> Self {
+        ClickWaits {
+            redirect: Duration::from_millis(25),
+            api: None,
+        }
+    }
 }
 
 /// What a click did.
@@ -57,6 +84,9 @@ pub enum ClickOutcome {
         click_id: String,
         partner_code: String,
         cookie_window_days: i64,
+        /// Whether its commit was done when it was answered (else it was still queued
+        /// when its wait ran out).
+        committed: bool,
     },
     /// The link exists but is inactive: nothing recorded.
     Inactive,
@@ -248,27 +278,23 @@ impl App {
             details: c.details,
             at,
         };
-        let existing = c.existing_click_id;
-        let again = (click.clone(), existing.clone());
-        let first = self
-            .answer(|answer| match &existing {
-                // A click that creates its customer may go in set-based with its batch.
-                None => Write::Click(Box::new(NewClickWrite { click, answer })),
-                Some(_) => Write::Job(click_job(answer, click, existing)),
-            })
-            .await;
-        let click_id = match first {
-            Err(Error::Retry) => {
-                self.answer(|answer| Write::Alone(click_job(answer, again.0, again.1)))
-                    .await
-            }
-            answered => answered,
-        }
+        let wait = if c.redirect {
+            Some(self.click_waits.redirect)
+        } else {
+            self.click_waits.api
+        };
+        let (click_id, committed) = recorded_within(
+            wait,
+            click.click_id.clone(),
+            record_click(self.store.clone(), click, c.existing_click_id),
+        )
+        .await
         .map_err(|e| e.public_text("Click tracking failed"))?;
         Ok(ClickOutcome::Tracked {
             click_id,
             partner_code,
             cookie_window_days: target.cookie_window_days,
+            committed,
         })
     }
 
@@ -492,6 +518,50 @@ impl ClickWrite for NewClickWrite {
     fn one_by_one(self: Box<Self>) -> Job {
         let NewClickWrite { click, answer } = *self;
         click_job(answer, click, None)
+    }
+}
+
+/// Records `click` through the group committer and answers its click id once committed;
+/// runs it again alone when its batch failed through another write.
+async fn record_click(
+    store: Arc<dyn Store>,
+    click: NewClick,
+    existing: Option<String>,
+) -> Result<String> {
+    let again = (click.clone(), existing.clone());
+    let first = answer_from(&*store, |answer| match &existing {
+        // A click that creates its customer may go in set-based with its batch.
+        None => Write::Click(Box::new(NewClickWrite { click, answer })),
+        Some(_) => Write::Job(click_job(answer, click, existing)),
+    })
+    .await;
+    match first {
+        Err(Error::Retry) => {
+            answer_from(&*store, |answer| {
+                Write::Alone(click_job(answer, again.0, again.1))
+            })
+            .await
+        }
+        answered => answered,
+    }
+}
+
+/// Waits for `recording` (of the click `click_id`) at most `wait` (`None`: until it
+/// ends): its answer and `true`, or `click_id` and `false` when the wait ran out first.
+/// The recording then goes on in a task of its own, and commits with its batch.
+async fn recorded_within(
+    wait: Option<Duration>,
+    click_id: String,
+    recording: impl Future<Output = Result<String>> + Send + 'static,
+) -> Result<(String, bool)> {
+    let Some(wait) = wait else {
+        return Ok((recording.await?, true));
+    };
+    let task = tokio::spawn(recording);
+    match tokio::time::timeout(wait, task).await {
+        Ok(Ok(answered)) => Ok((answered?, true)),
+        Ok(Err(e)) => Err(Error::Internal("Click tracking failed", e.into())),
+        Err(_) => Ok((click_id, false)),
     }
 }
 

@@ -9,7 +9,7 @@
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, REFERER, USER_AGENT};
-use axum::http::{HeaderValue, Method, StatusCode};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -70,6 +70,14 @@ fn counts(state: &AppState, method: &Method, caller: &Caller, user_agent: &str) 
     }
 }
 
+/// The header that tells whether a click was committed when it was answered.
+pub const CLICK_STATE: HeaderName = HeaderName::from_static("reftrack-click");
+
+/// The value of [`CLICK_STATE`].
+pub fn click_state(committed: bool) -> HeaderValue {
+    HeaderValue::from_static(if committed { "committed" } else { "queued" })
+}
+
 /// Follow a redirect link: 302 to its destination with `aff` (and, for a counted visit,
 /// `rt_click` and `rt_window`), or an HTML 404 page.
 ///
@@ -81,7 +89,7 @@ fn counts(state: &AppState, method: &Method, caller: &Caller, user_agent: &str) 
     tag = "redirects",
     params(("short_link" = String, Path, description = "The link's short_link")),
     responses(
-        (status = 302, description = "To the link's destination (or its program's)", headers(("Location" = String, description = "The destination with aff, rt_click and rt_window"))),
+        (status = 302, description = "To the link's destination (or its program's)", headers(("Location" = String, description = "The destination with aff, rt_click and rt_window"), ("Reftrack-Click" = String, description = "When the visit counted a click: `committed`, or `queued` when the redirect's wait for the commit ran out first (the click commits with its batch)"))),
         (status = 404, description = "Unknown or inactive link, or one without a destination: an HTML page", content_type = "text/html", body = String),
         (status = 503, description = "The database cannot answer now: an HTML page", content_type = "text/html", body = String),
     ),
@@ -121,6 +129,9 @@ async fn follow(
                 h.insert(LOCATION, location);
                 // Every visit is a request of its own, so that each one counts.
                 h.insert(CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+                if to.click_id.is_some() {
+                    h.insert(CLICK_STATE, click_state(to.committed));
+                }
                 r
             }
             Err(_) => page(StatusCode::NOT_FOUND, NOT_FOUND_PAGE),

@@ -515,7 +515,7 @@ fn click_details(state: &AppState, caller: &Caller, b: ClickRequest) -> ClickDet
     tag = "tracking",
     request_body = ClickRequest,
     responses(
-        (status = 200, description = "Tracked; `success: false` for an inactive link; the test-mode body in test mode", body = ClickResponse),
+        (status = 200, description = "Tracked; `success: false` for an inactive link; the test-mode body in test mode", body = ClickResponse, headers(("Reftrack-Click" = String, description = "For a tracked click: `committed`, or `queued` when the server answers clicks after a bounded wait (`--click-wait-ms`) and it ran out before the commit"))),
         (status = 400, description = "Invalid field or unknown referral link", body = ErrorBody),
         (status = 403, description = "Origin not allowed", body = ErrorBody),
         (status = 429, description = "Too many requests from this client; see Retry-After", body = ErrorBody),
@@ -525,7 +525,7 @@ async fn click(
     State(state): State<AppState>,
     caller: Caller,
     TrackJson(mut body): TrackJson<ClickRequest>,
-) -> Result<Json<ClickResponse>> {
+) -> Result<Response> {
     let Some(affiliate_url) = body.affiliate_url.0.take() else {
         return Err(Error::bad_request("affiliate_url is required"));
     };
@@ -543,19 +543,25 @@ async fn click(
             existing_click_id,
             test_mode: extra.test_mode(),
             program_id: extra.program_id.0,
+            redirect: false,
         })
         .await?;
-    Ok(Json(match outcome {
+    let mut state_header = None;
+    let body = Json(match outcome {
         ClickOutcome::Tracked {
             click_id,
             partner_code,
             cookie_window_days,
-        } => ClickResponse::Tracked(ClickTracked {
-            success: true,
-            click_id,
-            partner_code,
-            cookie_window_days,
-        }),
+            committed,
+        } => {
+            state_header = Some(super::redirect::click_state(committed));
+            ClickResponse::Tracked(ClickTracked {
+                success: true,
+                click_id,
+                partner_code,
+                cookie_window_days,
+            })
+        }
         ClickOutcome::Inactive => ClickResponse::Inactive(ClickRefused {
             success: false,
             message: "Referral link is inactive".into(),
@@ -564,7 +570,12 @@ async fn click(
             event_id,
             program_id,
         } => ClickResponse::Test(test_response("Test click recorded", event_id, program_id)),
-    }))
+    });
+    let mut r = body.into_response();
+    if let Some(value) = state_header {
+        r.headers_mut().insert(super::redirect::CLICK_STATE, value);
+    }
+    Ok(r)
 }
 
 /// Track a signup (lead).

@@ -3,8 +3,11 @@
 //! moments and restarted. Afterwards every acknowledged click, lead, sale and refund is
 //! in the database, no sale lacks its commission (except renewals past their program's
 //! limit), no `transaction_id` is recorded twice, nothing exists that was never sent,
-//! and `reftrack verify` finds the rollups equal to their recomputation. On SQLite and
-//! on PostgreSQL (a database of its own on the server of `REFTRACK_TEST_POSTGRES_URL`).
+//! and `reftrack verify` finds the rollups equal to their recomputation. Visitors follow
+//! redirect links meanwhile: a redirect answered `Reftrack-Click: committed` never loses
+//! its click; one answered `queued` (its wait for the commit ran out) may, and the test
+//! counts how many did. On SQLite and on PostgreSQL (a database of its own on the server
+//! of `REFTRACK_TEST_POSTGRES_URL`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,6 +21,9 @@ use serde_json::{json, Value};
 
 const ADMIN: &str = "rta_crash_test_admin_token_0123456";
 const CLIENTS: usize = 6;
+/// Visitors following redirect links, beside the clients.
+const VISITORS: usize = 2;
+const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
 const KILLS: usize = 8;
 
 /// A program of the test and what clients need to send to it.
@@ -49,6 +55,9 @@ struct Ledger {
     sales: HashMap<String, AckedSale>,
     attempted_sales: HashSet<String>,
     refunds: HashMap<String, Refunds>,
+    /// The click id of each redirect that recorded one, and whether it was committed
+    /// when the visitor was sent on.
+    redirects: Vec<(String, bool)>,
 }
 
 #[derive(Default)]
@@ -254,6 +263,64 @@ async fn client(
     }
 }
 
+/// A visitor following the programs' redirect links until `stop`, logging each click id
+/// a redirect handed out and whether it was committed then.
+async fn visitor(
+    n: usize,
+    base: String,
+    programs: Arc<Vec<Program>>,
+    ledger: Arc<Mutex<Ledger>>,
+    stats: Arc<Stats>,
+    stop: Arc<AtomicBool>,
+) {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let mut rng = StdRng::seed_from_u64(n as u64 + rand::random::<u64>());
+    while !stop.load(Ordering::SeqCst) {
+        let p = &programs[rng.gen_range(0..programs.len())];
+        let link = &p.links[rng.gen_range(0..p.links.len())];
+        stats.requests.fetch_add(1, Ordering::Relaxed);
+        let answer = http
+            .get(format!("{base}/r/{link}"))
+            .header("user-agent", BROWSER)
+            .send()
+            .await;
+        let Ok(res) = answer else {
+            stats.unanswered.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        };
+        let status = res.status().as_u16();
+        assert!(status == 302 || status == 503, "redirect: {status}");
+        let location = res
+            .headers()
+            .get("location")
+            .map(|l| l.to_str().unwrap().to_string());
+        let state = res
+            .headers()
+            .get("reftrack-click")
+            .map(|s| s.to_str().unwrap().to_string());
+        let click = location.and_then(|l| {
+            url::Url::parse(&l)
+                .unwrap()
+                .query_pairs()
+                .find(|(k, _)| k == "rt_click")
+                .map(|(_, v)| v.into_owned())
+        });
+        if let (Some(click), Some(state)) = (click, state) {
+            assert!(state == "committed" || state == "queued", "{state}");
+            ledger
+                .lock()
+                .unwrap()
+                .redirects
+                .push((click, state == "committed"));
+        }
+    }
+}
+
 async fn admin(http: &reqwest::Client, base: &str, path: &str, body: Value) -> Value {
     let res = http
         .post(format!("{base}/api/admin{path}"))
@@ -282,7 +349,8 @@ async fn setup(base: &str) -> Vec<Program> {
             base,
             "/programs",
             json!({"workspace_id": ws["id"], "name": format!("P{i}"), "currency": currency,
-                   "commission": commission, "recurring_commission_months": months}),
+                   "commission": commission, "recurring_commission_months": months,
+                   "destination_url": "https://shop.example/landing"}),
         )
         .await;
         let mut links = Vec::new();
@@ -368,7 +436,7 @@ async fn crash_and_check(url: String, backend: &str) {
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let stats = Arc::new(Stats::default());
     let stop = Arc::new(AtomicBool::new(false));
-    let clients: Vec<_> = (0..CLIENTS)
+    let mut clients: Vec<_> = (0..CLIENTS)
         .map(|n| {
             tokio::spawn(client(
                 n,
@@ -380,6 +448,16 @@ async fn crash_and_check(url: String, backend: &str) {
             ))
         })
         .collect();
+    clients.extend((0..VISITORS).map(|n| {
+        tokio::spawn(visitor(
+            n,
+            base.clone(),
+            programs.clone(),
+            ledger.clone(),
+            stats.clone(),
+            stop.clone(),
+        ))
+    }));
 
     let mut rng = StdRng::from_entropy();
     let mut downtime = Duration::ZERO;
@@ -430,6 +508,21 @@ async fn crash_and_check(url: String, backend: &str) {
     .map(|r| r.0)
     .collect();
     assert!(ledger.clicks.iter().all(|c| click_events.contains(c)));
+    // A redirect answered after its commit never loses its click; one answered before may.
+    let mut queued = 0;
+    let mut queued_lost = 0;
+    for (click, committed) in &ledger.redirects {
+        let stored = click_events.contains(click);
+        if *committed {
+            assert!(
+                stored,
+                "redirect click {click} answered committed, then lost"
+            );
+        } else {
+            queued += 1;
+            queued_lost += usize::from(!stored);
+        }
+    }
     let leads: HashSet<String> = rows::<(String,)>(
         &url,
         "SELECT customer_key FROM affiliate_lead_events WHERE NOT is_test AND customer_id IS NOT NULL",
@@ -480,7 +573,8 @@ async fn crash_and_check(url: String, backend: &str) {
     eprintln!(
         "crash test ({backend}): {KILLS} SIGKILLs, {:.1} s restarting in total, {:.1} s overall; \
          {} requests ({} unanswered, {} answered 503); acknowledged {} clicks, {} leads, {} sales, {} refunds; \
-         {} sales and {} refunded sales in the database",
+         {} sales and {} refunded sales in the database; {} redirects with a click, {} of them \
+         answered before their commit, {} of those clicks lost",
         downtime.as_secs_f64(),
         started.elapsed().as_secs_f64(),
         stats.requests.load(Ordering::Relaxed),
@@ -492,6 +586,13 @@ async fn crash_and_check(url: String, backend: &str) {
         refunds_acked,
         sales.len(),
         sales.iter().filter(|s| s.2 > 0).count(),
+        ledger.redirects.len(),
+        queued,
+        queued_lost,
+    );
+    assert!(
+        ledger.redirects.len() >= 100,
+        "too few redirects to prove anything"
     );
     assert!(
         ledger.sales.len() >= 30,

@@ -228,6 +228,13 @@ impl TestApp {
         self.serving_app(app)
     }
 
+    /// The same database behind a service whose clicks wait for their commit as `waits`
+    /// says.
+    pub fn with_click_waits(self, waits: reftrack::app::track::ClickWaits) -> TestApp {
+        let app = App::new(self.store.clone(), Arc::new(SystemClock)).with_click_waits(waits);
+        self.serving_app(app)
+    }
+
     /// The same database behind a router with other per-IP rate limits.
     pub fn with_rate_limits(self, limits: reftrack::config::RateLimitArgs) -> TestApp {
         let state = self.state.clone().with_rate_limits(limits);
