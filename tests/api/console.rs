@@ -449,6 +449,9 @@ on_both_backends! {
         assert!(location(&r).ends_with("done=rejected"));
         let r = DASHBOARD.get(&app, &format!("{commissions}?status=rejected"), Some(&owner)).await.expect(200);
         assert!(html(&r).contains("Test order"));
+        let r = DASHBOARD.get(&app, &format!("{commissions}.csv?status=rejected"), Some(&owner)).await.expect(200);
+        crate::common::assert_download(&r);
+        assert!(r.body.as_str().unwrap().contains("Test order"), "{}", r.body);
 
         // Another program's commission is not this program's.
         DASHBOARD.post(&app, &format!("/app/programs/{p}/commissions/999999/approve"), Some(&owner), "").await.expect(404);
@@ -480,7 +483,7 @@ on_both_backends! {
         assert!(html(&r).contains("pay@alice.example") && html(&r).contains("$15.00"));
         let file = payout.split('?').next().unwrap().to_string();
         let r = DASHBOARD.get(&app, &format!("{file}/export?format=paypal"), Some(&owner)).await.expect(200);
-        assert!(r.headers["content-type"].to_str().unwrap().starts_with("text/csv"));
+        crate::common::assert_download(&r);
         assert!(r.body.as_str().unwrap().starts_with("pay@alice.example,15.00,USD,"), "{}", r.body);
         let r = DASHBOARD.get(&app, &format!("{file}/export?format=bitcoin"), Some(&owner)).await.expect(400);
         assert!(html(&r).contains("format must be"));

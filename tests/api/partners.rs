@@ -386,6 +386,7 @@ on_both_backends! {
         assert_eq!(r.body["data"][0]["transaction_id"], "t1");
         partner(&app, &alice, "GET", &format!("/programs/{p}/commissions?status=nope"), None).await.expect(400);
         let csv = partner(&app, &alice, "GET", &format!("/programs/{p}/commissions?format=csv"), None).await.expect(200);
+        crate::common::assert_download(&csv);
         let mut reader = csv::Reader::from_reader(csv.body.as_str().unwrap().as_bytes());
         let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
         assert_eq!(rows.len(), 2);

@@ -379,7 +379,7 @@ on_both_backends! {
         assert!(html(&r).contains(&format!("/partner/programs/{p}/commissions.csv?status=paid")));
 
         let r = PORTAL.get(&app, &format!("/partner/programs/{p}/commissions.csv"), Some(&cookie)).await.expect(200);
-        assert!(r.headers["content-type"].to_str().unwrap().starts_with("text/csv"));
+        crate::common::assert_download(&r);
         assert!(r.headers["content-disposition"].to_str().unwrap().contains(&format!("program-{p}-my-commissions.csv")));
         let text = r.body.as_str().unwrap();
         assert!(text.starts_with("id,partner_id,"), "{text}");

@@ -544,3 +544,27 @@ pub struct Seed {
     pub partner_id: i64,
     pub short_link: String,
 }
+
+/// Asserts that `r` is a CSV download with the headers every download carries: kept out
+/// of caches and never sniffed as another type.
+#[track_caller]
+pub fn assert_download(r: &Reply) {
+    let header = |name: &str| {
+        r.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_else(|| panic!("no {name} header in {:?}", r.headers))
+    };
+    assert!(
+        header("content-type").starts_with("text/csv"),
+        "{:?}",
+        r.headers
+    );
+    assert!(
+        header("content-disposition").starts_with("attachment"),
+        "{:?}",
+        r.headers
+    );
+    assert_eq!(header("cache-control"), "no-store");
+    assert_eq!(header("x-content-type-options"), "nosniff");
+}
