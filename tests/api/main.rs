@@ -14,6 +14,7 @@ mod abuse;
 mod admin_api;
 mod backup;
 mod bad_input;
+mod connections;
 mod console;
 mod coupons;
 mod crash;
