@@ -91,7 +91,9 @@ pub struct ServeArgs {
     #[arg(long, env = "REFTRACK_KEEP_ALIVE_TIMEOUT", default_value_t = DEFAULT_IDLE_TIMEOUT)]
     pub keep_alive_timeout: u64,
     /// Where partners and browsers reach this server (`https://track.example.com`), for
-    /// the links it hands out, such as partner invites; by default the request's host.
+    /// the links it hands out and mails; by default the address confirmed at the first
+    /// run (changeable in the dashboard's settings), else `http://` and the listening
+    /// address. Never the request's host.
     #[arg(long, env = "REFTRACK_PUBLIC_URL", value_parser = public_url)]
     pub public_url: Option<String>,
     #[command(flatten)]

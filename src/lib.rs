@@ -85,6 +85,7 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
             .with_admin_token(args.admin_token.as_deref())
             .with_mailer(mailer)
             .with_public_url(args.public_url.clone())
+            .with_listen_address(listener.local_addr()?)
             .allowing_private_webhook_targets(args.webhooks.allow_private),
     );
     let generated = app.first_admin_token().await?;
