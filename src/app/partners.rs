@@ -85,8 +85,9 @@ pub struct PartnerLink {
     pub link: Link,
     /// `<public URL>/r/<short_link>`: the address to share anywhere (a social post, a
     /// newsletter, a video description), which counts the click and sends the visitor on
-    /// to the link's destination, else its program's. The public URL is
-    /// `REFTRACK_PUBLIC_URL`, or else the request's own scheme and host. Null while the
+    /// to the link's destination, else its program's. The public URL is the server's
+    /// address: `REFTRACK_PUBLIC_URL`, else the one its owner confirmed, else the address
+    /// it listens on (plain HTTP); never the request's host. Null while the
     /// link is inactive or neither it nor its program has a destination: then the
     /// partner adds `?aff=<short_link>` to a page of the program's site that carries the
     /// tracker.
