@@ -2,10 +2,12 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::http::client_ip::TrustedProxies;
+use crate::http::connections::{Timeouts, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT};
 
 /// Reftrack: affiliate tracking service.
 #[derive(Debug, Parser)]
@@ -80,8 +82,18 @@ pub struct ServeArgs {
     /// the process exits when they are done or when this has passed.
     #[arg(long, env = "REFTRACK_SHUTDOWN_TIMEOUT", default_value_t = 30)]
     pub shutdown_timeout: u64,
+    /// Seconds a connection has to send a request's complete headers, from its start or
+    /// from the request's first byte; then it is closed.
+    #[arg(long, env = "REFTRACK_HEADER_TIMEOUT", default_value_t = DEFAULT_HEADER_TIMEOUT)]
+    pub header_timeout: u64,
+    /// Seconds a kept-alive connection may stay idle between requests before it is
+    /// closed; longer than the idle time of the proxy in front (docs/deploy.md).
+    #[arg(long, env = "REFTRACK_KEEP_ALIVE_TIMEOUT", default_value_t = DEFAULT_IDLE_TIMEOUT)]
+    pub keep_alive_timeout: u64,
     /// Where partners and browsers reach this server (`https://track.example.com`), for
-    /// the links it hands out, such as partner invites; by default the request's host.
+    /// the links it hands out and mails; by default the address confirmed at the first
+    /// run (changeable in the dashboard's settings), else `http://` and the listening
+    /// address. Never the request's host.
     #[arg(long, env = "REFTRACK_PUBLIC_URL", value_parser = public_url)]
     pub public_url: Option<String>,
     #[command(flatten)]
@@ -226,6 +238,14 @@ impl RateLimitArgs {
 }
 
 impl ServeArgs {
+    /// The connection timeouts these arguments set.
+    pub fn connection_timeouts(&self) -> Timeouts {
+        Timeouts {
+            header: Duration::from_secs(self.header_timeout),
+            idle: Duration::from_secs(self.keep_alive_timeout),
+        }
+    }
+
     /// Checks what clap cannot: an admin token long enough to resist guessing.
     pub fn validate(&self) -> anyhow::Result<()> {
         if let Some(token) = &self.admin_token {
@@ -235,6 +255,12 @@ impl ServeArgs {
         }
         if self.shutdown_timeout == 0 {
             anyhow::bail!("REFTRACK_SHUTDOWN_TIMEOUT must be at least 1 second");
+        }
+        if self.header_timeout == 0 {
+            anyhow::bail!("REFTRACK_HEADER_TIMEOUT must be at least 1 second");
+        }
+        if self.keep_alive_timeout == 0 {
+            anyhow::bail!("REFTRACK_KEEP_ALIVE_TIMEOUT must be at least 1 second");
         }
         if let Some(path) = &self.geoip_db {
             if !path.is_file() {
@@ -262,6 +288,19 @@ pub fn redact_url(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connections_have_30_seconds_for_their_headers_by_default() {
+        let cli = Cli::try_parse_from(["reftrack"]).unwrap();
+        let timeouts = cli.serve.connection_timeouts();
+        assert_eq!(timeouts.header, Duration::from_secs(30));
+        assert_eq!(timeouts.idle, Duration::from_secs(150));
+        let cli = Cli::try_parse_from(["reftrack", "--header-timeout", "1"]).unwrap();
+        assert_eq!(
+            cli.serve.connection_timeouts().header,
+            Duration::from_secs(1)
+        );
+    }
 
     #[test]
     fn redacts_password_only() {

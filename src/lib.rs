@@ -20,7 +20,6 @@ pub mod seed;
 pub mod store;
 pub mod verify;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +31,7 @@ use crate::app::App;
 use crate::config::ServeArgs;
 use crate::domain::time::SystemClock;
 use crate::http::client_ip::ClientResolver;
+use crate::http::connections::Timeouts;
 use crate::http::metrics::Metrics;
 use crate::http::AppState;
 
@@ -64,6 +64,7 @@ pub fn router(state: AppState) -> Router {
 /// waiting longer.
 pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()> {
     args.validate()?;
+    let timeouts = args.connection_timeouts();
     let mailer = mail::Mailer::from_args(&args.mail)?;
     if let Some(url) = &args.mail.smtp_url {
         tracing::info!(smtp = %config::redact_url(url), "partner invites are mailed");
@@ -89,6 +90,7 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
                 redirect: Duration::from_millis(args.click_waits.redirect_wait_ms),
                 api: args.click_waits.click_wait_ms.map(Duration::from_millis),
             })
+            .with_listen_address(listener.local_addr()?)
             .allowing_private_webhook_targets(args.webhooks.allow_private),
     );
     let generated = app.first_admin_token().await?;
@@ -136,7 +138,7 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
     let grace = Duration::from_secs(args.shutdown_timeout);
     let signalled = Arc::new(tokio::sync::Notify::new());
     let notify = signalled.clone();
-    let server = serve_with(state, listener, async move {
+    let server = serve_with(state, listener, timeouts, async move {
         signal.await;
         notify.notify_one();
     });
@@ -147,13 +149,12 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
         tokio::time::Instant::now() + grace
     };
     let deadline = tokio::select! {
-        served = &mut server => {
-            served?;
+        () = &mut server => {
             tokio::time::Instant::now() + grace
         }
         at = grace_ends => {
             match tokio::time::timeout_at(at, &mut server).await {
-                Ok(served) => served?,
+                Ok(()) => {}
                 Err(_) => anyhow::bail!(
                     "shutdown: requests still in flight after {} s; exiting anyway",
                     grace.as_secs()
@@ -205,18 +206,15 @@ async fn record_approvals(app: Arc<App>) {
 }
 
 /// Serves `state` on `listener` until `shutdown` completes, then finishes in-flight
-/// requests.
+/// requests; connections that are slow to send their headers, or idle for long, are
+/// closed after `timeouts` ([`http::connections`]).
 pub async fn serve_with(
     state: AppState,
     listener: TcpListener,
+    timeouts: Timeouts,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    axum::serve(
-        listener,
-        router(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+) {
+    http::connections::serve(listener, router(state), timeouts, shutdown).await
 }
 
 /// Completes on SIGINT or SIGTERM. SIGHUP, which asks many services to reload, is

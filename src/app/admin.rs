@@ -19,6 +19,7 @@ use crate::domain::redirect;
 use crate::domain::status::{
     LinkStatus, MembershipStatus, PartnerStatus, PayoutMethod, Role, UnknownValue,
 };
+use crate::domain::text;
 use crate::domain::time::iso;
 use crate::store::{
     Link, LinkPatch, MemberRow, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram,
@@ -267,7 +268,17 @@ pub(super) fn name(field: &str, value: &str, max: usize) -> Result<String> {
             "{field} must be 1 to {max} characters"
         )));
     }
+    readable(field, v)?;
     Ok(v.to_string())
+}
+
+/// `Ok` unless `value` holds a control or bidirectional formatting character
+/// ([`text::forbidden_char`]), which is the field's error.
+pub(super) fn readable(field: &str, value: &str) -> Result<()> {
+    match text::forbidden_char(value) {
+        Some(_) => Err(Error::invalid(text::refusal(field))),
+        None => Ok(()),
+    }
 }
 
 /// One of the names of `T`, or the field's error.
@@ -322,6 +333,7 @@ pub(super) fn short_link(value: &str) -> Result<&str> {
             "short_link must be 1 to 255 characters without spaces",
         ));
     }
+    readable("short_link", v)?;
     Ok(v)
 }
 

@@ -1,8 +1,11 @@
 //! The first run of a server: while no dashboard user exists, the owner's dashboard
-//! offers a setup page that creates the first workspace, its owner and a first program.
-//! Once anyone has an account, it is gone; operators keep the admin token and the CLI
-//! either way.
+//! offers a setup page that creates the first workspace, its owner and a first program,
+//! and records the address the owner confirms as the server's. It asks for the admin
+//! token, so that a server nobody has set up yet cannot be claimed by whoever reaches it
+//! first. Once anyone has an account, it is gone; operators keep the admin token and the
+//! CLI either way.
 
+use super::address::server_address;
 use super::admin::{
     check_password, hashed_password, name, new_program, user_email, user_fields, ProgramBody,
     UserBody,
@@ -13,6 +16,11 @@ use crate::store::{NewOwner, StoreError, User, Workspace};
 /// What the setup page asks for.
 #[derive(Debug, Clone, Default)]
 pub struct FirstRunBody {
+    /// The admin token (printed at the server's first start, or `REFTRACK_ADMIN_TOKEN`).
+    pub admin_token: String,
+    /// The address partners and the owner reach the server at, which the links it hands
+    /// out name; `None` when `REFTRACK_PUBLIC_URL` sets it.
+    pub public_url: Option<String>,
     /// The company or team: the workspace's name.
     pub workspace_name: String,
     /// The owner's name.
@@ -69,7 +77,16 @@ impl FirstRunBody {
         let program = |website, currency| {
             new_program(named.program(website, currency)).map_err(website_words)
         };
+        let token = if self.admin_token.trim().is_empty() {
+            Err(Error::invalid(ADMIN_TOKEN_REQUIRED))
+        } else {
+            Ok(())
+        };
         [
+            token,
+            self.public_url
+                .as_deref()
+                .map_or(Ok(()), |u| server_address("public_url", u).map(drop)),
             name("workspace_name", &self.workspace_name, 200).map(drop),
             name("name", &self.name, 200).map(drop),
             user_email(&self.email).map(drop),
@@ -105,6 +122,10 @@ pub struct FirstRun {
     pub program: super::admin::ProgramView,
 }
 
+/// The text of a first run without the admin token.
+pub const ADMIN_TOKEN_REQUIRED: &str = "admin_token is required: the admin token printed \
+    when the server first started, or REFTRACK_ADMIN_TOKEN";
+
 /// The text of a first run after another.
 pub const ALREADY_SET_UP: &str = "This server is already set up: sign in instead";
 
@@ -114,9 +135,19 @@ impl App {
         Ok(!self.store.has_users().await?)
     }
 
-    /// Creates the first workspace, its owner and its first program; a conflict once any
-    /// user exists.
+    /// Creates the first workspace, its owner and its first program, and records the
+    /// confirmed address; 403 without the admin token, a conflict once any user exists.
     pub async fn first_run(&self, b: FirstRunBody) -> Result<FirstRun> {
+        if let Some(problem) = b.problems().into_iter().next() {
+            return Err(Error::Invalid(problem));
+        }
+        self.check_admin_token(&b.admin_token).await?;
+        let public_url = b
+            .public_url
+            .as_deref()
+            .filter(|_| self.public_url.is_none())
+            .map(|u| server_address("public_url", u))
+            .transpose()?;
         let workspace_name = name("workspace_name", &b.workspace_name, 200)?;
         let program_body = b.program(b.website(), b.currency.clone());
         let user = UserBody {
@@ -139,12 +170,13 @@ impl App {
         };
         let done = self
             .store
-            .first_run(&owner, &program, self.now_ms())
+            .first_run(&owner, &program, public_url.as_deref(), self.now_ms())
             .await
             .map_err(|e| match e {
                 StoreError::Conflict(_) => Error::Conflict(ALREADY_SET_UP.into()),
                 other => other.into(),
             })?;
+        self.stored_public_url.clear();
         Ok(FirstRun {
             workspace: done.workspace,
             user: done.user,

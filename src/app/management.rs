@@ -226,8 +226,8 @@ impl App {
             return;
         };
         let portal = self
-            .public_url
-            .as_ref()
+            .address_for_notices()
+            .await
             .map(|u| format!("{u}/partner/login"));
         let mail = approval_mail(&to, &account.partner.name, &program.name, portal.as_deref());
         self.notify_later("an approval", vec![mail]);

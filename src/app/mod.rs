@@ -11,7 +11,8 @@
 //! - [`admin`]: the management operations; [`management`] their lists; [`access`] who
 //!   may call them; [`payouts`] paying partners.
 //! - [`dashboard`]: sign-in, sessions and the dashboard's reads; [`first_run`] the
-//!   setup of a server that has no user yet.
+//!   setup of a server that has no user yet; [`address`] the server's address, which
+//!   the links it hands out name.
 //! - [`partners`]: partner accounts, applications and the partner API; [`invite_mail`]
 //!   the mail that carries an invite.
 //! - [`performance`]: daily figures, totals and trends of a program or of a partner.
@@ -19,6 +20,7 @@
 //!   links, which attribute sales.
 
 pub mod access;
+pub mod address;
 pub mod admin;
 pub mod cache;
 pub mod coupons;
@@ -74,10 +76,13 @@ pub struct App {
     admin_token: ReadCache<(), String>,
     user_agents: Mutex<LruCache<String, DeviceInfo>>,
     mailer: Option<Arc<Mailer>>,
-    /// Where partners and users reach the server (`REFTRACK_PUBLIC_URL`), for links in
-    /// mails that nobody asked for by a request of their own; none: such mails carry no
-    /// link.
+    /// Where partners and users reach the server (`REFTRACK_PUBLIC_URL`); none: the
+    /// confirmed address, else the listening one ([`address`]).
     public_url: Option<String>,
+    /// The confirmed address (the setting `public_url`), cached as the lookups above are.
+    stored_public_url: ReadCache<(), String>,
+    /// `http://` and the address the server listens on, when it serves one.
+    listen_url: Option<String>,
     /// Whether webhook endpoints may be on loopback, private or link-local addresses.
     private_webhook_targets: bool,
     /// Wakes the webhook worker: a delivery was made due now.
@@ -101,6 +106,8 @@ impl App {
             user_agents: Mutex::new(LruCache::new(NonZeroUsize::new(4096).expect("non-zero"))),
             mailer: None,
             public_url: None,
+            stored_public_url: ReadCache::new(1, cache::TTL),
+            listen_url: None,
             private_webhook_targets: false,
             webhooks_due: tokio::sync::Notify::new(),
             load: load::Load::default(),
@@ -132,8 +139,8 @@ impl App {
         self
     }
 
-    /// The same service knowing its public address (`REFTRACK_PUBLIC_URL`) for the links
-    /// of the mails it sends.
+    /// The same service knowing its public address (`REFTRACK_PUBLIC_URL`), which every
+    /// link it hands out or mails then names.
     pub fn with_public_url(mut self, url: Option<String>) -> Self {
         self.public_url = url.map(|u| u.trim_end_matches('/').to_string());
         self

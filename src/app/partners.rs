@@ -85,8 +85,9 @@ pub struct PartnerLink {
     pub link: Link,
     /// `<public URL>/r/<short_link>`: the address to share anywhere (a social post, a
     /// newsletter, a video description), which counts the click and sends the visitor on
-    /// to the link's destination, else its program's. The public URL is
-    /// `REFTRACK_PUBLIC_URL`, or else the request's own scheme and host. Null while the
+    /// to the link's destination, else its program's. The public URL is the server's
+    /// address: `REFTRACK_PUBLIC_URL`, else the one its owner confirmed, else the address
+    /// it listens on (plain HTTP); never the request's host. Null while the
     /// link is inactive or neither it nor its program has a destination: then the
     /// partner adds `?aff=<short_link>` to a page of the program's site that carries the
     /// tracker.
@@ -412,10 +413,11 @@ impl App {
     }
 
     /// Whether a partner may reset a forgotten password itself: only when the server
-    /// mails and knows its own address (`public_url`, from `REFTRACK_PUBLIC_URL`), so that
-    /// a mailed link never takes its host from a request.
-    pub fn partner_reset_available(&self) -> bool {
-        self.mailer.is_some() && self.public_url.is_some()
+    /// mails and someone said where it is reached (`REFTRACK_PUBLIC_URL` or the confirmed
+    /// address, [`App::known_public_url`]), so that a mailed link never names a request's
+    /// host, nor a listening address partners cannot reach.
+    pub async fn partner_reset_available(&self) -> Result<bool> {
+        Ok(self.mailer.is_some() && self.known_public_url().await?.is_some())
     }
 
     /// Mails a link that sets a new password (an invite of [`RESET_LIFETIME_MS`]) to the
@@ -424,7 +426,7 @@ impl App {
     /// run after it, so that its time does not tell whether the account exists. 404
     /// [`RESET_UNAVAILABLE`] when the server cannot ([`Self::partner_reset_available`]).
     pub async fn reset_partner_password(self: &Arc<Self>, email: &str) -> Result<()> {
-        if !self.partner_reset_available() {
+        if !self.partner_reset_available().await? {
             return Err(Error::NotFound(RESET_UNAVAILABLE.into()));
         }
         let email = user_email(email)?;
@@ -439,7 +441,8 @@ impl App {
 
     /// The work of [`Self::reset_partner_password`] after its answer.
     async fn mail_reset(&self, email: &str) -> Result<()> {
-        let (Some(mailer), Some(public_url)) = (&self.mailer, self.public_url.as_deref()) else {
+        let (Some(mailer), Some(public_url)) = (&self.mailer, self.known_public_url().await?)
+        else {
             return Ok(());
         };
         let Some(found) = self.store.partner_credentials(email).await? else {
@@ -447,7 +450,7 @@ impl App {
         };
         let account = self.store.partner_account(found.partner_id).await?;
         let (url, expires_at) = self
-            .grant_invite(found.partner_id, RESET_LIFETIME_MS, public_url)
+            .grant_invite(found.partner_id, RESET_LIFETIME_MS, &public_url)
             .await?;
         let mail = invite_mail(email, &account.partner.name, &url, expires_at, true);
         mailer
@@ -675,8 +678,8 @@ impl App {
             }
         };
         let review_url = self
-            .public_url
-            .as_ref()
+            .address_for_notices()
+            .await
             .map(|u| format!("{u}/app/programs/{}/partners?status=pending", program.id));
         let applicant_email = account
             .account_email

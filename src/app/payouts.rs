@@ -420,8 +420,8 @@ impl App {
         };
         let store = self.store.clone();
         let payouts_url = self
-            .public_url
-            .as_ref()
+            .address_for_notices()
+            .await
             .map(|u| format!("{u}/partner/programs/{}/payouts", program.id));
         let payout = payout.clone();
         tokio::spawn(async move {

@@ -77,9 +77,11 @@ pub enum AdminCommand {
     /// mailed to it too when an SMTP server is configured; older links stop working.
     InvitePartner {
         id: i64,
-        /// Where partners reach the server, the link's base (`https://track.example.com`).
+        /// Where partners reach the server, the link's base (`https://track.example.com`);
+        /// by default the address confirmed at the first run or in the dashboard's
+        /// settings.
         #[arg(long, env = "REFTRACK_PUBLIC_URL", value_parser = crate::config::public_url)]
-        public_url: String,
+        public_url: Option<String>,
     },
     /// Add a partner to a program: partner_id:=1 [status=approved|pending|rejected]
     AddProgramPartner {
@@ -373,7 +375,19 @@ impl AdminCommand {
                 answer(app.update_partner(caller, id, body(&fields)?).await)
             }
             InvitePartner { id, public_url } => {
-                answer(app.invite_partner(caller, id, &public_url).await)
+                let known = match public_url {
+                    Some(url) => Some(url),
+                    None => app.known_public_url().await.map_err(|e| e.to_string())?,
+                };
+                let Some(url) = known else {
+                    return Err(
+                        "invite-partner needs the server's address: --public-url or \
+                        REFTRACK_PUBLIC_URL, or one confirmed at the first run or in the \
+                        dashboard's settings"
+                            .into(),
+                    );
+                };
+                answer(app.invite_partner(caller, id, &url).await)
             }
             AddProgramPartner { program_id, fields } => answer(
                 app.add_program_partner(caller, program_id, body(&fields)?)

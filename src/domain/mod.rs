@@ -13,6 +13,7 @@ pub mod refund;
 pub mod self_referral;
 pub mod status;
 pub mod stripe;
+pub mod text;
 pub mod time;
 pub mod user_agent;
 pub mod webhooks;

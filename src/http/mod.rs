@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod bearer;
 pub mod client_ip;
+pub mod connections;
 pub mod console;
 pub mod coupons;
 pub mod dashboard;

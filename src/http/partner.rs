@@ -3,9 +3,8 @@
 //! that invites a partner. Handlers read the request and call [`crate::app::partners`].
 
 use axum::extract::{FromRequestParts, RawQuery, State};
-use axum::http::header::HOST;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
 use utoipa_axum::router::OpenApiRouter;
@@ -17,7 +16,6 @@ use super::dashboard::PerformanceQuery;
 use super::error::{Error, ErrorBody, Result};
 use super::extract::{read_list_query, read_query, JsonBody, OptionalJsonBody, PathParams};
 use super::lists::PageQuery;
-use super::pages::session::forwarded_https;
 use super::payouts::{CommissionQuery, ListQuery};
 use super::session::{session_answer, throttled, LoginBody, LoginResponse, LogoutResponse};
 use super::AppState;
@@ -105,25 +103,6 @@ impl FromRequestParts<AppState> for MaybePartner {
     }
 }
 
-/// Where partners reach this server: `REFTRACK_PUBLIC_URL`, or else the request's own
-/// scheme (`https` when a proxy in front says so with `X-Forwarded-Proto`) and host.
-pub(super) fn public_url(state: &AppState, headers: &HeaderMap) -> String {
-    if let Some(url) = &state.public_url {
-        return url.to_string();
-    }
-    let host = headers
-        .get(HOST)
-        .and_then(|h| h.to_str().ok())
-        .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_graphic()))
-        .unwrap_or("localhost");
-    let scheme = if forwarded_https(headers) {
-        "https"
-    } else {
-        "http"
-    };
-    format!("{scheme}://{host}")
-}
-
 /// Invite a partner to sign in.
 ///
 /// The answer's `invite_url` opens the partner portal's page that sets a password; it
@@ -149,10 +128,9 @@ pub(super) fn public_url(state: &AppState, headers: &HeaderMap) -> String {
 async fn invite_partner(
     Manager(caller): Manager,
     State(s): State<AppState>,
-    headers: HeaderMap,
     PathParams(id): PathParams<i64>,
 ) -> Result<(StatusCode, Json<Invite>)> {
-    let url = public_url(&s, &headers);
+    let url = s.app.public_url().await?;
     let invite = s.app.invite_partner(&caller, id, &url).await?;
     Ok((StatusCode::CREATED, Json(invite)))
 }
@@ -373,12 +351,11 @@ async fn change_partner_password(
 async fn partner_links(
     State(s): State<AppState>,
     p: PartnerSession,
-    headers: HeaderMap,
     PathParams(id): PathParams<i64>,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<Listed<PartnerLink>>> {
     let page = read_list_query::<PageQuery>(raw.as_deref())?.page();
-    let url = public_url(&s, &headers);
+    let url = s.app.public_url().await?;
     Ok(Json(
         s.app.partner_links(p.partner_id, id, &page, &url).await?,
     ))
@@ -405,11 +382,10 @@ async fn partner_links(
 async fn create_partner_link(
     State(s): State<AppState>,
     p: PartnerSession,
-    headers: HeaderMap,
     PathParams(id): PathParams<i64>,
     OptionalJsonBody(b): OptionalJsonBody<PartnerLinkBody>,
 ) -> Result<(StatusCode, Json<PartnerLink>)> {
-    let url = public_url(&s, &headers);
+    let url = s.app.public_url().await?;
     let link = s.app.create_partner_link(p.partner_id, id, b, &url).await?;
     Ok((StatusCode::CREATED, Json(link)))
 }

@@ -3,7 +3,9 @@
 
 use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
-use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_DISPOSITION, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS,
+};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use std::future::Future;
@@ -124,7 +126,9 @@ impl CommissionQuery {
     }
 }
 
-/// A `text/csv` answer of `file_name`.
+/// A `text/csv` answer of `file_name`, every download's: kept out of caches (a
+/// shared or back-button copy of partners' payout details outlives the session that
+/// asked for it) and never sniffed into something a browser would run.
 pub(super) fn csv_response(file_name: &str, body: Body) -> Response {
     (
         [
@@ -133,6 +137,8 @@ pub(super) fn csv_response(file_name: &str, body: Body) -> Response {
                 CONTENT_DISPOSITION,
                 format!("attachment; filename=\"{file_name}\""),
             ),
+            (CACHE_CONTROL, "no-store".to_string()),
+            (X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
         ],
         body,
     )

@@ -27,8 +27,8 @@ pub struct Shared {
     pub logins: Arc<LoginThrottle>,
     /// Whether the database is known to be down (requests then fail fast).
     pub db_health: Arc<DbHealth>,
-    /// Where partners and browsers reach this server (`REFTRACK_PUBLIC_URL`), for the
-    /// links it hands out; `None`: the request's own host.
+    /// `REFTRACK_PUBLIC_URL`, for the same-origin rule of forms and the `Secure` cookie
+    /// flag; the links Reftrack hands out ask [`crate::app::App::public_url`].
     pub public_url: Option<Arc<str>>,
     /// What the service counts for Prometheus; `None` when metrics are off.
     pub metrics: Option<Arc<Metrics>>,

@@ -187,12 +187,14 @@ pub trait Store:
     /// name contains it (any case).
     async fn list_users(&self, q: Option<&str>, page: Page) -> StoreResult<Vec<User>>;
     /// The first run of a server: its first workspace, its owner (an active `owner`
-    /// membership) and its first program (`p.workspace_id` is ignored), in one
+    /// membership), its first program (`p.workspace_id` is ignored) and, when given, the
+    /// address the owner confirmed as the server's (the setting `public_url`), in one
     /// transaction; `Conflict("first run")` when it has run before or a user exists.
     async fn first_run(
         &self,
         owner: &NewOwner<'_>,
         p: &NewProgram,
+        public_url: Option<&str>,
         at: i64,
     ) -> StoreResult<FirstRunRecords>;
     /// Adds a user to a workspace; `NotFound("workspace" | "user")`,

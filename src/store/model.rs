@@ -303,6 +303,10 @@ pub struct User {
     pub created_at: i64,
 }
 
+/// Settings key of the address the owner confirmed as the server's, at the first run or
+/// in the dashboard's settings.
+pub const PUBLIC_URL_SETTING: &str = "public_url";
+
 /// The first user of a server, owner of its first workspace (see [`super::Store::first_run`]).
 #[derive(Debug, Clone)]
 pub struct NewOwner<'a> {

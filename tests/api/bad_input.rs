@@ -168,3 +168,73 @@ on_both_backends! {
         assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_click_events").await, 2);
     }
 }
+
+on_both_backends! {
+    async fn names_short_links_and_codes_refuse_control_and_bidirectional_characters(app: TestApp) {
+        let seed = app.seed().await;
+        let p = seed.program_id;
+        let rule = "must not contain control characters or bidirectional formatting characters";
+        // The right-to-left override that turns "gpj.exe" around, an isolate, a mark, a
+        // newline inside a name, an escape, a C1 control.
+        let bad = ["Acme\u{202E}gpj.exe", "Acme\u{2067}Partners", "Acme\u{200F}Partners", "Acme\nPartners", "Acme\u{1b}[31m", "Acme\u{85}Partners"];
+        for name in bad {
+            let r = app.admin("POST", "/workspaces", Some(json!({"name": name}))).await.expect(400);
+            assert_eq!(r.error(), format!("name {rule}"), "{name:?}");
+            let r = app.admin("POST", "/programs", Some(json!({"workspace_id": seed.workspace_id, "name": name}))).await.expect(400);
+            assert_eq!(r.error(), format!("name {rule}"));
+            let r = app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"name": name}))).await.expect(400);
+            assert_eq!(r.error(), format!("name {rule}"));
+            let r = app.admin("POST", "/partners", Some(json!({"name": name, "code": "zed"}))).await.expect(400);
+            assert_eq!(r.error(), format!("name {rule}"));
+            let r = app.admin("PATCH", &format!("/partners/{}", seed.partner_id), Some(json!({"name": name}))).await.expect(400);
+            assert_eq!(r.error(), format!("name {rule}"));
+            let r = app.admin("POST", "/users", Some(json!({"email": "u@example.com", "password": "long enough", "name": name}))).await.expect(400);
+            assert_eq!(r.error(), format!("name {rule}"));
+            let short = name.replace(' ', "-");
+            let r = app.admin("POST", "/links", Some(json!({"program_id": p, "partner_id": seed.partner_id, "short_link": short}))).await.expect(400);
+            assert!(r.error().starts_with("short_link "), "{}", r.error());
+        }
+        let r = app.admin("POST", "/links", Some(json!({"program_id": p, "short_link": "promo\u{202E}fdp"}))).await.expect(400);
+        assert_eq!(r.error(), format!("short_link {rule}"));
+        // Codes are letters, digits, '-' and '_', which keeps these out too.
+        let r = app.admin("POST", "/partners", Some(json!({"name": "Zed", "code": "zed\u{202E}"}))).await.expect(400);
+        assert!(r.error().starts_with("code must be"), "{}", r.error());
+        let link = app.link_id(&seed.short_link).await;
+        let r = app.admin("POST", &format!("/links/{link}/coupons"), Some(json!({"code": "SAVE\u{2066}10"}))).await.expect(400);
+        assert!(r.error().starts_with("code must be"), "{}", r.error());
+        // Text of any script stays welcome.
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"name": "شركاء أكمي"}))).await.expect(200);
+        app.admin("POST", "/links", Some(json!({"program_id": p, "short_link": "זוג-1"}))).await.expect(201);
+
+        // The partner API: its own name and its own links.
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"partner_links_allowed": true}))).await.expect(200);
+        let token = app.invite_token(seed.partner_id, "alice@example.com").await;
+        let session = app.post("/api/partner/auth/accept-invite", json!({"token": token, "password": "partner password"})).await.expect(200);
+        let auth = format!("Bearer {}", session.body["token"].as_str().unwrap());
+        let r = app.send("PATCH", "/api/partner/me", Some(json!({"name": "Alice\u{202E}"})), &[("authorization", &auth)]).await.expect(400);
+        assert_eq!(r.error(), format!("name {rule}"));
+        let r = app.send("POST", &format!("/api/partner/programs/{p}/links"), Some(json!({"short_link": "alice\u{7}"})), &[("authorization", &auth)]).await.expect(400);
+        assert_eq!(r.error(), format!("short_link {rule}"));
+        // An application names its applicant.
+        app.admin("PATCH", &format!("/programs/{p}"), Some(json!({"applications_open": true}))).await.expect(200);
+        let r = app.post(&format!("/api/partner/apply/{p}"), json!({"name": "Bob\u{2069}", "email": "bob@example.com", "password": "partner password"})).await.expect(400);
+        assert_eq!(r.error(), format!("name {rule}"));
+
+        // Pages: the message beside the field.
+        let owner = app.member(seed.workspace_id, "owner@example.com", "owner password", "owner").await;
+        assert!(owner > 0);
+        let r = DASHBOARD.post(&app, "/app/login", None, "email=owner%40example.com&password=owner+password").await.expect(303);
+        let cookie = DASHBOARD.session(&r);
+        let r = DASHBOARD.post(&app, &format!("/app/programs/{p}/partners"), Some(&cookie), "name=Eve%E2%80%AEexe&code=eve").await.expect(400);
+        assert!(html(&r).contains(&format!("id=\"f-name-error\">Name {rule}")), "{}", html(&r));
+        let form = format!("token={}&password=partner+password&confirm=partner+password", app.invite_token(seed.partner_id, "alice@example.com").await);
+        let r = PORTAL.post(&app, "/partner/invite", None, &form).await.expect(303);
+        let partner_cookie = PORTAL.session(&r);
+        let r = PORTAL.post(&app, "/partner/settings", Some(&partner_cookie), "name=Alice%0D%0AAdmin&payout_method=&payout_email=").await.expect(400);
+        assert!(html(&r).contains(&format!("Name {rule}")), "{}", html(&r));
+
+        assert_eq!(app.count("SELECT COUNT(*) FROM workspaces").await, 1);
+        assert_eq!(app.count("SELECT COUNT(*) FROM partners").await, 1);
+        assert_eq!(app.count("SELECT COUNT(*) FROM users").await, 1);
+    }
+}

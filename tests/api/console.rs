@@ -40,11 +40,26 @@ on_both_backends! {
         assert_eq!(location(&r), "/app/setup");
         let r = DASHBOARD.get(&app, "/app/setup", None).await.expect(200);
         assert!(html(&r).contains("Set up Reftrack"));
+        // The address is prefilled from the request, for the owner to confirm.
+        assert!(html(&r).contains("name=\"public_url\" type=\"url\" value=\"http://pages.test\""), "{}", html(&r));
         let r = DASHBOARD.get(&app, "/app", None).await.expect(303);
         assert_eq!(location(&r), "/app/login");
 
-        let good = "workspace_name=Acme&name=Ann+Owner&email=Ann%40Acme.example&password=owner+password\
-                    &confirm=owner+password&program_name=Acme+Partners&website=https%3A%2F%2Fshop.acme.example&currency=eur";
+        let good = format!("admin_token={ADMIN_TOKEN}&public_url=https%3A%2F%2Ftrack.acme.example\
+                    &workspace_name=Acme&name=Ann+Owner&email=Ann%40Acme.example&password=owner+password\
+                    &confirm=owner+password&program_name=Acme+Partners&website=https%3A%2F%2Fshop.acme.example&currency=eur");
+        let good = good.as_str();
+        // Without the admin token, or with a wrong one, nobody can claim the server; the
+        // token typed is never sent back.
+        let r = DASHBOARD.post(&app, "/app/setup", None, &good.replace(&format!("admin_token={ADMIN_TOKEN}"), "admin_token=")).await.expect(400);
+        assert!(html(&r).contains("id=\"f-admin_token-error\">Admin token is required"), "{}", html(&r));
+        let r = DASHBOARD.post(&app, "/app/setup", None, &good.replace(&format!("admin_token={ADMIN_TOKEN}"), "admin_token=rta_guess_guess_guess_guess")).await.expect(403);
+        assert!(html(&r).contains("id=\"f-admin_token-error\">Admin token is not this server&#39;s admin token"), "{}", html(&r));
+        assert!(!html(&r).contains("rta_guess"), "{}", html(&r));
+        assert!(html(&r).contains("value=\"Ann@Acme.example\""), "the rest stays typed");
+        let r = DASHBOARD.post(&app, "/app/setup", None, &good.replace("public_url=https%3A%2F%2Ftrack.acme.example", "public_url=track")).await.expect(400);
+        assert!(html(&r).contains("id=\"f-public_url-error\">Address of this server must be an http:// or https:// address"), "{}", html(&r));
+        assert_eq!(app.count("SELECT COUNT(*) FROM users").await, 0, "nothing made");
         let r = DASHBOARD.post(&app, "/app/setup", None, &good.replace("confirm=owner+password", "confirm=other")).await.expect(400);
         assert!(html(&r).contains("id=\"f-confirm-error\">The two passwords are not the same"));
         assert!(html(&r).contains("value=\"Acme Partners\""), "typed values stay");
@@ -58,9 +73,9 @@ on_both_backends! {
         let r = DASHBOARD.post(&app, "/app/setup", None, &good.replace("currency=eur", "currency=euro")).await.expect(400);
         assert!(html(&r).contains("id=\"f-currency-error\">Currency must be a 3-letter currency code"));
         // Every field's error at once, each beside its field.
-        let all_wrong = "workspace_name=+&name=+&email=ann&password=short&confirm=other&program_name=+&website=shop&currency=dollars";
+        let all_wrong = "admin_token=&public_url=x&workspace_name=+&name=+&email=ann&password=short&confirm=other&program_name=+&website=shop&currency=dollars";
         let r = DASHBOARD.post(&app, "/app/setup", None, all_wrong).await.expect(400);
-        for field in ["workspace_name", "name", "email", "password", "confirm", "program_name", "website", "currency"] {
+        for field in ["admin_token", "public_url", "workspace_name", "name", "email", "password", "confirm", "program_name", "website", "currency"] {
             assert!(html(&r).contains(&format!("id=\"f-{field}-error\"")), "{field}: {}", html(&r));
         }
         assert_eq!(app.count("SELECT COUNT(*) FROM users").await, 0, "nothing half-made");
@@ -81,6 +96,11 @@ on_both_backends! {
         assert!(body.contains("data-program-id=&#34;1&#34;"), "{body}");
         assert!(body.contains("Waiting for your first click"));
         assert!(body.contains("https://shop.acme.example"));
+        // The confirmed address, not the request's host, is what the tag and links name.
+        assert!(body.contains("https://track.acme.example/tracker.js"), "{body}");
+        let r = app.admin("POST", "/partners", Some(json!({"name": "Zoe", "code": "zoe", "email": "zoe@example.com"}))).await.expect(201);
+        let invite = app.admin("POST", &format!("/partners/{}/invite", r.body["id"]), None).await.expect(201);
+        assert!(invite.body["invite_url"].as_str().unwrap().starts_with("https://track.acme.example/partner/invite?token="), "{}", invite.body);
 
         // Once set up: no second first run; `/` is the dashboard.
         let r = DASHBOARD.post(&app, "/app/setup", None, &good.replace("Ann%40", "Bob%40")).await.expect(409);
@@ -102,6 +122,31 @@ on_both_backends! {
         assert_eq!(r.body["allowed_origins"], json!(["https://shop.acme.example"]));
         let r = app.login("ann@acme.example", PASSWORD).await.expect(200);
         assert!(r.body["token"].as_str().unwrap().starts_with("rts_"));
+
+        // Settings show the address and change it with the admin token.
+        let settings = "/app/programs/1/settings";
+        let r = DASHBOARD.get(&app, settings, Some(&cookie)).await.expect(200);
+        assert!(html(&r).contains("name <code>https://track.acme.example</code>: confirmed by an owner"), "{}", html(&r));
+        let address = format!("{settings}/address");
+        let r = DASHBOARD.post(&app, &address, Some(&cookie), "public_url=https%3A%2F%2Fgo.acme.example&admin_token=").await.expect(400);
+        assert!(html(&r).contains("id=\"f-admin_token-error\">Admin token is required"), "{}", html(&r));
+        assert!(html(&r).contains("value=\"https://go.acme.example\""), "typed values stay");
+        let r = DASHBOARD.post(&app, &address, Some(&cookie), "public_url=https%3A%2F%2Fgo.acme.example&admin_token=rta_guess_guess_guess_guess").await.expect(403);
+        assert!(html(&r).contains("id=\"f-admin_token-error\">Admin token is not this server"), "{}", html(&r));
+        assert!(!html(&r).contains("rta_guess"));
+        let r = DASHBOARD.post(&app, &address, Some(&cookie), &format!("public_url=go.acme.example&admin_token={ADMIN_TOKEN}")).await.expect(400);
+        assert!(html(&r).contains("id=\"f-public_url-error\">Address of this server must be"), "{}", html(&r));
+        let r = DASHBOARD.post(&app, &address, Some(&cookie), &format!("public_url=https%3A%2F%2Fgo.acme.example%2F&admin_token={ADMIN_TOKEN}")).await.expect(303);
+        assert_eq!(location(&r), format!("{settings}?done=address#address"));
+        let invite = app.admin("POST", "/partners/1/invite", None).await.expect(201);
+        assert!(invite.body["invite_url"].as_str().unwrap().starts_with("https://go.acme.example/partner/invite?token="), "{}", invite.body);
+        // A viewer may not change it, whatever token it holds.
+        app.member(1, "val@acme.example", PASSWORD, "viewer").await;
+        let viewer = signed_in(&app, "val@acme.example").await;
+        let r = DASHBOARD.get(&app, settings, Some(&viewer)).await.expect(200);
+        assert!(!html(&r).contains("/settings/address"));
+        DASHBOARD.post(&app, &address, Some(&viewer), &format!("public_url=https%3A%2F%2Fevil.example&admin_token={ADMIN_TOKEN}")).await.expect(403);
+        assert!(app.admin("POST", "/partners/1/invite", None).await.body["invite_url"].as_str().unwrap().starts_with("https://go.acme.example/"));
     }
 }
 
@@ -449,6 +494,9 @@ on_both_backends! {
         assert!(location(&r).ends_with("done=rejected"));
         let r = DASHBOARD.get(&app, &format!("{commissions}?status=rejected"), Some(&owner)).await.expect(200);
         assert!(html(&r).contains("Test order"));
+        let r = DASHBOARD.get(&app, &format!("{commissions}.csv?status=rejected"), Some(&owner)).await.expect(200);
+        crate::common::assert_download(&r);
+        assert!(r.body.as_str().unwrap().contains("Test order"), "{}", r.body);
 
         // Another program's commission is not this program's.
         DASHBOARD.post(&app, &format!("/app/programs/{p}/commissions/999999/approve"), Some(&owner), "").await.expect(404);
@@ -480,7 +528,7 @@ on_both_backends! {
         assert!(html(&r).contains("pay@alice.example") && html(&r).contains("$15.00"));
         let file = payout.split('?').next().unwrap().to_string();
         let r = DASHBOARD.get(&app, &format!("{file}/export?format=paypal"), Some(&owner)).await.expect(200);
-        assert!(r.headers["content-type"].to_str().unwrap().starts_with("text/csv"));
+        crate::common::assert_download(&r);
         assert!(r.body.as_str().unwrap().starts_with("pay@alice.example,15.00,USD,"), "{}", r.body);
         let r = DASHBOARD.get(&app, &format!("{file}/export?format=bitcoin"), Some(&owner)).await.expect(400);
         assert!(html(&r).contains("format must be"));

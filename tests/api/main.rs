@@ -15,6 +15,7 @@ mod admin_api;
 mod backup;
 mod bad_input;
 mod click_waits;
+mod connections;
 mod console;
 mod coupons;
 mod crash;

@@ -298,7 +298,7 @@ on_both_backends! {
 
         // Its CSV holds every row, whatever the limit.
         let r = app.admin("GET", &format!("/programs/{p}/partners?format=csv&limit=1"), None).await.expect(200);
-        assert!(r.headers["content-type"].to_str().unwrap().starts_with("text/csv"));
+        crate::common::assert_download(&r);
         let text = r.body.as_str().unwrap();
         let mut reader = csv::Reader::from_reader(text.as_bytes());
         let header: Vec<String> = reader.headers().unwrap().iter().map(str::to_string).collect();

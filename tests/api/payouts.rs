@@ -221,7 +221,7 @@ on_both_backends! {
 
         // The CSV export has every row, not a page, with its header.
         let r = app.admin("GET", &format!("/programs/{p}/commissions?format=csv&limit=1"), None).await.expect(200);
-        assert!(r.headers["content-type"].to_str().unwrap().starts_with("text/csv"));
+        crate::common::assert_download(&r);
         let text = r.body.as_str().unwrap();
         assert_eq!(csv_header(text), reftrack::app::exports::COMMISSION_HEADER);
         let rows = parse_csv(text, true);
@@ -276,7 +276,7 @@ on_both_backends! {
             let app = &app;
             async move {
                 let r = app.admin("GET", &path, None).await.expect(200);
-                assert!(r.headers["content-type"].to_str().unwrap().starts_with("text/csv"));
+                crate::common::assert_download(&r);
                 assert!(r.headers["content-disposition"].to_str().unwrap().contains(&format!("payout-{id}")));
                 r.body.as_str().unwrap().to_string()
             }
@@ -337,6 +337,7 @@ on_both_backends! {
         let rest = app.admin("GET", &format!("/programs/{p}/payouts?limit=2&cursor={cursor}"), None).await.expect(200);
         assert_eq!(rest.body["data"][0]["id"], id);
         let export = app.admin("GET", &format!("/programs/{p}/payouts?format=csv"), None).await.expect(200);
+        crate::common::assert_download(&export);
         let text = export.body.as_str().unwrap();
         assert_eq!(csv_header(text), reftrack::app::exports::PAYOUT_HEADER);
         let rows = parse_csv(text, true);

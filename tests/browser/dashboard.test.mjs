@@ -12,7 +12,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { setup, api, admin, browse, shoot, track, sql } from './harness.mjs';
+import { setup, api, admin, browse, shoot, track, sql, ADMIN } from './harness.mjs';
 
 // The webhook receiver of these tests listens on 127.0.0.1, which the server refuses as a
 // target unless told otherwise.
@@ -37,6 +37,8 @@ test('first run: setup, the install snippets, and a click, lead and sale on the 
   await page.goto(`${api}/`);
   await page.waitForURL(/\/app\/setup$/);
   await shoot(page, 'app-first-run');
+  // The server's address is suggested from the address the browser used.
+  assert.equal(await page.getByLabel('Address of this server').inputValue(), api);
   await page.getByLabel('Company or team').fill('Acme Inc');
   await page.getByLabel('Your name').fill('Ann Owner');
   await page.getByLabel('Email').fill('ann@acme.test');
@@ -47,8 +49,17 @@ test('first run: setup, the install snippets, and a click, lead and sale on the 
   await page.getByLabel('Currency').fill('usd');
   await expecting(400, () => Promise.all([page.waitForURL(/\/app\/setup$/), page.getByRole('button', { name: 'Create and sign in' }).click()]));
   assert.equal(await page.locator('#f-confirm-error').textContent(), 'The two passwords are not the same');
+  assert.match(await page.locator('#f-admin_token-error').textContent(), /^Admin token is required/);
+  // A wrong token: refused beside its field, nothing made.
+  await page.getByLabel('Admin token').fill('rta_not_the_token_of_this_server');
+  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+  await page.getByLabel('Repeat the password').fill(PASSWORD);
+  await expecting(403, () => Promise.all([page.waitForURL(/\/app\/setup$/), page.getByRole('button', { name: 'Create and sign in' }).click()]));
+  assert.equal(await page.locator('#f-admin_token-error').textContent(), "Admin token is not this server's admin token");
+  assert.equal(await page.getByLabel('Admin token').inputValue(), '', 'a token typed is not sent back');
   assert.equal(await page.getByLabel('Program name').inputValue(), 'Acme Partners', 'nothing typed is lost');
   await shoot(page, 'app-first-run-error');
+  await page.getByLabel('Admin token').fill(ADMIN);
   await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
   await page.getByLabel('Repeat the password').fill(PASSWORD);
   await page.getByRole('button', { name: 'Create and sign in' }).click();

@@ -24,7 +24,8 @@ import { chromium } from 'playwright-core';
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BIN = path.resolve(repoRoot, process.env.REFTRACK_BIN || 'target/debug/reftrack');
 const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
-const ADMIN = 'browser-test-admin-token-0123456789';
+/** The admin token the server runs with (REFTRACK_ADMIN_TOKEN); the first run asks for it. */
+export const ADMIN = 'browser-test-admin-token-0123456789';
 export const DAY = 86400;
 /** A desktop Chrome's user agent (headless Chromium names itself a bot). */
 export const BROWSER_UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36';

@@ -1,9 +1,11 @@
 //! The first-run setup: while no user exists, the page that creates the first
-//! workspace, its owner and a first program, then signs the owner in.
+//! workspace, its owner and a first program, then signs the owner in. It asks for the
+//! admin token, and for the server's address (prefilled from the request, which only
+//! suggests it: the owner confirms it).
 
 use askama::Template;
 use axum::extract::State;
-use axum::http::header::SET_COOKIE;
+use axum::http::header::{HOST, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 
 use super::frame::public;
@@ -11,7 +13,7 @@ use super::install::setup_page;
 use super::session::{Signed, COOKIE};
 use crate::app;
 use crate::app::first_run::FirstRunBody;
-use crate::http::pages::session::see_other;
+use crate::http::pages::session::{forwarded_https, see_other};
 use crate::http::pages::view::{ok, place_errors, render, Chrome, Field, PageResult, Posted};
 use crate::http::AppState;
 
@@ -19,6 +21,10 @@ use crate::http::AppState;
 #[template(path = "console/first_run.html")]
 struct FirstRunPage {
     chrome: Chrome,
+    admin_token: Field,
+    public_url: Field,
+    /// `REFTRACK_PUBLIC_URL`, which then is the address and is not asked for.
+    configured_url: Option<String>,
     workspace_name: Field,
     name: Field,
     email: Field,
@@ -31,9 +37,12 @@ struct FirstRunPage {
 }
 
 impl FirstRunPage {
-    fn new() -> FirstRunPage {
+    fn new(s: &AppState) -> FirstRunPage {
         FirstRunPage {
             chrome: public("Set up Reftrack"),
+            admin_token: Field::new("admin_token", "Admin token"),
+            public_url: Field::new("public_url", "Address of this server"),
+            configured_url: s.public_url.as_deref().map(str::to_string),
             workspace_name: Field::new("workspace_name", "Company or team"),
             name: Field::new("name", "Your name"),
             email: Field::new("email", "Email"),
@@ -47,12 +56,33 @@ impl FirstRunPage {
     }
 }
 
+/// The address the request was sent to (`X-Forwarded-Proto`'s scheme and the `Host`),
+/// as the form's first suggestion of the server's address; nothing is built from it
+/// until the owner confirms it.
+fn suggested_address(headers: &HeaderMap) -> String {
+    let Some(host) = headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_graphic()))
+    else {
+        return String::new();
+    };
+    let scheme = if forwarded_https(headers) {
+        "https"
+    } else {
+        "http"
+    };
+    format!("{scheme}://{host}")
+}
+
 /// `GET /app/setup`: the setup form while the server has no user; the dashboard after.
-pub(super) async fn page(State(s): State<AppState>) -> PageResult {
+pub(super) async fn page(State(s): State<AppState>, headers: HeaderMap) -> PageResult {
     if !s.app.needs_first_run().await? {
         return Ok(see_other("/app"));
     }
-    Ok(ok(&FirstRunPage::new()))
+    let mut page = FirstRunPage::new(&s);
+    page.public_url.value = suggested_address(&headers);
+    Ok(ok(&page))
 }
 
 /// `POST /app/setup`: creates the workspace, the owner and the program, signs the owner
@@ -63,8 +93,9 @@ pub(super) async fn submit(
     headers: HeaderMap,
     form: Posted,
 ) -> PageResult {
-    let mut page = FirstRunPage::new();
+    let mut page = FirstRunPage::new(&s);
     form.refill_trimmed(&mut [
+        &mut page.public_url,
         &mut page.workspace_name,
         &mut page.name,
         &mut page.email,
@@ -74,6 +105,12 @@ pub(super) async fn submit(
     ]);
     let password = form.get("password");
     let b = FirstRunBody {
+        // A token typed is never sent back.
+        admin_token: form.get("admin_token"),
+        public_url: page
+            .configured_url
+            .is_none()
+            .then(|| page.public_url.value.clone()),
         workspace_name: page.workspace_name.value.clone(),
         name: page.name.value.clone(),
         email: page.email.value.clone(),
@@ -105,7 +142,6 @@ pub(super) async fn submit(
                 &s,
                 &user,
                 done.program.id,
-                &headers,
                 done.program.api_token,
                 Some("welcome"),
             )
@@ -115,6 +151,10 @@ pub(super) async fn submit(
             return Ok(page);
         }
         Err(app::Error::Invalid(text)) => text,
+        Err(app::Error::Forbidden(text)) => {
+            page.place_errors(&[text]);
+            return Ok(render(StatusCode::FORBIDDEN, &page));
+        }
         Err(app::Error::Conflict(text)) => {
             page.form_error = Some(text);
             return Ok(render(StatusCode::CONFLICT, &page));
@@ -131,6 +171,8 @@ impl FirstRunPage {
         self.form_error = place_errors(
             errors,
             &mut [
+                &mut self.admin_token,
+                &mut self.public_url,
                 &mut self.workspace_name,
                 &mut self.name,
                 &mut self.email,

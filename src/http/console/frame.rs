@@ -275,6 +275,7 @@ pub(super) fn notice(done: Option<&str>) -> Option<&'static str> {
         "settings" => "The program's settings are saved.",
         "token" => "The API token is rotated: the old one no longer works. Copy the new one below and update your servers.",
         "token-kept" => "The API token is rotated. Copy the new one below and update your servers: the old one keeps working for the time you chose, as Settings shows.",
+        "address" => "The server's address is saved: the links Reftrack hands out and mails name it now.",
         "member" => "The member is added.",
         "member-saved" => "The membership is changed.",
         "webhook-saved" => "The endpoint is saved.",

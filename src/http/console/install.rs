@@ -7,14 +7,12 @@
 
 use askama::Template;
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::frame::{Frame, Head, Tab};
 use super::session::Signed;
 use crate::app;
 use crate::http::pages::view::{ok, Chrome, Moment, PageResult, ProgramId, Query};
-use crate::http::partner::public_url;
 use crate::http::AppState;
 use crate::store::{EventFilter, EventKind, ListedEvent};
 
@@ -244,12 +242,11 @@ pub(super) async fn setup_page(
     s: &AppState,
     user: &Signed,
     id: i64,
-    headers: &HeaderMap,
     token: Option<String>,
     done: Option<&str>,
 ) -> app::Result<Response> {
     let frame = Frame::load(s, user, id, Tab::Setup, done).await?;
-    let base = public_url(s, headers);
+    let base = s.app.public_url().await?;
     let shown = token.as_deref().unwrap_or(TOKEN_PLACEHOLDER);
     let currency = format!("\"{}\"", frame.program.currency);
     let page = SetupPage {
@@ -302,10 +299,9 @@ pub(super) async fn setup(
     State(s): State<AppState>,
     user: Signed,
     ProgramId(id): ProgramId,
-    headers: HeaderMap,
     Query(q): Query,
 ) -> PageResult {
-    Ok(setup_page(&s, &user, id, &headers, None, q.text("done").as_deref()).await?)
+    Ok(setup_page(&s, &user, id, None, q.text("done").as_deref()).await?)
 }
 
 #[cfg(test)]

@@ -83,6 +83,7 @@ pub fn router() -> Router<AppState> {
         ("/payouts/{payout_id}/cancel", post(money::cancel)),
         ("/settings", get(settings::settings).post(settings::save)),
         ("/settings/token", post(settings::rotate_token)),
+        ("/settings/address", post(settings::save_address)),
         ("/settings/members", post(settings::add_member)),
         ("/settings/members/{user_id}", post(settings::update_member)),
         (

@@ -6,7 +6,7 @@
 
 use askama::Template;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 
 use super::frame::{back, back_to, confirmed, done, Confirm, Frame, Head, Ids, Ids3, Tab};
 use super::session::Signed;
@@ -25,7 +25,6 @@ use crate::http::pages::view::{
     ok, problems_or, render, share_text, show_refused, Chrome, Field, Moment, NavItem, PageError,
     PageResult, Posted, ProgramId, Query, Refusal,
 };
-use crate::http::partner::public_url;
 use crate::http::AppState;
 use crate::store::{Coupon, Link, ProgramPartnerRow, Record};
 
@@ -242,7 +241,6 @@ pub(super) async fn add(
     State(s): State<AppState>,
     user: Signed,
     ProgramId(id): ProgramId,
-    headers: HeaderMap,
     form: Posted,
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
@@ -276,7 +274,7 @@ pub(super) async fn add(
             if email.is_some() && form.text("with_invite").is_some() {
                 let invite = s
                     .app
-                    .invite_partner(&caller, partner.id, &public_url(&s, &headers))
+                    .invite_partner(&caller, partner.id, &s.app.public_url().await?)
                     .await?;
                 let mut page = partner_page(&s, frame, partner.id).await?;
                 page.chrome.notice = Some(
@@ -567,14 +565,13 @@ pub(super) async fn invite(
     State(s): State<AppState>,
     user: Signed,
     Ids(id, partner_id): Ids,
-    headers: HeaderMap,
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
     let caller = frame.caller.clone();
     s.app.program_partner(&caller, id, partner_id).await?;
     let made = s
         .app
-        .invite_partner(&caller, partner_id, &public_url(&s, &headers))
+        .invite_partner(&caller, partner_id, &s.app.public_url().await?)
         .await;
     let mut page = partner_page(&s, frame, partner_id).await?;
     match made.invalid()? {

@@ -3,7 +3,7 @@
 
 use askama::Template;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 
 use super::frame::{notice, signed_in};
 use super::install::setup_page;
@@ -106,12 +106,7 @@ impl ProgramsPage {
 }
 
 /// `POST /app/programs`: a new program in one of the user's workspaces.
-pub(super) async fn create(
-    State(s): State<AppState>,
-    user: Signed,
-    headers: HeaderMap,
-    form: Posted,
-) -> PageResult {
+pub(super) async fn create(State(s): State<AppState>, user: Signed, form: Posted) -> PageResult {
     let caller = s.app.member_caller(user.user_id).await?;
     let workspace_id = form
         .text("workspace_id")
@@ -135,9 +130,7 @@ pub(super) async fn create(
     };
     let refused = match s.app.create_program(&caller, b).await.invalid()? {
         // The setup page itself: the one answer that shows the new program's API token.
-        Ok(p) => {
-            return Ok(setup_page(&s, &user, p.id, &headers, p.api_token, Some("program")).await?)
-        }
+        Ok(p) => return Ok(setup_page(&s, &user, p.id, p.api_token, Some("program")).await?),
         Err(refused) => refused.replace("allowed_origins", "website"),
     };
     let mut page = programs_page(&s, &user, &caller)

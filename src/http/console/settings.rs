@@ -1,15 +1,17 @@
 //! A program's settings: its fields (commission rule, cookie window, hold, minimum
 //! payout, applications, partner links, allowed origins, the Stripe webhook secret), the
-//! API token's rotation (after a confirmation), and the workspace's members and roles.
+//! API token's rotation (after a confirmation), the workspace's members and roles, and
+//! the server's address (changed with the admin token, as it is the whole server's).
 
 use askama::Template;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 
 use super::frame::{confirmed, done, Confirm, Frame, Head, Ids, Tab};
 use super::install::setup_page;
 use super::session::Signed;
 use crate::app;
+use crate::app::address::AddressSource;
 use crate::app::admin::{MemberPatchBody, ProgramPatchBody, RotateTokenBody};
 use crate::domain::commission::CommissionSpec;
 use crate::domain::metrics::IsoValue;
@@ -57,6 +59,13 @@ struct SettingsPage {
     member_role: String,
     members_error: Option<String>,
     roles: [&'static str; 4],
+    /// The server's address, and where it comes from, in words.
+    address: Field,
+    address_source: &'static str,
+    /// Whether `REFTRACK_PUBLIC_URL` sets it (then the form is not shown).
+    address_configured: bool,
+    address_token: Field,
+    address_error: Option<String>,
 }
 
 struct MemberView {
@@ -100,7 +109,19 @@ async fn settings_page(s: &AppState, frame: Frame, user: &Signed) -> app::Result
         ),
     };
     let currency = p.currency.to_ascii_uppercase();
+    let (address, source) = s.app.public_address().await?;
     Ok(SettingsPage {
+        address: Field::new("public_url", "Address of this server").with(address),
+        address_source: match source {
+            AddressSource::Configured => "set by REFTRACK_PUBLIC_URL",
+            AddressSource::Confirmed => "confirmed by an owner",
+            AddressSource::Listening => {
+                "the address the server listens on, as nobody has confirmed one yet"
+            }
+        },
+        address_configured: source == AddressSource::Configured,
+        address_token: Field::new("admin_token", "Admin token"),
+        address_error: None,
         amount_hint: format!("For a fixed amount, in {currency}."),
         min_payout_hint: format!(
             "In {currency}: partners with a smaller due balance wait for the next payout."
@@ -289,7 +310,6 @@ pub(super) async fn rotate_token(
     State(s): State<AppState>,
     user: Signed,
     ProgramId(id): ProgramId,
-    headers: HeaderMap,
     form: Posted,
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
@@ -335,7 +355,7 @@ pub(super) async fn rotate_token(
     let rotated = s.app.rotate_program_token(&frame.caller, id, body).await?;
     drop(frame);
     let change = if hours > 0 { "token-kept" } else { "token" };
-    Ok(setup_page(&s, &user, id, &headers, rotated.api_token, Some(change)).await?)
+    Ok(setup_page(&s, &user, id, rotated.api_token, Some(change)).await?)
 }
 
 /// `POST /app/programs/{id}/settings/members`: adds a user of this server, by email, to
@@ -392,4 +412,39 @@ pub(super) async fn update_member(
     let mut page = settings_page(&s, frame, &user).await?;
     page.members_error = Some(refused);
     Ok(render(StatusCode::BAD_REQUEST, &page))
+}
+
+/// `POST /app/programs/{id}/settings/address`: the server's address, which the links
+/// Reftrack hands out and mails name; it needs the admin token, since it is the whole
+/// server's and not the workspace's.
+pub(super) async fn save_address(
+    State(s): State<AppState>,
+    user: Signed,
+    ProgramId(id): ProgramId,
+    form: Posted,
+) -> PageResult {
+    let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
+    frame.allow_change(&s, Record::Program(id)).await?;
+    let saved = s
+        .app
+        .set_public_url(&form.get("admin_token"), &form.get("public_url"))
+        .await;
+    let (status, refused) = match saved {
+        Ok(_) => {
+            return Ok(see_other(&format!(
+                "{}?done=address#address",
+                Tab::Settings.href(id)
+            )))
+        }
+        Err(app::Error::Invalid(text)) => (StatusCode::BAD_REQUEST, text),
+        Err(app::Error::Forbidden(text)) => (StatusCode::FORBIDDEN, text),
+        Err(app::Error::Conflict(text)) => (StatusCode::CONFLICT, text),
+        Err(e) => return Err(e.into()),
+    };
+    let mut page = settings_page(&s, frame, &user).await?;
+    let mut fields = [&mut page.address, &mut page.address_token];
+    page.address_error = show_refused(&form, [refused], &mut fields);
+    // A token typed is never sent back.
+    page.address_token.value.clear();
+    Ok(render(status, &page))
 }

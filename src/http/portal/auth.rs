@@ -91,26 +91,26 @@ struct ResetPage {
 }
 
 impl ResetPage {
-    fn new(s: &AppState) -> ResetPage {
-        ResetPage {
+    async fn new(s: &AppState) -> app::Result<ResetPage> {
+        Ok(ResetPage {
             chrome: view::public("Forgot your password?"),
-            available: s.app.partner_reset_available(),
+            available: s.app.partner_reset_available().await?,
             sent: false,
             email: Field::new("email", "Email"),
             form_error: None,
-        }
+        })
     }
 }
 
 /// `GET /partner/reset`: asks for the email that a new-password link is mailed to.
-pub(super) async fn reset_page(State(s): State<AppState>) -> Response {
-    ok(&ResetPage::new(&s))
+pub(super) async fn reset_page(State(s): State<AppState>) -> PageResult {
+    Ok(ok(&ResetPage::new(&s).await?))
 }
 
 /// `POST /partner/reset`: mails the link when the email has an account; the page says
 /// the same either way.
 pub(super) async fn reset(State(s): State<AppState>, form: Posted) -> PageResult {
-    let mut page = ResetPage::new(&s);
+    let mut page = ResetPage::new(&s).await?;
     page.email = page.email.with(form.get("email"));
     match s.app.reset_partner_password(&form.get("email")).await {
         Ok(()) => {

@@ -4,7 +4,6 @@
 
 use askama::Template;
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::Response;
 use std::collections::HashMap;
 
@@ -23,7 +22,6 @@ use crate::domain::money::{display_amount, from_hundredths};
 use crate::domain::status::PartnerStatus;
 use crate::http::pages::chart::{self, Chart, Series};
 use crate::http::pages::range::{self, RangePicker};
-use crate::http::partner::public_url;
 use crate::http::{AppState, Error};
 use crate::store::DailyRollup;
 
@@ -83,12 +81,7 @@ pub(super) async fn to_overview() -> Response {
 }
 
 /// `GET /partner?program=ID&period=30d` (or `&from=YYYY-MM-DD&to=YYYY-MM-DD`).
-pub(super) async fn overview(
-    State(s): State<AppState>,
-    p: Signed,
-    headers: HeaderMap,
-    Query(q): Query,
-) -> PageResult {
+pub(super) async fn overview(State(s): State<AppState>, p: Signed, Query(q): Query) -> PageResult {
     let me = s.app.partner_me(p.partner_id).await?;
     let wanted = match q.text("program") {
         Some(id) => Some(
@@ -127,7 +120,7 @@ pub(super) async fn overview(
             Some(Chosen {
                 name: m.name.clone(),
                 standing: None,
-                approved: Some(approved(&s, p.partner_id, &program, &headers, &q).await?),
+                approved: Some(approved(&s, p.partner_id, &program, &q).await?),
             })
         }
     };
@@ -146,7 +139,6 @@ async fn approved(
     s: &AppState,
     partner_id: i64,
     program: &PartnerProgramView,
-    headers: &HeaderMap,
     q: &Posted,
 ) -> app::Result<Approved> {
     let balance = s.app.partner_balance(partner_id, program.id).await?;
@@ -154,7 +146,7 @@ async fn approved(
         limit: Some(LINKS_SHOWN.into()),
         cursor: None,
     };
-    let url = public_url(s, headers);
+    let url = s.app.public_url().await?;
     let listed = s
         .app
         .partner_active_links(partner_id, program.id, &first, &url)

@@ -3,7 +3,7 @@
 
 use askama::Template;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 
 use super::session::{see_other, Signed};
 use super::view::{
@@ -17,7 +17,6 @@ use crate::app::payouts::CommissionParams;
 use crate::domain::money::display_amount;
 use crate::domain::status::{CommissionFlag, LinkStatus};
 use crate::http::pages::view::{share_text, COMMISSION_STATUSES};
-use crate::http::partner::public_url;
 use crate::http::payouts::csv_stream;
 use crate::http::AppState;
 
@@ -121,16 +120,10 @@ pub(super) fn shares(
     }
 }
 
-async fn links_page(
-    s: &AppState,
-    p: &Signed,
-    headers: &HeaderMap,
-    id: i64,
-    q: &Posted,
-) -> app::Result<LinksPage> {
+async fn links_page(s: &AppState, p: &Signed, id: i64, q: &Posted) -> app::Result<LinksPage> {
     let frame = ProgramFrame::load(s, p.partner_id, id, "Links", q).await?;
     let page = q.page();
-    let url = public_url(s, headers);
+    let url = s.app.public_url().await?;
     let listed = s.app.partner_links(p.partner_id, id, &page, &url).await?;
     let links: Vec<LinkRow> = listed
         .data
@@ -174,18 +167,16 @@ async fn links_page(
 pub(super) async fn links(
     State(s): State<AppState>,
     p: Signed,
-    headers: HeaderMap,
     ProgramId(id): ProgramId,
     Query(q): Query,
 ) -> PageResult {
-    Ok(ok(&links_page(&s, &p, &headers, id, &q).await?))
+    Ok(ok(&links_page(&s, &p, id, &q).await?))
 }
 
 /// `POST /partner/programs/{id}/links`: a new link, then back to the list.
 pub(super) async fn create_link(
     State(s): State<AppState>,
     p: Signed,
-    headers: HeaderMap,
     ProgramId(id): ProgramId,
     form: Posted,
 ) -> PageResult {
@@ -193,7 +184,7 @@ pub(super) async fn create_link(
     let b = PartnerLinkBody {
         short_link: wanted.clone(),
     };
-    let url = public_url(&s, &headers);
+    let url = s.app.public_url().await?;
     let refused = match s.app.create_partner_link(p.partner_id, id, b, &url).await {
         Ok(_) => {
             return Ok(see_other(&format!(
@@ -203,7 +194,7 @@ pub(super) async fn create_link(
         Err(app::Error::Invalid(t) | app::Error::Conflict(t) | app::Error::Forbidden(t)) => t,
         Err(e) => return Err(e.into()),
     };
-    let mut page = links_page(&s, &p, &headers, id, &Posted::parse(b"")).await?;
+    let mut page = links_page(&s, &p, id, &Posted::parse(b"")).await?;
     page.short_link = page.short_link.with(wanted.unwrap_or_default());
     page.form_error = place_error(&refused, &mut [&mut page.short_link]);
     Ok(render(StatusCode::BAD_REQUEST, &page))

@@ -14,7 +14,7 @@ use crate::store::error::{StoreError, StoreResult};
 use crate::store::model::{
     origin_allowed, FirstRunRecords, Link, LinkPatch, LinkTarget, MemberRow, Membership, NewOwner,
     NewProgram, Partner, PartnerPatch, PartnerProgram, PaymentAccount, Program, ProgramPatch, User,
-    UserPatch, Workspace,
+    UserPatch, Workspace, PUBLIC_URL_SETTING,
 };
 use crate::store::payout_model::Page;
 
@@ -645,11 +645,13 @@ pub(super) async fn has_users<DB: Engine>(conn: &mut DB::Connection) -> StoreRes
 /// race on two processes.
 const FIRST_RUN_SETTING: &str = "first_run_at";
 
-/// The first workspace, its owner and its first program, in one transaction.
+/// The first workspace, its owner, its first program and the server's confirmed
+/// address, in one transaction.
 pub(super) async fn first_run<DB: Engine>(
     conn: &mut DB::Connection,
     owner: &NewOwner<'_>,
     p: &NewProgram,
+    public_url: Option<&str>,
     at: i64,
 ) -> StoreResult<FirstRunRecords> {
     let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
@@ -679,6 +681,9 @@ pub(super) async fn first_run<DB: Engine>(
         ..p.clone()
     };
     let program = create_program::<DB>(&mut tx, &program, at).await?;
+    if let Some(url) = public_url {
+        set_setting::<DB>(&mut tx, PUBLIC_URL_SETTING, url).await?;
+    }
     tx.commit().await?;
     Ok(FirstRunRecords {
         workspace,

@@ -230,7 +230,8 @@ impl_store! {
     read has_users() -> bool = admin::has_users;
     write update_user(id: i64, patch: &UserPatch) -> User = admin::update_user;
     read list_users(q: Option<&str>, page: Page) -> Vec<User> = admin::list_users;
-    write first_run(owner: &NewOwner<'_>, p: &NewProgram, at: i64) -> FirstRunRecords
+    write first_run(owner: &NewOwner<'_>, p: &NewProgram, public_url: Option<&str>, at: i64)
+        -> FirstRunRecords
         = admin::first_run;
     write add_member(
         workspace_id: i64,

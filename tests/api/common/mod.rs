@@ -263,13 +263,27 @@ impl TestApp {
         let app = App::new(self.store.clone(), Arc::new(SystemClock))
             .with_mailer(Some(mailer))
             .with_public_url(Some(url.to_string()));
-        self.serving_app(app).with_public_url(url)
+        let app = self.serving_app(app);
+        let state = app.state.clone().with_public_url(Some(url.to_string()));
+        app.serving(state)
     }
 
-    /// The same database behind a router that hands out links on `url`.
+    /// The same database behind a service configured with `REFTRACK_PUBLIC_URL=url`: the
+    /// links it hands out name `url`.
     pub fn with_public_url(self, url: &str) -> TestApp {
-        let state = self.state.clone().with_public_url(Some(url.to_string()));
-        self.serving(state)
+        let app = App::new(self.store.clone(), Arc::new(SystemClock))
+            .with_public_url(Some(url.to_string()));
+        let app = self.serving_app(app);
+        let state = app.state.clone().with_public_url(Some(url.to_string()));
+        app.serving(state)
+    }
+
+    /// The same database behind a service that serves on `addr`, the address of last
+    /// resort of the links it hands out.
+    pub fn listening_on(self, addr: &str) -> TestApp {
+        let app = App::new(self.store.clone(), Arc::new(SystemClock))
+            .with_listen_address(addr.parse().expect("a socket address"));
+        self.serving_app(app)
     }
 
     /// Sends a request with optional JSON body and headers.
@@ -550,4 +564,28 @@ pub struct Seed {
     pub api_token: String,
     pub partner_id: i64,
     pub short_link: String,
+}
+
+/// Asserts that `r` is a CSV download with the headers every download carries: kept out
+/// of caches and never sniffed as another type.
+#[track_caller]
+pub fn assert_download(r: &Reply) {
+    let header = |name: &str| {
+        r.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_else(|| panic!("no {name} header in {:?}", r.headers))
+    };
+    assert!(
+        header("content-type").starts_with("text/csv"),
+        "{:?}",
+        r.headers
+    );
+    assert!(
+        header("content-disposition").starts_with("attachment"),
+        "{:?}",
+        r.headers
+    );
+    assert_eq!(header("cache-control"), "no-store");
+    assert_eq!(header("x-content-type-options"), "nosniff");
 }
