@@ -91,6 +91,8 @@ pub struct App {
     load: load::Load,
     /// How long clicks wait for their commit before they are answered.
     click_waits: track::ClickWaits,
+    /// Click recordings going on after their wait ran out.
+    detached_clicks: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl App {
@@ -112,6 +114,7 @@ impl App {
             webhooks_due: tokio::sync::Notify::new(),
             load: load::Load::default(),
             click_waits: track::ClickWaits::default(),
+            detached_clicks: Arc::default(),
         }
     }
 

@@ -7,6 +7,7 @@
 //! statement does not take runs as the same flow, so the answer is always the flow's.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -284,6 +285,7 @@ impl App {
             self.click_waits.api
         };
         let (click_id, committed) = recorded_within(
+            &self.detached_clicks,
             wait,
             click.click_id.clone(),
             record_click(self.store.clone(), click, c.existing_click_id),
@@ -546,18 +548,32 @@ async fn record_click(
     }
 }
 
+/// Most click recordings that may go on in tasks of their own after their wait ran out:
+/// as many as the committer's queue holds. Beyond it a click waits for its commit, so
+/// that a database that stopped answering cannot pile up tasks without bound.
+const MAX_DETACHED_CLICKS: usize = 8192;
+
 /// Waits for `recording` (of the click `click_id`) at most `wait` (`None`: until it
 /// ends): its answer and `true`, or `click_id` and `false` when the wait ran out first.
-/// The recording then goes on in a task of its own, and commits with its batch.
+/// The recording then goes on in a task of its own, counted in `detached`, and commits
+/// with its batch.
 async fn recorded_within(
+    detached: &Arc<AtomicUsize>,
     wait: Option<Duration>,
     click_id: String,
     recording: impl Future<Output = Result<String>> + Send + 'static,
 ) -> Result<(String, bool)> {
+    let wait = wait.filter(|_| detached.load(Ordering::Relaxed) < MAX_DETACHED_CLICKS);
     let Some(wait) = wait else {
         return Ok((recording.await?, true));
     };
-    let task = tokio::spawn(recording);
+    detached.fetch_add(1, Ordering::Relaxed);
+    let count = detached.clone();
+    let task = tokio::spawn(async move {
+        let answered = recording.await;
+        count.fetch_sub(1, Ordering::Relaxed);
+        answered
+    });
     match tokio::time::timeout(wait, task).await {
         Ok(Ok(answered)) => Ok((answered?, true)),
         Ok(Err(e)) => Err(Error::Internal("Click tracking failed", e.into())),
