@@ -28,7 +28,7 @@ use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tower::ServiceExt;
 
@@ -186,10 +186,12 @@ enum Phase {
     Idle(Instant),
 }
 
-/// A connection's phase and the deadline it gives.
+/// A connection's phase and the deadline it gives. A change of phase wakes nobody: the
+/// watcher ([`Clock::expired`]) never sleeps longer than the shorter timeout and reads
+/// the phase again when it wakes. A deadline that begins while it sleeps is at least that
+/// far away, so it is never passed unnoticed, and a request costs no wake-up.
 struct Clock {
     phase: Mutex<Phase>,
-    changed: Notify,
     timeouts: Timeouts,
 }
 
@@ -197,7 +199,6 @@ impl Clock {
     fn new(timeouts: Timeouts) -> Self {
         Clock {
             phase: Mutex::new(Phase::Head(Instant::now())),
-            changed: Notify::new(),
             timeouts,
         }
     }
@@ -205,11 +206,7 @@ impl Clock {
     fn set(&self, change: impl FnOnce(Phase) -> Phase) {
         // The phase holds no invariant a panic could break: recover from poisoning.
         let mut phase = self.phase.lock().unwrap_or_else(|e| e.into_inner());
-        let next = change(*phase);
-        if next != *phase {
-            *phase = next;
-            self.changed.notify_one();
-        }
+        *phase = change(*phase);
     }
 
     fn phase(&self) -> Phase {
@@ -239,9 +236,8 @@ impl Clock {
 
     /// Completes when the connection's deadline has passed, saying which.
     async fn expired(&self) -> &'static str {
+        let longest_sleep = self.timeouts.header.min(self.timeouts.idle);
         loop {
-            // Registered before the phase is read, so that a change in between wakes it.
-            let changed = self.changed.notified();
             let deadline = match self.phase() {
                 Phase::Head(since) => Some((
                     since + self.timeouts.header,
@@ -250,15 +246,12 @@ impl Clock {
                 Phase::Idle(since) => Some((since + self.timeouts.idle, "idle for too long")),
                 Phase::Busy => None,
             };
+            let now = Instant::now();
+            let wake = now + longest_sleep;
             match deadline {
-                Some((at, which)) if at <= Instant::now() => return which,
-                Some((at, _)) => {
-                    tokio::select! {
-                        _ = tokio::time::sleep_until(at) => {}
-                        _ = changed => {}
-                    }
-                }
-                None => changed.await,
+                Some((at, which)) if at <= now => return which,
+                Some((at, _)) => tokio::time::sleep_until(at.min(wake)).await,
+                None => tokio::time::sleep_until(wake).await,
             }
         }
     }
