@@ -22,6 +22,10 @@ use crate::domain::webhooks::EventType;
 use crate::store::webhooks::{Event, Subject};
 use crate::store::{Balance, CommissionFilter, CommissionRow, Page, Payout, PayoutRules, Record};
 
+/// Most commissions one write of the approval job records: a few milliseconds of the
+/// writer's time.
+const APPROVALS_PER_WRITE: i64 = 2_000;
+
 /// The filters of the commission list: `status`, `partner_id`, and `from` / `to` dates
 /// (`YYYY-MM-DD`, inclusive, UTC).
 #[derive(Debug, Default, Clone)]
@@ -296,20 +300,35 @@ impl App {
     /// Records as approved every pending commission whose hold has passed (the reads show
     /// them approved already; this makes it a fact of the record). Returns how many.
     pub async fn approve_due_commissions(&self) -> Result<u64> {
+        self.approve_due_commissions_by(APPROVALS_PER_WRITE).await
+    }
+
+    /// [`Self::approve_due_commissions`] in writes of at most `per_write` commissions
+    /// each, so that a program with very many commissions coming due at once never holds
+    /// the writer (and the tracking API's writes queued behind it) for long.
+    pub async fn approve_due_commissions_by(&self, per_write: i64) -> Result<u64> {
         let mut approved = 0;
         for (program_id, hold_days) in self.store.program_holds().await? {
-            let at = self.now_ms();
             let hold_ms = hold_days * lifecycle::DAY_MS;
-            approved += self
-                .write(move |tx, _| {
-                    async move {
-                        let ids = tx.approve_due(program_id, hold_ms, at).await?;
-                        tx.record_events(program_id, at, &approvals(&ids)).await?;
-                        Ok(ids.len() as u64)
-                    }
-                    .boxed()
-                })
-                .await?;
+            loop {
+                let at = self.now_ms();
+                let n = self
+                    .write(move |tx, _| {
+                        async move {
+                            let ids = tx
+                                .approve_due(program_id, hold_ms, at, Some(per_write))
+                                .await?;
+                            tx.record_events(program_id, at, &approvals(&ids)).await?;
+                            Ok(ids.len() as u64)
+                        }
+                        .boxed()
+                    })
+                    .await?;
+                approved += n;
+                if n < per_write.max(1) as u64 {
+                    break;
+                }
+            }
         }
         Ok(approved)
     }
@@ -330,7 +349,7 @@ impl App {
                     .ok_or_else(|| Error::NotFound("Program not found".into()))?;
                 // The approvals the payout is about to record in passing are recorded
                 // first, with their messages.
-                let due = tx.approve_due(program_id, rules.hold_ms, at).await?;
+                let due = tx.approve_due(program_id, rules.hold_ms, at, None).await?;
                 tx.record_events(program_id, at, &approvals(&due)).await?;
                 let id = tx.insert_payout(program_id, &rules.currency, at).await?;
                 if tx.claim_commissions(program_id, id, &rules, at).await? == 0 {

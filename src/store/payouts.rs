@@ -67,13 +67,14 @@ pub trait PayoutTx: Send {
     /// returns the clawback's id.
     async fn insert_clawback(&mut self, id: i64, amount_cents: i64, at: i64) -> StoreResult<i64>;
     /// Records as `approved` the pending commissions of `program_id` whose hold of
-    /// `hold_ms` has passed at `now`, with `approved_at` at the end of their hold; returns
-    /// their ids.
+    /// `hold_ms` has passed at `now`, with `approved_at` at the end of their hold, at most
+    /// `most` of them (the oldest first; `None`: all); returns their ids.
     async fn approve_due(
         &mut self,
         program_id: i64,
         hold_ms: i64,
         now: i64,
+        most: Option<i64>,
     ) -> StoreResult<Vec<i64>>;
 
     /// Locks a program against other payouts being created for it until this transaction

@@ -114,6 +114,28 @@ fn csv_header(text: &str) -> Vec<String> {
 }
 
 on_both_backends! {
+    async fn the_approval_job_records_due_commissions_in_small_writes_and_misses_none(app: TestApp) {
+        let (app, seed, clock) = setup(app).await;
+        for i in 0..5 {
+            sale(&app, &seed, &seed.short_link, &format!("due{i}"), 1_000).await;
+        }
+        clock.advance(10 * DAY);
+        sale(&app, &seed, &seed.short_link, "later", 1_000).await;
+        clock.advance(20 * DAY);
+        let recorded = "SELECT COUNT(*) FROM commissions WHERE status = 'approved'";
+        assert_eq!(app.count(recorded).await, 0);
+        // Two per write: three writes for the five whose hold has passed.
+        assert_eq!(app.state.app.approve_due_commissions_by(2).await.unwrap(), 5);
+        assert_eq!(app.count(recorded).await, 5);
+        assert_eq!(commission_of(&app, &seed, "later").await["status"], "pending");
+        assert_eq!(app.state.app.approve_due_commissions_by(2).await.unwrap(), 0);
+        clock.advance(10 * DAY);
+        assert_eq!(app.state.app.approve_due_commissions().await.unwrap(), 1);
+        assert_eq!(app.count(recorded).await, 6);
+    }
+}
+
+on_both_backends! {
     async fn hold_approve_and_reject(app: TestApp) {
         let (app, seed, clock) = setup(app).await;
         sale(&app, &seed, &seed.short_link, "t1", 10_000).await;

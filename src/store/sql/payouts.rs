@@ -366,17 +366,26 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
         program_id: i64,
         hold_ms: i64,
         now: i64,
+        most: Option<i64>,
     ) -> StoreResult<Vec<i64>> {
-        Ok(stmt::<DB>(
-            "UPDATE commissions SET status = 'approved', approved_at = created_at + $1, \
-             updated_at = $2 WHERE program_id = $3 AND status = 'pending' \
-             AND NOT manual_approval AND created_at <= $2 - $1 RETURNING id",
-        )
-        .bind(hold_ms)
-        .bind(now)
-        .bind(program_id)
-        .scalar_all(&mut *self.conn)
-        .await?)
+        const DUE: &str = "program_id = $3 AND status = 'pending' AND NOT manual_approval \
+             AND created_at <= $2 - $1";
+        let sql = match most {
+            None => format!(
+                "UPDATE commissions SET status = 'approved', approved_at = created_at + $1, \
+                 updated_at = $2 WHERE {DUE} RETURNING id"
+            ),
+            Some(_) => format!(
+                "UPDATE commissions SET status = 'approved', approved_at = created_at + $1, \
+                 updated_at = $2 WHERE id IN (SELECT id FROM commissions WHERE {DUE} \
+                 ORDER BY id LIMIT $4) RETURNING id"
+            ),
+        };
+        let mut query = stmt::<DB>(&sql).bind(hold_ms).bind(now).bind(program_id);
+        if let Some(most) = most {
+            query = query.bind(most);
+        }
+        Ok(query.scalar_all(&mut *self.conn).await?)
     }
 
     async fn lock_payout_rules(&mut self, program_id: i64) -> StoreResult<Option<PayoutRules>> {
