@@ -211,21 +211,27 @@ impl App {
         flow: impl Flow<T>,
     ) -> Result<T> {
         let again = flow.clone();
-        match self.answer(|answer| kind(write::job(answer, flow))).await {
-            Err(Error::Retry) => {
-                self.answer(|answer| Write::Alone(write::job(answer, again)))
-                    .await
-            }
-            answered => answered,
-        }
+        answer_or_alone(
+            &*self.store,
+            |answer| kind(write::job(answer, flow)),
+            |answer| write::job(answer, again),
+        )
+        .await
     }
+}
 
-    /// Queues the write that `make` builds around its answer, and waits for that answer.
-    async fn answer<T: Send + 'static>(
-        &self,
-        make: impl FnOnce(oneshot::Sender<Result<T>>) -> Write,
-    ) -> Result<T> {
-        answer_from(&*self.store, make).await
+/// Queues on `store` the write that `first` builds around its answer and waits for that
+/// answer; when its batch failed through another write ([`Error::Retry`]), queues the job
+/// that `alone` builds as a [`Write::Alone`] and waits for its answer instead. The one
+/// place a write runs again.
+async fn answer_or_alone<T: Send + 'static>(
+    store: &dyn Store,
+    first: impl FnOnce(oneshot::Sender<Result<T>>) -> Write,
+    alone: impl FnOnce(oneshot::Sender<Result<T>>) -> write::Job,
+) -> Result<T> {
+    match answer_from(store, first).await {
+        Err(Error::Retry) => answer_from(store, |answer| Write::Alone(alone(answer))).await,
+        answered => answered,
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
-use super::{answer_from, App, Error, Result};
+use super::{answer_or_alone, App, Error, Result};
 use crate::domain::attribution::{self, AffError, SaleSource};
 use crate::domain::click_id;
 use crate::domain::commission;
@@ -369,22 +369,18 @@ impl App {
         }
         let sale = self.new_sale(program, s);
         let again = sale.clone();
-        let first = self
-            .answer(|answer| {
+        answer_or_alone(
+            &*self.store,
+            |answer| {
                 if sale.is_plain() {
                     Write::Sale(Box::new(PlainSaleWrite { sale, answer }))
                 } else {
                     Write::Job(sale_job(answer, sale))
                 }
-            })
-            .await;
-        match first {
-            Err(Error::Retry) => {
-                self.answer(|answer| Write::Alone(sale_job(answer, again)))
-                    .await
-            }
-            answered => answered,
-        }
+            },
+            |answer| sale_job(answer, again),
+        )
+        .await
         .map_err(|e| e.public_text("Sale tracking failed"))
     }
 
@@ -530,22 +526,17 @@ async fn record_click(
     click: NewClick,
     existing: Option<String>,
 ) -> Result<String> {
-    let again = (click.clone(), existing.clone());
-    let first = answer_from(&*store, |answer| match &existing {
-        // A click that creates its customer may go in set-based with its batch.
-        None => Write::Click(Box::new(NewClickWrite { click, answer })),
-        Some(_) => Write::Job(click_job(answer, click, existing)),
-    })
-    .await;
-    match first {
-        Err(Error::Retry) => {
-            answer_from(&*store, |answer| {
-                Write::Alone(click_job(answer, again.0, again.1))
-            })
-            .await
-        }
-        answered => answered,
-    }
+    let (again, again_existing) = (click.clone(), existing.clone());
+    answer_or_alone(
+        &*store,
+        |answer| match &existing {
+            // A click that creates its customer may go in set-based with its batch.
+            None => Write::Click(Box::new(NewClickWrite { click, answer })),
+            Some(_) => Write::Job(click_job(answer, click, existing)),
+        },
+        |answer| click_job(answer, again, again_existing),
+    )
+    .await
 }
 
 /// Most click recordings that may go on in tasks of their own after their wait ran out:

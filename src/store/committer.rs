@@ -761,29 +761,24 @@ async fn run_jobs_alone(
             }
             continue;
         };
-        match conn.apply(&deltas).await {
-            Ok(()) => match conn.next_savepoint().await {
-                Ok(()) => done.push(d),
-                Err(e) => {
-                    failed = Some(CommitFailed::of(&e));
-                    done.push(d);
-                }
-            },
-            Err(e @ StoreError::Unavailable(_)) => {
-                failed = Some(CommitFailed::of(&e));
-                done.push(d);
-            }
+        let kept = match conn.apply(&deltas).await {
+            Ok(()) => conn.next_savepoint().await,
+            Err(e @ StoreError::Unavailable(_)) => Err(e),
             Err(e) => {
                 tracing::warn!(error = %e, "a write's counter increments failed; it alone is refused");
                 match conn.rollback_to_savepoint().await {
-                    Ok(()) => d(Err(e)),
-                    Err(undo) => {
-                        failed = Some(CommitFailed::of(&undo));
-                        done.push(d);
+                    Ok(()) => {
+                        d(Err(e));
+                        continue;
                     }
+                    Err(undo) => Err(undo),
                 }
             }
+        };
+        if let Err(e) = kept {
+            failed = Some(CommitFailed::of(&e));
         }
+        done.push(d);
     }
     end_jobs(conn, failed, done.len()).await
 }
