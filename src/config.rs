@@ -94,7 +94,7 @@ pub struct ServeArgs {
     /// the links it hands out and mails; by default the address confirmed at the first
     /// run (changeable in the dashboard's settings), else `http://` and the listening
     /// address. Never the request's host.
-    #[arg(long, env = "REFTRACK_PUBLIC_URL", value_parser = public_url)]
+    #[arg(long, env = "REFTRACK_PUBLIC_URL", value_parser = crate::domain::redirect::server_url)]
     pub public_url: Option<String>,
     #[command(flatten)]
     pub rate_limits: RateLimitArgs,
@@ -181,15 +181,6 @@ pub struct WebhookArgs {
         default_value_t = false
     )]
     pub allow_private: bool,
-}
-
-/// An `http://` or `https://` URL with a host and no query, for `REFTRACK_PUBLIC_URL`.
-pub fn public_url(value: &str) -> Result<String, String> {
-    let url = url::Url::parse(value.trim()).map_err(|e| format!("not a URL: {e}"))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() || url.query().is_some() {
-        return Err("must be an http:// or https:// URL with a host and no query".into());
-    }
-    Ok(value.trim().trim_end_matches('/').to_string())
 }
 
 /// Default of `REFTRACK_RATE_LIMIT_CLICK`.

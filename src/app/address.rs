@@ -24,7 +24,7 @@ pub enum AddressSource {
 /// An `http://` or `https://` address with a host and no query, trimmed, without a
 /// trailing slash; else `field`'s error.
 pub fn server_address(field: &str, value: &str) -> Result<String> {
-    crate::config::public_url(value).map_err(|_| {
+    crate::domain::redirect::server_url(value).map_err(|_| {
         Error::invalid(format!(
             "{field} must be an http:// or https:// address with a host, like https://track.example.com"
         ))

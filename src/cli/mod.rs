@@ -80,7 +80,7 @@ pub enum AdminCommand {
         /// Where partners reach the server, the link's base (`https://track.example.com`);
         /// by default the address confirmed at the first run or in the dashboard's
         /// settings.
-        #[arg(long, env = "REFTRACK_PUBLIC_URL", value_parser = crate::config::public_url)]
+        #[arg(long, env = "REFTRACK_PUBLIC_URL", value_parser = crate::domain::redirect::server_url)]
         public_url: Option<String>,
     },
     /// Add a partner to a program: partner_id:=1 [status=approved|pending|rejected]

@@ -76,6 +76,16 @@ pub fn location(
     Some(url.to_string())
 }
 
+/// The server's address as `REFTRACK_PUBLIC_URL` or an owner gives it: an `http://` or
+/// `https://` URL with a host and no query, trimmed, without a trailing slash.
+pub fn server_url(value: &str) -> Result<String, String> {
+    let url = url::Url::parse(value.trim()).map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() || url.query().is_some() {
+        return Err("must be an http:// or https:// URL with a host and no query".into());
+    }
+    Ok(value.trim().trim_end_matches('/').to_string())
+}
+
 /// The address of a redirect link on the server at `public_url`: `<public_url>/r/` and the
 /// short link as one path segment, every byte but the unreserved characters of a URL
 /// (letters, digits, `-`, `.`, `_`, `~`) percent-encoded. `None` for `.` and `..`, which a
