@@ -10,7 +10,7 @@ pub mod app;
 pub mod backup;
 pub mod cli;
 pub mod config;
-pub mod domain;
+pub use reftrack_domain as domain;
 pub mod healthcheck;
 pub mod http;
 pub mod logging;

@@ -217,7 +217,7 @@ pub const TEST_MESSAGE_TYPE: &str = "webhook.test";
 pub fn test_message(endpoint_id: i64, program_id: i64, at: i64) -> String {
     serde_json::json!({
         "type": TEST_MESSAGE_TYPE,
-        "timestamp": crate::domain::time::iso(at),
+        "timestamp": crate::time::iso(at),
         "data": {
             "endpoint_id": endpoint_id,
             "program_id": program_id,

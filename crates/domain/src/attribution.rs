@@ -1,7 +1,7 @@
 //! Attribution rules: the `aff` parameter, customer states, last touch, the lead
 //! transition, and who a sale belongs to (its customer's partner, else a coupon's).
 
-pub use crate::domain::status::CustomerStatus;
+pub use crate::status::CustomerStatus;
 
 /// Why an `affiliate_url` yields no referral code.
 #[derive(Debug, PartialEq, Eq)]

@@ -3,12 +3,12 @@
 //! counters per link. Increments are
 //! folded per write batch ([`Deltas`]) and applied once before the batch commits, in the
 //! same transaction as the events they count. Amounts are kept in hundredths of the
-//! currency's major unit (see [`crate::domain::money::hundredths`]).
+//! currency's major unit (see [`crate::money::hundredths`]).
 
 use std::collections::BTreeMap;
 
-use crate::domain::money;
-use crate::domain::time::day_of;
+use crate::money;
+use crate::time::day_of;
 
 /// Declares a struct of `i64` counters (`Default`, compared by value) that adds another
 /// of its kind field by field (`+=`) and gives its values in the order of its fields, the
