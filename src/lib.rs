@@ -17,7 +17,7 @@ pub mod logging;
 pub mod mail;
 #[cfg(feature = "bench")]
 pub mod seed;
-pub mod store;
+pub use reftrack_store as store;
 pub mod verify;
 
 use std::sync::Arc;

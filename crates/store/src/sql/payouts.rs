@@ -1,0 +1,550 @@
+//! The statements of paying partners: commission lists and balances (on the read pool),
+//! and commission and payout changes (on the committer's transaction).
+//!
+//! The hold period is applied by one expression, [`STATUS`]: a stored `pending`
+//! commission whose program's hold has passed at `$1` (now) is `approved`, unless it waits
+//! for an owner's approval (`manual_approval`, a self-referral).
+
+use async_trait::async_trait;
+
+use super::engine::{stmt, Engine, Rec};
+use super::write::WriteConnection;
+use super::{flags, keyset, named, named_opt, params, SqlStore, NO_CURSOR};
+use reftrack_domain::lifecycle::{CommissionState, DAY_MS};
+use reftrack_domain::status::{CommissionStatus, PayoutStatus};
+use crate::error::StoreResult;
+use crate::payout_model::{
+    Balance, CommissionFilter, CommissionLock, CommissionRow, Page, Payout, PayoutCandidate,
+    PayoutItem, PayoutRules,
+};
+use crate::payouts::{PayoutReads, PayoutTx};
+
+/// A commission `c`'s status at `$1`, its program `p` joined.
+pub(super) const STATUS: &str = "(CASE WHEN c.status = 'pending' AND NOT c.manual_approval \
+    AND c.created_at + p.commission_hold_days * 86400000 <= $1 THEN 'approved' \
+    ELSE c.status END)";
+
+/// The pending, approved and paid sums of commissions `c` (net of what refunds took
+/// back) at `$1`, their program `p` joined: with `c.partner_id`, the columns of a
+/// [`Balance`].
+/// The sums of a balance, over commissions `c` in their program `p`'s currency (the
+/// callers' condition): what payouts pay.
+pub(super) fn balance_sums() -> String {
+    let net = "c.amount_cents - c.reversed_cents";
+    format!(
+        "CAST(SUM(CASE WHEN {STATUS} = 'pending' THEN {net} ELSE 0 END) AS BIGINT) \
+         AS pending_cents, \
+         CAST(SUM(CASE WHEN {STATUS} = 'approved' THEN {net} ELSE 0 END) AS BIGINT) \
+         AS approved_cents, \
+         CAST(SUM(CASE WHEN c.status = 'paid' THEN {net} ELSE 0 END) AS BIGINT) AS paid_cents"
+    )
+}
+
+/// A commission `c`'s approval time at `$1`, its program `p` joined.
+const APPROVED_AT: &str = "(CASE WHEN c.status = 'pending' AND NOT c.manual_approval \
+    AND c.created_at + p.commission_hold_days * 86400000 <= $1 \
+    THEN c.created_at + p.commission_hold_days * 86400000 ELSE c.approved_at END)";
+
+fn commission_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<CommissionRow> {
+    Ok(CommissionRow {
+        id: r.try_get("id")?,
+        partner_id: r.try_get("partner_id")?,
+        sale_id: r.try_get("sale_id")?,
+        transaction_id: r.try_get("transaction_id")?,
+        kind: named(r, "kind")?,
+        amount_cents: r.try_get("amount_cents")?,
+        taken_back_cents: r.try_get("reversed_cents")?,
+        currency: r.try_get("currency")?,
+        status: named(r, "status")?,
+        original_commission_id: r.try_get("original_commission_id")?,
+        reject_reason: r.try_get("reject_reason")?,
+        created_at: r.try_get("created_at")?,
+        approved_at: r.try_get("approved_at")?,
+        paid_at: r.try_get("paid_at")?,
+        payout_id: r.try_get("payout_id")?,
+        flags: flags(r, "flags")?,
+    })
+}
+
+const PAYOUT_COLUMNS: &str =
+    "id, program_id, status, currency, total_cents, reference, created_at, paid_at, cancelled_at";
+
+fn payout_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Payout> {
+    Ok(Payout {
+        id: r.try_get("id")?,
+        program_id: r.try_get("program_id")?,
+        status: named(r, "status")?,
+        currency: r.try_get("currency")?,
+        total_cents: r.try_get("total_cents")?,
+        reference: r.try_get("reference")?,
+        created_at: r.try_get("created_at")?,
+        paid_at: r.try_get("paid_at")?,
+        cancelled_at: r.try_get("cancelled_at")?,
+        items: None,
+    })
+}
+
+/// A payout with its items, on any connection.
+pub(super) async fn payout_with_items<DB: Engine>(
+    conn: &mut DB::Connection,
+    id: i64,
+) -> StoreResult<Option<Payout>> {
+    let sql = format!("SELECT {PAYOUT_COLUMNS} FROM payouts WHERE id = $1");
+    let Some(row) = stmt::<DB>(&sql).bind(id).fetch_optional(&mut *conn).await? else {
+        return Ok(None);
+    };
+    let mut payout = payout_row(&row)?;
+    let rows = stmt::<DB>(
+        "SELECT partner_id, partner_name, payout_method, payout_email, amount_cents, \
+         commission_count FROM payout_items WHERE payout_id = $1 ORDER BY partner_id",
+    )
+    .bind(id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let items = rows
+        .iter()
+        .map(|r| {
+            Ok(PayoutItem {
+                partner_id: r.try_get("partner_id")?,
+                partner_name: r.try_get("partner_name")?,
+                payout_method: named_opt(r, "payout_method")?,
+                payout_email: r.try_get("payout_email")?,
+                amount_cents: r.try_get("amount_cents")?,
+                commission_count: r.try_get("commission_count")?,
+            })
+        })
+        .collect::<StoreResult<Vec<_>>>()?;
+    payout.items = Some(items);
+    Ok(Some(payout))
+}
+
+/// The commission rows of [`commission_row`], `$1` being now; a `WHERE` follows.
+fn select_commissions() -> String {
+    format!(
+        "SELECT c.id, c.partner_id, c.sale_id, s.processor_event_id AS transaction_id, \
+         c.kind, c.amount_cents - c.reversed_cents AS amount_cents, c.reversed_cents, \
+         c.currency, \
+         {STATUS} AS status, c.original_commission_id, c.reject_reason, c.created_at, \
+         {APPROVED_AT} AS approved_at, c.paid_at, c.payout_id, c.flags \
+         FROM commissions c JOIN programs p ON p.id = c.program_id \
+         JOIN affiliate_sale_events s ON s.id = c.sale_id"
+    )
+}
+
+/// One commission row at `now`, on any connection.
+pub(super) async fn commission_by_id<DB: Engine>(
+    conn: &mut DB::Connection,
+    id: i64,
+    now: i64,
+) -> StoreResult<Option<CommissionRow>> {
+    let sql = format!("{} WHERE c.id = $2", select_commissions());
+    let row = stmt::<DB>(&sql)
+        .bind(now)
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    row.as_ref().map(commission_row).transpose()
+}
+
+#[async_trait]
+impl<DB: Engine> PayoutReads for SqlStore<DB> {
+    async fn commission(&self, id: i64, now: i64) -> StoreResult<Option<CommissionRow>> {
+        commission_by_id::<DB>(&mut *self.read.acquire().await?, id, now).await
+    }
+
+    async fn commissions(
+        &self,
+        program_id: i64,
+        filter: &CommissionFilter,
+        page: Page,
+        now: i64,
+    ) -> StoreResult<Vec<CommissionRow>> {
+        // A set partner is a condition of its own, so that the (program, partner, id)
+        // index serves it; `$4 IS NULL OR …` would hide it from the planner.
+        let partner = if filter.partner_id.is_some() {
+            "c.partner_id = $4"
+        } else {
+            "$4 IS NULL"
+        };
+        let sql = format!(
+            "{} WHERE c.program_id = $2 AND ($3 IS NULL OR {STATUS} = $3) \
+             AND {partner} AND ($5 IS NULL OR c.created_at >= $5) \
+             AND ($6 IS NULL OR c.created_at < $6) AND {keyset}",
+            select_commissions(),
+            keyset = keyset("c.id", 7),
+        );
+        stmt::<DB>(&sql)
+            .bind(now)
+            .bind(program_id)
+            .bind(filter.status.map(CommissionStatus::as_str))
+            .bind(filter.partner_id)
+            .bind(filter.from_ms)
+            .bind(filter.to_ms)
+            .page(page)
+            .read_all(&mut *self.read.acquire().await?, commission_row)
+            .await
+    }
+
+    async fn balances(&self, program_id: i64, page: Page, now: i64) -> StoreResult<Vec<Balance>> {
+        let sql = format!(
+            "SELECT c.partner_id, {} \
+             FROM commissions c JOIN programs p ON p.id = c.program_id \
+             WHERE c.program_id = $2 AND c.currency = p.currency \
+             AND c.partner_id < COALESCE($3, {NO_CURSOR}) \
+             GROUP BY c.partner_id ORDER BY c.partner_id DESC LIMIT $4",
+            balance_sums()
+        );
+        Ok(stmt::<DB>(&sql)
+            .bind(now)
+            .bind(program_id)
+            .page(page)
+            .records(&mut *self.read.acquire().await?)
+            .await?)
+    }
+
+    async fn payout_candidates(
+        &self,
+        program_id: i64,
+        partner_ids: &[i64],
+        rules: &PayoutRules,
+        now: i64,
+    ) -> StoreResult<Vec<PayoutCandidate>> {
+        if partner_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        // What `claim_commissions` takes, per partner, without its conditions: the page
+        // says which of them a partner misses.
+        let sql = format!(
+            "SELECT pp.partner_id, pp.status, pa.payout_email IS NOT NULL AS has_payout_email, \
+             CAST(COALESCE((SELECT SUM(c.amount_cents - c.reversed_cents) FROM commissions c \
+               WHERE c.program_id = $3 AND c.partner_program_id = pp.id AND {due}), 0) \
+               AS BIGINT) AS due_cents \
+             FROM partner_programs pp JOIN partners pa ON pa.id = pp.partner_id \
+             WHERE pp.program_id = $2 AND pp.partner_id IN ({ids})",
+            due = due_unheld("c."),
+            ids = params(6, partner_ids.len()),
+        );
+        let mut q = stmt::<DB>(&sql)
+            .bind(now)
+            .bind(program_id)
+            .bind(program_id)
+            .bind(&rules.currency)
+            .bind(rules.hold_ms);
+        for id in partner_ids {
+            q = q.bind(*id);
+        }
+        let rows = q.fetch_all(&mut *self.read.acquire().await?).await?;
+        rows.iter()
+            .map(|r| {
+                Ok(PayoutCandidate {
+                    partner_id: r.try_get("partner_id")?,
+                    status: named(r, "status")?,
+                    has_payout_email: r.try_get("has_payout_email")?,
+                    due_cents: r.try_get("due_cents")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn payouts(&self, program_id: i64, page: Page) -> StoreResult<Vec<Payout>> {
+        let sql = format!(
+            "SELECT {PAYOUT_COLUMNS} FROM payouts WHERE program_id = $1 \
+             AND {keyset}",
+            keyset = keyset("id", 2),
+        );
+        stmt::<DB>(&sql)
+            .bind(program_id)
+            .page(page)
+            .read_all(&mut *self.read.acquire().await?, payout_row)
+            .await
+    }
+
+    async fn payout(&self, id: i64) -> StoreResult<Option<Payout>> {
+        payout_with_items::<DB>(&mut *self.read.acquire().await?, id).await
+    }
+
+    async fn program_holds(&self) -> StoreResult<Vec<(i64, i64)>> {
+        let rows = stmt::<DB>("SELECT id, commission_hold_days FROM programs ORDER BY id")
+            .fetch_all(&mut *self.read.acquire().await?)
+            .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get_at(0)?, r.try_get_at(1)?)))
+            .collect()
+    }
+}
+
+/// Whether a commission (its columns prefixed by `prefix`) is due and no payout holds it,
+/// in the program's currency `$4`: recorded as approved, or pending past its hold (`$5`
+/// milliseconds before now, `$1`) and not waiting for an owner.
+fn due_unheld(prefix: &str) -> String {
+    format!(
+        "{prefix}payout_id IS NULL AND {prefix}currency = $4 \
+         AND ({prefix}status = 'approved' \
+         OR ({prefix}status = 'pending' AND NOT {prefix}manual_approval \
+         AND {prefix}created_at <= $1 - $5))"
+    )
+}
+
+#[async_trait]
+impl<DB: Engine> PayoutTx for WriteConnection<DB> {
+    async fn commission_lock(&mut self, id: i64, now: i64) -> StoreResult<Option<CommissionLock>> {
+        let sql = format!(
+            "SELECT c.program_id, c.partner_id, {STATUS} AS status, \
+             c.payout_id IS NOT NULL AS held, c.amount_cents - c.reversed_cents AS net, \
+             c.currency, s.sale_date FROM commissions c \
+             JOIN programs p ON p.id = c.program_id \
+             JOIN affiliate_sale_events s ON s.id = c.sale_id WHERE c.id = $2"
+        );
+        let row = stmt::<DB>(&sql)
+            .bind(now)
+            .bind(id)
+            .fetch_optional(&mut *self.conn)
+            .await?;
+        row.map(|r| {
+            Ok(CommissionLock {
+                program_id: r.try_get("program_id")?,
+                partner_id: r.try_get("partner_id")?,
+                state: CommissionState {
+                    status: named(&r, "status")?,
+                    held: r.try_get("held")?,
+                },
+                net_cents: r.try_get("net")?,
+                currency: r.try_get("currency")?,
+                sale_date: r.try_get("sale_date")?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn approve_commission(&mut self, id: i64, at: i64) -> StoreResult<bool> {
+        let changed = stmt::<DB>(
+            "UPDATE commissions SET status = 'approved', approved_at = $1, updated_at = $1 \
+             WHERE id = $2 AND status = 'pending'",
+        )
+        .bind(at)
+        .bind(id)
+        .execute(&mut *self.conn)
+        .await?;
+        Ok(changed == 1)
+    }
+
+    async fn reject_commission(
+        &mut self,
+        id: i64,
+        reason: Option<&str>,
+        at: i64,
+    ) -> StoreResult<bool> {
+        let changed = stmt::<DB>(
+            "UPDATE commissions SET status = 'rejected', reject_reason = $1, updated_at = $2 \
+             WHERE id = $3 AND status IN ('pending', 'approved') AND payout_id IS NULL",
+        )
+        .bind(reason)
+        .bind(at)
+        .bind(id)
+        .execute(&mut *self.conn)
+        .await?;
+        Ok(changed == 1)
+    }
+
+    async fn insert_clawback(&mut self, id: i64, amount_cents: i64, at: i64) -> StoreResult<i64> {
+        Ok(stmt::<DB>(
+            "INSERT INTO commissions (program_id, sale_id, partner_id, partner_program_id, \
+             kind, original_commission_id, amount_cents, currency, status, approved_at, \
+             created_at, updated_at) \
+             SELECT program_id, sale_id, partner_id, partner_program_id, 'clawback', id, $1, \
+             currency, 'approved', $2, $2, $2 FROM commissions WHERE id = $3 RETURNING id",
+        )
+        .bind(-amount_cents)
+        .bind(at)
+        .bind(id)
+        .scalar(&mut *self.conn)
+        .await?)
+    }
+
+    async fn approve_due(
+        &mut self,
+        program_id: i64,
+        hold_ms: i64,
+        now: i64,
+        most: Option<i64>,
+    ) -> StoreResult<Vec<i64>> {
+        const DUE: &str = "program_id = $3 AND status = 'pending' AND NOT manual_approval \
+             AND created_at <= $2 - $1";
+        let sql = match most {
+            None => format!(
+                "UPDATE commissions SET status = 'approved', approved_at = created_at + $1, \
+                 updated_at = $2 WHERE {DUE} RETURNING id"
+            ),
+            Some(_) => format!(
+                "UPDATE commissions SET status = 'approved', approved_at = created_at + $1, \
+                 updated_at = $2 WHERE id IN (SELECT id FROM commissions WHERE {DUE} \
+                 ORDER BY id LIMIT $4) RETURNING id"
+            ),
+        };
+        let mut query = stmt::<DB>(&sql).bind(hold_ms).bind(now).bind(program_id);
+        if let Some(most) = most {
+            query = query.bind(most);
+        }
+        Ok(query.scalar_all(&mut *self.conn).await?)
+    }
+
+    async fn lock_payout_rules(&mut self, program_id: i64) -> StoreResult<Option<PayoutRules>> {
+        // A write to the program's row: a second payout of the program, on any process,
+        // waits here until this transaction ends, then sees what this one took.
+        let row = stmt::<DB>(
+            "UPDATE programs SET updated_at = updated_at WHERE id = $1 \
+             RETURNING commission_hold_days, min_payout_cents, currency",
+        )
+        .bind(program_id)
+        .fetch_optional(&mut *self.conn)
+        .await?;
+        row.map(|r| {
+            Ok(PayoutRules {
+                hold_ms: r.try_get::<i64>("commission_hold_days")? * DAY_MS,
+                min_payout_cents: r.try_get("min_payout_cents")?,
+                currency: r.try_get("currency")?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn insert_payout(
+        &mut self,
+        program_id: i64,
+        currency: &str,
+        at: i64,
+    ) -> StoreResult<i64> {
+        Ok(stmt::<DB>(
+            "INSERT INTO payouts (program_id, status, currency, total_cents, created_at) \
+             VALUES ($1, 'pending', $2, 0, $3) RETURNING id",
+        )
+        .bind(program_id)
+        .bind(currency)
+        .bind(at)
+        .scalar(&mut *self.conn)
+        .await?)
+    }
+
+    async fn claim_commissions(
+        &mut self,
+        program_id: i64,
+        payout_id: i64,
+        rules: &PayoutRules,
+        now: i64,
+    ) -> StoreResult<u64> {
+        let (due, due_c) = (due_unheld(""), due_unheld("c."));
+        let sql = format!(
+            "UPDATE commissions SET payout_id = $2, status = 'approved', \
+             approved_at = COALESCE(approved_at, created_at + $5), updated_at = $1 \
+             WHERE program_id = $3 AND {due} AND partner_id IN ( \
+               SELECT c.partner_id FROM commissions c \
+               JOIN partner_programs pp ON pp.id = c.partner_program_id \
+               JOIN partners pa ON pa.id = c.partner_id \
+               WHERE c.program_id = $3 AND {due_c} \
+               AND pp.status = 'approved' AND pa.payout_email IS NOT NULL \
+               GROUP BY c.partner_id \
+               HAVING SUM(c.amount_cents - c.reversed_cents) >= $6 \
+               AND SUM(c.amount_cents - c.reversed_cents) > 0)"
+        );
+        let claimed = stmt::<DB>(&sql)
+            .bind(now)
+            .bind(payout_id)
+            .bind(program_id)
+            .bind(&rules.currency)
+            .bind(rules.hold_ms)
+            .bind(rules.min_payout_cents)
+            .execute(&mut *self.conn)
+            .await?;
+        // A partner whose claimed sum fell short (a commission changed between the
+        // subquery and its row) is released. Found first, then released one by one: it
+        // is rare, and PostgreSQL planned the single-statement form as a nested loop over
+        // the payout's commissions, an hour on a million of them.
+        let short = stmt::<DB>(
+            "SELECT partner_id FROM commissions WHERE payout_id = $1 GROUP BY partner_id \
+             HAVING SUM(amount_cents - reversed_cents) < $2 \
+             OR SUM(amount_cents - reversed_cents) <= 0",
+        )
+        .bind(payout_id)
+        .bind(rules.min_payout_cents)
+        .fetch_all(&mut *self.conn)
+        .await?;
+        let mut released = 0;
+        for row in short {
+            let partner_id: i64 = row.try_get_at(0)?;
+            released += stmt::<DB>(
+                "UPDATE commissions SET payout_id = NULL, updated_at = $1 \
+                 WHERE payout_id = $2 AND partner_id = $3",
+            )
+            .bind(now)
+            .bind(payout_id)
+            .bind(partner_id)
+            .execute(&mut *self.conn)
+            .await?;
+        }
+        Ok(claimed - released)
+    }
+
+    async fn write_payout_items(&mut self, payout_id: i64) -> StoreResult<()> {
+        stmt::<DB>(
+            "INSERT INTO payout_items (payout_id, partner_id, partner_name, payout_method, \
+             payout_email, amount_cents, commission_count) \
+             SELECT $1, pa.id, pa.name, pa.payout_method, pa.payout_email, \
+             CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT), COUNT(*) \
+             FROM commissions c JOIN partners pa ON pa.id = c.partner_id \
+             WHERE c.payout_id = $1 \
+             GROUP BY pa.id, pa.name, pa.payout_method, pa.payout_email",
+        )
+        .bind(payout_id)
+        .execute(&mut *self.conn)
+        .await?;
+        stmt::<DB>(
+            "UPDATE payouts SET total_cents = COALESCE((SELECT CAST(SUM(amount_cents) AS BIGINT) \
+             FROM payout_items WHERE payout_id = $1), 0) WHERE id = $1",
+        )
+        .bind(payout_id)
+        .execute(&mut *self.conn)
+        .await?;
+        Ok(())
+    }
+
+    async fn payout_in_tx(&mut self, id: i64) -> StoreResult<Option<Payout>> {
+        payout_with_items::<DB>(&mut *self.conn, id).await
+    }
+
+    async fn settle_payout(
+        &mut self,
+        id: i64,
+        to: PayoutStatus,
+        reference: Option<&str>,
+        at: i64,
+    ) -> StoreResult<bool> {
+        let (payout, commissions) = match to {
+            PayoutStatus::Paid => (
+                "UPDATE payouts SET status = 'paid', reference = $1, paid_at = $2 \
+                 WHERE id = $3 AND status = 'pending'",
+                "UPDATE commissions SET status = 'paid', paid_at = $1, updated_at = $1 \
+                 WHERE payout_id = $2",
+            ),
+            _ => (
+                "UPDATE payouts SET status = 'cancelled', reference = $1, cancelled_at = $2 \
+                 WHERE id = $3 AND status = 'pending'",
+                "UPDATE commissions SET payout_id = NULL, updated_at = $1 WHERE payout_id = $2",
+            ),
+        };
+        let changed = stmt::<DB>(payout)
+            .bind(reference)
+            .bind(at)
+            .bind(id)
+            .execute(&mut *self.conn)
+            .await?;
+        if changed == 0 {
+            return Ok(false);
+        }
+        stmt::<DB>(commissions)
+            .bind(at)
+            .bind(id)
+            .execute(&mut *self.conn)
+            .await?;
+        Ok(true)
+    }
+}
