@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::app::mail::Mailer;
+
 use crate::http::client_ip::TrustedProxies;
 use crate::http::connections::{Timeouts, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT};
 
@@ -166,6 +168,18 @@ pub struct MailArgs {
     /// Sender of the mails: `invites@example.com` or `Acme Partners <invites@example.com>`.
     #[arg(long, env = "REFTRACK_MAIL_FROM")]
     pub mail_from: Option<String>,
+}
+
+impl MailArgs {
+    /// The mailer these settings configure; `None` when no SMTP server is set.
+    pub fn mailer(&self) -> anyhow::Result<Option<Mailer>> {
+        match (&self.smtp_url, &self.mail_from) {
+            (Some(url), Some(from)) => Ok(Some(Mailer::new(url, from)?)),
+            (None, None) => Ok(None),
+            (Some(_), None) => anyhow::bail!("REFTRACK_SMTP_URL needs REFTRACK_MAIL_FROM"),
+            (None, Some(_)) => anyhow::bail!("REFTRACK_MAIL_FROM needs REFTRACK_SMTP_URL"),
+        }
+    }
 }
 
 /// Where outbound webhooks may go.

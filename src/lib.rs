@@ -6,7 +6,7 @@
 //! real router with [`router`] and run it through `tower::ServiceExt::oneshot` or on a
 //! port-0 listener with [`serve_with`].
 
-pub mod app;
+pub use reftrack_service as app;
 pub mod backup;
 pub mod cli;
 pub mod config;
@@ -14,11 +14,11 @@ pub use reftrack_domain as domain;
 pub mod healthcheck;
 pub mod http;
 pub mod logging;
-pub mod mail;
+pub use reftrack_service::mail;
 #[cfg(feature = "bench")]
 pub mod seed;
 pub use reftrack_store as store;
-pub mod verify;
+pub use reftrack_service::verify;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,7 +65,7 @@ pub fn router(state: AppState) -> Router {
 pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()> {
     args.validate()?;
     let timeouts = args.connection_timeouts();
-    let mailer = mail::Mailer::from_args(&args.mail)?;
+    let mailer = args.mail.mailer()?;
     if let Some(url) = &args.mail.smtp_url {
         tracing::info!(smtp = %config::redact_url(url), "partner invites are mailed");
     }

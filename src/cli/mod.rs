@@ -20,7 +20,6 @@ use crate::app::management::LinkParams;
 use crate::app::{App, Caller, PageParams};
 use crate::config::{DatabaseArgs, MailArgs, WebhookArgs};
 use crate::domain::time::SystemClock;
-use crate::mail::Mailer;
 use crate::store;
 
 /// Prints `value` as indented JSON on standard output. A reader that stopped reading
@@ -465,7 +464,7 @@ impl AdminCommand {
 /// returns whether it succeeded.
 pub async fn run_admin(args: AdminArgs) -> anyhow::Result<bool> {
     let command = args.command;
-    let mailer = Mailer::from_args(&args.mail)?;
+    let mailer = args.mail.mailer()?;
     run_on(&args.database, args.webhooks, mailer, |app| {
         async move { command.run(app).await }.boxed()
     })
@@ -479,7 +478,7 @@ pub async fn run_admin(args: AdminArgs) -> anyhow::Result<bool> {
 pub async fn run_on<W>(
     database: &DatabaseArgs,
     webhooks: WebhookArgs,
-    mailer: Option<Mailer>,
+    mailer: Option<crate::app::mail::Mailer>,
     work: W,
 ) -> anyhow::Result<bool>
 where

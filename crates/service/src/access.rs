@@ -1,12 +1,12 @@
 //! Who calls the management API, and whether it may reach a record. The rule is
-//! [`crate::domain::access::decide`]; this module reads what it needs.
+//! [`reftrack_domain::access::decide`]; this module reads what it needs.
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{App, Error, Result};
-use crate::domain::access::{decide, workspaces_allowing, Access, Decision, Seat};
-use crate::store::{MembershipView, Program, Record};
+use reftrack_domain::access::{decide, workspaces_allowing, Access, Decision, Seat};
+use reftrack_store::{MembershipView, Program, Record};
 
 /// The caller of a management use case.
 #[derive(Debug, Clone)]

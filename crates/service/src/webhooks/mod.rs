@@ -1,7 +1,7 @@
 //! Outbound webhooks: a program's endpoints (create, list, change, delete), their
 //! delivery log and manual resend; [`worker`] sends the outbox, [`sender`] is its HTTP
 //! client. The messages themselves are written by the flows of the changes they report
-//! ([`crate::store::WebhookTx::record_events`]).
+//! ([`reftrack_store::WebhookTx::record_events`]).
 
 pub mod sender;
 pub mod worker;
@@ -17,18 +17,18 @@ use super::access::Caller;
 use super::error::refusals;
 use super::pages::{listed, probe, PageParams};
 use super::{App, Error, Listed, Result};
-use crate::domain::access::Access;
-use crate::domain::lifecycle::DAY_MS;
-use crate::domain::status::DeliveryStatus;
-use crate::domain::webhooks::{
+use reftrack_domain::access::Access;
+use reftrack_domain::lifecycle::DAY_MS;
+use reftrack_domain::status::DeliveryStatus;
+use reftrack_domain::webhooks::{
     is_public, new_secret, next_attempt, test_message, Subscription, DISABLE_AFTER_MS, LEASE_MS,
     TEST_MESSAGE_TYPE,
 };
-use crate::store::webhooks::{
+use reftrack_store::webhooks::{
     AttemptRecord, ClaimedDelivery, Delivery, EndpointHealth, EndpointPatch, NewEndpoint, Resend,
     WebhookEndpoint,
 };
-use crate::store::Record;
+use reftrack_store::Record;
 
 /// Longest URL an endpoint may have.
 const MAX_URL_CHARS: usize = 2000;

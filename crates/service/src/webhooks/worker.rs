@@ -18,8 +18,8 @@
 //! Asked to stop, the worker claims nothing more and lets the attempts under way end and
 //! be recorded, so that a restart does not send them again.
 //!
-//! [`LEASE_MS`]: crate::domain::webhooks::LEASE_MS
-//! [`Load::busy`]: crate::app::load::Load::busy
+//! [`LEASE_MS`]: reftrack_domain::webhooks::LEASE_MS
+//! [`Load::busy`]: crate::load::Load::busy
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -29,8 +29,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::sender::{Sender, Sent};
-use crate::app::{App, Result};
-use crate::store::webhooks::ClaimedDelivery;
+use crate::{App, Result};
+use reftrack_store::webhooks::ClaimedDelivery;
 
 /// Most deliveries under way at once in one process.
 pub const MAX_IN_FLIGHT: usize = 256;

@@ -7,8 +7,8 @@
 
 use super::secrets::{generate_token, hash_token, password_work, verify_password};
 use super::{App, Error, Result};
-use crate::domain::status::{MembershipStatus, Permission};
-use crate::store::{
+use reftrack_domain::status::{MembershipStatus, Permission};
+use reftrack_store::{
     DailyRollup, DashboardProgram, EventFilter, ListedEvent, SessionUser, SetupStatus,
 };
 

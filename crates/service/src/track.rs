@@ -15,19 +15,19 @@ use futures::FutureExt;
 use tokio::sync::oneshot;
 
 use super::{answer_or_alone, App, Error, Result};
-use crate::domain::attribution::{self, AffError, SaleSource};
-use crate::domain::click_id;
-use crate::domain::commission;
-use crate::domain::figures::{Deltas, RefundFigures, SaleFigures};
-use crate::domain::lifecycle::{self, RefundEffect};
-use crate::domain::refund::{self, RefundStatus};
-use crate::domain::self_referral;
-use crate::domain::status::{CommissionFlag, CustomerStatus, LinkStatus};
-use crate::domain::webhooks::EventType;
-use crate::store::tx::Tx;
-use crate::store::webhooks::{sale_recorded, Event, Subject};
-use crate::store::write::{self, ClickWrite, Job, OnCommit, SaleWrite, Write};
-use crate::store::{
+use reftrack_domain::attribution::{self, AffError, SaleSource};
+use reftrack_domain::click_id;
+use reftrack_domain::commission;
+use reftrack_domain::figures::{Deltas, RefundFigures, SaleFigures};
+use reftrack_domain::lifecycle::{self, RefundEffect};
+use reftrack_domain::refund::{self, RefundStatus};
+use reftrack_domain::self_referral;
+use reftrack_domain::status::{CommissionFlag, CustomerStatus, LinkStatus};
+use reftrack_domain::webhooks::EventType;
+use reftrack_store::tx::Tx;
+use reftrack_store::webhooks::{sale_recorded, Event, Subject};
+use reftrack_store::write::{self, ClickWrite, Job, OnCommit, SaleWrite, Write};
+use reftrack_store::{
     origin_allowed, ClickDetails, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewClick,
     NewCommission, NewCustomer, NewSale, Program, SaleEventRow, SaleOutcome, SaleProgram, Store,
 };
@@ -183,7 +183,7 @@ impl App {
     }
 
     /// A referral link by its code (cached briefly).
-    pub(super) async fn link_target(&self, code: &str) -> Result<Option<crate::store::LinkTarget>> {
+    pub(super) async fn link_target(&self, code: &str) -> Result<Option<reftrack_store::LinkTarget>> {
         Ok(self
             .links
             .get_or_read(code, || self.store.link_target(code))
@@ -198,7 +198,7 @@ impl App {
     /// A program that a request names explicitly; "Program not found" is a 400 there.
     async fn named_program(&self, id: i64) -> Result<Program> {
         match self.store.program(id).await {
-            Err(crate::store::StoreError::NotFound(_)) => Err(Error::invalid("Program not found")),
+            Err(reftrack_store::StoreError::NotFound(_)) => Err(Error::invalid("Program not found")),
             other => Ok(other?),
         }
     }

@@ -1,6 +1,6 @@
 //! Outbound mail over SMTP, through lettre's tokio transport: [`Mailer`] sends a
 //! plain-text [`Mail`] from the configured sender. Configured by `REFTRACK_SMTP_URL` and
-//! `REFTRACK_MAIL_FROM` ([`crate::config::MailArgs`]); without them nothing is mailed.
+//! `REFTRACK_MAIL_FROM` (the binary's configuration); without them nothing is mailed.
 //!
 //! TLS (`smtps://`, or STARTTLS with `?tls=required`) is rustls with Mozilla's root
 //! certificates built in, so that a container image without a CA bundle can send too.
@@ -10,8 +10,6 @@ use std::time::Duration;
 use lettre::message::header::ContentType;
 use lettre::message::Mailbox;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
-
-use crate::config::MailArgs;
 
 /// Longest the hand-over of one message may take (connecting, TLS, sign-in, sending);
 /// a request that mails waits for it, so it stays well under the request time limit.
@@ -65,16 +63,6 @@ impl Mailer {
             anyhow::anyhow!("REFTRACK_MAIL_FROM is not a mail address ({e}): {from}")
         })?;
         Ok(Mailer { transport, from })
-    }
-
-    /// The mailer `args` configure; `None` when no SMTP server is set.
-    pub fn from_args(args: &MailArgs) -> anyhow::Result<Option<Self>> {
-        match (&args.smtp_url, &args.mail_from) {
-            (Some(url), Some(from)) => Ok(Some(Mailer::new(url, from)?)),
-            (None, None) => Ok(None),
-            (Some(_), None) => anyhow::bail!("REFTRACK_SMTP_URL needs REFTRACK_MAIL_FROM"),
-            (None, Some(_)) => anyhow::bail!("REFTRACK_MAIL_FROM needs REFTRACK_SMTP_URL"),
-        }
     }
 
     /// Sends `mail`; `Ok` once the server has accepted it.

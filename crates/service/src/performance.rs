@@ -9,10 +9,10 @@ use utoipa::ToSchema;
 
 use super::access::Caller;
 use super::{App, Error, Result};
-use crate::domain::metrics::{self, average_dollars, day_text, percent, trend, ResolvedRange};
-use crate::domain::money::dollars;
-use crate::domain::time::{date_of, iso};
-use crate::store::{DailyRollup, TopPartner};
+use reftrack_domain::metrics::{self, average_dollars, day_text, percent, trend, ResolvedRange};
+use reftrack_domain::money::dollars;
+use reftrack_domain::time::{date_of, iso};
+use reftrack_store::{DailyRollup, TopPartner};
 
 /// The range asked for: a `period` (`7d` default, `30d`, `90d`, `all`), or `date_from`
 /// and `date_to` together (ISO 8601 dates or timestamps).

@@ -9,7 +9,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{Error, Result};
-use crate::store::{Page, Store, StoreResult};
+use reftrack_store::{Page, Store, StoreResult};
 
 /// The rows a streamed export reads per query.
 pub(super) const EXPORT_CHUNK: i64 = 1000;
@@ -95,7 +95,7 @@ pub(super) fn id_filter(field: &str, value: Option<&str>) -> Result<Option<i64>>
 /// An optional filter naming one value of a closed set.
 pub(super) fn named_filter<T>(field: &str, value: Option<&str>) -> Result<Option<T>>
 where
-    T: std::str::FromStr<Err = crate::domain::status::UnknownValue>,
+    T: std::str::FromStr<Err = reftrack_domain::status::UnknownValue>,
 {
     match value.map(str::trim) {
         None | Some("") => Ok(None),

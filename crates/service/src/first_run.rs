@@ -11,7 +11,7 @@ use super::admin::{
     UserBody,
 };
 use super::{App, Error, Result};
-use crate::store::{NewOwner, StoreError, User, Workspace};
+use reftrack_store::{NewOwner, StoreError, User, Workspace};
 
 /// What the setup page asks for.
 #[derive(Debug, Clone, Default)]

@@ -3,9 +3,9 @@
 
 use super::track::{ClickCommand, ClickOutcome};
 use super::{App, Error, Result};
-use crate::domain::redirect::{self, RecordedClick};
-use crate::domain::status::LinkStatus;
-use crate::store::{ClickDetails, Link};
+use reftrack_domain::redirect::{self, RecordedClick};
+use reftrack_domain::status::LinkStatus;
+use reftrack_store::{ClickDetails, Link};
 
 /// A visit of a redirect link.
 #[derive(Debug)]

@@ -6,11 +6,11 @@ use futures::FutureExt;
 
 use super::track::{refund_flow, sale_flow, RefundCommand, SaleCommand};
 use super::{App, Error, Result};
-use crate::domain::figures::Deltas;
-use crate::domain::money;
-use crate::domain::stripe::{AccountState, Action, ChargeRefund, Event, Payment};
-use crate::store::tx::Tx;
-use crate::store::{NewSale, PaymentAccount, Program};
+use reftrack_domain::figures::Deltas;
+use reftrack_domain::money;
+use reftrack_domain::stripe::{AccountState, Action, ChargeRefund, Event, Payment};
+use reftrack_store::tx::Tx;
+use reftrack_store::{NewSale, PaymentAccount, Program};
 
 impl App {
     /// Processes a verified event for `program`; returns what it did, in a few words.

@@ -8,9 +8,9 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::{Error, Result};
-use crate::domain::money::major_units_text;
-use crate::domain::time::iso;
-use crate::store::{CommissionRow, Payout, PayoutItem, ProgramPartnerRow};
+use reftrack_domain::money::major_units_text;
+use reftrack_domain::time::iso;
+use reftrack_store::{CommissionRow, Payout, PayoutItem, ProgramPartnerRow};
 
 /// The layouts a payout exports to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
@@ -312,7 +312,7 @@ pub fn payout_file(payout: &Payout, format: PayoutFormat) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::status::{PayoutMethod, PayoutStatus};
+    use reftrack_domain::status::{PayoutMethod, PayoutStatus};
 
     fn payout() -> Payout {
         Payout {

@@ -1,7 +1,7 @@
 //! The mail that carries a partner's invite link: a first invite, or a new password for
 //! a partner that already has one (the same link, worded for what it does).
 
-use crate::domain::time::iso;
+use reftrack_domain::time::iso;
 use crate::mail::Mail;
 
 /// The mail of an invite to `to`, for the partner called `name`; `reset` when the

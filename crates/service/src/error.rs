@@ -2,7 +2,7 @@
 //! maps each kind to a status once; internal causes are logged there, never sent.
 
 use super::partners::MAX_PARTNER_LINKS;
-use crate::store::{RecordedSale, StoreError};
+use reftrack_store::{RecordedSale, StoreError};
 
 /// A use case's failure.
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 
 use super::{App, Error, Result};
-use crate::store::PUBLIC_URL_SETTING;
+use reftrack_store::PUBLIC_URL_SETTING;
 
 /// Where the server's address came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub enum AddressSource {
 /// An `http://` or `https://` address with a host and no query, trimmed, without a
 /// trailing slash; else `field`'s error.
 pub fn server_address(field: &str, value: &str) -> Result<String> {
-    crate::domain::redirect::server_url(value).map_err(|_| {
+    reftrack_domain::redirect::server_url(value).map_err(|_| {
         Error::invalid(format!(
             "{field} must be an http:// or https:// address with a host, like https://track.example.com"
         ))

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
-use crate::domain::time::now_ms;
-use crate::domain::webhooks::{is_public, signature, ATTEMPT_TIMEOUT_MS};
-use crate::store::webhooks::ClaimedDelivery;
+use reftrack_domain::time::now_ms;
+use reftrack_domain::webhooks::{is_public, signature, ATTEMPT_TIMEOUT_MS};
+use reftrack_store::webhooks::ClaimedDelivery;
 
 /// Most bytes of an answer read (and dropped), so that its connection can be reused.
 const MAX_ANSWER_BYTES: usize = 64 * 1024;

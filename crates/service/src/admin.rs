@@ -12,16 +12,16 @@ use super::access::Caller;
 use super::error::refusals;
 use super::secrets::{self, ADMIN_TOKEN_PREFIX, API_TOKEN_PREFIX};
 use super::{App, Error, Result};
-use crate::domain::access::Access;
-use crate::domain::commission::{CommissionRule, CommissionSpec};
-use crate::domain::money::normalize_currency;
-use crate::domain::redirect;
-use crate::domain::status::{
+use reftrack_domain::access::Access;
+use reftrack_domain::commission::{CommissionRule, CommissionSpec};
+use reftrack_domain::money::normalize_currency;
+use reftrack_domain::redirect;
+use reftrack_domain::status::{
     LinkStatus, MembershipStatus, PartnerStatus, PayoutMethod, Role, UnknownValue,
 };
-use crate::domain::text;
-use crate::domain::time::iso;
-use crate::store::{
+use reftrack_domain::text;
+use reftrack_domain::time::iso;
+use reftrack_store::{
     Link, LinkPatch, MemberRow, Membership, NewProgram, Partner, PartnerPatch, PartnerProgram,
     PaymentAccount, Program, ProgramPatch, Record, StoreError, User, UserPatch, Workspace,
 };

@@ -14,12 +14,12 @@ use super::admin::{program_view, ProgramView};
 use super::notice_mail::approval_mail;
 use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
 use super::{App, Error, Listed, Result};
-use crate::domain::access::Access;
-use crate::domain::lifecycle;
-use crate::domain::status::{PartnerStatus, UnknownValue};
-use crate::domain::webhooks::EventType;
-use crate::store::webhooks::{Event, Subject};
-use crate::store::{
+use reftrack_domain::access::Access;
+use reftrack_domain::lifecycle;
+use reftrack_domain::status::{PartnerStatus, UnknownValue};
+use reftrack_domain::webhooks::EventType;
+use reftrack_store::webhooks::{Event, Subject};
+use reftrack_store::{
     Link, LinkFilter, Partner, PartnerProgram, ProgramPartnerRow, Record, User, Workspace,
 };
 

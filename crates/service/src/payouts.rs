@@ -1,6 +1,6 @@
 //! Paying partners: commission lists, approvals and rejections, balances, and payouts
 //! from creation to paid or cancelled. Each change is decided by
-//! [`crate::domain::lifecycle`] on the state read in the write transaction, and written
+//! [`reftrack_domain::lifecycle`] on the state read in the write transaction, and written
 //! with a guard on that state.
 
 use std::collections::HashMap;
@@ -14,13 +14,13 @@ use super::access::Caller;
 use super::notice_mail::{paid_mail, send_notices, PaidNotice};
 use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
 use super::{App, Error, Listed, Result};
-use crate::domain::access::Access;
-use crate::domain::lifecycle::{self, Conflict, PayoutSkip};
-use crate::domain::money::display_amount;
-use crate::domain::status::PayoutStatus;
-use crate::domain::webhooks::EventType;
-use crate::store::webhooks::{Event, Subject};
-use crate::store::{Balance, CommissionFilter, CommissionRow, Page, Payout, PayoutRules, Record};
+use reftrack_domain::access::Access;
+use reftrack_domain::lifecycle::{self, Conflict, PayoutSkip};
+use reftrack_domain::money::display_amount;
+use reftrack_domain::status::PayoutStatus;
+use reftrack_domain::webhooks::EventType;
+use reftrack_store::webhooks::{Event, Subject};
+use reftrack_store::{Balance, CommissionFilter, CommissionRow, Page, Payout, PayoutRules, Record};
 
 /// Most commissions one write of the approval job records: a few milliseconds of the
 /// writer's time.

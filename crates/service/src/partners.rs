@@ -31,13 +31,13 @@ use super::payouts::CommissionParams;
 use super::redirect::redirect_url;
 use super::secrets::{generate_token, hash_token};
 use super::{App, Error, Listed, Result};
-use crate::domain::access::Access;
-use crate::domain::commission::CommissionRule;
-use crate::domain::status::{LinkStatus, MembershipStatus, PartnerStatus};
-use crate::domain::webhooks::EventType;
-use crate::store::partners::{NewApplicant, PartnerMembership, PartnerPayoutItem, TokenGrant};
-use crate::store::webhooks::{Event, Subject};
-use crate::store::{
+use reftrack_domain::access::Access;
+use reftrack_domain::commission::CommissionRule;
+use reftrack_domain::status::{LinkStatus, MembershipStatus, PartnerStatus};
+use reftrack_domain::webhooks::EventType;
+use reftrack_store::partners::{NewApplicant, PartnerMembership, PartnerPayoutItem, TokenGrant};
+use reftrack_store::webhooks::{Event, Subject};
+use reftrack_store::{
     Balance, CommissionRow, Link, LinkFilter, PartnerProgram, Program, Record, StoreError,
 };
 
@@ -109,7 +109,7 @@ pub struct ProgramTerms {
     pub cookie_window_days: i64,
     /// Months after a subscription's first payment during which its renewals earn too:
     /// `None` for ever, `Some(0)` never
-    /// ([`recurring_earns`](crate::domain::commission::recurring_earns)).
+    /// ([`recurring_earns`](reftrack_domain::commission::recurring_earns)).
     pub recurring_commission_months: Option<i64>,
     /// Days a commission stays pending before it is due.
     pub commission_hold_days: i64,
@@ -240,7 +240,7 @@ pub struct PartnerMe {
     /// The email it signs in with.
     pub email: Option<String>,
     pub code: String,
-    pub payout_method: Option<crate::domain::status::PayoutMethod>,
+    pub payout_method: Option<reftrack_domain::status::PayoutMethod>,
     pub payout_email: Option<String>,
     /// Every program it is in, with its standing there.
     pub programs: Vec<PartnerMembership>,
@@ -277,7 +277,7 @@ pub struct PartnerLinkBody {
 }
 
 /// Why an invite could not be used.
-fn invite_refused(invite: Option<crate::store::partners::InviteRow>, now: i64) -> Error {
+fn invite_refused(invite: Option<reftrack_store::partners::InviteRow>, now: i64) -> Error {
     Error::invalid(match invite {
         None => "This invite link is not valid",
         Some(i) if i.used_at.is_some() => {
@@ -375,7 +375,7 @@ impl App {
         };
         Ok(Invite {
             invite_url,
-            expires_at: crate::domain::time::iso(expires_at),
+            expires_at: reftrack_domain::time::iso(expires_at),
             emailed,
         })
     }
@@ -989,7 +989,7 @@ mod tests {
 
     #[test]
     fn invite_refusals_say_why() {
-        use crate::store::partners::InviteRow;
+        use reftrack_store::partners::InviteRow;
         let used = InviteRow {
             expires_at: 10,
             used_at: Some(5),

@@ -4,7 +4,7 @@
 //! the management API, the dashboard and the CLI) calls these functions, so a click, a
 //! lead, a sale or a refund is recorded by exactly one flow whatever its source. The
 //! rules they apply are the pure functions of [`crate::domain`]; the statements they
-//! make are the store's ([`crate::store`]).
+//! make are the store's ([`reftrack_store`]).
 //!
 //! - [`track`]: clicks, leads, sales and refunds, as flows over one write transaction.
 //! - [`stripe`]: a verified payment-processor event, with its sale or refund.
@@ -30,6 +30,7 @@ pub mod exports;
 pub mod first_run;
 pub mod invite_mail;
 pub mod load;
+pub mod mail;
 pub mod management;
 pub mod notice_mail;
 mod pages;
@@ -40,6 +41,7 @@ pub mod redirect;
 pub mod secrets;
 pub mod stripe;
 pub mod track;
+pub mod verify;
 pub mod webhooks;
 
 use std::num::NonZeroUsize;
@@ -49,18 +51,18 @@ use futures::future::BoxFuture;
 use lru::LruCache;
 use tokio::sync::oneshot;
 
-pub use crate::store::RecordedSale;
+pub use reftrack_store::RecordedSale;
 pub use access::Caller;
 pub use error::{Error, Result};
 pub use pages::{Listed, PageParams};
 
-use crate::domain::figures::Deltas;
-use crate::domain::time::Clock;
-use crate::domain::user_agent::{self, DeviceInfo};
+use reftrack_domain::figures::Deltas;
+use reftrack_domain::time::Clock;
+use reftrack_domain::user_agent::{self, DeviceInfo};
 use crate::mail::Mailer;
-use crate::store::tx::Tx;
-use crate::store::write::{self, Write};
-use crate::store::{LinkTarget, Program, Store};
+use reftrack_store::tx::Tx;
+use reftrack_store::write::{self, Write};
+use reftrack_store::{LinkTarget, Program, Store};
 use cache::ReadCache;
 
 /// The service: the store, the clock and the caches of the per-request lookups. Cheap

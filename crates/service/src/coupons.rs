@@ -9,10 +9,10 @@ use super::access::Caller;
 use super::error::refusals;
 use super::pages::{listed, named_filter, probe};
 use super::{App, Error, Listed, PageParams, Result};
-use crate::domain::access::Access;
-use crate::domain::attribution::coupon_key;
-use crate::domain::status::CouponStatus;
-use crate::store::{Coupon, NewCoupon, Record};
+use reftrack_domain::access::Access;
+use reftrack_domain::attribution::coupon_key;
+use reftrack_domain::status::CouponStatus;
+use reftrack_store::{Coupon, NewCoupon, Record};
 
 /// Longest coupon code.
 pub const MAX_CODE_LEN: usize = 64;

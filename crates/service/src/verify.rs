@@ -10,9 +10,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use crate::domain::figures::{LinkDelta, PartnerDayDelta, PartnerDelta, RollupDelta};
-use crate::store::integrity::{Figures, Integrity, RawCounts, Violation};
-use crate::store::{self, Backend, Store};
+use reftrack_domain::figures::{LinkDelta, PartnerDayDelta, PartnerDelta, RollupDelta};
+use reftrack_store::integrity::{Figures, Integrity, RawCounts, Violation};
+use reftrack_store::{Backend, Store};
 
 /// One derived figure that differs from its recomputation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,14 +87,14 @@ impl Report {
 
 /// Opens the database named by `url` (a SQLite file must exist) and verifies it.
 pub async fn run(url: &str) -> anyhow::Result<Report> {
-    let store = store::open_existing(url).await?;
+    let store = reftrack_store::open_existing(url).await?;
     let report = check(&*store).await;
     store.close().await;
     Ok(report?)
 }
 
 /// Verifies a store.
-pub async fn check(store: &dyn Store) -> crate::store::StoreResult<Report> {
+pub async fn check(store: &dyn Store) -> reftrack_store::StoreResult<Report> {
     let Integrity {
         stored,
         recomputed,
