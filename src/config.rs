@@ -10,6 +10,7 @@ use crate::app::mail::Mailer;
 
 use crate::http::client_ip::TrustedProxies;
 use crate::http::connections::{Timeouts, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT};
+pub use crate::http::rate_limit::RateLimitArgs;
 
 /// Reftrack: affiliate tracking service.
 #[derive(Debug, Parser)]
@@ -195,51 +196,6 @@ pub struct WebhookArgs {
         default_value_t = false
     )]
     pub allow_private: bool,
-}
-
-/// Default of `REFTRACK_RATE_LIMIT_CLICK`.
-pub const DEFAULT_RATE_LIMIT_CLICK: u32 = 600;
-/// Default of `REFTRACK_RATE_LIMIT_LEAD`.
-pub const DEFAULT_RATE_LIMIT_LEAD: u32 = 120;
-/// Default of `REFTRACK_RATE_LIMIT_LOGIN`.
-pub const DEFAULT_RATE_LIMIT_LOGIN: u32 = 10;
-
-/// Per-client-IP request limits of the public endpoints, in requests per minute with a
-/// burst of the same size; 0 turns a limit off.
-#[derive(Debug, Clone, Copy, Args)]
-pub struct RateLimitArgs {
-    /// `POST /track/click` per client IP and minute.
-    #[arg(long, env = "REFTRACK_RATE_LIMIT_CLICK", default_value_t = DEFAULT_RATE_LIMIT_CLICK)]
-    pub rate_limit_click: u32,
-    /// Browser-mode `POST /track/lead` (no API key) per client IP and minute.
-    #[arg(long, env = "REFTRACK_RATE_LIMIT_LEAD", default_value_t = DEFAULT_RATE_LIMIT_LEAD)]
-    pub rate_limit_lead: u32,
-    /// Calls that check or hash a password, per client IP and minute: sign-in (dashboard
-    /// and partners, API and pages), the dashboard's first run, invite acceptance,
-    /// partner applications and partner password changes.
-    #[arg(long, env = "REFTRACK_RATE_LIMIT_LOGIN", default_value_t = DEFAULT_RATE_LIMIT_LOGIN)]
-    pub rate_limit_login: u32,
-}
-
-impl Default for RateLimitArgs {
-    fn default() -> Self {
-        RateLimitArgs {
-            rate_limit_click: DEFAULT_RATE_LIMIT_CLICK,
-            rate_limit_lead: DEFAULT_RATE_LIMIT_LEAD,
-            rate_limit_login: DEFAULT_RATE_LIMIT_LOGIN,
-        }
-    }
-}
-
-impl RateLimitArgs {
-    /// Every limit off.
-    pub fn off() -> Self {
-        RateLimitArgs {
-            rate_limit_click: 0,
-            rate_limit_lead: 0,
-            rate_limit_login: 0,
-        }
-    }
 }
 
 impl ServeArgs {

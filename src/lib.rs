@@ -12,7 +12,7 @@ pub mod cli;
 pub mod config;
 pub use reftrack_domain as domain;
 pub mod healthcheck;
-pub mod http;
+pub use reftrack_web as http;
 pub mod logging;
 pub use reftrack_service::mail;
 #[cfg(feature = "bench")]

@@ -1,0 +1,143 @@
+//! The sign-in page of a site: the form, its errors beside the fields, the per-account
+//! lockout as a page that says how long to wait, and the way back to the page the
+//! visitor wanted.
+
+use askama::Template;
+use axum::extract::State;
+use axum::http::header::RETRY_AFTER;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::session::{see_other, MaybeSigned, SessionCookie, Visitor};
+use super::view::{ok, render, Chrome, Field, PageError, PageResult, Posted, Query, Site};
+use crate::{AppState, Error};
+
+/// `GET …/login`: the form, or straight on when the visitor is signed in already.
+pub async fn login_page<V: Visitor>(
+    MaybeSigned(signed): MaybeSigned<V>,
+    Query(q): Query,
+) -> Response {
+    V::SIGN_IN.form(signed.is_some(), &q)
+}
+
+/// `POST …/login`: signs in and goes on, or shows the form with its errors.
+pub async fn login<V: Visitor>(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    form: Posted,
+) -> Response {
+    V::SIGN_IN.submit::<V>(&s, &headers, &form).await
+}
+
+/// `POST …/logout`: ends the session and clears the cookie.
+pub async fn logout<V: Visitor>(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    MaybeSigned(signed): MaybeSigned<V>,
+) -> PageResult {
+    if let Some(visitor) = signed {
+        visitor.sign_out(&s).await?;
+    }
+    Ok(V::SIGN_IN.cookie.signed_out(&s, &headers))
+}
+
+/// A site's sign-in: its frame, cookie and words.
+pub struct SignIn {
+    pub site: Site,
+    pub cookie: SessionCookie,
+    /// The line under the heading.
+    pub lead: &'static str,
+    /// The line under the form (what to do about a forgotten password).
+    pub help: &'static str,
+    /// The page that resets a forgotten password, linked after `help`, if the site has one.
+    pub reset: Option<&'static str>,
+}
+
+#[derive(Template)]
+#[template(path = "login.html")]
+struct LoginPage {
+    chrome: Chrome,
+    lead: &'static str,
+    help: &'static str,
+    reset: Option<&'static str>,
+    email: Field,
+    password: Field,
+    /// Where to go after signing in.
+    next: String,
+    form_error: Option<String>,
+}
+
+impl SignIn {
+    fn page(&self, next: &str) -> LoginPage {
+        LoginPage {
+            chrome: Chrome::public(self.site, "Sign in"),
+            lead: self.lead,
+            help: self.help,
+            reset: self.reset,
+            email: Field::new("email", "Email"),
+            password: Field::new("password", "Password"),
+            next: next.to_string(),
+            form_error: None,
+        }
+    }
+
+    /// The form, or straight on when the visitor is signed in already.
+    fn form(&self, signed_in: bool, q: &Posted) -> Response {
+        let next = self
+            .cookie
+            .local_next(q.text("next").as_deref())
+            .to_string();
+        if signed_in {
+            return see_other(&next);
+        }
+        let mut page = self.page(&next);
+        if q.text("signed_out").is_some() {
+            page.chrome.notice = Some("You are signed out.".into());
+        }
+        ok(&page)
+    }
+
+    /// Signs a `V` in with the email and password sent and goes on, or shows the form
+    /// with its errors and the email typed.
+    async fn submit<V: Visitor>(
+        &self,
+        s: &AppState,
+        headers: &HeaderMap,
+        form: &Posted,
+    ) -> Response {
+        let next = self
+            .cookie
+            .local_next(form.text("next").as_deref())
+            .to_string();
+        let mut page = self.page(&next);
+        page.email = page.email.with(form.get("email").trim());
+        let password = form.get("password");
+        if page.email.value.is_empty() {
+            page.email.error = Some("Enter the email you signed up with".into());
+        }
+        if password.is_empty() {
+            page.password.error = Some("Enter your password".into());
+        }
+        if page.email.error.is_some() || page.password.error.is_some() {
+            return render(StatusCode::BAD_REQUEST, &page);
+        }
+        let signed_in = V::sign_in(s, &page.email.value, password).await;
+        match signed_in {
+            Ok(session) => self.cookie.signed_in_to(s, headers, &session, &next),
+            Err(Error::Unauthorized(text)) => {
+                page.password.error = Some(text);
+                render(StatusCode::UNAUTHORIZED, &page)
+            }
+            Err(Error::TooManyRequests(secs)) => {
+                page.form_error = Some(format!(
+                    "Too many failed sign-ins for this account. Wait {secs} seconds, then try again."
+                ));
+                let mut r = render(StatusCode::TOO_MANY_REQUESTS, &page);
+                r.headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from(secs.max(1)));
+                r
+            }
+            Err(e) => PageError::from(e).into_response(),
+        }
+    }
+}
