@@ -15,8 +15,6 @@ pub mod healthcheck;
 pub use reftrack_web as http;
 pub mod logging;
 pub use reftrack_service::mail;
-#[cfg(feature = "bench")]
-pub mod seed;
 pub use reftrack_store as store;
 pub use reftrack_service::verify;
 

@@ -6,7 +6,7 @@
 use crate::common::*;
 use chrono::{DateTime, Days, NaiveDate, Utc};
 use reftrack::domain::figures::{Deltas, RollupDelta};
-use reftrack::seed::sql::{SeedEngine, Seeder};
+use reftrack_seed::sql::{SeedEngine, Seeder};
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "correct horse battery";

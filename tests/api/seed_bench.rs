@@ -1,11 +1,11 @@
-//! The benchmark seed (`reftrack::seed`, run by `scripts/bench`) leaves the figures the
+//! The benchmark seed (`reftrack_seed`, run by `scripts/bench`) leaves the figures the
 //! tracking API would have: every rollup, link and partner counter equals a count over
 //! the seeded events, and the seeded data takes further API writes.
 
 use crate::common::*;
 
 use reftrack::domain::metrics::start_of_day_ms;
-use reftrack::seed::{ProgramSpec, SeedOptions};
+use reftrack_seed::{ProgramSpec, SeedOptions};
 
 fn options() -> SeedOptions {
     let spec = |name: &str, clicks, partners, prefix: &str| ProgramSpec {
@@ -24,7 +24,7 @@ fn options() -> SeedOptions {
 }
 
 async fn seeded_figures_match_their_events(url: String) {
-    let report = reftrack::seed::run(&url, &options(), |_, _| {})
+    let report = reftrack_seed::run(&url, &options(), |_, _| {})
         .await
         .unwrap();
     let store = reftrack::store::open(&url).await.unwrap();

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use sqlx::Connection;
 
 use reftrack_store::sql::engine::{stmt, Engine, Stmt};
-use crate::domain::figures::Deltas;
-use crate::domain::self_referral::email_key;
+use reftrack_domain::figures::Deltas;
+use reftrack_domain::self_referral::email_key;
 use super::{Chunk, NewSeedPartner, SeedPartner};
 
 /// Rows per multi-row INSERT: 22 columns stay below SQLite's 32,766 bound parameters.

@@ -4,7 +4,7 @@
 //! lead and sale events are spread over the last [`SeedOptions::days`] days, with the
 //! customers, commissions, link and partner counters and `daily_rollups` the tracking API
 //! would have produced for the same events. Metadata (workspace, programs, partners,
-//! links, user) goes through the [`Store`](crate::store::Store) like any management call;
+//! links, user) goes through the [`Store`](reftrack_store::Store) like any management call;
 //! the events go in with multi-row `INSERT`s in large transactions on a connection of
 //! its own (`synchronous=OFF` on SQLite, `synchronous_commit=off` on PostgreSQL: a crash
 //! mid-seed loses the seed, nothing else), and the counters are added at the end by the
@@ -28,15 +28,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::app::admin::{LinkBody, MemberBody, PartnerBody, ProgramBody, UserBody, WorkspaceBody};
-use crate::app::{App, Caller};
-use crate::domain::commission::CommissionRule;
-use crate::domain::figures::{Deltas, PartnerDayDelta, RollupDelta};
-use crate::domain::time::{day_of, now_ms};
+use reftrack_service::admin::{LinkBody, MemberBody, PartnerBody, ProgramBody, UserBody, WorkspaceBody};
+use reftrack_service::{App, Caller};
+use reftrack_domain::commission::CommissionRule;
+use reftrack_domain::figures::{Deltas, PartnerDayDelta, RollupDelta};
+use reftrack_domain::time::{day_of, now_ms};
 pub mod sql;
 
 use sql::{SeedEngine, Seeder};
-use crate::store::{Store, Workspace};
+use reftrack_store::{Store, Workspace};
 use sqlx::{Postgres, Sqlite};
 
 /// Milliseconds in a day.
@@ -541,8 +541,8 @@ async fn open_workspace(
     url: &str,
     name: String,
 ) -> anyhow::Result<(Arc<dyn Store>, App, Workspace)> {
-    let store = crate::store::open(url).await?;
-    let app = App::new(store.clone(), Arc::new(crate::domain::time::SystemClock));
+    let store = reftrack_store::open(url).await?;
+    let app = App::new(store.clone(), Arc::new(reftrack_domain::time::SystemClock));
     let ws = app
         .create_workspace(&Caller::Operator, WorkspaceBody { name })
         .await?;
@@ -554,7 +554,7 @@ async fn create_program(
     app: &App,
     workspace_id: i64,
     name: &str,
-) -> anyhow::Result<crate::app::admin::ProgramView> {
+) -> anyhow::Result<reftrack_service::admin::ProgramView> {
     Ok(app
         .create_program(
             &Caller::Operator,
@@ -746,7 +746,7 @@ struct PayoutsPlan<'a> {
 impl<'a> PayoutsPlan<'a> {
     fn new(
         spec: &'a PayoutsSpec,
-        program: &crate::app::admin::ProgramView,
+        program: &reftrack_service::admin::ProgramView,
         start: i64,
         now: i64,
     ) -> anyhow::Result<Self> {

@@ -1,4 +1,4 @@
-//! `reftrack-seed-bench`: fills a database for `scripts/bench` (see `reftrack::seed`).
+//! `reftrack-seed-bench`: fills a database for `scripts/bench` (see `reftrack_seed`).
 //!
 //! ```text
 //! reftrack-seed-bench DATABASE_URL [BIG_CLICKS] [SMALL_CLICKS]
@@ -15,7 +15,7 @@
 use std::io::Write;
 use std::time::Instant;
 
-use reftrack::seed::{self, PayoutsSpec, ProgramSpec, SeedOptions};
+use reftrack_seed::{self as seed, PayoutsSpec, ProgramSpec, SeedOptions};
 
 const USAGE: &str = "usage: reftrack-seed-bench DATABASE_URL [BIG_CLICKS] [SMALL_CLICKS]\n       \
                      reftrack-seed-bench --payouts DATABASE_URL [COMMISSIONS]";
