@@ -15,8 +15,8 @@ pub mod healthcheck;
 pub use reftrack_web as http;
 pub mod logging;
 pub use reftrack_service::mail;
-pub use reftrack_store as store;
 pub use reftrack_service::verify;
+pub use reftrack_store as store;
 
 use std::sync::Arc;
 use std::time::Duration;

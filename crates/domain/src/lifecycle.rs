@@ -19,9 +19,72 @@
 //! moves it on ([`approval`]).
 
 use super::status::{CommissionFlag, CommissionStatus, PartnerStatus, PayoutStatus};
+use super::time::DAY_MS;
 
-/// Milliseconds in a day of hold.
-pub const DAY_MS: i64 = 86_400_000;
+/// How long a program's hold of `hold_days` days lasts, in milliseconds.
+pub fn hold_ms(hold_days: i64) -> i64 {
+    hold_days.saturating_mul(DAY_MS)
+}
+
+/// Whether a commission recorded at `created_at` is past a hold of `hold_ms` at `now`.
+pub fn hold_passed(created_at: i64, hold_ms: i64, now: i64) -> bool {
+    created_at <= now.saturating_sub(hold_ms)
+}
+
+/// Whether a commission stored as `stored` moves on by itself once its hold passes: it
+/// is pending and does not wait for an owner's approval (a self-referral does).
+pub fn approves_by_itself(stored: CommissionStatus, manual_approval: bool) -> bool {
+    stored == CommissionStatus::Pending && !manual_approval
+}
+
+/// A commission's status at `now`: the stored one, except that a commission that
+/// approves by itself is `approved` once its hold has passed. Commissions are not
+/// rewritten when their hold passes; every read applies this rule.
+pub fn status_at(
+    stored: CommissionStatus,
+    manual_approval: bool,
+    created_at: i64,
+    hold_ms: i64,
+    now: i64,
+) -> CommissionStatus {
+    if approves_by_itself(stored, manual_approval) && hold_passed(created_at, hold_ms, now) {
+        CommissionStatus::Approved
+    } else {
+        stored
+    }
+}
+
+/// When a commission was approved, as read at `now`: the end of its hold when the hold
+/// approved it ([`status_at`]), else the stored time (`None` while not approved).
+pub fn approved_at(
+    stored: CommissionStatus,
+    manual_approval: bool,
+    created_at: i64,
+    stored_approved_at: Option<i64>,
+    hold_ms: i64,
+    now: i64,
+) -> Option<i64> {
+    if approves_by_itself(stored, manual_approval) && hold_passed(created_at, hold_ms, now) {
+        Some(created_at.saturating_add(hold_ms))
+    } else {
+        stored_approved_at
+    }
+}
+
+/// Whether a new payout may take a commission at `now`: it is due (approved, or
+/// approved by its hold) and no payout holds it yet.
+pub fn payout_may_take(
+    stored: CommissionStatus,
+    manual_approval: bool,
+    held: bool,
+    created_at: i64,
+    hold_ms: i64,
+    now: i64,
+) -> bool {
+    !held
+        && status_at(stored, manual_approval, created_at, hold_ms, now)
+            == CommissionStatus::Approved
+}
 
 /// A commission as a change is decided on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,10 +222,22 @@ pub enum PayoutSkip {
     BelowMinimum,
 }
 
+/// Whether a new payout pays a partner that is `status` in the program, has a payout
+/// email or not, and `due_cents` due: something is due and [`payout_skips`] finds no
+/// reason to leave it out.
+pub fn payout_pays(
+    status: PartnerStatus,
+    has_payout_email: bool,
+    due_cents: i64,
+    min_payout_cents: i64,
+) -> bool {
+    due_cents > 0 && payout_skips(status, has_payout_email, due_cents, min_payout_cents).is_empty()
+}
+
 /// Why a new payout would leave out a partner that is `status` in the program, has a
 /// payout email or not, and `due_cents` due and not held by a pending payout; empty
 /// when it pays it, and when nothing is due (nothing to leave out). The store's
-/// `claim_commissions` takes the same partners in one statement.
+/// `claim_commissions` takes the partners [`payout_pays`] pays, in one statement.
 pub fn payout_skips(
     status: PartnerStatus,
     has_payout_email: bool,
@@ -232,6 +307,49 @@ mod tests {
 
     fn c(status: CommissionStatus, held: bool) -> CommissionState {
         CommissionState { status, held }
+    }
+
+    #[test]
+    fn a_hold_approves_a_pending_commission_once_it_has_passed() {
+        let hold = hold_ms(2);
+        assert_eq!(hold, 2 * DAY_MS);
+        let created = 10 * DAY_MS;
+        let at = |now| status_at(Pending, false, created, hold, now);
+        assert_eq!(at(created + hold - 1), Pending);
+        assert_eq!(at(created + hold), Approved);
+        assert_eq!(
+            approved_at(Pending, false, created, None, hold, created + hold - 1),
+            None
+        );
+        assert_eq!(
+            approved_at(Pending, false, created, None, hold, created + 5 * DAY_MS),
+            Some(created + hold)
+        );
+        // Waiting for an owner, or settled, the hold changes nothing.
+        assert_eq!(status_at(Pending, true, created, hold, i64::MAX), Pending);
+        for stored in [Approved, Rejected, Paid, Reversed] {
+            assert_eq!(status_at(stored, false, created, hold, i64::MAX), stored);
+        }
+        assert!(
+            hold_passed(i64::MIN, i64::MAX, i64::MIN),
+            "saturates instead of overflowing"
+        );
+    }
+
+    #[test]
+    fn a_payout_takes_due_unheld_commissions_and_pays_partners_it_skips_for_nothing() {
+        let hold = hold_ms(1);
+        assert!(payout_may_take(Pending, false, false, 0, hold, hold));
+        assert!(!payout_may_take(Pending, false, true, 0, hold, hold));
+        assert!(!payout_may_take(Pending, true, false, 0, hold, hold));
+        assert!(!payout_may_take(Pending, false, false, 0, hold, hold - 1));
+        assert!(payout_may_take(Approved, false, false, 0, hold, 0));
+        assert!(!payout_may_take(Paid, false, false, 0, hold, hold));
+        assert!(payout_pays(PartnerStatus::Approved, true, 100, 100));
+        assert!(!payout_pays(PartnerStatus::Approved, true, 0, 0));
+        assert!(!payout_pays(PartnerStatus::Approved, false, 100, 0));
+        assert!(!payout_pays(PartnerStatus::Banned, true, 100, 0));
+        assert!(!payout_pays(PartnerStatus::Approved, true, 99, 100));
     }
 
     #[test]

@@ -2,6 +2,9 @@
 
 use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 
+/// Milliseconds in a day: the one definition every rule, rollup and seed counts days by.
+pub const DAY_MS: i64 = 86_400_000;
+
 /// Milliseconds since the epoch, now, by the system clock.
 pub fn now_ms() -> i64 {
     Utc::now().timestamp_millis()

@@ -28,19 +28,21 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use reftrack_service::admin::{LinkBody, MemberBody, PartnerBody, ProgramBody, UserBody, WorkspaceBody};
-use reftrack_service::{App, Caller};
 use reftrack_domain::commission::CommissionRule;
 use reftrack_domain::figures::{Deltas, PartnerDayDelta, RollupDelta};
-use reftrack_domain::time::{day_of, now_ms};
+use reftrack_domain::lifecycle;
+use reftrack_domain::time::{day_of, now_ms, DAY_MS};
+use reftrack_service::admin::{
+    LinkBody, MemberBody, PartnerBody, ProgramBody, UserBody, WorkspaceBody,
+};
+use reftrack_service::{App, Caller};
 pub mod sql;
 
-use sql::{SeedEngine, Seeder};
 use reftrack_store::{Store, Workspace};
+use sql::{SeedEngine, Seeder};
 use sqlx::{Postgres, Sqlite};
 
 /// Milliseconds in a day.
-const DAY_MS: i64 = 86_400_000;
 /// Commission of seeded programs: 30 % (basis points).
 const COMMISSION_BPS: i64 = 3_000;
 
@@ -654,7 +656,7 @@ async fn run_on<DB: SeedEngine>(
             api_token,
             format!("{}0", spec.link_prefix),
             partners[0].1,
-            program.commission_hold_days * DAY_MS,
+            lifecycle::hold_ms(program.commission_hold_days),
         ));
         plans.push(partners);
     }
@@ -752,7 +754,7 @@ impl<'a> PayoutsPlan<'a> {
     ) -> anyhow::Result<Self> {
         let n = spec.commissions;
         anyhow::ensure!(n > 0, "the payouts program needs at least one commission");
-        let hold_ms = program.commission_hold_days * DAY_MS;
+        let hold_ms = lifecycle::hold_ms(program.commission_hold_days);
         let first = start + 3 * 3_600_000;
         // A day of margin: every commission is due, whenever the benchmark reads it.
         let last = now - hold_ms - DAY_MS;

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 
 use sqlx::Connection;
 
-use reftrack_store::sql::engine::{stmt, Engine, Stmt};
+use super::{Chunk, NewSeedPartner, SeedPartner};
 use reftrack_domain::figures::Deltas;
 use reftrack_domain::self_referral::email_key;
-use super::{Chunk, NewSeedPartner, SeedPartner};
+use reftrack_store::sql::engine::{stmt, Engine, Stmt};
 
 /// Rows per multi-row INSERT: 22 columns stay below SQLite's 32,766 bound parameters.
 const ROWS: usize = 1_000;

@@ -16,7 +16,7 @@ use reftrack_store::{
 pub const SESSION_TOKEN_PREFIX: &str = "rts_";
 
 /// How long a session works after sign-in: 7 days.
-pub const SESSION_LIFETIME_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+pub const SESSION_LIFETIME_MS: i64 = 7 * reftrack_domain::time::DAY_MS;
 
 /// The one answer to any failed sign-in, so that it does not tell which part was wrong.
 pub const INVALID_CREDENTIALS: &str = "Invalid email or password";
@@ -195,6 +195,6 @@ mod tests {
         assert_eq!(real.version, dummy.version);
         assert_eq!(real.params, dummy.params);
         assert!(!verify_password("some password", DUMMY_PASSWORD_HASH));
-        assert_eq!(SESSION_LIFETIME_MS, 7 * 86_400_000);
+        assert_eq!(SESSION_LIFETIME_MS, 7 * reftrack_domain::time::DAY_MS);
     }
 }

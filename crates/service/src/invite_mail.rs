@@ -1,8 +1,8 @@
 //! The mail that carries a partner's invite link: a first invite, or a new password for
 //! a partner that already has one (the same link, worded for what it does).
 
-use reftrack_domain::time::iso;
 use crate::mail::Mail;
+use reftrack_domain::time::iso;
 
 /// The mail of an invite to `to`, for the partner called `name`; `reset` when the
 /// partner already has a password (the link then sets a new one).

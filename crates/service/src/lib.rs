@@ -51,19 +51,19 @@ use futures::future::BoxFuture;
 use lru::LruCache;
 use tokio::sync::oneshot;
 
-pub use reftrack_store::RecordedSale;
 pub use access::Caller;
 pub use error::{Error, Result};
 pub use pages::{Listed, PageParams};
+pub use reftrack_store::RecordedSale;
 
+use crate::mail::Mailer;
+use cache::ReadCache;
 use reftrack_domain::figures::Deltas;
 use reftrack_domain::time::Clock;
 use reftrack_domain::user_agent::{self, DeviceInfo};
-use crate::mail::Mailer;
 use reftrack_store::tx::Tx;
 use reftrack_store::write::{self, Write};
 use reftrack_store::{LinkTarget, Program, Store};
-use cache::ReadCache;
 
 /// The service: the store, the clock and the caches of the per-request lookups. Cheap
 /// to share (`Arc<App>`).

@@ -46,7 +46,7 @@ pub const PARTNER_SESSION_PREFIX: &str = "rtp_";
 /// Prefix of invite tokens.
 pub const INVITE_TOKEN_PREFIX: &str = "rti_";
 /// How long an invite works: 7 days.
-pub const INVITE_LIFETIME_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+pub const INVITE_LIFETIME_MS: i64 = 7 * reftrack_domain::time::DAY_MS;
 /// How long a password-reset link a partner asked for itself works: an hour.
 pub const RESET_LIFETIME_MS: i64 = 60 * 60 * 1000;
 /// The answer to a partner's password-reset request, whether or not the email has an

@@ -274,7 +274,7 @@ impl App {
     ) -> Result<HashMap<i64, Vec<PayoutSkip>>> {
         let program = self.readable_program(caller, program_id).await?;
         let rules = PayoutRules {
-            hold_ms: program.commission_hold_days * lifecycle::DAY_MS,
+            hold_ms: lifecycle::hold_ms(program.commission_hold_days),
             min_payout_cents: program.min_payout_cents,
             currency: program.currency.clone(),
         };
@@ -309,7 +309,7 @@ impl App {
     pub async fn approve_due_commissions_by(&self, per_write: i64) -> Result<u64> {
         let mut approved = 0;
         for (program_id, hold_days) in self.store.program_holds().await? {
-            let hold_ms = hold_days * lifecycle::DAY_MS;
+            let hold_ms = lifecycle::hold_ms(hold_days);
             loop {
                 let at = self.now_ms();
                 let n = self

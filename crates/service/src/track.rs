@@ -183,7 +183,10 @@ impl App {
     }
 
     /// A referral link by its code (cached briefly).
-    pub(super) async fn link_target(&self, code: &str) -> Result<Option<reftrack_store::LinkTarget>> {
+    pub(super) async fn link_target(
+        &self,
+        code: &str,
+    ) -> Result<Option<reftrack_store::LinkTarget>> {
         Ok(self
             .links
             .get_or_read(code, || self.store.link_target(code))
@@ -198,7 +201,9 @@ impl App {
     /// A program that a request names explicitly; "Program not found" is a 400 there.
     async fn named_program(&self, id: i64) -> Result<Program> {
         match self.store.program(id).await {
-            Err(reftrack_store::StoreError::NotFound(_)) => Err(Error::invalid("Program not found")),
+            Err(reftrack_store::StoreError::NotFound(_)) => {
+                Err(Error::invalid("Program not found"))
+            }
             other => Ok(other?),
         }
     }

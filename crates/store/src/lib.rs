@@ -28,7 +28,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use reftrack_domain::status::{CouponStatus, LinkStatus, MembershipStatus, Role};
 pub use dashboard_model::*;
 pub use error::{StoreError, StoreResult};
 pub use management::{
@@ -38,6 +37,7 @@ pub use model::*;
 pub use partners::{PartnerAccounts, PartnerTx, TokenGrant};
 pub use payout_model::*;
 pub use payouts::{PayoutReads, PayoutTx};
+use reftrack_domain::status::{CouponStatus, LinkStatus, MembershipStatus, Role};
 pub use webhooks::{WebhookStore, WebhookTx};
 
 /// One connection pool of a store at one instant.

@@ -18,8 +18,8 @@ use super::error::refusals;
 use super::pages::{listed, probe, PageParams};
 use super::{App, Error, Listed, Result};
 use reftrack_domain::access::Access;
-use reftrack_domain::lifecycle::DAY_MS;
 use reftrack_domain::status::DeliveryStatus;
+use reftrack_domain::time::DAY_MS;
 use reftrack_domain::webhooks::{
     is_public, new_secret, next_attempt, test_message, Subscription, DISABLE_AFTER_MS, LEASE_MS,
     TEST_MESSAGE_TYPE,

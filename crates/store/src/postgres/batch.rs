@@ -14,7 +14,6 @@ use sqlx::{PgConnection, Postgres};
 
 use super::counter_ctes;
 use super::rows::{self, BindRows, Rows, Value};
-use reftrack_domain::figures::Deltas;
 use crate::committer::MAX_SET_ROWS;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewClick, NewSale, SaleOutcome};
@@ -22,6 +21,7 @@ use crate::sql::batch::{
     self, new_click_rows, SalesStep, SetStatements, CLICK_COLUMNS, SALE_COLUMNS,
 };
 use crate::sql::counters;
+use reftrack_domain::figures::Deltas;
 
 /// Inserts the customers of new clicks from `rows`.
 const NEW_CUSTOMERS: &str = "INSERT INTO customers (program_id, click_id, customer_status, \

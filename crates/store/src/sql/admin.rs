@@ -7,9 +7,6 @@ use sqlx::Connection;
 use super::engine::{stmt, Engine, Rec, Stmt};
 use super::management::like_pattern;
 use super::{keyset, named, named_opt, parse_origins};
-use reftrack_domain::commission::CommissionRule;
-use reftrack_domain::self_referral::email_key;
-use reftrack_domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
     origin_allowed, FirstRunRecords, Link, LinkPatch, LinkTarget, MemberRow, Membership, NewOwner,
@@ -17,6 +14,9 @@ use crate::model::{
     UserPatch, Workspace, PUBLIC_URL_SETTING,
 };
 use crate::payout_model::Page;
+use reftrack_domain::commission::CommissionRule;
+use reftrack_domain::self_referral::email_key;
+use reftrack_domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
 
 /// Reads a setting.
 pub(super) async fn setting<DB: Engine>(

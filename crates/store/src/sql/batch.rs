@@ -15,9 +15,9 @@ use sqlx::Database;
 use super::engine::{Engine, Query, ReadRow};
 use super::rows::{self, Rows, Value};
 use super::{webhooks, APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
-use reftrack_domain::figures::{Deltas, SaleFigures};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewClick, NewSale, SaleOutcome};
+use reftrack_domain::figures::{Deltas, SaleFigures};
 
 /// The set-based statements of the group committer, each engine's own (its `batch`
 /// module).

@@ -10,13 +10,13 @@ use super::admin::{
 };
 use super::engine::{stmt, Engine};
 use super::{keyset, params, SqlStore};
-use reftrack_domain::status::{LinkStatus, PartnerStatus};
 use crate::error::StoreResult;
 use crate::management::{
     LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record, TopPartner,
 };
 use crate::model::{Link, MemberRow, Partner, Program, Workspace};
 use crate::payout_model::Page;
+use reftrack_domain::status::{LinkStatus, PartnerStatus};
 
 /// The rows of [`ProgramPartnerRow`]s, a program's partners `pp` with their partner `p`;
 /// a `WHERE` follows.

@@ -19,6 +19,8 @@ mod partners;
 mod payouts;
 mod reports;
 pub mod rows;
+pub mod rules;
+pub use rules::{APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
 mod tx;
 mod verify;
 pub mod webhooks;
@@ -48,22 +50,6 @@ pub(super) fn params(first: usize, n: usize) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
-
-/// Whether the emails of a sale's customer `c` and of its partner `pa` (`LEFT JOIN`ed)
-/// show, by their stored self-referral keys, that the sale is no self-referral. A sale
-/// that fails it (the keys match, or an email predates its key) is left to its own flow,
-/// which applies the rule ([`reftrack_domain::self_referral`]) and flags it.
-pub const NO_SELF_REFERRAL: &str = "(c.email IS NULL OR (c.email_key IS NOT NULL \
-    AND (pa.email IS NULL OR (pa.email_key IS NOT NULL AND pa.email_key <> c.email_key)) \
-    AND (pa.account_email IS NULL OR (pa.account_email_key IS NOT NULL \
-    AND pa.account_email_key <> c.email_key))))";
-
-/// The join of a sale's customer `c` to its partner's record `pp` in the customer's
-/// program, when that partner is approved there. A sale of another partner earns no
-/// commission; it is left to its own flow, which applies the rule
-/// ([`reftrack_domain::commission::partner_earns`]).
-pub const APPROVED_PARTNER_RECORD: &str = "pp.partner_id = c.partner_id \
-    AND pp.program_id = c.program_id AND pp.status = 'approved'";
 
 pub use engine::Engine;
 use engine::{stmt, Rec};

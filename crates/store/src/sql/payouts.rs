@@ -1,28 +1,29 @@
 //! The statements of paying partners: commission lists and balances (on the read pool),
 //! and commission and payout changes (on the committer's transaction).
 //!
-//! The hold period is applied by one expression, [`STATUS`]: a stored `pending`
-//! commission whose program's hold has passed at `$1` (now) is `approved`, unless it waits
-//! for an owner's approval (`manual_approval`, a self-referral).
+//! The hold period is applied by the rule fragments of [`super::rules`]: a stored
+//! `pending` commission whose program's hold has passed at `$1` (now) is `approved`,
+//! unless it waits for an owner's approval (`manual_approval`, a self-referral).
 
 use async_trait::async_trait;
 
 use super::engine::{stmt, Engine, Rec};
+use super::rules;
 use super::write::WriteConnection;
 use super::{flags, keyset, named, named_opt, params, SqlStore, NO_CURSOR};
-use reftrack_domain::lifecycle::{CommissionState, DAY_MS};
-use reftrack_domain::status::{CommissionStatus, PayoutStatus};
 use crate::error::StoreResult;
 use crate::payout_model::{
     Balance, CommissionFilter, CommissionLock, CommissionRow, Page, Payout, PayoutCandidate,
     PayoutItem, PayoutRules,
 };
 use crate::payouts::{PayoutReads, PayoutTx};
+use reftrack_domain::lifecycle::{self, CommissionState};
+use reftrack_domain::status::{CommissionStatus, PayoutStatus};
 
 /// A commission `c`'s status at `$1`, its program `p` joined.
-pub(super) const STATUS: &str = "(CASE WHEN c.status = 'pending' AND NOT c.manual_approval \
-    AND c.created_at + p.commission_hold_days * 86400000 <= $1 THEN 'approved' \
-    ELSE c.status END)";
+pub(super) fn status_now() -> String {
+    rules::status_at("c.", &rules::hold_ms("p."), "$1")
+}
 
 /// The pending, approved and paid sums of commissions `c` (net of what refunds took
 /// back) at `$1`, their program `p` joined: with `c.partner_id`, the columns of a
@@ -31,19 +32,15 @@ pub(super) const STATUS: &str = "(CASE WHEN c.status = 'pending' AND NOT c.manua
 /// callers' condition): what payouts pay.
 pub(super) fn balance_sums() -> String {
     let net = "c.amount_cents - c.reversed_cents";
+    let status = status_now();
     format!(
-        "CAST(SUM(CASE WHEN {STATUS} = 'pending' THEN {net} ELSE 0 END) AS BIGINT) \
+        "CAST(SUM(CASE WHEN {status} = 'pending' THEN {net} ELSE 0 END) AS BIGINT) \
          AS pending_cents, \
-         CAST(SUM(CASE WHEN {STATUS} = 'approved' THEN {net} ELSE 0 END) AS BIGINT) \
+         CAST(SUM(CASE WHEN {status} = 'approved' THEN {net} ELSE 0 END) AS BIGINT) \
          AS approved_cents, \
          CAST(SUM(CASE WHEN c.status = 'paid' THEN {net} ELSE 0 END) AS BIGINT) AS paid_cents"
     )
 }
-
-/// A commission `c`'s approval time at `$1`, its program `p` joined.
-const APPROVED_AT: &str = "(CASE WHEN c.status = 'pending' AND NOT c.manual_approval \
-    AND c.created_at + p.commission_hold_days * 86400000 <= $1 \
-    THEN c.created_at + p.commission_hold_days * 86400000 ELSE c.approved_at END)";
 
 fn commission_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<CommissionRow> {
     Ok(CommissionRow {
@@ -120,12 +117,14 @@ pub(super) async fn payout_with_items<DB: Engine>(
 
 /// The commission rows of [`commission_row`], `$1` being now; a `WHERE` follows.
 fn select_commissions() -> String {
+    let status = status_now();
+    let approved_at = rules::approved_at("c.", &rules::hold_ms("p."), "$1");
     format!(
         "SELECT c.id, c.partner_id, c.sale_id, s.processor_event_id AS transaction_id, \
          c.kind, c.amount_cents - c.reversed_cents AS amount_cents, c.reversed_cents, \
          c.currency, \
-         {STATUS} AS status, c.original_commission_id, c.reject_reason, c.created_at, \
-         {APPROVED_AT} AS approved_at, c.paid_at, c.payout_id, c.flags \
+         {status} AS status, c.original_commission_id, c.reject_reason, c.created_at, \
+         {approved_at} AS approved_at, c.paid_at, c.payout_id, c.flags \
          FROM commissions c JOIN programs p ON p.id = c.program_id \
          JOIN affiliate_sale_events s ON s.id = c.sale_id"
     )
@@ -166,8 +165,9 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
         } else {
             "$4 IS NULL"
         };
+        let status = status_now();
         let sql = format!(
-            "{} WHERE c.program_id = $2 AND ($3 IS NULL OR {STATUS} = $3) \
+            "{} WHERE c.program_id = $2 AND ($3 IS NULL OR {status} = $3) \
              AND {partner} AND ($5 IS NULL OR c.created_at >= $5) \
              AND ($6 IS NULL OR c.created_at < $6) AND {keyset}",
             select_commissions(),
@@ -278,18 +278,17 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
 /// milliseconds before now, `$1`) and not waiting for an owner.
 fn due_unheld(prefix: &str) -> String {
     format!(
-        "{prefix}payout_id IS NULL AND {prefix}currency = $4 \
-         AND ({prefix}status = 'approved' \
-         OR ({prefix}status = 'pending' AND NOT {prefix}manual_approval \
-         AND {prefix}created_at <= $1 - $5))"
+        "{prefix}currency = $4 AND {}",
+        rules::payout_may_take(prefix, "$5", "$1")
     )
 }
 
 #[async_trait]
 impl<DB: Engine> PayoutTx for WriteConnection<DB> {
     async fn commission_lock(&mut self, id: i64, now: i64) -> StoreResult<Option<CommissionLock>> {
+        let status = status_now();
         let sql = format!(
-            "SELECT c.program_id, c.partner_id, {STATUS} AS status, \
+            "SELECT c.program_id, c.partner_id, {status} AS status, \
              c.payout_id IS NOT NULL AS held, c.amount_cents - c.reversed_cents AS net, \
              c.currency, s.sale_date FROM commissions c \
              JOIN programs p ON p.id = c.program_id \
@@ -368,16 +367,20 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
         now: i64,
         most: Option<i64>,
     ) -> StoreResult<Vec<i64>> {
-        const DUE: &str = "program_id = $3 AND status = 'pending' AND NOT manual_approval \
-             AND created_at <= $2 - $1";
+        let due = format!(
+            "program_id = $3 AND {} AND {}",
+            rules::approves_by_itself(""),
+            rules::hold_passed("", "$1", "$2")
+        );
+        let approved_at = rules::approved_at("", "$1", "$2");
         let sql = match most {
             None => format!(
-                "UPDATE commissions SET status = 'approved', approved_at = created_at + $1, \
-                 updated_at = $2 WHERE {DUE} RETURNING id"
+                "UPDATE commissions SET status = 'approved', approved_at = {approved_at}, \
+                 updated_at = $2 WHERE {due} RETURNING id"
             ),
             Some(_) => format!(
-                "UPDATE commissions SET status = 'approved', approved_at = created_at + $1, \
-                 updated_at = $2 WHERE id IN (SELECT id FROM commissions WHERE {DUE} \
+                "UPDATE commissions SET status = 'approved', approved_at = {approved_at}, \
+                 updated_at = $2 WHERE id IN (SELECT id FROM commissions WHERE {due} \
                  ORDER BY id LIMIT $4) RETURNING id"
             ),
         };
@@ -400,7 +403,7 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
         .await?;
         row.map(|r| {
             Ok(PayoutRules {
-                hold_ms: r.try_get::<i64>("commission_hold_days")? * DAY_MS,
+                hold_ms: lifecycle::hold_ms(r.try_get::<i64>("commission_hold_days")?),
                 min_payout_cents: r.try_get("min_payout_cents")?,
                 currency: r.try_get("currency")?,
             })
@@ -433,18 +436,22 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
         now: i64,
     ) -> StoreResult<u64> {
         let (due, due_c) = (due_unheld(""), due_unheld("c."));
+        let approved_at = rules::approved_at("", "$5", "$1");
+        let pays = rules::payout_pays(
+            "pp.status",
+            "pa.payout_email",
+            "SUM(c.amount_cents - c.reversed_cents)",
+            "$6",
+        );
         let sql = format!(
             "UPDATE commissions SET payout_id = $2, status = 'approved', \
-             approved_at = COALESCE(approved_at, created_at + $5), updated_at = $1 \
+             approved_at = {approved_at}, updated_at = $1 \
              WHERE program_id = $3 AND {due} AND partner_id IN ( \
                SELECT c.partner_id FROM commissions c \
                JOIN partner_programs pp ON pp.id = c.partner_program_id \
                JOIN partners pa ON pa.id = c.partner_id \
                WHERE c.program_id = $3 AND {due_c} \
-               AND pp.status = 'approved' AND pa.payout_email IS NOT NULL \
-               GROUP BY c.partner_id \
-               HAVING SUM(c.amount_cents - c.reversed_cents) >= $6 \
-               AND SUM(c.amount_cents - c.reversed_cents) > 0)"
+               GROUP BY c.partner_id, pp.status, pa.payout_email HAVING {pays})"
         );
         let claimed = stmt::<DB>(&sql)
             .bind(now)

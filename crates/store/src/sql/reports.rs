@@ -10,7 +10,6 @@
 use super::engine::{stmt, Engine, Rec};
 
 use super::named_opt;
-use reftrack_domain::metrics;
 use crate::dashboard_model::{
     ClickEvent, ConversionEvent, Credentials, DailyRollup, DashboardProgram, EventFilter,
     EventKind, EventPartner, LeadEvent, ListedEvent, SessionUser, SetupStatus, TestEventRef,
@@ -18,6 +17,7 @@ use crate::dashboard_model::{
 };
 use crate::error::{StoreError, StoreResult};
 use crate::model::PaymentAccount;
+use reftrack_domain::metrics;
 
 /// Table, timestamp column and rollup column of an event kind.
 fn kind_sql(kind: EventKind) -> (&'static str, &'static str, &'static str) {

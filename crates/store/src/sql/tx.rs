@@ -5,20 +5,20 @@ use async_trait::async_trait;
 
 use super::engine::{stmt, Engine, Stmt};
 use super::flags_text;
-use super::payouts::STATUS;
+use super::payouts::status_now;
 use super::write::WriteConnection;
 use super::{named_at, parse_origins};
-use reftrack_domain::commission::Unearned;
-use reftrack_domain::lifecycle::Approval;
-use reftrack_domain::lifecycle::CommissionState;
-use reftrack_domain::self_referral::email_key;
-use reftrack_domain::status::PartnerStatus;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
     ChargeSale, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
     PartnerProgram, PaymentAccount, RecordedSale, RefundableSale, SaleCommission, SaleEventRow,
 };
 use crate::tx::Tx;
+use reftrack_domain::commission::Unearned;
+use reftrack_domain::lifecycle::Approval;
+use reftrack_domain::lifecycle::CommissionState;
+use reftrack_domain::self_referral::email_key;
+use reftrack_domain::status::PartnerStatus;
 
 /// The insert of a sale event, without its `RETURNING`: a literal, so that each
 /// statement built on it is one too.
@@ -360,12 +360,13 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         is_test: bool,
         now: i64,
     ) -> StoreResult<Option<RefundableSale>> {
+        let status = status_now();
         let sql = format!(
             "SELECT s.id, s.amount_cents, s.refunded_cents, s.partner_id, s.sale_date, \
              s.currency, c.id, c.amount_cents, CAST(c.reversed_cents + COALESCE(( \
                SELECT -SUM(k.amount_cents) FROM commissions k \
                WHERE k.original_commission_id = c.id), 0) AS BIGINT), \
-             {STATUS}, c.payout_id IS NOT NULL \
+             {status}, c.payout_id IS NOT NULL \
              FROM affiliate_sale_events s \
              LEFT JOIN commissions c ON c.sale_id = s.id AND c.kind = 'sale' \
              LEFT JOIN programs p ON p.id = c.program_id \

@@ -7,13 +7,12 @@ use sqlx::Connection;
 
 use super::engine::{stmt, Engine};
 
-use reftrack_domain::money;
-use reftrack_domain::time::day_of;
 use crate::error::StoreResult;
 use crate::integrity::{Figures, Integrity, RawCounts, Violation};
+use reftrack_domain::money;
+use reftrack_domain::time::{day_of, DAY_MS};
 
 /// Milliseconds in a UTC day: `timestamp / DAY_MS` is the day number since the epoch.
-const DAY_MS: i64 = 86_400_000;
 
 /// The `YYYY-MM-DD` of a day number since the epoch.
 fn day(number: i64) -> String {
@@ -117,10 +116,10 @@ async fn recompute<DB: Engine>(
 ) -> StoreResult<Figures> {
     let mut f = Figures::default();
 
-    let rows = stmt::<DB>(
-        "SELECT program_id, click_timestamp / 86400000, COUNT(*) FROM affiliate_click_events \
+    let rows = stmt::<DB>(&format!(
+        "SELECT program_id, click_timestamp / {DAY_MS}, COUNT(*) FROM affiliate_click_events \
          WHERE NOT is_test GROUP BY 1, 2",
-    )
+    ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
@@ -128,11 +127,11 @@ async fn recompute<DB: Engine>(
     }
 
     // A lead counts as attributed (`leads`) when it found its customer.
-    let rows = stmt::<DB>(
-        "SELECT program_id, lead_timestamp / 86400000, \
+    let rows = stmt::<DB>(&format!(
+        "SELECT program_id, lead_timestamp / {DAY_MS}, \
          CAST(SUM(CASE WHEN customer_id IS NULL THEN 0 ELSE 1 END) AS BIGINT), COUNT(*) \
          FROM affiliate_lead_events WHERE NOT is_test GROUP BY 1, 2",
-    )
+    ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
@@ -142,12 +141,12 @@ async fn recompute<DB: Engine>(
     }
 
     // A fully refunded sale no longer counts in `sales`; its event still does.
-    let rows = stmt::<DB>(
-        "SELECT program_id, sale_date / 86400000, currency, COUNT(*), \
+    let rows = stmt::<DB>(&format!(
+        "SELECT program_id, sale_date / {DAY_MS}, currency, COUNT(*), \
          CAST(SUM(CASE WHEN payment_status = 'refunded' THEN 0 ELSE 1 END) AS BIGINT), \
          CAST(SUM(amount_cents - refunded_cents) AS BIGINT) \
          FROM affiliate_sale_events WHERE NOT is_test GROUP BY 1, 2, 3",
-    )
+    ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
@@ -158,12 +157,12 @@ async fn recompute<DB: Engine>(
         d.revenue_cents += money::hundredths(r.try_get_at(5)?, &currency);
     }
 
-    let rows = stmt::<DB>(
-        "SELECT s.program_id, s.sale_date / 86400000, s.currency, \
+    let rows = stmt::<DB>(&format!(
+        "SELECT s.program_id, s.sale_date / {DAY_MS}, s.currency, \
          CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) \
          FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id \
          WHERE NOT s.is_test AND c.status <> 'rejected' GROUP BY 1, 2, 3",
-    )
+    ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
@@ -173,10 +172,10 @@ async fn recompute<DB: Engine>(
     }
 
     // A conversion is a customer's first purchase.
-    let rows = stmt::<DB>(
-        "SELECT program_id, first_purchase_date / 86400000, COUNT(*) FROM customers \
+    let rows = stmt::<DB>(&format!(
+        "SELECT program_id, first_purchase_date / {DAY_MS}, COUNT(*) FROM customers \
          WHERE first_purchase_date IS NOT NULL GROUP BY 1, 2",
-    )
+    ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
@@ -184,9 +183,9 @@ async fn recompute<DB: Engine>(
             .conversions += r.try_get_at::<i64>(2)?;
     }
 
-    let rows = stmt::<DB>(
-        "SELECT program_id, created_at / 86400000, COUNT(*) FROM partner_programs GROUP BY 1, 2",
-    )
+    let rows = stmt::<DB>(&format!(
+        "SELECT program_id, created_at / {DAY_MS}, COUNT(*) FROM partner_programs GROUP BY 1, 2",
+    ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
@@ -284,11 +283,11 @@ async fn recompute_partner_days<DB: Engine>(
     conn: &mut DB::Connection,
     f: &mut Figures,
 ) -> StoreResult<()> {
-    let rows = stmt::<DB>(
-        "SELECT program_id, partner_id, click_timestamp / 86400000, COUNT(*) \
+    let rows = stmt::<DB>(&format!(
+        "SELECT program_id, partner_id, click_timestamp / {DAY_MS}, COUNT(*) \
          FROM affiliate_click_events WHERE NOT is_test AND partner_id IS NOT NULL \
          GROUP BY 1, 2, 3",
-    )
+    ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
@@ -296,7 +295,7 @@ async fn recompute_partner_days<DB: Engine>(
             .clicks += r.try_get_at::<i64>(3)?;
     }
     let sql = format!(
-        "SELECT program_id, partner_id, at / 86400000, COUNT(*) FROM {ATTRIBUTED_LEADS} \
+        "SELECT program_id, partner_id, at / {DAY_MS}, COUNT(*) FROM {ATTRIBUTED_LEADS} \
          WHERE partner_id IS NOT NULL GROUP BY 1, 2, 3"
     );
     let rows = stmt::<DB>(&sql).fetch_all(&mut *conn).await?;
@@ -304,13 +303,13 @@ async fn recompute_partner_days<DB: Engine>(
         f.partner_day(r.try_get_at(0)?, r.try_get_at(1)?, day(r.try_get_at(2)?))
             .leads += r.try_get_at::<i64>(3)?;
     }
-    let rows = stmt::<DB>(
-        "SELECT program_id, partner_id, sale_date / 86400000, currency, \
+    let rows = stmt::<DB>(&format!(
+        "SELECT program_id, partner_id, sale_date / {DAY_MS}, currency, \
          CAST(SUM(CASE WHEN payment_status = 'refunded' THEN 0 ELSE 1 END) AS BIGINT), \
          CAST(SUM(amount_cents - refunded_cents) AS BIGINT) \
          FROM affiliate_sale_events WHERE NOT is_test AND partner_id IS NOT NULL \
          GROUP BY 1, 2, 3, 4",
-    )
+    ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
@@ -319,12 +318,12 @@ async fn recompute_partner_days<DB: Engine>(
         d.sales += r.try_get_at::<i64>(4)?;
         d.revenue_cents += money::hundredths(r.try_get_at(5)?, &currency);
     }
-    let rows = stmt::<DB>(
-        "SELECT s.program_id, c.partner_id, s.sale_date / 86400000, s.currency, \
+    let rows = stmt::<DB>(&format!(
+        "SELECT s.program_id, c.partner_id, s.sale_date / {DAY_MS}, s.currency, \
          CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) \
          FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id \
          WHERE NOT s.is_test AND c.status <> 'rejected' GROUP BY 1, 2, 3, 4",
-    )
+    ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
@@ -332,13 +331,13 @@ async fn recompute_partner_days<DB: Engine>(
         f.partner_day(r.try_get_at(0)?, r.try_get_at(1)?, day(r.try_get_at(2)?))
             .commission_cents += money::hundredths(r.try_get_at(4)?, &currency);
     }
-    let rows = stmt::<DB>(
-        "SELECT s.program_id, s.partner_id, s.sale_date / 86400000, COUNT(*) \
+    let rows = stmt::<DB>(&format!(
+        "SELECT s.program_id, s.partner_id, s.sale_date / {DAY_MS}, COUNT(*) \
          FROM affiliate_sale_events s \
          JOIN (SELECT MIN(id) AS id FROM affiliate_sale_events \
                WHERE NOT is_test AND customer_id IS NOT NULL GROUP BY customer_id) first \
          ON first.id = s.id WHERE s.partner_id IS NOT NULL GROUP BY 1, 2, 3",
-    )
+    ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {

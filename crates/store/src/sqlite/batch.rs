@@ -13,9 +13,6 @@ use async_trait::async_trait;
 use sqlx::{Row, Sqlite, SqliteConnection};
 
 use super::rows::{self, BindRows, Rows, Value};
-use reftrack_domain::figures::Deltas;
-use reftrack_domain::money;
-use reftrack_domain::time::day_of;
 use crate::committer::MAX_SET_ROWS;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewClick, NewSale, SaleOutcome};
@@ -24,6 +21,9 @@ use crate::sql::batch::{
     SALE_CUSTOMER_ID, SALE_KEY_COLUMNS,
 };
 use crate::sql::{counters, Engine, APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
+use reftrack_domain::figures::Deltas;
+use reftrack_domain::money;
+use reftrack_domain::time::day_of;
 
 /// How the batches that are transactions of their own begin.
 const BEGIN_WRITE: &str = <Sqlite as Engine>::BEGIN_WRITE;

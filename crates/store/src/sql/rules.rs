@@ -1,0 +1,99 @@
+//! The SQL copies of domain rules, for the statements that apply a rule to many rows at
+//! once (balances, payouts, the approval job, the integrity check, the set-based sale
+//! batches). The rule itself is the domain function each fragment names; the tests at the
+//! end run both on the same cases, on SQLite and on PostgreSQL, and fail when they
+//! disagree. A statement that needs one of these rules takes it from here, never writes
+//! it out again.
+//!
+//! Fragments are built from the names the caller's statement uses: a table alias with its
+//! dot (`"c."`, or `""` for an unaliased table) and the SQL of the values (`"$1"`, a
+//! column, an expression).
+
+use reftrack_domain::time::DAY_MS;
+
+/// A program's hold in milliseconds, from its row `p`:
+/// [`lifecycle::hold_ms`](reftrack_domain::lifecycle::hold_ms).
+pub fn hold_ms(p: &str) -> String {
+    format!("({p}commission_hold_days * {DAY_MS})")
+}
+
+/// The day number of the timestamp `at` (milliseconds), which
+/// [`time::day_of`](reftrack_domain::time::day_of) names: days since the epoch, UTC.
+pub fn day_number(at: &str) -> String {
+    format!("({at} / {DAY_MS})")
+}
+
+/// Whether a commission `c` recorded at `c.created_at` is past a hold of `hold_ms` at
+/// `now`: [`lifecycle::hold_passed`](reftrack_domain::lifecycle::hold_passed). Written
+/// as a bound on `created_at`, which an index can serve.
+pub fn hold_passed(c: &str, hold_ms: &str, now: &str) -> String {
+    format!("{c}created_at <= {now} - {hold_ms}")
+}
+
+/// Whether commission `c` moves on by itself once its hold passes:
+/// [`lifecycle::approves_by_itself`](reftrack_domain::lifecycle::approves_by_itself).
+pub fn approves_by_itself(c: &str) -> String {
+    format!("{c}status = 'pending' AND NOT {c}manual_approval")
+}
+
+/// Commission `c`'s status at `now`:
+/// [`lifecycle::status_at`](reftrack_domain::lifecycle::status_at).
+pub fn status_at(c: &str, hold_ms: &str, now: &str) -> String {
+    format!(
+        "(CASE WHEN {} AND {} THEN 'approved' ELSE {c}status END)",
+        approves_by_itself(c),
+        hold_passed(c, hold_ms, now)
+    )
+}
+
+/// Commission `c`'s approval time at `now`:
+/// [`lifecycle::approved_at`](reftrack_domain::lifecycle::approved_at).
+pub fn approved_at(c: &str, hold_ms: &str, now: &str) -> String {
+    format!(
+        "(CASE WHEN {} AND {} THEN {c}created_at + {hold_ms} ELSE {c}approved_at END)",
+        approves_by_itself(c),
+        hold_passed(c, hold_ms, now)
+    )
+}
+
+/// Whether a new payout may take commission `c` at `now`:
+/// [`lifecycle::payout_may_take`](reftrack_domain::lifecycle::payout_may_take).
+pub fn payout_may_take(c: &str, hold_ms: &str, now: &str) -> String {
+    format!(
+        "({c}payout_id IS NULL AND ({c}status = 'approved' OR ({} AND {})))",
+        approves_by_itself(c),
+        hold_passed(c, hold_ms, now)
+    )
+}
+
+/// Whether a new payout pays a partner whose standing in the program is `standing`, whose
+/// payout email is `payout_email` and who has `due` due, with the program's minimum `min`:
+/// [`lifecycle::payout_pays`](reftrack_domain::lifecycle::payout_pays).
+pub fn payout_pays(standing: &str, payout_email: &str, due: &str, min: &str) -> String {
+    format!(
+        "({standing} = 'approved' AND {payout_email} IS NOT NULL AND {due} >= {min} \
+         AND {due} > 0)"
+    )
+}
+
+/// Whether the emails of a sale's customer `c` and of its partner `pa` (`LEFT JOIN`ed)
+/// show, by their stored self-referral keys, that the sale is no self-referral. A sale
+/// that fails it (the keys match, or an email predates its key) is left to its own flow,
+/// which applies the rule
+/// ([`self_referral::is_self_referral`](reftrack_domain::self_referral::is_self_referral))
+/// and flags it. So this never clears a self-referral: whenever it holds, the rule finds
+/// none.
+pub const NO_SELF_REFERRAL: &str = "(c.email IS NULL OR (c.email_key IS NOT NULL \
+    AND (pa.email IS NULL OR (pa.email_key IS NOT NULL AND pa.email_key <> c.email_key)) \
+    AND (pa.account_email IS NULL OR (pa.account_email_key IS NOT NULL \
+    AND pa.account_email_key <> c.email_key))))";
+
+/// The join of a sale's customer `c` to its partner's record `pp` in the customer's
+/// program, when that partner earns there
+/// ([`commission::partner_earns`](reftrack_domain::commission::partner_earns)). A sale of
+/// another partner is left to its own flow, which applies the rule.
+pub const APPROVED_PARTNER_RECORD: &str = "pp.partner_id = c.partner_id \
+    AND pp.program_id = c.program_id AND pp.status = 'approved'";
+
+#[cfg(test)]
+mod tests;

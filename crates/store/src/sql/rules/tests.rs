@@ -1,0 +1,230 @@
+//! Each fragment of [`super`] against the domain function it copies, on the same cases, on
+//! SQLite (in memory) and on PostgreSQL (`REFTRACK_TEST_POSTGRES_URL`; the test fails
+//! without it). The fragments read only the values of the case, selected as the columns
+//! of the aliases they name, so no table is needed.
+
+use sqlx::Connection;
+
+use super::*;
+use crate::sql::engine::{stmt, Engine, Stmt};
+use reftrack_domain::commission::partner_earns;
+use reftrack_domain::lifecycle;
+use reftrack_domain::self_referral::{email_key, is_self_referral};
+use reftrack_domain::status::{CommissionStatus, PartnerStatus};
+use reftrack_domain::time::{day_of, DAY_MS};
+
+/// Commission statuses as stored (an `approved` one approved by its hold is not stored so).
+const STORED: &[CommissionStatus] = &[
+    CommissionStatus::Pending,
+    CommissionStatus::Approved,
+    CommissionStatus::Rejected,
+    CommissionStatus::Paid,
+];
+
+/// A commission of the given columns, as the alias `c`, for the statements below. `$1` is
+/// now and `$2` the hold in milliseconds.
+const COMMISSION: &str = "(SELECT $3 AS status, $4 AS manual_approval, $5 AS created_at, \
+     $6 AS approved_at, $7 AS payout_id) c";
+
+/// Whether `condition` holds, as 1 or 0 on both databases.
+fn holds(condition: &str) -> String {
+    format!("CAST(CASE WHEN {condition} THEN 1 ELSE 0 END AS BIGINT)")
+}
+
+/// The columns of a commission case, in the order [`COMMISSION`] binds them.
+type Columns = (
+    i64,
+    i64,
+    CommissionStatus,
+    bool,
+    i64,
+    Option<i64>,
+    Option<i64>,
+);
+
+fn commission<DB: Engine>(sql: &str, c: Columns) -> Stmt<'_, DB> {
+    let (now, hold, stored, manual, created_at, approved, payout_id) = c;
+    stmt::<DB>(sql)
+        .bind(now)
+        .bind(hold)
+        .bind(stored.as_str())
+        .bind(manual)
+        .bind(created_at)
+        .bind(approved)
+        .bind(payout_id)
+}
+
+async fn commission_rules<DB: Engine>(conn: &mut DB::Connection) {
+    let day = DAY_MS;
+    let now = 100 * day;
+    let status_sql = format!("SELECT {} FROM {COMMISSION}", status_at("c.", "$2", "$1"));
+    let approved_sql = format!("SELECT {} FROM {COMMISSION}", approved_at("c.", "$2", "$1"));
+    let take_sql = format!(
+        "SELECT {} FROM {COMMISSION}",
+        holds(&payout_may_take("c.", "$2", "$1"))
+    );
+    for &stored in STORED {
+        for manual in [false, true] {
+            for hold_days in [0, 1, 30] {
+                let hold = lifecycle::hold_ms(hold_days);
+                for created_at in [now - hold - 1, now - hold, now - hold + 1, now] {
+                    for payout_id in [None, Some(7_i64)] {
+                        let approved = (stored == CommissionStatus::Approved).then_some(3 * day);
+                        let case = format!(
+                            "{stored:?} manual={manual} hold={hold_days}d created={created_at} \
+                             payout={payout_id:?}"
+                        );
+                        let columns = (now, hold, stored, manual, created_at, approved, payout_id);
+                        let bind = |sql| commission::<DB>(sql, columns);
+                        let sql_status: String = bind(&status_sql).scalar(conn).await.unwrap();
+                        let rust = lifecycle::status_at(stored, manual, created_at, hold, now);
+                        assert_eq!(sql_status, rust.as_str(), "status_at: {case}");
+                        let sql_at: Option<i64> = bind(&approved_sql).scalar(conn).await.unwrap();
+                        let rust =
+                            lifecycle::approved_at(stored, manual, created_at, approved, hold, now);
+                        assert_eq!(sql_at, rust, "approved_at: {case}");
+                        let sql_take: i64 = bind(&take_sql).scalar(conn).await.unwrap();
+                        let held = payout_id.is_some();
+                        let rust =
+                            lifecycle::payout_may_take(stored, manual, held, created_at, hold, now);
+                        assert_eq!(sql_take == 1, rust, "payout_may_take: {case}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn hold_and_day<DB: Engine>(conn: &mut DB::Connection) {
+    let sql = format!(
+        "SELECT {} FROM (SELECT $1 AS commission_hold_days) p",
+        hold_ms("p.")
+    );
+    for days in [0, 1, 14, 365] {
+        let got: i64 = stmt::<DB>(&sql).bind(days).scalar(conn).await.unwrap();
+        assert_eq!(got, lifecycle::hold_ms(days), "hold_ms of {days} days");
+    }
+    let sql = format!("SELECT {}", day_number("$1"));
+    for at in [
+        0,
+        1,
+        DAY_MS - 1,
+        DAY_MS,
+        1_764_000_000_000,
+        1_764_000_000_000 + DAY_MS - 1,
+    ] {
+        let n: i64 = stmt::<DB>(&sql).bind(at).scalar(conn).await.unwrap();
+        assert_eq!(day_of(n * DAY_MS), day_of(at), "day_number of {at}");
+        assert!(
+            n * DAY_MS <= at && at < (n + 1) * DAY_MS,
+            "day_number of {at}"
+        );
+    }
+}
+
+async fn payout_partners<DB: Engine>(conn: &mut DB::Connection) {
+    let sql = format!("SELECT {}", holds(&payout_pays("$1", "$2", "$3", "$4")));
+    for &standing in PartnerStatus::ALL {
+        for email in [None, Some("p@example.com")] {
+            for due in [-5, 0, 1, 99, 100, 101] {
+                let min = 100;
+                let got: i64 = stmt::<DB>(&sql)
+                    .bind(standing.as_str())
+                    .bind(email)
+                    .bind(due)
+                    .bind(min)
+                    .scalar(conn)
+                    .await
+                    .unwrap();
+                let rust = lifecycle::payout_pays(standing, email.is_some(), due, min);
+                assert_eq!(got == 1, rust, "payout_pays: {standing:?} {email:?} {due}");
+            }
+        }
+    }
+}
+
+async fn partner_records<DB: Engine>(conn: &mut DB::Connection) {
+    let sql = format!(
+        "SELECT {} FROM (SELECT $1 AS partner_id, $2 AS program_id) c, \
+         (SELECT $1 AS partner_id, $2 AS program_id, $3 AS status) pp",
+        holds(APPROVED_PARTNER_RECORD)
+    );
+    for &standing in PartnerStatus::ALL {
+        let got: i64 = stmt::<DB>(&sql)
+            .bind(4_i64)
+            .bind(9_i64)
+            .bind(standing.as_str())
+            .scalar(conn)
+            .await
+            .unwrap();
+        assert_eq!(got == 1, partner_earns(standing), "{standing:?}");
+    }
+}
+
+async fn self_referrals<DB: Engine>(conn: &mut DB::Connection) {
+    let sql = format!(
+        "SELECT {} FROM (SELECT $1 AS email, $2 AS email_key) c, \
+         (SELECT $3 AS email, $4 AS email_key, $5 AS account_email, \
+         $6 AS account_email_key) pa",
+        holds(NO_SELF_REFERRAL)
+    );
+    let emails = [
+        None,
+        Some("ann@example.com"),
+        Some("Ann+shop@Example.com"),
+        Some("bob@x.io"),
+    ];
+    // A key is stored with its email, except on rows older than the keys.
+    for customer in emails {
+        for contact in emails {
+            for account in emails {
+                for keyed in [true, false] {
+                    let key = |e: Option<&str>| e.filter(|_| keyed).map(email_key);
+                    let got: i64 = stmt::<DB>(&sql)
+                        .bind(customer)
+                        .bind(customer.map(email_key))
+                        .bind(contact)
+                        .bind(key(contact))
+                        .bind(account)
+                        .bind(key(account))
+                        .scalar(conn)
+                        .await
+                        .unwrap();
+                    let rule = is_self_referral(customer, contact.into_iter().chain(account));
+                    let case = format!("{customer:?} {contact:?} {account:?} keyed={keyed}");
+                    // Never clears a self-referral; with every key stored, it is the rule.
+                    assert!(!(got == 1 && rule), "cleared a self-referral: {case}");
+                    if keyed {
+                        assert_eq!(got == 1, !rule, "{case}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn every_rule<DB: Engine>(mut conn: DB::Connection) {
+    commission_rules::<DB>(&mut conn).await;
+    hold_and_day::<DB>(&mut conn).await;
+    payout_partners::<DB>(&mut conn).await;
+    partner_records::<DB>(&mut conn).await;
+    self_referrals::<DB>(&mut conn).await;
+}
+
+#[tokio::test]
+async fn the_fragments_agree_with_the_domain_on_sqlite() {
+    let conn = sqlx::SqliteConnection::connect("sqlite::memory:")
+        .await
+        .unwrap();
+    every_rule::<sqlx::Sqlite>(conn).await;
+}
+
+#[tokio::test]
+async fn the_fragments_agree_with_the_domain_on_postgres() {
+    let url = std::env::var("REFTRACK_TEST_POSTGRES_URL").expect(
+        "REFTRACK_TEST_POSTGRES_URL names no PostgreSQL server: scripts/test starts one, or \
+         set it to postgres://USER@HOST:PORT/DB",
+    );
+    let conn = sqlx::PgConnection::connect(&url).await.unwrap();
+    every_rule::<sqlx::Postgres>(conn).await;
+}
