@@ -55,6 +55,18 @@ pub fn reuse_customer(existing_customer_program: Option<i64>, link_program: i64)
     existing_customer_program == Some(link_program)
 }
 
+/// The customer a sale of program `program_id` belongs to: the customer its customer key
+/// names in the program (`by_key`), else the customer its click id names (`by_click`),
+/// when that one is of the same program; `program_of` reads a customer's program.
+pub fn sale_customer<C>(
+    program_id: i64,
+    by_key: Option<C>,
+    by_click: Option<C>,
+    program_of: impl Fn(&C) -> i64,
+) -> Option<C> {
+    by_key.or(by_click.filter(|c| program_of(c) == program_id))
+}
+
 /// What attributes a sale to a partner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SaleSource<C, K> {
@@ -85,6 +97,18 @@ pub fn coupon_key(code: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sale_finds_its_customer_by_key_then_by_click_id_in_its_own_program() {
+        let program = |c: &(i64, i64)| c.1;
+        assert_eq!(
+            sale_customer(7, Some((1, 7)), Some((2, 7)), program),
+            Some((1, 7))
+        );
+        assert_eq!(sale_customer(7, None, Some((2, 7)), program), Some((2, 7)));
+        assert_eq!(sale_customer(7, None, Some((2, 8)), program), None);
+        assert_eq!(sale_customer::<(i64, i64)>(7, None, None, program), None);
+    }
 
     #[test]
     fn aff_extraction() {

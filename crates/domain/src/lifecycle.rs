@@ -119,6 +119,13 @@ pub fn approval(flags: &[CommissionFlag]) -> Approval {
     }
 }
 
+/// How a new commission with `approval` is stored: its status, and whether it waits for
+/// an owner (`manual_approval`). Every new commission starts `pending`; the hold or an
+/// owner moves it on ([`status_at`]).
+pub fn new_commission(approval: Approval) -> (CommissionStatus, bool) {
+    (CommissionStatus::Pending, approval == Approval::ByOwner)
+}
+
 /// `pending` → `approved`, ahead of the hold.
 pub fn approve(c: CommissionState) -> Result<CommissionStatus, Conflict> {
     match c.status {

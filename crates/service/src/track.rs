@@ -743,22 +743,26 @@ async fn sale_customer(
     tx: &mut dyn Tx,
     s: &NewSale,
 ) -> Result<std::result::Result<Customer, &'static str>> {
-    let mut elsewhere = false;
-    if let Some(key) = s.customer_key.as_deref() {
-        if let Some(c) = tx.customer_by_key(s.program.id, key).await? {
-            return Ok(Ok(c));
-        }
-        elsewhere = tx.customer_key_exists(key).await?;
+    let by_key = match s.customer_key.as_deref() {
+        Some(key) => tx.customer_by_key(s.program.id, key).await?,
+        None => None,
+    };
+    let by_click = match (&by_key, s.click_id.as_deref()) {
+        (None, Some(click_id)) => tx.customer_by_click_id(click_id).await?,
+        _ => None,
+    };
+    let click_elsewhere = by_click
+        .as_ref()
+        .is_some_and(|c| c.program_id != s.program.id);
+    let found = attribution::sale_customer(s.program.id, by_key, by_click, |c| c.program_id);
+    if let Some(c) = found {
+        return Ok(Ok(c));
     }
-    if let Some(click_id) = s.click_id.as_deref() {
-        if let Some(c) = tx.customer_by_click_id(click_id).await? {
-            if c.program_id == s.program.id {
-                return Ok(Ok(c));
-            }
-            elsewhere = true;
-        }
-    }
-    Ok(Err(if elsewhere {
+    let key_elsewhere = match s.customer_key.as_deref() {
+        Some(key) => tx.customer_key_exists(key).await?,
+        None => false,
+    };
+    Ok(Err(if key_elsewhere || click_elsewhere {
         "No affiliate attribution found for this customer in this program"
     } else if s.coupon_key.is_some() || s.promotion_code.is_some() {
         "Coupon code not found. Provide a coupon_code of an active link, customer_key or click_id."

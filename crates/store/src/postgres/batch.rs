@@ -20,7 +20,7 @@ use crate::model::{NewClick, NewSale, SaleOutcome};
 use crate::sql::batch::{
     self, new_click_rows, SalesStep, SetStatements, CLICK_COLUMNS, SALE_COLUMNS,
 };
-use crate::sql::counters;
+use crate::sql::{counters, rules};
 use reftrack_domain::figures::Deltas;
 
 /// Inserts the customers of new clicks from `rows`.
@@ -66,6 +66,7 @@ fn resolve_sales_sql(n: usize) -> &'static str {
 fn record_sales_sql(n: usize) -> &'static str {
     static SQL: OnceLock<Vec<String>> = OnceLock::new();
     rows::sized(&SQL, n, |n| {
+        let (status, manual) = rules::new_plain_commission();
         format!(
             "{}, sales AS (INSERT INTO affiliate_sale_events (program_id, customer_id, \
              partner_id, click_id, customer_key, processor_event_id, amount_cents, currency, \
@@ -76,9 +77,10 @@ fn record_sales_sql(n: usize) -> &'static str {
              product_id, metadata, FALSE, at, at FROM rows ORDER BY idx \
              RETURNING id, processor_event_id, program_id, partner_id, currency, sale_date), \
              comm AS (INSERT INTO commissions (program_id, sale_id, partner_id, \
-             partner_program_id, amount_cents, currency, status, created_at, updated_at) \
+             partner_program_id, amount_cents, currency, status, manual_approval, created_at, \
+             updated_at) \
              SELECT s.program_id, s.id, s.partner_id, rows.partner_program_id, \
-             rows.commission, s.currency, 'pending', s.sale_date, s.sale_date \
+             rows.commission, s.currency, {status}, {manual}, s.sale_date, s.sale_date \
              FROM rows JOIN sales s ON s.processor_event_id = rows.transaction_id \
              RETURNING id, sale_id), \
              cust AS (UPDATE customers SET customer_status = 'conversion', \

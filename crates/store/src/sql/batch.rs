@@ -130,13 +130,7 @@ pub enum SalesStep {
     Record,
 }
 
-/// The customer of a sale in its program (by customer key, then by click id), as an SQL
-/// expression over the sale's row in `rows`.
-pub const SALE_CUSTOMER_ID: &str = "COALESCE(\
-    (SELECT k.id FROM customers k WHERE k.program_id = rows.program_id \
-    AND k.customer_key = rows.customer_key), \
-    (SELECT k.id FROM customers k WHERE k.click_id = rows.click_id \
-    AND k.program_id = rows.program_id))";
+pub use super::rules::SALE_CUSTOMER_ID;
 
 /// The query that resolves `n` plain sales ([`SalesStep::Resolve`]): per sale (by `idx`),
 /// its customer in the sale's program, that customer's partner-program record if the

@@ -9,6 +9,7 @@
 //! dot (`"c."`, or `""` for an unaliased table) and the SQL of the values (`"$1"`, a
 //! column, an expression).
 
+use reftrack_domain::lifecycle;
 use reftrack_domain::time::DAY_MS;
 
 /// A program's hold in milliseconds, from its row `p`:
@@ -75,6 +76,27 @@ pub fn payout_pays(standing: &str, payout_email: &str, due: &str, min: &str) -> 
          AND {due} > 0)"
     )
 }
+
+/// The status and `manual_approval` of a new commission of a plain sale (no flags), as
+/// SQL values: what [`lifecycle::new_commission`](reftrack_domain::lifecycle::new_commission)
+/// stores, written from it.
+pub fn new_plain_commission() -> (String, &'static str) {
+    let approval = lifecycle::approval(&[]);
+    let (status, manual) = lifecycle::new_commission(approval);
+    (
+        format!("'{}'", status.as_str()),
+        if manual { "TRUE" } else { "FALSE" },
+    )
+}
+
+/// The customer of a sale in its program, as an SQL expression over the sale's row in
+/// `rows`: [`attribution::sale_customer`](reftrack_domain::attribution::sale_customer), by
+/// customer key, then by click id, in the sale's program.
+pub const SALE_CUSTOMER_ID: &str = "COALESCE(\
+    (SELECT k.id FROM customers k WHERE k.program_id = rows.program_id \
+    AND k.customer_key = rows.customer_key), \
+    (SELECT k.id FROM customers k WHERE k.click_id = rows.click_id \
+    AND k.program_id = rows.program_id))";
 
 /// Whether the emails of a sale's customer `c` and of its partner `pa` (`LEFT JOIN`ed)
 /// show, by their stored self-referral keys, that the sale is no self-referral. A sale

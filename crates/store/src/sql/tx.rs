@@ -15,7 +15,7 @@ use crate::model::{
 };
 use crate::tx::Tx;
 use reftrack_domain::commission::Unearned;
-use reftrack_domain::lifecycle::Approval;
+use reftrack_domain::lifecycle;
 use reftrack_domain::lifecycle::CommissionState;
 use reftrack_domain::self_referral::email_key;
 use reftrack_domain::status::PartnerStatus;
@@ -206,10 +206,11 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
     }
 
     async fn insert_commission(&mut self, c: &NewCommission<'_>) -> StoreResult<i64> {
+        let (status, manual_approval) = lifecycle::new_commission(c.approval);
         Ok(stmt::<DB>(
             "INSERT INTO commissions (program_id, sale_id, partner_id, partner_program_id, \
              amount_cents, currency, status, flags, manual_approval, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, 'pending', $8, $9, $7, $7) RETURNING id",
+             VALUES ($1, $2, $3, $4, $5, $6, $10, $8, $9, $7, $7) RETURNING id",
         )
         .bind(c.program_id)
         .bind(c.sale_id)
@@ -219,7 +220,8 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .bind(c.currency)
         .bind(c.at)
         .bind(flags_text(c.flags))
-        .bind(c.approval == Approval::ByOwner)
+        .bind(manual_approval)
+        .bind(status.as_str())
         .scalar(&mut *self.conn)
         .await?)
     }

@@ -20,7 +20,7 @@ use crate::sql::batch::{
     self, new_click_rows, place, SalesStep, SetStatements, CLICK_COLUMNS, SALE_COLUMNS,
     SALE_CUSTOMER_ID, SALE_KEY_COLUMNS,
 };
-use crate::sql::{counters, Engine, APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
+use crate::sql::{counters, rules, Engine, APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
 use reftrack_domain::figures::Deltas;
 use reftrack_domain::money;
 use reftrack_domain::time::day_of;
@@ -91,6 +91,7 @@ const RECORD_SALES_COLUMNS: [&[&str]; 4] = [
 /// per row its index, sale id and commission id. The later ones find the new sales by
 /// transaction id.
 fn record_sales(from: &str) -> [String; 4] {
+    let (status, manual) = rules::new_plain_commission();
     [
         format!(
             "INSERT INTO affiliate_sale_events (program_id, customer_id, partner_id, click_id, \
@@ -103,9 +104,9 @@ fn record_sales(from: &str) -> [String; 4] {
         ),
         format!(
             "INSERT INTO commissions (program_id, sale_id, partner_id, partner_program_id, \
-             amount_cents, currency, status, created_at, updated_at) \
+             amount_cents, currency, status, manual_approval, created_at, updated_at) \
              SELECT s.program_id, s.id, s.partner_id, rows.partner_program_id, \
-             rows.commission, s.currency, 'pending', s.sale_date, s.sale_date \
+             rows.commission, s.currency, {status}, {manual}, s.sale_date, s.sale_date \
              FROM {from} JOIN affiliate_sale_events s \
              ON s.processor_event_id = rows.transaction_id"
         ),

@@ -7,6 +7,7 @@ use sqlx::Connection;
 
 use super::*;
 use crate::sql::engine::{stmt, Engine, Stmt};
+use reftrack_domain::attribution;
 use reftrack_domain::commission::partner_earns;
 use reftrack_domain::lifecycle;
 use reftrack_domain::self_referral::{email_key, is_self_referral};
@@ -203,12 +204,70 @@ async fn self_referrals<DB: Engine>(conn: &mut DB::Connection) {
     }
 }
 
+/// A customer of the cases below: id, program, customer key, click id.
+type Customer = (i64, i64, Option<&'static str>, &'static str);
+
+async fn sale_customers<DB: Engine>(conn: &mut DB::Connection) {
+    // A table of this session only, which `customers` names before any other.
+    stmt::<DB>(
+        "CREATE TEMP TABLE customers (id BIGINT, program_id BIGINT, customer_key TEXT, \
+         click_id TEXT)",
+    )
+    .execute(conn)
+    .await
+    .unwrap();
+    const CUSTOMERS: &[Customer] = &[
+        (1, 10, Some("ann"), "c1"),
+        (2, 10, None, "c2"),
+        (3, 20, Some("ann"), "c3"),
+        (4, 20, Some("bob"), "c4"),
+    ];
+    for &(id, program, key, click) in CUSTOMERS {
+        stmt::<DB>("INSERT INTO customers VALUES ($1, $2, $3, $4)")
+            .bind(id)
+            .bind(program)
+            .bind(key)
+            .bind(click)
+            .execute(conn)
+            .await
+            .unwrap();
+    }
+    let sql = format!(
+        "SELECT {SALE_CUSTOMER_ID} FROM (SELECT $1 AS program_id, $2 AS customer_key, \
+         $3 AS click_id) rows"
+    );
+    for program in [10, 20, 30] {
+        for key in [None, Some("ann"), Some("bob"), Some("eve")] {
+            for click in [None, Some("c1"), Some("c2"), Some("c4"), Some("c9")] {
+                let got: Option<i64> = stmt::<DB>(&sql)
+                    .bind(program)
+                    .bind(key)
+                    .bind(click)
+                    .scalar(conn)
+                    .await
+                    .unwrap();
+                let by_key = CUSTOMERS
+                    .iter()
+                    .find(|c| c.1 == program && key.is_some() && c.2 == key);
+                let by_click = CUSTOMERS.iter().find(|c| Some(c.3) == click);
+                let rule = attribution::sale_customer(program, by_key, by_click, |c| c.1);
+                assert_eq!(
+                    got,
+                    rule.map(|c| c.0),
+                    "program {program} key {key:?} click {click:?}"
+                );
+            }
+        }
+    }
+}
+
 async fn every_rule<DB: Engine>(mut conn: DB::Connection) {
     commission_rules::<DB>(&mut conn).await;
     hold_and_day::<DB>(&mut conn).await;
     payout_partners::<DB>(&mut conn).await;
     partner_records::<DB>(&mut conn).await;
     self_referrals::<DB>(&mut conn).await;
+    sale_customers::<DB>(&mut conn).await;
 }
 
 #[tokio::test]
