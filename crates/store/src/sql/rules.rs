@@ -98,6 +98,39 @@ pub const SALE_CUSTOMER_ID: &str = "COALESCE(\
     (SELECT k.id FROM customers k WHERE k.click_id = rows.click_id \
     AND k.program_id = rows.program_id))";
 
+/// SQLite's counters of the plain sales its one-round-trip batch recorded (the rows of
+/// `temp.sale_batch`, with their hundredths and day worked out in Rust): what
+/// [`Deltas::count_sale`](reftrack_domain::figures::Deltas::count_sale) adds for each sale,
+/// summed per partner-program record, per program day and per partner day. The batch
+/// learns which sales it records only inside its one query, so it cannot hand the
+/// counters over as [`Deltas`](reftrack_domain::figures::Deltas) as every other path does.
+pub const SQLITE_SALE_BATCH_COUNTERS: &str = "\
+    UPDATE partner_programs SET total_sales = partner_programs.total_sales + d.sales, \
+    total_revenue_cents = partner_programs.total_revenue_cents + d.revenue, \
+    total_commission_cents = partner_programs.total_commission_cents + d.commission \
+    FROM (SELECT partner_program_id, COUNT(*) AS sales, SUM(revenue_hundredths) AS revenue, \
+    SUM(commission_hundredths) AS commission FROM temp.sale_batch \
+    GROUP BY partner_program_id) d WHERE partner_programs.id = d.partner_program_id; \
+    INSERT INTO daily_rollups (program_id, day, clicks, leads, conversions, revenue_cents, \
+    sales, commission_cents, partners, lead_events, sale_events) \
+    SELECT program_id, day, 0, 0, SUM(converts), SUM(revenue_hundredths), COUNT(*), \
+    SUM(commission_hundredths), 0, 0, COUNT(*) FROM temp.sale_batch WHERE true \
+    GROUP BY program_id, day ON CONFLICT (program_id, day) DO UPDATE SET \
+    conversions = daily_rollups.conversions + excluded.conversions, \
+    revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents, \
+    sales = daily_rollups.sales + excluded.sales, \
+    commission_cents = daily_rollups.commission_cents + excluded.commission_cents, \
+    sale_events = daily_rollups.sale_events + excluded.sale_events; \
+    INSERT INTO partner_daily_rollups (program_id, partner_id, day, clicks, leads, \
+    conversions, revenue_cents, sales, commission_cents) \
+    SELECT program_id, partner_id, day, 0, 0, SUM(converts), SUM(revenue_hundredths), \
+    COUNT(*), SUM(commission_hundredths) FROM temp.sale_batch WHERE true \
+    GROUP BY program_id, partner_id, day ON CONFLICT (program_id, partner_id, day) \
+    DO UPDATE SET conversions = partner_daily_rollups.conversions + excluded.conversions, \
+    revenue_cents = partner_daily_rollups.revenue_cents + excluded.revenue_cents, \
+    sales = partner_daily_rollups.sales + excluded.sales, \
+    commission_cents = partner_daily_rollups.commission_cents + excluded.commission_cents";
+
 /// Whether the emails of a sale's customer `c` and of its partner `pa` (`LEFT JOIN`ed)
 /// show, by their stored self-referral keys, that the sale is no self-referral. A sale
 /// that fails it (the keys match, or an email predates its key) is left to its own flow,

@@ -20,6 +20,7 @@ use crate::sql::batch::{
     self, new_click_rows, place, SalesStep, SetStatements, CLICK_COLUMNS, SALE_COLUMNS,
     SALE_CUSTOMER_ID, SALE_KEY_COLUMNS,
 };
+use crate::sql::rules::SQLITE_SALE_BATCH_COUNTERS;
 use crate::sql::{counters, rules, Engine, APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
 use reftrack_domain::figures::Deltas;
 use reftrack_domain::money;
@@ -160,7 +161,8 @@ const BATCH_SALE_COLUMNS: &[&str] = &[
 
 /// The sales of the batch [`commit_plain_sales`] records: a table of the write
 /// connection's own (`TEMP`, in memory), filled and read within one transaction.
-const SALE_BATCH_TABLE: &str = "CREATE TEMP TABLE IF NOT EXISTS sale_batch (idx INTEGER, \
+pub(crate) const SALE_BATCH_TABLE: &str =
+    "CREATE TEMP TABLE IF NOT EXISTS sale_batch (idx INTEGER, \
     program_id INTEGER, customer_id INTEGER, partner_id INTEGER, partner_program_id INTEGER, \
     click_id TEXT, customer_key TEXT, transaction_id TEXT, amount_cents INTEGER, \
     currency TEXT, sale_type TEXT, product_id TEXT, metadata TEXT, at INTEGER, \
@@ -189,35 +191,6 @@ fn resolve_sale_batch() -> String {
     )
 }
 
-/// The counters of the sales in `sale_batch`: what [`Deltas::count_sale`] adds for each,
-/// summed per partner-program record, per program day and per partner day.
-const SALE_BATCH_COUNTERS: &str = "\
-    UPDATE partner_programs SET total_sales = partner_programs.total_sales + d.sales, \
-    total_revenue_cents = partner_programs.total_revenue_cents + d.revenue, \
-    total_commission_cents = partner_programs.total_commission_cents + d.commission \
-    FROM (SELECT partner_program_id, COUNT(*) AS sales, SUM(revenue_hundredths) AS revenue, \
-    SUM(commission_hundredths) AS commission FROM temp.sale_batch \
-    GROUP BY partner_program_id) d WHERE partner_programs.id = d.partner_program_id; \
-    INSERT INTO daily_rollups (program_id, day, clicks, leads, conversions, revenue_cents, \
-    sales, commission_cents, partners, lead_events, sale_events) \
-    SELECT program_id, day, 0, 0, SUM(converts), SUM(revenue_hundredths), COUNT(*), \
-    SUM(commission_hundredths), 0, 0, COUNT(*) FROM temp.sale_batch WHERE true \
-    GROUP BY program_id, day ON CONFLICT (program_id, day) DO UPDATE SET \
-    conversions = daily_rollups.conversions + excluded.conversions, \
-    revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents, \
-    sales = daily_rollups.sales + excluded.sales, \
-    commission_cents = daily_rollups.commission_cents + excluded.commission_cents, \
-    sale_events = daily_rollups.sale_events + excluded.sale_events; \
-    INSERT INTO partner_daily_rollups (program_id, partner_id, day, clicks, leads, \
-    conversions, revenue_cents, sales, commission_cents) \
-    SELECT program_id, partner_id, day, 0, 0, SUM(converts), SUM(revenue_hundredths), \
-    COUNT(*), SUM(commission_hundredths) FROM temp.sale_batch WHERE true \
-    GROUP BY program_id, partner_id, day ON CONFLICT (program_id, partner_id, day) \
-    DO UPDATE SET conversions = partner_daily_rollups.conversions + excluded.conversions, \
-    revenue_cents = partner_daily_rollups.revenue_cents + excluded.revenue_cents, \
-    sales = partner_daily_rollups.sales + excluded.sales, \
-    commission_cents = partner_daily_rollups.commission_cents + excluded.commission_cents";
-
 /// The last statement of [`commit_plain_sales`]: the rows of `ids` (the last statement
 /// of [`record_sales`]), that is per recorded sale its place in the batch, its sale id
 /// and its commission id, as one text value (`idx sale commission`, comma-separated).
@@ -245,7 +218,7 @@ fn commit_sale_batch_sql(n: usize) -> &'static str {
              ROW_NUMBER() OVER (PARTITION BY transaction_id ORDER BY idx) AS nth_of_transaction \
              FROM (SELECT rows.*, {SALE_CUSTOMER_ID} AS customer_id FROM rows)) \
              {}; {sales}; {commissions}; {customers}; \
-             {SALE_BATCH_COUNTERS}; {}; COMMIT",
+             {SQLITE_SALE_BATCH_COUNTERS}; {}; COMMIT",
             rows::cte(n, BATCH_SALE_COLUMNS),
             resolve_sale_batch(),
             sale_batch_ids(&ids)

@@ -7,7 +7,7 @@
 //! (the `VALUES` lists those read). The statements it runs as
 //! PostgreSQL does are in `store::sql`.
 
-mod batch;
+pub(crate) mod batch;
 mod connect;
 mod rows;
 mod serving;

@@ -287,3 +287,145 @@ async fn the_fragments_agree_with_the_domain_on_postgres() {
     let conn = sqlx::PgConnection::connect(&url).await.unwrap();
     every_rule::<sqlx::Postgres>(conn).await;
 }
+
+/// SQLite's batch counters against [`Deltas::count_sale`], on the tables they update.
+#[tokio::test]
+async fn the_sqlite_sale_batch_counters_agree_with_count_sale() {
+    use reftrack_domain::figures::{Deltas, SaleFigures};
+    use reftrack_domain::money::hundredths;
+    type DB = sqlx::Sqlite;
+    let mut conn = sqlx::SqliteConnection::connect("sqlite::memory:")
+        .await
+        .unwrap();
+    for sql in [
+        "CREATE TABLE partner_programs (id INTEGER PRIMARY KEY, total_sales INTEGER NOT NULL \
+         DEFAULT 0, total_revenue_cents INTEGER NOT NULL DEFAULT 0, total_commission_cents \
+         INTEGER NOT NULL DEFAULT 0)",
+        "CREATE TABLE daily_rollups (program_id INTEGER, day TEXT, clicks INTEGER NOT NULL \
+         DEFAULT 0, leads INTEGER NOT NULL DEFAULT 0, conversions INTEGER NOT NULL DEFAULT 0, \
+         revenue_cents INTEGER NOT NULL DEFAULT 0, sales INTEGER NOT NULL DEFAULT 0, \
+         commission_cents INTEGER NOT NULL DEFAULT 0, partners INTEGER NOT NULL DEFAULT 0, \
+         lead_events INTEGER NOT NULL DEFAULT 0, sale_events INTEGER NOT NULL DEFAULT 0, \
+         PRIMARY KEY (program_id, day))",
+        "CREATE TABLE partner_daily_rollups (program_id INTEGER, partner_id INTEGER, day TEXT, \
+         clicks INTEGER NOT NULL DEFAULT 0, leads INTEGER NOT NULL DEFAULT 0, conversions \
+         INTEGER NOT NULL DEFAULT 0, revenue_cents INTEGER NOT NULL DEFAULT 0, sales INTEGER \
+         NOT NULL DEFAULT 0, commission_cents INTEGER NOT NULL DEFAULT 0, \
+         PRIMARY KEY (program_id, partner_id, day))",
+        "INSERT INTO partner_programs (id) VALUES (1), (2), (3)",
+        crate::sqlite::batch::SALE_BATCH_TABLE,
+    ] {
+        stmt::<DB>(sql).execute(&mut conn).await.unwrap();
+    }
+    // (partner-program record, program, partner, at, amount, commission, currency, converts)
+    let day = DAY_MS;
+    let sales: &[(i64, i64, i64, i64, i64, i64, &str, bool)] = &[
+        (1, 10, 100, 20_000 * day, 1_000, 300, "usd", true),
+        (1, 10, 100, 20_000 * day + 5, 2_550, 765, "usd", false),
+        (2, 10, 200, 20_001 * day - 1, 7, 2, "usd", true),
+        (2, 10, 200, 20_001 * day, 1_000, 0, "jpy", false),
+        (3, 11, 100, 20_000 * day, 123_456, 12_345, "kwd", true),
+    ];
+    let mut deltas = Deltas::default();
+    for (i, &(pp, program, partner, at, amount, commission, currency, converts)) in
+        sales.iter().enumerate()
+    {
+        deltas.count_sale(SaleFigures {
+            program_id: program,
+            partner_id: partner,
+            at,
+            amount_cents: amount,
+            commission_cents: commission,
+            currency,
+            converts,
+        });
+        stmt::<DB>(
+            "INSERT INTO temp.sale_batch (idx, program_id, partner_id, partner_program_id, \
+             revenue_hundredths, commission_hundredths, day, converts) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(i as i64)
+        .bind(program)
+        .bind(partner)
+        .bind(pp)
+        .bind(hundredths(amount, currency))
+        .bind(hundredths(commission, currency))
+        .bind(day_of(at))
+        .bind(converts)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    sqlx::raw_sql(SQLITE_SALE_BATCH_COUNTERS)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+
+    let records = [(1, (100, 10)), (2, (200, 10)), (3, (100, 11))];
+    for (pp, key) in records {
+        let row = stmt::<DB>(
+            "SELECT total_sales, total_revenue_cents, total_commission_cents \
+             FROM partner_programs WHERE id = $1",
+        )
+        .bind(pp)
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+        let want = deltas.partners[&key];
+        let got: (i64, i64, i64) = (
+            row.try_get_at(0).unwrap(),
+            row.try_get_at(1).unwrap(),
+            row.try_get_at(2).unwrap(),
+        );
+        assert_eq!(
+            got,
+            (want.sales, want.revenue_cents, want.commission_cents),
+            "record {pp}"
+        );
+    }
+    let rows = stmt::<DB>(
+        "SELECT program_id, day, conversions, revenue_cents, sales, commission_cents, \
+         sale_events FROM daily_rollups ORDER BY 1, 2",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), deltas.rollups.len());
+    for r in rows {
+        let key: (i64, String) = (r.try_get_at(0).unwrap(), r.try_get_at(1).unwrap());
+        let want = deltas.rollups[&key];
+        let got: Vec<i64> = (2..7).map(|i| r.try_get_at(i).unwrap()).collect();
+        let expected = [
+            want.conversions,
+            want.revenue_cents,
+            want.sales,
+            want.commission_cents,
+            want.sale_events,
+        ];
+        assert_eq!(got, expected, "rollup {key:?}");
+    }
+    let rows = stmt::<DB>(
+        "SELECT program_id, partner_id, day, conversions, revenue_cents, sales, \
+         commission_cents FROM partner_daily_rollups ORDER BY 1, 2, 3",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), deltas.partner_days.len());
+    for r in rows {
+        let key: (i64, i64, String) = (
+            r.try_get_at(0).unwrap(),
+            r.try_get_at(1).unwrap(),
+            r.try_get_at(2).unwrap(),
+        );
+        let want = deltas.partner_days[&key];
+        let got: Vec<i64> = (3..7).map(|i| r.try_get_at(i).unwrap()).collect();
+        let expected = [
+            want.conversions,
+            want.revenue_cents,
+            want.sales,
+            want.commission_cents,
+        ];
+        assert_eq!(got, expected, "partner day {key:?}");
+    }
+}
