@@ -12,8 +12,6 @@ use crate::integrity::{Figures, Integrity, RawCounts, Violation};
 use reftrack_domain::money;
 use reftrack_domain::time::{day_of, DAY_MS};
 
-/// Milliseconds in a UTC day: `timestamp / DAY_MS` is the day number since the epoch.
-
 /// The `YYYY-MM-DD` of a day number since the epoch.
 fn day(number: i64) -> String {
     day_of(number * DAY_MS)

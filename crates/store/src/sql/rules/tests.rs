@@ -288,6 +288,10 @@ async fn the_fragments_agree_with_the_domain_on_postgres() {
     every_rule::<sqlx::Postgres>(conn).await;
 }
 
+/// A sale of SQLite's batch: partner-program record, program, partner, at, amount,
+/// commission, currency, whether it converts.
+type BatchSale = (i64, i64, i64, i64, i64, i64, &'static str, bool);
+
 /// SQLite's batch counters against [`Deltas::count_sale`], on the tables they update.
 #[tokio::test]
 async fn the_sqlite_sale_batch_counters_agree_with_count_sale() {
@@ -317,9 +321,8 @@ async fn the_sqlite_sale_batch_counters_agree_with_count_sale() {
     ] {
         stmt::<DB>(sql).execute(&mut conn).await.unwrap();
     }
-    // (partner-program record, program, partner, at, amount, commission, currency, converts)
     let day = DAY_MS;
-    let sales: &[(i64, i64, i64, i64, i64, i64, &str, bool)] = &[
+    let sales: &[BatchSale] = &[
         (1, 10, 100, 20_000 * day, 1_000, 300, "usd", true),
         (1, 10, 100, 20_000 * day + 5, 2_550, 765, "usd", false),
         (2, 10, 200, 20_001 * day - 1, 7, 2, "usd", true),
