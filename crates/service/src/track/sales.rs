@@ -1,0 +1,281 @@
+//! A sale's flow: its customer (by key, click id or coupon), its commission and flags,
+//! the sale event and its figures; a plain sale's set-based write.
+
+use super::*;
+
+/// The transaction id generated for a test sale sent without one: `test_txn_<epoch-ms>`.
+pub(super) fn test_transaction_id(ms: i64) -> String {
+    format!("test_txn_{ms}")
+}
+
+/// How many milliseconds on a generated test transaction id may move before the sale is
+/// refused as a duplicate: far more test sales than arrive in one millisecond.
+pub(super) const GENERATED_ID_TRIES: i64 = 1_000;
+
+/// Stores a test sale event. A generated transaction id that is taken (another test sale
+/// of the same millisecond, in this process or another one sharing the database) moves on
+/// to the next millisecond's, so that generated ids never collide.
+pub(super) async fn insert_test_sale_event(tx: &mut dyn Tx, s: &mut NewSale) -> Result<i64> {
+    if !s.generated_id {
+        let row = SaleEventRow::test(s);
+        return insert_sale_event(tx, &row).await;
+    }
+    for ms in s.at..s.at + GENERATED_ID_TRIES {
+        s.transaction_id = test_transaction_id(ms);
+        if let Some(id) = tx.insert_sale_event_if_new(&SaleEventRow::test(s)).await? {
+            return Ok(id);
+        }
+    }
+    Err(Error::DuplicateSale(None))
+}
+
+/// A sale's flow as a job, answering `answer` with its outcome.
+pub(super) fn sale_job(answer: oneshot::Sender<Result<SaleOutcome>>, sale: NewSale) -> Job {
+    write::job(answer, move |tx, deltas| {
+        sale_flow(tx, deltas, sale).boxed()
+    })
+}
+
+/// Stores a sale event; a transaction id is accepted once. A duplicate names the earlier
+/// sale when it is of the same program, read in this transaction, which sees a sale
+/// recorded earlier in the same batch as well as one committed by another process.
+pub(super) async fn insert_sale_event(tx: &mut dyn Tx, row: &SaleEventRow<'_>) -> Result<i64> {
+    if let Some(id) = tx.insert_sale_event_if_new(row).await? {
+        return Ok(id);
+    }
+    let earlier = tx
+        .recorded_sale(row.sale.program.id, &row.sale.transaction_id)
+        .await
+        .unwrap_or_else(|e| {
+            // The 409 is still the answer, without the earlier sale's ids.
+            tracing::warn!(error = %e, "the earlier sale of a duplicate could not be read");
+            None
+        });
+    Err(Error::DuplicateSale(earlier))
+}
+
+/// The customer of a sale in its program: by customer key, then by click id; else why
+/// there is none (a customer of another program is "no attribution").
+pub(super) async fn sale_customer(
+    tx: &mut dyn Tx,
+    s: &NewSale,
+) -> Result<std::result::Result<Customer, &'static str>> {
+    let by_key = match s.customer_key.as_deref() {
+        Some(key) => tx.customer_by_key(s.program.id, key).await?,
+        None => None,
+    };
+    let by_click = match (&by_key, s.click_id.as_deref()) {
+        (None, Some(click_id)) => tx.customer_by_click_id(click_id).await?,
+        _ => None,
+    };
+    let click_elsewhere = by_click
+        .as_ref()
+        .is_some_and(|c| c.program_id != s.program.id);
+    let found = attribution::sale_customer(s.program.id, by_key, by_click, |c| c.program_id);
+    if let Some(c) = found {
+        return Ok(Ok(c));
+    }
+    let key_elsewhere = match s.customer_key.as_deref() {
+        Some(key) => tx.customer_key_exists(key).await?,
+        None => false,
+    };
+    Ok(Err(if key_elsewhere || click_elsewhere {
+        "No affiliate attribution found for this customer in this program"
+    } else if s.coupon_key.is_some() || s.promotion_code.is_some() {
+        "Coupon code not found. Provide a coupon_code of an active link, customer_key or click_id."
+    } else {
+        "Customer not found. Provide customer_key or click_id."
+    }))
+}
+
+/// The customer a sale's coupon brings: a new customer of the coupon's link and partner
+/// (with the sale's customer key, so that the customer's later sales stay the partner's),
+/// as a click would have made it.
+pub(super) async fn coupon_customer(
+    tx: &mut dyn Tx,
+    s: &NewSale,
+    k: CouponTarget,
+) -> Result<Customer> {
+    let click_id = click_id::generate(s.at);
+    let new = NewCustomer {
+        program_id: s.program.id,
+        click_id: &click_id,
+        customer_key: s.customer_key.as_deref(),
+        partner_id: k.partner_id,
+        link_id: k.link_id,
+        at: s.at,
+    };
+    let id = tx.insert_customer(&new).await?;
+    Ok(Customer {
+        id,
+        program_id: s.program.id,
+        click_id,
+        customer_key: s.customer_key.clone(),
+        customer_status: CustomerStatus::Click,
+        partner_id: Some(k.partner_id),
+        first_purchase_date: None,
+        email: None,
+    })
+}
+
+/// The sale's attribution: its customer, else the coupon it names (a click attribution
+/// wins, [`attribution::sale_source`]), else the reason there is none.
+pub(super) async fn attributed_customer(tx: &mut dyn Tx, s: &NewSale) -> Result<Customer> {
+    let found = sale_customer(tx, s).await?;
+    let coupon = match &found {
+        Err(_) if s.coupon_key.is_some() || s.promotion_code.is_some() => {
+            tx.coupon_target(
+                s.program.id,
+                s.coupon_key.as_deref(),
+                s.promotion_code.as_deref(),
+            )
+            .await?
+        }
+        _ => None,
+    };
+    let missing = found.as_ref().err().copied();
+    match attribution::sale_source(found.ok(), coupon) {
+        Some(SaleSource::Customer(c)) => Ok(c),
+        Some(SaleSource::Coupon(k)) => coupon_customer(tx, s, k).await,
+        None => Err(Error::invalid(missing.unwrap_or_default())),
+    }
+}
+
+/// The flags of a sale's commission: `self_referral` when one of the customer's emails
+/// (its lead's, the sale's) is one of the partner's.
+pub(super) async fn commission_flags(
+    tx: &mut dyn Tx,
+    c: &Customer,
+    s: &NewSale,
+    partner_id: i64,
+) -> Result<Vec<CommissionFlag>> {
+    let customer: Vec<&str> = [c.email.as_deref(), s.customer_email.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if customer.is_empty() {
+        return Ok(Vec::new());
+    }
+    let partner = tx.partner_emails(partner_id).await?;
+    let own = self_referral::is_self_referral(customer, partner.iter().map(String::as_str));
+    Ok(if own {
+        vec![CommissionFlag::SelfReferral]
+    } else {
+        Vec::new()
+    })
+}
+
+/// A sale: the sale event, its commission, the customer's conversion and the figures.
+/// Renewals stay with the partner of the subscription's first sale and earn within the
+/// program's recurring limit counted from that sale.
+pub(crate) async fn sale_flow(
+    tx: &mut dyn Tx,
+    deltas: &mut Deltas,
+    s: NewSale,
+) -> Result<SaleOutcome> {
+    if s.is_test {
+        let mut s = s;
+        let sale_id = insert_test_sale_event(tx, &mut s).await?;
+        return Ok(SaleOutcome {
+            sale_id,
+            commission_id: None,
+            unearned: None,
+        });
+    }
+    let c = attributed_customer(tx, &s).await?;
+    let mut partner_id = c.partner_id;
+    let mut first_sale_at = None;
+    if let Some(sub) = s.subscription_id.as_deref() {
+        if let Some((first_partner, first_at)) =
+            tx.first_subscription_sale(s.program.id, sub).await?
+        {
+            partner_id = first_partner.or(partner_id);
+            first_sale_at = Some(first_at);
+        }
+    } else if s.is_recurring {
+        first_sale_at = c.first_purchase_date;
+    }
+    let partner_id =
+        partner_id.ok_or_else(|| Error::invalid("partnerId required to create commission"))?;
+    let (partner_program_id, standing) = tx
+        .partner_program(partner_id, s.program.id)
+        .await?
+        .ok_or_else(|| Error::invalid("No partner-program relationship found for this customer"))?;
+    let unearned = commission::unearned(
+        standing,
+        !s.is_recurring
+            || commission::recurring_earns(
+                s.program.recurring_commission_months,
+                first_sale_at,
+                s.at,
+            ),
+    );
+    let row = SaleEventRow {
+        sale: &s,
+        customer_id: Some(c.id),
+        partner_id: Some(partner_id),
+        click_id: Some(&c.click_id),
+        customer_key: s.customer_key.as_deref().or(c.customer_key.as_deref()),
+        unearned,
+    };
+    let sale_id = insert_sale_event(tx, &row).await?;
+    let (commission_id, commission_cents) = if unearned.is_none() {
+        let flags = commission_flags(tx, &c, &s, partner_id).await?;
+        let commission = NewCommission {
+            program_id: s.program.id,
+            sale_id,
+            partner_id,
+            partner_program_id,
+            amount_cents: s.commission_cents,
+            currency: &s.currency,
+            at: s.at,
+            flags: &flags,
+            approval: lifecycle::approval(&flags),
+        };
+        (
+            Some(tx.insert_commission(&commission).await?),
+            s.commission_cents,
+        )
+    } else {
+        (None, 0)
+    };
+    tx.mark_converted(c.id, s.at).await?;
+    let outcome = SaleOutcome {
+        sale_id,
+        commission_id,
+        unearned,
+    };
+    tx.record_events(s.program.id, s.at, &sale_recorded(&outcome))
+        .await?;
+    deltas.count_sale(SaleFigures {
+        program_id: s.program.id,
+        partner_id,
+        at: s.at,
+        amount_cents: s.amount_cents,
+        commission_cents,
+        currency: &s.currency,
+        converts: c.first_purchase_date.is_none(),
+    });
+    Ok(outcome)
+}
+
+/// A plain sale that the committer may record with its batch.
+pub(super) struct PlainSaleWrite {
+    pub(super) sale: NewSale,
+    pub(super) answer: oneshot::Sender<Result<SaleOutcome>>,
+}
+
+impl SaleWrite for PlainSaleWrite {
+    fn sale(&self) -> &NewSale {
+        &self.sale
+    }
+
+    fn on_commit(self: Box<Self>, outcome: SaleOutcome) -> OnCommit {
+        write::answer_with(self.answer, outcome)
+    }
+
+    fn one_by_one(self: Box<Self>) -> Job {
+        let PlainSaleWrite { sale, answer } = *self;
+        sale_job(answer, sale)
+    }
+}
