@@ -247,136 +247,293 @@ async fn footprint(app: &TestApp, p: i64) -> Vec<i64> {
     out
 }
 
-on_both_backends! {
-    async fn every_password_call_shares_the_login_limit(app: TestApp) {
-        // Applying, accepting an invite and changing a password hash a password (argon2,
-        // deliberately costly): each counts against the login limit like signing in.
-        let app = app
-            .with_resolver(ClientResolver::new(Some("*".parse().unwrap()), None).unwrap())
-            .with_rate_limits(RateLimitArgs {
-                rate_limit_click: 0,
-                rate_limit_lead: 0,
-                rate_limit_login: 2,
-            });
-        let p = app.seed_with(json!({"applications_open": true})).await.program_id;
-        let apply = format!("/api/partner/apply/{p}");
-        let body = |i: u32| json!({"name": "Spam", "email": format!("spam{i}@example.com"), "password": "partner password"});
-        app.send("POST", &apply, Some(body(0)), &from("198.51.100.7")).await.expect(201);
-        app.send("POST", &apply, Some(body(1)), &from("198.51.100.7")).await.expect(201);
-        assert_429(&app.send("POST", &apply, Some(body(2)), &from("198.51.100.7")).await);
-        assert_eq!(app.count("SELECT COUNT(*) FROM partners WHERE email = 'spam2@example.com'").await, 0);
+on_both_backends!(every_password_call_shares_the_login_limit);
+async fn every_password_call_shares_the_login_limit(app: TestApp) {
+    // Applying, accepting an invite and changing a password hash a password (argon2,
+    // deliberately costly): each counts against the login limit like signing in.
+    let app = app
+        .with_resolver(ClientResolver::new(Some("*".parse().unwrap()), None).unwrap())
+        .with_rate_limits(RateLimitArgs {
+            rate_limit_click: 0,
+            rate_limit_lead: 0,
+            rate_limit_login: 2,
+        });
+    let p = app
+        .seed_with(json!({"applications_open": true}))
+        .await
+        .program_id;
+    let apply = format!("/api/partner/apply/{p}");
+    let body = |i: u32| json!({"name": "Spam", "email": format!("spam{i}@example.com"), "password": "partner password"});
+    app.send("POST", &apply, Some(body(0)), &from("198.51.100.7"))
+        .await
+        .expect(201);
+    app.send("POST", &apply, Some(body(1)), &from("198.51.100.7"))
+        .await
+        .expect(201);
+    assert_429(
+        &app.send("POST", &apply, Some(body(2)), &from("198.51.100.7"))
+            .await,
+    );
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM partners WHERE email = 'spam2@example.com'")
+            .await,
+        0
+    );
 
-        // A password change from one client, whatever its session.
-        let login = json!({"email": "spam0@example.com", "password": "partner password"});
-        let r = app.send("POST", "/api/partner/auth/login", Some(login), &from("198.51.100.10")).await.expect(200);
-        let auth = format!("Bearer {}", r.body["token"].as_str().unwrap());
-        let change = json!({"current_password": "wrong password", "new_password": "new partner password"});
-        for _ in 0..2 {
-            app.send("POST", "/api/partner/me/password", Some(change.clone()), &[("x-forwarded-for", "198.51.100.8"), ("authorization", &auth)]).await.expect(400);
-        }
-        let r = app.send("POST", "/api/partner/me/password", Some(change), &[("x-forwarded-for", "198.51.100.8"), ("authorization", &auth)]).await;
-        assert_429(&r);
-
-        // The portal's application form, from a third client: the third is refused.
-        let form = |i: u32| {
-            axum::http::Request::builder()
-                .method("POST")
-                .uri(format!("/partner/apply/{p}"))
-                .header("host", pages::HOST)
-                .header("origin", pages::ORIGIN)
-                .header("x-forwarded-for", "198.51.100.9")
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(axum::body::Body::from(format!("name=Spam&email=page{i}%40example.com&password=partner+password")))
-                .unwrap()
-        };
-        app.raw(form(0)).await.expect(303);
-        app.raw(form(1)).await.expect(303);
-        let r = app.raw(form(2)).await;
-        assert_eq!(r.status.as_u16(), 429);
-        assert_eq!(app.count("SELECT COUNT(*) FROM partners WHERE email = 'page2@example.com'").await, 0);
+    // A password change from one client, whatever its session.
+    let login = json!({"email": "spam0@example.com", "password": "partner password"});
+    let r = app
+        .send(
+            "POST",
+            "/api/partner/auth/login",
+            Some(login),
+            &from("198.51.100.10"),
+        )
+        .await
+        .expect(200);
+    let auth = format!("Bearer {}", r.body["token"].as_str().unwrap());
+    let change =
+        json!({"current_password": "wrong password", "new_password": "new partner password"});
+    for _ in 0..2 {
+        app.send(
+            "POST",
+            "/api/partner/me/password",
+            Some(change.clone()),
+            &[
+                ("x-forwarded-for", "198.51.100.8"),
+                ("authorization", &auth),
+            ],
+        )
+        .await
+        .expect(400);
     }
+    let r = app
+        .send(
+            "POST",
+            "/api/partner/me/password",
+            Some(change),
+            &[
+                ("x-forwarded-for", "198.51.100.8"),
+                ("authorization", &auth),
+            ],
+        )
+        .await;
+    assert_429(&r);
+
+    // The portal's application form, from a third client: the third is refused.
+    let form = |i: u32| {
+        axum::http::Request::builder()
+            .method("POST")
+            .uri(format!("/partner/apply/{p}"))
+            .header("host", pages::HOST)
+            .header("origin", pages::ORIGIN)
+            .header("x-forwarded-for", "198.51.100.9")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(axum::body::Body::from(format!(
+                "name=Spam&email=page{i}%40example.com&password=partner+password"
+            )))
+            .unwrap()
+    };
+    app.raw(form(0)).await.expect(303);
+    app.raw(form(1)).await.expect(303);
+    let r = app.raw(form(2)).await;
+    assert_eq!(r.status.as_u16(), 429);
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM partners WHERE email = 'page2@example.com'")
+            .await,
+        0
+    );
 }
 
-on_both_backends! {
-    async fn an_api_key_reaches_nothing_of_another_program(app: TestApp) {
-        let a = app.seed().await;
-        let b = app.seed().await;
-        let b_click = app.click(&b.short_link).await;
-        app.post_auth(LEAD, &b.api_token, json!({"click_id": b_click, "customer_key": "kb"})).await.expect(200);
-        app.post_auth(SALE, &b.api_token, json!({"transaction_id": "txb", "amount_cents": 5000, "customer_key": "kb"})).await.expect(200);
-        let before = footprint(&app, b.program_id).await;
+on_both_backends!(an_api_key_reaches_nothing_of_another_program);
+async fn an_api_key_reaches_nothing_of_another_program(app: TestApp) {
+    let a = app.seed().await;
+    let b = app.seed().await;
+    let b_click = app.click(&b.short_link).await;
+    app.post_auth(
+        LEAD,
+        &b.api_token,
+        json!({"click_id": b_click, "customer_key": "kb"}),
+    )
+    .await
+    .expect(200);
+    app.post_auth(
+        SALE,
+        &b.api_token,
+        json!({"transaction_id": "txb", "amount_cents": 5000, "customer_key": "kb"}),
+    )
+    .await
+    .expect(200);
+    let before = footprint(&app, b.program_id).await;
 
-        // Lead with A's key on B's customer: refused by click id; by key it is only an
-        // unattributed lead of A's own.
-        let r = app.post_auth(LEAD, &a.api_token, json!({"click_id": b_click, "customer_key": "x"})).await.expect(400);
-        assert_eq!(r.error(), "Customer does not belong to this program");
-        app.post_auth(LEAD, &a.api_token, json!({"customer_key": "kb"})).await.expect(200);
-        assert_eq!(app.count(&format!("SELECT COUNT(*) FROM affiliate_lead_events WHERE customer_key = 'kb' AND program_id = {} AND customer_id IS NULL", a.program_id)).await, 1);
-        // Sale with A's key for B's customer, by key or by click id.
-        for body in [
-            json!({"transaction_id": "t_a1", "amount_cents": 100, "customer_key": "kb"}),
-            json!({"transaction_id": "t_a2", "amount_cents": 100, "click_id": b_click}),
-        ] {
-            let r = app.post_auth(SALE, &a.api_token, body).await.expect(400);
-            assert_eq!(r.error(), "No affiliate attribution found for this customer in this program");
-        }
-        // B's transaction id: A learns only that it is taken (ids are global, D-dup).
-        let a_click = app.click(&a.short_link).await;
-        app.post_auth(LEAD, &a.api_token, json!({"click_id": a_click, "customer_key": "ka"})).await.expect(200);
-        app.post_auth(SALE, &a.api_token, json!({"transaction_id": "txb", "amount_cents": 1, "customer_key": "ka"})).await.expect(409);
-        // Refunds of B's sale with A's key, real or test mode, partial or full.
-        for body in [
-            json!({"transaction_id": "txb"}),
-            json!({"transaction_id": "txb", "refund_amount_cents": 100}),
-            json!({"transaction_id": "txb", "additional_data": {"test_mode": true}}),
-        ] {
-            let r = app.post_auth(REFUND, &a.api_token, body).await.expect(404);
-            assert_eq!(r.error(), "Sale not found for transaction_id");
-        }
-        // Credentials of one kind are no credentials of another.
-        let admin_auth = format!("Bearer {ADMIN_TOKEN}");
-        app.send("POST", SALE, Some(json!({"transaction_id": "t", "amount_cents": 1, "customer_key": "kb"})), &[("authorization", &admin_auth)]).await.expect(401);
-        app.send("GET", &format!("/api/admin/programs/{}", b.program_id), None, &[("authorization", &format!("Bearer {}", a.api_token))]).await.expect(401);
-        app.send("GET", &format!("/api/tracking/performance/{}", b.program_id), None, &[("authorization", &format!("Bearer {}", b.api_token))]).await.expect(401);
-
-        assert_eq!(footprint(&app, b.program_id).await, before, "program B changed");
-        let report = reftrack::verify::check(&*app.store).await.unwrap();
-        assert!(report.ok(), "{}", report.to_json());
+    // Lead with A's key on B's customer: refused by click id; by key it is only an
+    // unattributed lead of A's own.
+    let r = app
+        .post_auth(
+            LEAD,
+            &a.api_token,
+            json!({"click_id": b_click, "customer_key": "x"}),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.error(), "Customer does not belong to this program");
+    app.post_auth(LEAD, &a.api_token, json!({"customer_key": "kb"}))
+        .await
+        .expect(200);
+    assert_eq!(app.count(&format!("SELECT COUNT(*) FROM affiliate_lead_events WHERE customer_key = 'kb' AND program_id = {} AND customer_id IS NULL", a.program_id)).await, 1);
+    // Sale with A's key for B's customer, by key or by click id.
+    for body in [
+        json!({"transaction_id": "t_a1", "amount_cents": 100, "customer_key": "kb"}),
+        json!({"transaction_id": "t_a2", "amount_cents": 100, "click_id": b_click}),
+    ] {
+        let r = app.post_auth(SALE, &a.api_token, body).await.expect(400);
+        assert_eq!(
+            r.error(),
+            "No affiliate attribution found for this customer in this program"
+        );
     }
+    // B's transaction id: A learns only that it is taken (ids are global, D-dup).
+    let a_click = app.click(&a.short_link).await;
+    app.post_auth(
+        LEAD,
+        &a.api_token,
+        json!({"click_id": a_click, "customer_key": "ka"}),
+    )
+    .await
+    .expect(200);
+    app.post_auth(
+        SALE,
+        &a.api_token,
+        json!({"transaction_id": "txb", "amount_cents": 1, "customer_key": "ka"}),
+    )
+    .await
+    .expect(409);
+    // Refunds of B's sale with A's key, real or test mode, partial or full.
+    for body in [
+        json!({"transaction_id": "txb"}),
+        json!({"transaction_id": "txb", "refund_amount_cents": 100}),
+        json!({"transaction_id": "txb", "additional_data": {"test_mode": true}}),
+    ] {
+        let r = app.post_auth(REFUND, &a.api_token, body).await.expect(404);
+        assert_eq!(r.error(), "Sale not found for transaction_id");
+    }
+    // Credentials of one kind are no credentials of another.
+    let admin_auth = format!("Bearer {ADMIN_TOKEN}");
+    app.send(
+        "POST",
+        SALE,
+        Some(json!({"transaction_id": "t", "amount_cents": 1, "customer_key": "kb"})),
+        &[("authorization", &admin_auth)],
+    )
+    .await
+    .expect(401);
+    app.send(
+        "GET",
+        &format!("/api/admin/programs/{}", b.program_id),
+        None,
+        &[("authorization", &format!("Bearer {}", a.api_token))],
+    )
+    .await
+    .expect(401);
+    app.send(
+        "GET",
+        &format!("/api/tracking/performance/{}", b.program_id),
+        None,
+        &[("authorization", &format!("Bearer {}", b.api_token))],
+    )
+    .await
+    .expect(401);
+
+    assert_eq!(
+        footprint(&app, b.program_id).await,
+        before,
+        "program B changed"
+    );
+    let report = reftrack::verify::check(&*app.store).await.unwrap();
+    assert!(report.ok(), "{}", report.to_json());
 }
 
-on_both_backends! {
-    async fn a_dashboard_session_sees_only_its_memberships(app: TestApp) {
-        let a = app.seed().await;
-        let b = app.seed().await;
-        app.member(a.workspace_id, "owner.a@example.com", PASSWORD, "owner").await;
-        let session = app.login("owner.a@example.com", PASSWORD).await.expect(200);
-        let auth = format!("Bearer {}", session.body["token"].as_str().unwrap());
-        for endpoint in ["performance", "status", "events"] {
-            app.send("GET", &format!("/api/tracking/{endpoint}/{}", a.program_id), None, &[("authorization", &auth)])
-                .await
-                .expect(200);
-            let r = app
-                .send("GET", &format!("/api/tracking/{endpoint}/{}", b.program_id), None, &[("authorization", &auth)])
-                .await
-                .expect(403);
-            assert!(r.error().contains("not an active member"), "{}", r.error());
-        }
-        // On the management API the session reaches its own workspace, and another's
-        // program does not exist for it; it is no API key.
-        app.send("GET", &format!("/api/admin/programs/{}", a.program_id), None, &[("authorization", &auth)]).await.expect(200);
-        app.send("GET", &format!("/api/admin/programs/{}", b.program_id), None, &[("authorization", &auth)]).await.expect(404);
-        app.send("POST", SALE, Some(json!({"transaction_id": "t", "amount_cents": 1, "customer_key": "k"})), &[("authorization", &auth)]).await.expect(401);
-        app.send("POST", REFUND, Some(json!({"transaction_id": "t"})), &[("authorization", &auth)]).await.expect(401);
-        // A suspended membership is no membership.
-        let user_id = app.count("SELECT id FROM users WHERE email = 'owner.a@example.com'").await;
-        app.admin("PATCH", &format!("/workspaces/{}/members/{user_id}", a.workspace_id), Some(json!({"status": "suspended"})))
-            .await
-            .expect(200);
-        app.send("GET", &format!("/api/tracking/performance/{}", a.program_id), None, &[("authorization", &auth)])
+on_both_backends!(a_dashboard_session_sees_only_its_memberships);
+async fn a_dashboard_session_sees_only_its_memberships(app: TestApp) {
+    let a = app.seed().await;
+    let b = app.seed().await;
+    app.member(a.workspace_id, "owner.a@example.com", PASSWORD, "owner")
+        .await;
+    let session = app.login("owner.a@example.com", PASSWORD).await.expect(200);
+    let auth = format!("Bearer {}", session.body["token"].as_str().unwrap());
+    for endpoint in ["performance", "status", "events"] {
+        app.send(
+            "GET",
+            &format!("/api/tracking/{endpoint}/{}", a.program_id),
+            None,
+            &[("authorization", &auth)],
+        )
+        .await
+        .expect(200);
+        let r = app
+            .send(
+                "GET",
+                &format!("/api/tracking/{endpoint}/{}", b.program_id),
+                None,
+                &[("authorization", &auth)],
+            )
             .await
             .expect(403);
+        assert!(r.error().contains("not an active member"), "{}", r.error());
     }
+    // On the management API the session reaches its own workspace, and another's
+    // program does not exist for it; it is no API key.
+    app.send(
+        "GET",
+        &format!("/api/admin/programs/{}", a.program_id),
+        None,
+        &[("authorization", &auth)],
+    )
+    .await
+    .expect(200);
+    app.send(
+        "GET",
+        &format!("/api/admin/programs/{}", b.program_id),
+        None,
+        &[("authorization", &auth)],
+    )
+    .await
+    .expect(404);
+    app.send(
+        "POST",
+        SALE,
+        Some(json!({"transaction_id": "t", "amount_cents": 1, "customer_key": "k"})),
+        &[("authorization", &auth)],
+    )
+    .await
+    .expect(401);
+    app.send(
+        "POST",
+        REFUND,
+        Some(json!({"transaction_id": "t"})),
+        &[("authorization", &auth)],
+    )
+    .await
+    .expect(401);
+    // A suspended membership is no membership.
+    let user_id = app
+        .count("SELECT id FROM users WHERE email = 'owner.a@example.com'")
+        .await;
+    app.admin(
+        "PATCH",
+        &format!("/workspaces/{}/members/{user_id}", a.workspace_id),
+        Some(json!({"status": "suspended"})),
+    )
+    .await
+    .expect(200);
+    app.send(
+        "GET",
+        &format!("/api/tracking/performance/{}", a.program_id),
+        None,
+        &[("authorization", &auth)],
+    )
+    .await
+    .expect(403);
 }
 
 fn stripe_signature(payload: &str, secret: &str) -> String {

@@ -67,55 +67,88 @@ fn click_body(short_link: &str) -> serde_json::Value {
     json!({"affiliate_url": format!("https://shop.example/?aff={short_link}")})
 }
 
-on_both_backends! {
-    async fn a_redirect_does_not_wait_for_a_held_commit_but_the_click_api_does(app: TestApp) {
-        // A wait long enough for any unheld commit of a debug build on a busy machine.
-        let app = app.with_click_waits(ClickWaits { redirect: Duration::from_secs(1), api: None });
-        let seed = app.seed_with(json!({"destination_url": "https://shop.example/landing"})).await;
-        let path = format!("/r/{}", seed.short_link);
-        let r = app.send("GET", &path, None, &[("user-agent", BROWSER)]).await.expect(302);
-        assert_eq!(r.headers["reftrack-click"], "committed");
-        clicks_become(&app, seed.program_id, 1).await;
+on_both_backends!(a_redirect_does_not_wait_for_a_held_commit_but_the_click_api_does);
+async fn a_redirect_does_not_wait_for_a_held_commit_but_the_click_api_does(app: TestApp) {
+    // A wait long enough for any unheld commit of a debug build on a busy machine.
+    let app = app.with_click_waits(ClickWaits {
+        redirect: Duration::from_secs(1),
+        api: None,
+    });
+    let seed = app
+        .seed_with(json!({"destination_url": "https://shop.example/landing"}))
+        .await;
+    let path = format!("/r/{}", seed.short_link);
+    let r = app
+        .send("GET", &path, None, &[("user-agent", BROWSER)])
+        .await
+        .expect(302);
+    assert_eq!(r.headers["reftrack-click"], "committed");
+    clicks_become(&app, seed.program_id, 1).await;
 
-        let held = hold_commits(&app, seed.program_id).await;
-        // The visitor is sent on with a click id while its commit is held.
-        let r = app.send("GET", &path, None, &[("user-agent", BROWSER)]).await.expect(302);
-        assert_eq!(r.headers["reftrack-click"], "queued");
-        let location = r.headers["location"].to_str().unwrap().to_string();
-        let queued = url::Url::parse(&location).unwrap().query_pairs()
-            .find(|(k, _)| k == "rt_click").map(|(_, v)| v.into_owned()).expect("rt_click");
-        // The tracking API's click answers only once committed.
-        let api = app.post("/api/v1/track/click", click_body(&seed.short_link));
-        tokio::pin!(api);
-        assert!(tokio::time::timeout(Duration::from_millis(300), &mut api).await.is_err(),
-            "the click API answered while its commit was held");
-        drop(held);
-        let r = api.await.expect(200);
-        assert_eq!(r.headers["reftrack-click"], "committed");
-        // The queued click committed with its batch.
-        clicks_become(&app, seed.program_id, 3).await;
-        assert_eq!(app.count(&format!(
-            "SELECT COUNT(*) FROM affiliate_click_events WHERE click_id = '{queued}'")).await, 1);
-    }
+    let held = hold_commits(&app, seed.program_id).await;
+    // The visitor is sent on with a click id while its commit is held.
+    let r = app
+        .send("GET", &path, None, &[("user-agent", BROWSER)])
+        .await
+        .expect(302);
+    assert_eq!(r.headers["reftrack-click"], "queued");
+    let location = r.headers["location"].to_str().unwrap().to_string();
+    let queued = url::Url::parse(&location)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "rt_click")
+        .map(|(_, v)| v.into_owned())
+        .expect("rt_click");
+    // The tracking API's click answers only once committed.
+    let api = app.post("/api/v1/track/click", click_body(&seed.short_link));
+    tokio::pin!(api);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), &mut api)
+            .await
+            .is_err(),
+        "the click API answered while its commit was held"
+    );
+    drop(held);
+    let r = api.await.expect(200);
+    assert_eq!(r.headers["reftrack-click"], "committed");
+    // The queued click committed with its batch.
+    clicks_become(&app, seed.program_id, 3).await;
+    assert_eq!(
+        app.count(&format!(
+            "SELECT COUNT(*) FROM affiliate_click_events WHERE click_id = '{queued}'"
+        ))
+        .await,
+        1
+    );
 }
 
-on_both_backends! {
-    async fn an_operator_may_let_the_click_api_answer_after_a_bounded_wait(app: TestApp) {
-        let app = app.with_click_waits(ClickWaits {
-            redirect: Duration::from_secs(1),
-            api: Some(Duration::from_secs(1)),
-        });
-        let seed = app.seed().await;
-        let held = hold_commits(&app, seed.program_id).await;
-        let r = app.post("/api/v1/track/click", click_body(&seed.short_link)).await.expect(200);
-        assert_eq!(r.headers["reftrack-click"], "queued");
-        let click_id = r.body["click_id"].as_str().unwrap().to_string();
-        drop(held);
-        clicks_become(&app, seed.program_id, 1).await;
-        assert_eq!(app.count(&format!(
-            "SELECT COUNT(*) FROM affiliate_click_events WHERE click_id = '{click_id}'")).await, 1);
-        // Unheld, it answers committed, within the wait.
-        let r = app.post("/api/v1/track/click", click_body(&seed.short_link)).await.expect(200);
-        assert_eq!(r.headers["reftrack-click"], "committed");
-    }
+on_both_backends!(an_operator_may_let_the_click_api_answer_after_a_bounded_wait);
+async fn an_operator_may_let_the_click_api_answer_after_a_bounded_wait(app: TestApp) {
+    let app = app.with_click_waits(ClickWaits {
+        redirect: Duration::from_secs(1),
+        api: Some(Duration::from_secs(1)),
+    });
+    let seed = app.seed().await;
+    let held = hold_commits(&app, seed.program_id).await;
+    let r = app
+        .post("/api/v1/track/click", click_body(&seed.short_link))
+        .await
+        .expect(200);
+    assert_eq!(r.headers["reftrack-click"], "queued");
+    let click_id = r.body["click_id"].as_str().unwrap().to_string();
+    drop(held);
+    clicks_become(&app, seed.program_id, 1).await;
+    assert_eq!(
+        app.count(&format!(
+            "SELECT COUNT(*) FROM affiliate_click_events WHERE click_id = '{click_id}'"
+        ))
+        .await,
+        1
+    );
+    // Unheld, it answers committed, within the wait.
+    let r = app
+        .post("/api/v1/track/click", click_body(&seed.short_link))
+        .await
+        .expect(200);
+    assert_eq!(r.headers["reftrack-click"], "committed");
 }

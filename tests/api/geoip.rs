@@ -118,27 +118,37 @@ fn write_mmdb(prefix: [u8; 3]) -> Vec<u8> {
     out
 }
 
-on_both_backends! {
-    async fn geo_from_the_geoip_database_for_the_peer(app: TestApp) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("test.mmdb");
-        std::fs::write(&path, write_mmdb([203, 0, 113])).unwrap();
-        let app = app.with_resolver(ClientResolver::new(None, Some(&path)).unwrap());
-        let seed = app.seed().await;
-        for (peer, forwarded) in [("203.0.113.7:5000", "198.51.100.1"), ("198.51.100.1:5000", "203.0.113.7")] {
-            let mut req = axum::http::Request::post("/api/v1/track/click")
-                .header("content-type", "application/json")
-                // Not a trusted proxy: its forwarding header is ignored.
-                .header("x-forwarded-for", forwarded)
-                .body(axum::body::Body::from(json!({"affiliate_url": format!("https://x.io/?aff={}", seed.short_link)}).to_string()))
-                .unwrap();
-            req.extensions_mut().insert(ConnectInfo(peer.parse::<SocketAddr>().unwrap()));
-            app.raw(req).await.expect(200);
-        }
-        assert_eq!(
-            app.count("SELECT COUNT(*) FROM affiliate_click_events WHERE geo_country = 'DE' AND geo_region = 'BE' AND geo_city = 'Berlin'").await,
-            1
-        );
-        assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_click_events WHERE geo_country IS NULL").await, 1);
+on_both_backends!(geo_from_the_geoip_database_for_the_peer);
+async fn geo_from_the_geoip_database_for_the_peer(app: TestApp) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("test.mmdb");
+    std::fs::write(&path, write_mmdb([203, 0, 113])).unwrap();
+    let app = app.with_resolver(ClientResolver::new(None, Some(&path)).unwrap());
+    let seed = app.seed().await;
+    for (peer, forwarded) in [
+        ("203.0.113.7:5000", "198.51.100.1"),
+        ("198.51.100.1:5000", "203.0.113.7"),
+    ] {
+        let mut req = axum::http::Request::post("/api/v1/track/click")
+            .header("content-type", "application/json")
+            // Not a trusted proxy: its forwarding header is ignored.
+            .header("x-forwarded-for", forwarded)
+            .body(axum::body::Body::from(
+                json!({"affiliate_url": format!("https://x.io/?aff={}", seed.short_link)})
+                    .to_string(),
+            ))
+            .unwrap();
+        req.extensions_mut()
+            .insert(ConnectInfo(peer.parse::<SocketAddr>().unwrap()));
+        app.raw(req).await.expect(200);
     }
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM affiliate_click_events WHERE geo_country = 'DE' AND geo_region = 'BE' AND geo_city = 'Berlin'").await,
+        1
+    );
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM affiliate_click_events WHERE geo_country IS NULL")
+            .await,
+        1
+    );
 }

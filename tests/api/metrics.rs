@@ -211,94 +211,201 @@ fn histogram(exposition: &Exposition, family: &str, labels: &[(&str, &str)]) -> 
     (count, h.sum.expect("a sum").as_f64())
 }
 
-on_both_backends! {
-    async fn metrics_count_requests_by_route_template(app: TestApp) {
-        let app = metered(app);
-        drive(&app).await;
-        let text = scrape(&app).await;
-        let exposition: Exposition = openmetrics_parser::prometheus::parse_prometheus(&text)
-            .unwrap_or_else(|e| panic!("{e:?} in:\n{text}"));
+on_both_backends!(metrics_count_requests_by_route_template);
+async fn metrics_count_requests_by_route_template(app: TestApp) {
+    let app = metered(app);
+    drive(&app).await;
+    let text = scrape(&app).await;
+    let exposition: Exposition = openmetrics_parser::prometheus::parse_prometheus(&text)
+        .unwrap_or_else(|e| panic!("{e:?} in:\n{text}"));
 
-        let requests = "reftrack_http_requests_total";
-        let click = [("method", "POST"), ("route", CLICK)];
-        assert_eq!(counter(&exposition, requests, &[click[0], click[1], ("status", "200")]), 3.0);
-        assert_eq!(counter(&exposition, requests, &[click[0], click[1], ("status", "429")]), 1.0);
-        let sale = [("method", "POST"), ("route", "/api/v1/track/sale")];
-        assert_eq!(counter(&exposition, requests, &[sale[0], sale[1], ("status", "200")]), 1.0);
-        assert_eq!(counter(&exposition, requests, &[sale[0], sale[1], ("status", "401")]), 1.0);
-        let login = [("method", "POST"), ("route", "/api/auth/login")];
-        assert_eq!(counter(&exposition, requests, &[login[0], login[1], ("status", "401")]), 5.0);
-        assert_eq!(counter(&exposition, requests, &[login[0], login[1], ("status", "429")]), 1.0);
-        assert_eq!(
-            counter(&exposition, requests, &[("route", "/api/admin/programs/{id}"), ("status", "404")]),
-            1.0
+    let requests = "reftrack_http_requests_total";
+    let click = [("method", "POST"), ("route", CLICK)];
+    assert_eq!(
+        counter(
+            &exposition,
+            requests,
+            &[click[0], click[1], ("status", "200")]
+        ),
+        3.0
+    );
+    assert_eq!(
+        counter(
+            &exposition,
+            requests,
+            &[click[0], click[1], ("status", "429")]
+        ),
+        1.0
+    );
+    let sale = [("method", "POST"), ("route", "/api/v1/track/sale")];
+    assert_eq!(
+        counter(
+            &exposition,
+            requests,
+            &[sale[0], sale[1], ("status", "200")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        counter(
+            &exposition,
+            requests,
+            &[sale[0], sale[1], ("status", "401")]
+        ),
+        1.0
+    );
+    let login = [("method", "POST"), ("route", "/api/auth/login")];
+    assert_eq!(
+        counter(
+            &exposition,
+            requests,
+            &[login[0], login[1], ("status", "401")]
+        ),
+        5.0
+    );
+    assert_eq!(
+        counter(
+            &exposition,
+            requests,
+            &[login[0], login[1], ("status", "429")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        counter(
+            &exposition,
+            requests,
+            &[("route", "/api/admin/programs/{id}"), ("status", "404")]
+        ),
+        1.0
+    );
+    assert!(
+        counter(
+            &exposition,
+            requests,
+            &[("route", "/api/admin/programs"), ("status", "201")]
+        ) >= 1.0
+    );
+    assert_eq!(
+        counter(
+            &exposition,
+            requests,
+            &[("route", "unmatched"), ("status", "404")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        counter(
+            &exposition,
+            requests,
+            &[("route", "/partner/invite"), ("method", "GET")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        counter(
+            &exposition,
+            requests,
+            &[("route", "/api/partner/me"), ("status", "200")]
+        ),
+        1.0
+    );
+    // No series of a raw path: every route label is a template or `unmatched`.
+    for s in exposition.families[requests].iter_samples() {
+        let route = s
+            .get_labelset()
+            .unwrap()
+            .get_label_value("route")
+            .unwrap()
+            .to_string();
+        assert!(route == "unmatched" || route.starts_with('/'), "{route}");
+        let id = |segment: &str| !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit());
+        assert!(!route.split('/').any(id), "an id in {route}");
+    }
+
+    let durations = "reftrack_http_request_duration_seconds";
+    let (n, sum) = histogram(&exposition, durations, &click);
+    assert_eq!(n, 4, "three clicks and a refused one");
+    assert!(sum > 0.0 && sum < 60.0, "{sum}");
+
+    let limited = "reftrack_rate_limited_total";
+    assert_eq!(counter(&exposition, limited, &[("limit", "click")]), 1.0);
+    assert_eq!(
+        counter(&exposition, limited, &[("limit", "login_account")]),
+        1.0
+    );
+
+    // Three clicks, a lead and a sale went through the group committer.
+    let (batches, writes) = histogram(&exposition, "reftrack_commit_batch_size", &[]);
+    assert!(
+        batches >= 1 && (5.0..=64.0).contains(&writes),
+        "{batches} batches, {writes} writes"
+    );
+    let (waits, waited) = histogram(&exposition, "reftrack_commit_queue_wait_seconds", &[]);
+    assert_eq!(waits, batches);
+    assert!((0.0..60.0).contains(&waited), "{waited}");
+    let (runs, ran) = histogram(&exposition, "reftrack_commit_batch_duration_seconds", &[]);
+    // A batch's duration is recorded just after it answered its writes.
+    assert!(
+        runs == batches || runs + 1 == batches,
+        "{runs} of {batches} batches timed"
+    );
+    assert!(ran > 0.0 && ran < 60.0, "{ran}");
+
+    let pools: &[&str] = match app.store.backend() {
+        reftrack::store::Backend::Sqlite => &["read", "write"],
+        reftrack::store::Backend::Postgres => &["shared"],
+    };
+    for pool in pools {
+        let max = gauge(
+            &exposition,
+            "reftrack_db_connections_max",
+            &[("pool", pool)],
         );
-        assert!(counter(&exposition, requests, &[("route", "/api/admin/programs"), ("status", "201")]) >= 1.0);
-        assert_eq!(counter(&exposition, requests, &[("route", "unmatched"), ("status", "404")]), 1.0);
-        assert_eq!(counter(&exposition, requests, &[("route", "/partner/invite"), ("method", "GET")]), 1.0);
-        assert_eq!(counter(&exposition, requests, &[("route", "/api/partner/me"), ("status", "200")]), 1.0);
-        // No series of a raw path: every route label is a template or `unmatched`.
-        for s in exposition.families[requests].iter_samples() {
-            let route = s.get_labelset().unwrap().get_label_value("route").unwrap().to_string();
-            assert!(route == "unmatched" || route.starts_with('/'), "{route}");
-            let id = |segment: &str| !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit());
-            assert!(!route.split('/').any(id), "an id in {route}");
-        }
-
-        let durations = "reftrack_http_request_duration_seconds";
-        let (n, sum) = histogram(&exposition, durations, &click);
-        assert_eq!(n, 4, "three clicks and a refused one");
-        assert!(sum > 0.0 && sum < 60.0, "{sum}");
-
-        let limited = "reftrack_rate_limited_total";
-        assert_eq!(counter(&exposition, limited, &[("limit", "click")]), 1.0);
-        assert_eq!(counter(&exposition, limited, &[("limit", "login_account")]), 1.0);
-
-        // Three clicks, a lead and a sale went through the group committer.
-        let (batches, writes) = histogram(&exposition, "reftrack_commit_batch_size", &[]);
-        assert!(batches >= 1 && (5.0..=64.0).contains(&writes), "{batches} batches, {writes} writes");
-        let (waits, waited) = histogram(&exposition, "reftrack_commit_queue_wait_seconds", &[]);
-        assert_eq!(waits, batches);
-        assert!((0.0..60.0).contains(&waited), "{waited}");
-        let (runs, ran) = histogram(&exposition, "reftrack_commit_batch_duration_seconds", &[]);
-        // A batch's duration is recorded just after it answered its writes.
-        assert!(runs == batches || runs + 1 == batches, "{runs} of {batches} batches timed");
-        assert!(ran > 0.0 && ran < 60.0, "{ran}");
-
-        let pools: &[&str] = match app.store.backend() {
-            reftrack::store::Backend::Sqlite => &["read", "write"],
-            reftrack::store::Backend::Postgres => &["shared"],
-        };
-        for pool in pools {
-            let max = gauge(&exposition, "reftrack_db_connections_max", &[("pool", pool)]);
-            let in_use = gauge(&exposition, "reftrack_db_connections", &[("pool", pool), ("state", "in_use")]);
-            let idle = gauge(&exposition, "reftrack_db_connections", &[("pool", pool), ("state", "idle")]);
-            assert!(max >= 1.0, "{pool}: max {max}");
-            assert!(in_use >= 0.0 && idle >= 0.0 && in_use + idle <= max, "{pool}: {in_use} in use, {idle} idle, max {max}");
-        }
-        assert_eq!(
-            gauge(&exposition, "reftrack_build_info", &[("version", env!("CARGO_PKG_VERSION"))]),
-            1.0
+        let in_use = gauge(
+            &exposition,
+            "reftrack_db_connections",
+            &[("pool", pool), ("state", "in_use")],
+        );
+        let idle = gauge(
+            &exposition,
+            "reftrack_db_connections",
+            &[("pool", pool), ("state", "idle")],
+        );
+        assert!(max >= 1.0, "{pool}: max {max}");
+        assert!(
+            in_use >= 0.0 && idle >= 0.0 && in_use + idle <= max,
+            "{pool}: {in_use} in use, {idle} idle, max {max}"
         );
     }
+    assert_eq!(
+        gauge(
+            &exposition,
+            "reftrack_build_info",
+            &[("version", env!("CARGO_PKG_VERSION"))]
+        ),
+        1.0
+    );
 }
 
-on_both_backends! {
-    async fn metrics_hold_no_token_email_key_or_id(app: TestApp) {
-        let app = metered(app);
-        let traffic = drive(&app).await;
-        // Scraped twice, so that the first scrape is in the second.
-        scrape(&app).await;
-        let text = scrape(&app).await;
-        assert!(text.contains("reftrack_http_requests_total"), "{text}");
-        for (what, secret) in &traffic.secrets {
-            assert!(!text.contains(secret.as_str()), "the {what} ({secret}) is in the metrics:\n{text}");
-        }
-        // The random part of each token too, should a prefix have been cut off.
-        for (what, secret) in &traffic.secrets {
-            if let Some((_, body)) = secret.split_once('_').filter(|(_, b)| b.len() >= 16) {
-                assert!(!text.contains(body), "part of the {what} is in the metrics");
-            }
+on_both_backends!(metrics_hold_no_token_email_key_or_id);
+async fn metrics_hold_no_token_email_key_or_id(app: TestApp) {
+    let app = metered(app);
+    let traffic = drive(&app).await;
+    // Scraped twice, so that the first scrape is in the second.
+    scrape(&app).await;
+    let text = scrape(&app).await;
+    assert!(text.contains("reftrack_http_requests_total"), "{text}");
+    for (what, secret) in &traffic.secrets {
+        assert!(
+            !text.contains(secret.as_str()),
+            "the {what} ({secret}) is in the metrics:\n{text}"
+        );
+    }
+    // The random part of each token too, should a prefix have been cut off.
+    for (what, secret) in &traffic.secrets {
+        if let Some((_, body)) = secret.split_once('_').filter(|(_, b)| b.len() >= 16) {
+            assert!(!text.contains(body), "part of the {what} is in the metrics");
         }
     }
 }
@@ -400,41 +507,40 @@ fn start(url: &str, extra: &[(&str, &str)]) -> Server {
     Server::on(url, ADMIN_TOKEN, extra)
 }
 
-on_both_backends! {
-    async fn metrics_count_the_webhook_backlog(app: TestApp) {
-        // The tests' service runs no delivery worker: what the outbox holds stays pending.
-        let app = app.with_metrics();
-        let seed = app.seed().await;
-        let backlog = |text: &str| {
-            let exposition: Exposition =
-                openmetrics_parser::prometheus::parse_prometheus(text).expect("a valid exposition");
-            gauge(&exposition, "reftrack_webhook_deliveries_pending", &[])
-        };
-        assert_eq!(backlog(&scrape(&app).await), 0.0);
-        assert!(scrape(&app).await.contains("\nreftrack_database_up 1\n"));
-        app.admin(
-            "POST",
-            &format!("/programs/{}/webhooks", seed.program_id),
-            Some(json!({"url": "https://93.184.216.34/hooks/a", "events": ["sale.created"]})),
-        )
-        .await
-        .expect(201);
-        app.admin(
-            "POST",
-            &format!("/programs/{}/webhooks", seed.program_id),
-            Some(json!({"url": "https://93.184.216.34/hooks/b", "events": ["sale.created", "lead.created"]})),
-        )
-        .await
-        .expect(201);
-        let click_id = app.click(&seed.short_link).await;
-        app.post_auth(
-            "/api/v1/track/sale",
-            &seed.api_token,
-            json!({"transaction_id": "backlog-1", "amount_cents": 5000, "click_id": click_id}),
-        )
-        .await
-        .expect(200);
-        // One sale.created message for each endpoint.
-        assert_eq!(backlog(&scrape(&app).await), 2.0);
-    }
+on_both_backends!(metrics_count_the_webhook_backlog);
+async fn metrics_count_the_webhook_backlog(app: TestApp) {
+    // The tests' service runs no delivery worker: what the outbox holds stays pending.
+    let app = app.with_metrics();
+    let seed = app.seed().await;
+    let backlog = |text: &str| {
+        let exposition: Exposition =
+            openmetrics_parser::prometheus::parse_prometheus(text).expect("a valid exposition");
+        gauge(&exposition, "reftrack_webhook_deliveries_pending", &[])
+    };
+    assert_eq!(backlog(&scrape(&app).await), 0.0);
+    assert!(scrape(&app).await.contains("\nreftrack_database_up 1\n"));
+    app.admin(
+        "POST",
+        &format!("/programs/{}/webhooks", seed.program_id),
+        Some(json!({"url": "https://93.184.216.34/hooks/a", "events": ["sale.created"]})),
+    )
+    .await
+    .expect(201);
+    app.admin(
+        "POST",
+        &format!("/programs/{}/webhooks", seed.program_id),
+        Some(json!({"url": "https://93.184.216.34/hooks/b", "events": ["sale.created", "lead.created"]})),
+    )
+    .await
+    .expect(201);
+    let click_id = app.click(&seed.short_link).await;
+    app.post_auth(
+        "/api/v1/track/sale",
+        &seed.api_token,
+        json!({"transaction_id": "backlog-1", "amount_cents": 5000, "click_id": click_id}),
+    )
+    .await
+    .expect(200);
+    // One sale.created message for each endpoint.
+    assert_eq!(backlog(&scrape(&app).await), 2.0);
 }

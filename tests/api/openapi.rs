@@ -131,23 +131,34 @@ fn every_operation_documents_its_errors_and_auth() {
     );
 }
 
-on_both_backends! {
-    async fn openapi_json_and_docs_are_served(app: TestApp) {
-        let r = app.send("GET", "/openapi.json", None, &[]).await.expect(200);
-        assert_eq!(r.headers["content-type"], "application/json");
-        assert_eq!(r.body, serde_json::to_value(reftrack::http::openapi_document()).unwrap());
-        let page = app.send("GET", "/docs", None, &[]).await.expect(200);
-        assert!(page.headers["content-type"].to_str().unwrap().starts_with("text/html"));
-        let html = page.body.as_str().unwrap();
-        assert!(html.contains("<code>/api/v1/track/sale</code>"));
-        assert!(html.contains("Duplicate transaction_id"));
-        assert!(html.contains("deprecated"));
-        // How to authenticate, and each operation's token linked to it.
-        assert!(html.contains("<code>Authorization: Bearer &lt;token&gt;</code>"));
-        assert!(html.contains("<dt id=\"auth-api-key\">") && html.contains("rtk_"));
-        assert!(html.contains("Auth: <a href=\"#auth-api-key\">api_key</a>"));
-        // The messages sent to webhook endpoints, with their headers.
-        assert!(html.contains("<code>sale.created</code>") && html.contains("webhook-signature"));
-        assert!(!html.contains("http://") && !html.contains("https://cdn"), "no external assets");
-    }
+on_both_backends!(openapi_json_and_docs_are_served);
+async fn openapi_json_and_docs_are_served(app: TestApp) {
+    let r = app
+        .send("GET", "/openapi.json", None, &[])
+        .await
+        .expect(200);
+    assert_eq!(r.headers["content-type"], "application/json");
+    assert_eq!(
+        r.body,
+        serde_json::to_value(reftrack::http::openapi_document()).unwrap()
+    );
+    let page = app.send("GET", "/docs", None, &[]).await.expect(200);
+    assert!(page.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    let html = page.body.as_str().unwrap();
+    assert!(html.contains("<code>/api/v1/track/sale</code>"));
+    assert!(html.contains("Duplicate transaction_id"));
+    assert!(html.contains("deprecated"));
+    // How to authenticate, and each operation's token linked to it.
+    assert!(html.contains("<code>Authorization: Bearer &lt;token&gt;</code>"));
+    assert!(html.contains("<dt id=\"auth-api-key\">") && html.contains("rtk_"));
+    assert!(html.contains("Auth: <a href=\"#auth-api-key\">api_key</a>"));
+    // The messages sent to webhook endpoints, with their headers.
+    assert!(html.contains("<code>sale.created</code>") && html.contains("webhook-signature"));
+    assert!(
+        !html.contains("http://") && !html.contains("https://cdn"),
+        "no external assets"
+    );
 }

@@ -34,72 +34,104 @@ fn assert_made(id: &str) {
     assert_eq!(id.matches('-').count(), 4, "{id}");
 }
 
-on_both_backends! {
-    async fn every_answer_carries_a_request_id(app: TestApp) {
-        let seed = app.seed().await;
-        // Made here: 200, 404, 401, 405, 400, each its own.
-        let answers = [
-            app.send("GET", "/healthz", None, &[]).await.expect(200),
-            app.send("GET", "/readyz", None, &[]).await.expect(200),
-            app.send("GET", "/no/such/page", None, &[]).await.expect(404),
-            app.send("GET", "/api/admin/workspaces", None, &[]).await.expect(401),
-            app.send("DELETE", "/api/v1/track/click", None, &[]).await.expect(405),
-            app.post("/api/v1/track/sale", json!({})).await.expect(401),
-            app.post_auth("/api/v1/track/sale", &seed.api_token, json!({})).await.expect(400),
-        ];
-        let ids: Vec<String> = answers.iter().map(id_of).collect();
-        for id in &ids {
-            assert_made(id);
-        }
-        let distinct: std::collections::HashSet<_> = ids.iter().collect();
-        assert_eq!(distinct.len(), ids.len(), "{ids:?}");
-
-        // A sane id is kept, on success and on error alike.
-        let mine = "req-42_ABC.def:ghi/jkl";
-        for (method, path) in [("GET", "/healthz"), ("GET", "/nope"), ("POST", "/api/v1/track/click")] {
-            let r = app.send(method, path, None, &[("x-request-id", mine)]).await;
-            assert_eq!(id_of(&r), mine, "{method} {path}");
-        }
-        let longest = "x".repeat(64);
-        let r = app.send("GET", "/healthz", None, &[("x-request-id", &longest)]).await;
-        assert_eq!(id_of(&r), longest);
-
-        // Anything else is replaced: too long, empty, spaces, non-ASCII, given twice.
-        for insane in ["y".repeat(65), String::new(), "two words".into()] {
-            let r = app.send("GET", "/healthz", None, &[("x-request-id", &insane)]).await;
-            assert_made(&id_of(&r));
-        }
-        let mut req = Request::get("/healthz")
-            .header("x-request-id", axum::http::HeaderValue::from_bytes(b"caf\xc3\xa9").unwrap())
-            .body(Body::empty())
-            .unwrap();
-        assert_made(&id_of(&app.raw(req).await));
-        req = Request::get("/healthz")
-            .header("x-request-id", "first")
-            .header("x-request-id", "second")
-            .body(Body::empty())
-            .unwrap();
-        assert_made(&id_of(&app.raw(req).await));
+on_both_backends!(every_answer_carries_a_request_id);
+async fn every_answer_carries_a_request_id(app: TestApp) {
+    let seed = app.seed().await;
+    // Made here: 200, 404, 401, 405, 400, each its own.
+    let answers = [
+        app.send("GET", "/healthz", None, &[]).await.expect(200),
+        app.send("GET", "/readyz", None, &[]).await.expect(200),
+        app.send("GET", "/no/such/page", None, &[])
+            .await
+            .expect(404),
+        app.send("GET", "/api/admin/workspaces", None, &[])
+            .await
+            .expect(401),
+        app.send("DELETE", "/api/v1/track/click", None, &[])
+            .await
+            .expect(405),
+        app.post("/api/v1/track/sale", json!({})).await.expect(401),
+        app.post_auth("/api/v1/track/sale", &seed.api_token, json!({}))
+            .await
+            .expect(400),
+    ];
+    let ids: Vec<String> = answers.iter().map(id_of).collect();
+    for id in &ids {
+        assert_made(id);
     }
+    let distinct: std::collections::HashSet<_> = ids.iter().collect();
+    assert_eq!(distinct.len(), ids.len(), "{ids:?}");
+
+    // A sane id is kept, on success and on error alike.
+    let mine = "req-42_ABC.def:ghi/jkl";
+    for (method, path) in [
+        ("GET", "/healthz"),
+        ("GET", "/nope"),
+        ("POST", "/api/v1/track/click"),
+    ] {
+        let r = app
+            .send(method, path, None, &[("x-request-id", mine)])
+            .await;
+        assert_eq!(id_of(&r), mine, "{method} {path}");
+    }
+    let longest = "x".repeat(64);
+    let r = app
+        .send("GET", "/healthz", None, &[("x-request-id", &longest)])
+        .await;
+    assert_eq!(id_of(&r), longest);
+
+    // Anything else is replaced: too long, empty, spaces, non-ASCII, given twice.
+    for insane in ["y".repeat(65), String::new(), "two words".into()] {
+        let r = app
+            .send("GET", "/healthz", None, &[("x-request-id", &insane)])
+            .await;
+        assert_made(&id_of(&r));
+    }
+    let mut req = Request::get("/healthz")
+        .header(
+            "x-request-id",
+            axum::http::HeaderValue::from_bytes(b"caf\xc3\xa9").unwrap(),
+        )
+        .body(Body::empty())
+        .unwrap();
+    assert_made(&id_of(&app.raw(req).await));
+    req = Request::get("/healthz")
+        .header("x-request-id", "first")
+        .header("x-request-id", "second")
+        .body(Body::empty())
+        .unwrap();
+    assert_made(&id_of(&app.raw(req).await));
 }
 
-on_both_backends! {
-    async fn a_rate_limited_answer_carries_its_request_id(app: TestApp) {
-        let app = app
-            .with_resolver(ClientResolver::new(Some("*".parse().unwrap()), None).unwrap())
-            .with_rate_limits(RateLimitArgs { rate_limit_click: 1, ..RateLimitArgs::off() });
-        let seed = app.seed().await;
-        let click = json!({"affiliate_url": format!("https://shop.example/?aff={}", seed.short_link)});
-        let from = ("x-forwarded-for", "198.51.100.20");
-        app.send("POST", "/api/v1/track/click", Some(click.clone()), &[from]).await.expect(200);
-        let limited = app
-            .send("POST", "/api/v1/track/click", Some(click.clone()), &[from, ("x-request-id", "limited-1")])
-            .await
-            .expect(429);
-        assert_eq!(id_of(&limited), "limited-1");
-        let limited = app.send("POST", "/api/v1/track/click", Some(click), &[from]).await.expect(429);
-        assert_made(&id_of(&limited));
-    }
+on_both_backends!(a_rate_limited_answer_carries_its_request_id);
+async fn a_rate_limited_answer_carries_its_request_id(app: TestApp) {
+    let app = app
+        .with_resolver(ClientResolver::new(Some("*".parse().unwrap()), None).unwrap())
+        .with_rate_limits(RateLimitArgs {
+            rate_limit_click: 1,
+            ..RateLimitArgs::off()
+        });
+    let seed = app.seed().await;
+    let click = json!({"affiliate_url": format!("https://shop.example/?aff={}", seed.short_link)});
+    let from = ("x-forwarded-for", "198.51.100.20");
+    app.send("POST", "/api/v1/track/click", Some(click.clone()), &[from])
+        .await
+        .expect(200);
+    let limited = app
+        .send(
+            "POST",
+            "/api/v1/track/click",
+            Some(click.clone()),
+            &[from, ("x-request-id", "limited-1")],
+        )
+        .await
+        .expect(429);
+    assert_eq!(id_of(&limited), "limited-1");
+    let limited = app
+        .send("POST", "/api/v1/track/click", Some(click), &[from])
+        .await
+        .expect(429);
+    assert_made(&id_of(&limited));
 }
 
 /// A server whose stdout and stderr are kept apart.

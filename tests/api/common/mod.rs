@@ -24,23 +24,40 @@ use tower::ServiceExt;
 
 pub const ADMIN_TOKEN: &str = "rta_test_admin_token_0123456789";
 
-/// Runs an async test body once per backend, as two tests: on SQLite, and on PostgreSQL
+/// Runs the async test `async fn $name(app: TestApp)`, written beside the call, once per
+/// backend, as two tests: `$name::sqlite` on SQLite, and `$name::postgres` on PostgreSQL
 /// (which fails when no server is configured). The PostgreSQL database is dropped when the
 /// body ends, passed or failed.
+///
+/// ```ignore
+/// on_both_backends!(creates_a_workspace);
+/// /// What the test shows (doc comments stay on the function).
+/// async fn creates_a_workspace(app: TestApp) { … }
+/// ```
+///
+/// The function is ordinary code (rustfmt and clippy see it); the macro only adds
+/// `mod $name` (a module may share a function's name) with the two `#[tokio::test]`s.
+/// Attributes before the name go on both tests, e.g. `on_both_backends!(#[ignore] name);`;
+/// a runtime other than the default one is passed as the arguments of `#[tokio::test]`:
+/// `on_both_backends!(tokio(flavor = "multi_thread", worker_threads = 2) name);`.
 macro_rules! on_both_backends {
-    ($(#[$meta:meta])* async fn $name:ident($app:ident: TestApp) $body:block) => {
+    ($(#[$meta:meta])* $name:ident) => {
+        on_both_backends!(tokio() $(#[$meta])* $name);
+    };
+    (tokio($($runtime:tt)*) $(#[$meta:meta])* $name:ident) => {
         mod $name {
-            use super::*;
-            async fn run($app: TestApp) $body
-            #[tokio::test]
+            $(#[$meta])*
+            #[tokio::test($($runtime)*)]
             async fn sqlite() {
-                run(TestApp::sqlite().await).await
+                super::$name($crate::common::TestApp::sqlite().await).await
             }
-            #[tokio::test]
+
+            $(#[$meta])*
+            #[tokio::test($($runtime)*)]
             async fn postgres() {
-                let app = TestApp::postgres().await;
+                let app = $crate::common::TestApp::postgres().await;
                 let url = app.database_url.clone();
-                $crate::common::dropping_database(url, run(app)).await
+                $crate::common::dropping_database(url, super::$name(app)).await
             }
         }
     };
