@@ -9,7 +9,7 @@ use reftrack::domain::time::ManualClock;
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "partner password";
-const DAY_MS: i64 = 86_400_000;
+use reftrack::domain::time::DAY_MS;
 
 /// A call to `/api/partner{path}` with a bearer token.
 async fn partner(
