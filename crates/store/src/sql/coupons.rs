@@ -2,10 +2,10 @@
 
 use super::engine::{stmt, Engine, Rec};
 use super::keyset;
-use reftrack_domain::status::CouponStatus;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{Coupon, NewCoupon};
 use crate::payout_model::Page;
+use reftrack_domain::status::CouponStatus;
 
 /// The columns of a [`Coupon`], for [`coupon_from_row`].
 const COUPON_COLUMNS: &str =

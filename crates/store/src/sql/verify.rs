@@ -7,10 +7,10 @@ use sqlx::Connection;
 
 use super::engine::{stmt, Engine};
 
-use reftrack_domain::money;
-use reftrack_domain::time::day_of;
 use crate::error::StoreResult;
 use crate::integrity::{Figures, Integrity, RawCounts, Violation};
+use reftrack_domain::money;
+use reftrack_domain::time::day_of;
 
 /// Milliseconds in a UTC day: `timestamp / DAY_MS` is the day number since the epoch.
 const DAY_MS: i64 = 86_400_000;

@@ -13,9 +13,6 @@ use super::payouts::{commission_by_id, payout_with_items};
 use super::reports::LEAD_CONVERTED;
 use super::write::WriteConnection;
 use super::{keyset, named, SqlStore};
-use reftrack_domain::status::DeliveryStatus;
-use reftrack_domain::time::iso;
-use reftrack_domain::webhooks::{new_message_id, EventType, Subscription};
 use crate::dashboard_model::{ConversionEvent, LeadEvent, ListedEvent};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewSale, SaleOutcome};
@@ -24,6 +21,9 @@ use crate::webhooks::{
     sale_recorded, Attempt, AttemptRecord, ClaimedDelivery, Delivery, EndpointHealth,
     EndpointPatch, Event, NewEndpoint, Resend, Subject, WebhookEndpoint, WebhookStore, WebhookTx,
 };
+use reftrack_domain::status::DeliveryStatus;
+use reftrack_domain::time::iso;
+use reftrack_domain::webhooks::{new_message_id, EventType, Subscription};
 
 const ENDPOINT_COLUMNS: &str = "id, program_id, url, events, enabled, disabled_reason, \
     failing_since, created_at, updated_at";

@@ -8,11 +8,11 @@ use sqlx::Pool;
 
 use super::counters;
 use super::engine::{stmt, Engine};
-use reftrack_domain::figures::Deltas;
 use crate::committer::{self, WriteConn};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewClick, NewSale, SaleOutcome};
 use crate::tx::Tx;
+use reftrack_domain::figures::Deltas;
 
 /// The write pool, as the committer takes connections from it.
 pub struct WritePool<DB: Engine> {

@@ -174,4 +174,3 @@ impl Engine for Sqlite {
         error.code().as_deref() == Some(SQLITE_ERROR)
     }
 }
-
