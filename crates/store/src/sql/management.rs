@@ -4,19 +4,17 @@
 
 use async_trait::async_trait;
 
-use super::admin::{
-    link_from_row, partner_from_row, program_from_row, LINK_COLUMNS, PARTNER_COLUMNS,
-    PROGRAM_COLUMNS,
-};
 use super::engine::{stmt, Engine};
+use super::partner_links::{link_from_row, partner_from_row, LINK_COLUMNS, PARTNER_COLUMNS};
+use super::programs::{program_from_row, PROGRAM_COLUMNS};
 use super::{keyset, params, SqlStore};
-use reftrack_domain::status::{LinkStatus, PartnerStatus};
 use crate::error::StoreResult;
 use crate::management::{
     LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record, TopPartner,
 };
 use crate::model::{Link, MemberRow, Partner, Program, Workspace};
 use crate::payout_model::Page;
+use reftrack_domain::status::{LinkStatus, PartnerStatus};
 
 /// The rows of [`ProgramPartnerRow`]s, a program's partners `pp` with their partner `p`;
 /// a `WHERE` follows.
@@ -212,7 +210,7 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
     }
 
     async fn workspace_members(&self, workspace_id: i64) -> StoreResult<Vec<MemberRow>> {
-        super::admin::workspace_members::<DB>(&mut *self.read.acquire().await?, workspace_id).await
+        super::users::workspace_members::<DB>(&mut *self.read.acquire().await?, workspace_id).await
     }
 
     async fn top_partners(

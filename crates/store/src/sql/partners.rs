@@ -4,13 +4,11 @@
 use async_trait::async_trait;
 use sqlx::Connection;
 
-use super::admin::{create_link, partner_from_row, PARTNER_COLUMNS};
 use super::engine::{stmt, Engine};
+use super::partner_links::{create_link, partner_from_row, PARTNER_COLUMNS};
 use super::payouts::balance_sums;
 use super::write::WriteConnection;
 use super::{keyset, SqlStore};
-use reftrack_domain::self_referral::email_key;
-use reftrack_domain::status::LinkStatus;
 use crate::error::{StoreError, StoreResult};
 use crate::model::Link;
 use crate::partners::{
@@ -18,6 +16,8 @@ use crate::partners::{
     PartnerMembership, PartnerPayoutItem, PartnerTx, TokenGrant,
 };
 use crate::payout_model::{Balance, Page};
+use reftrack_domain::self_referral::email_key;
+use reftrack_domain::status::LinkStatus;
 
 #[async_trait]
 impl<DB: Engine> PartnerAccounts for SqlStore<DB> {

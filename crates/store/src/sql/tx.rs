@@ -8,17 +8,17 @@ use super::flags_text;
 use super::payouts::STATUS;
 use super::write::WriteConnection;
 use super::{named_at, parse_origins};
-use reftrack_domain::commission::Unearned;
-use reftrack_domain::lifecycle::Approval;
-use reftrack_domain::lifecycle::CommissionState;
-use reftrack_domain::self_referral::email_key;
-use reftrack_domain::status::PartnerStatus;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
     ChargeSale, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
     PartnerProgram, PaymentAccount, RecordedSale, RefundableSale, SaleCommission, SaleEventRow,
 };
 use crate::tx::Tx;
+use reftrack_domain::commission::Unearned;
+use reftrack_domain::lifecycle::Approval;
+use reftrack_domain::lifecycle::CommissionState;
+use reftrack_domain::self_referral::email_key;
+use reftrack_domain::status::PartnerStatus;
 
 /// The insert of a sale event, without its `RETURNING`: a literal, so that each
 /// statement built on it is one too.
@@ -327,8 +327,14 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         from: PartnerStatus,
         to: PartnerStatus,
     ) -> StoreResult<Option<PartnerProgram>> {
-        super::admin::set_partner_status::<DB>(&mut self.conn, program_id, partner_id, from, to)
-            .await
+        super::partner_links::set_partner_status::<DB>(
+            &mut self.conn,
+            program_id,
+            partner_id,
+            from,
+            to,
+        )
+        .await
     }
 
     async fn insert_partner_program(

@@ -8,9 +8,6 @@ use futures::FutureExt;
 use tokio::sync::oneshot;
 
 use super::SqliteStore;
-use reftrack_domain::commission::CommissionRule;
-use reftrack_domain::figures::Deltas;
-use reftrack_domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
 use crate::committer::{WriteConn, WritePool as _};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
@@ -19,7 +16,13 @@ use crate::model::{
 };
 use crate::sql::write::WritePool;
 use crate::write::{ClickWrite, Job, OnCommit, SaleWrite, Write};
-use crate::{EventFilter, EventKind, Store};
+use crate::{
+    DashboardStore, EventFilter, EventKind, PartnerAdmin, ProgramAdmin, Store, TrackingLookups,
+    UserAdmin,
+};
+use reftrack_domain::commission::CommissionRule;
+use reftrack_domain::figures::Deltas;
+use reftrack_domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
 
 /// 2026-03-02T10:00:00Z.
 const AT: i64 = 1_772_445_600_000;
