@@ -9,6 +9,8 @@
 
 mod batch;
 mod connect;
+#[cfg(test)]
+mod migration_tests;
 mod rows;
 mod serving;
 #[cfg(test)]
