@@ -62,12 +62,26 @@ pub enum Backend {
     Postgres,
 }
 
-/// The storage interface of the service. Records that are not found or would be
-/// duplicated answer [`StoreError::NotFound`] or [`StoreError::Conflict`] naming what
-/// (`"program"`, `"partner code"`, …); the service layer words the message.
+/// The storage interface of the service: the database, its pools, the group committer
+/// and the integrity check, with the parts it includes (settings and programs, partners
+/// and links, users, the tracking lookups, the dashboard's sessions and reads, payouts,
+/// the management lists, partner accounts and webhooks). Records that are not found or
+/// would be duplicated answer [`StoreError::NotFound`] or [`StoreError::Conflict`] naming
+/// what (`"program"`, `"partner code"`, …); the service layer words the message.
 #[async_trait]
 pub trait Store:
-    PayoutReads + ManagementReads + PartnerAccounts + WebhookStore + Send + Sync + 'static
+    ProgramAdmin
+    + PartnerAdmin
+    + UserAdmin
+    + TrackingLookups
+    + DashboardStore
+    + PayoutReads
+    + ManagementReads
+    + PartnerAccounts
+    + WebhookStore
+    + Send
+    + Sync
+    + 'static
 {
     /// The database behind this store.
     fn backend(&self) -> Backend;
@@ -84,6 +98,14 @@ pub trait Store:
     /// metrics).
     fn pool_use(&self) -> Vec<PoolUse>;
 
+    /// Stored and recomputed figures and broken invariants, from one snapshot (for
+    /// `reftrack verify`).
+    async fn integrity(&self) -> StoreResult<integrity::Integrity>;
+}
+
+/// Settings, workspaces and programs. [`Store`] includes it.
+#[async_trait]
+pub trait ProgramAdmin: Send + Sync {
     /// Reads a setting.
     async fn setting(&self, key: &str) -> StoreResult<Option<String>>;
     /// Writes a setting.
@@ -117,6 +139,12 @@ pub trait Store:
         account: &PaymentAccount,
         at: i64,
     ) -> StoreResult<Program>;
+}
+
+/// Partners, their records in programs, referral links and the links' coupons.
+/// [`Store`] includes it.
+#[async_trait]
+pub trait PartnerAdmin: Send + Sync {
     /// Creates a partner, remembering the workspace that created it, if any;
     /// `Conflict("partner code")`.
     async fn create_partner(
@@ -170,6 +198,12 @@ pub trait Store:
         coupon_id: i64,
         at: i64,
     ) -> StoreResult<Option<Coupon>>;
+}
+
+/// Dashboard users, their memberships of workspaces, and the first run of a server.
+/// [`Store`] includes it.
+#[async_trait]
+pub trait UserAdmin: Send + Sync {
     /// Creates a dashboard user; `Conflict("email")`.
     async fn create_user(
         &self,
@@ -215,12 +249,21 @@ pub trait Store:
         role: Option<Role>,
         status: Option<MembershipStatus>,
     ) -> StoreResult<Membership>;
+}
 
+/// The lookups of the tracking API. [`Store`] includes it.
+#[async_trait]
+pub trait TrackingLookups: Send + Sync {
     /// A referral link by its `short_link`, with its program and partner.
     async fn link_target(&self, short_link: &str) -> StoreResult<Option<LinkTarget>>;
     /// Whether any program admits `origin` (CORS preflights carry no program).
     async fn any_program_allows_origin(&self, origin: &str) -> StoreResult<bool>;
+}
 
+/// The dashboard's sign-in sessions and its reads: access, rollups, setup status and
+/// events. [`Store`] includes it.
+#[async_trait]
+pub trait DashboardStore: Send + Sync {
     /// The id and password hash of the user with `email` (already normalised).
     async fn user_credentials(&self, email: &str) -> StoreResult<Option<Credentials>>;
     /// Stores a dashboard session by its token's hash; purges expired sessions.
@@ -270,10 +313,6 @@ pub trait Store:
         limit: i64,
         offset: i64,
     ) -> StoreResult<Vec<ListedEvent>>;
-
-    /// Stored and recomputed figures and broken invariants, from one snapshot (for
-    /// `reftrack verify`).
-    async fn integrity(&self) -> StoreResult<integrity::Integrity>;
 }
 
 /// Opens the database named by `url` (`sqlite://…` or `postgres://…`) and applies

@@ -307,7 +307,8 @@ pub struct User {
 /// in the dashboard's settings.
 pub const PUBLIC_URL_SETTING: &str = "public_url";
 
-/// The first user of a server, owner of its first workspace (see [`super::Store::first_run`]).
+/// The first user of a server, owner of its first workspace (see
+/// [`super::UserAdmin::first_run`]).
 #[derive(Debug, Clone)]
 pub struct NewOwner<'a> {
     pub workspace_name: &'a str,

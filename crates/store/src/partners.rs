@@ -110,7 +110,8 @@ pub trait PartnerAccounts {
     /// `max_active` active links there (`Conflict("active links")`), counting and
     /// inserting in one transaction that holds the partner's record in the program, so
     /// that links made at once, on any process, cannot pass the limit;
-    /// `Conflict("short_link")` as [`Store::create_link`](super::Store::create_link).
+    /// `Conflict("short_link")` as
+    /// [`PartnerAdmin::create_link`](super::PartnerAdmin::create_link).
     async fn create_partner_link(
         &self,
         program_id: i64,

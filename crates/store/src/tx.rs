@@ -3,7 +3,9 @@
 //! The service layer writes each tracking flow once (a click, a lead, a sale, a refund, a
 //! payment-processor event) against this trait; each backend implements it with its own
 //! SQL on the connection of the group committer's open transaction. Every method is one
-//! statement: the flow decides, the store reads and writes.
+//! statement: the flow decides, the store reads and writes. [`Tx`] includes the
+//! statements of refunds ([`RefundTx`]), of the payment processor ([`ProcessorTx`]), of
+//! payouts, of partner accounts and of webhooks.
 
 use async_trait::async_trait;
 
@@ -20,7 +22,7 @@ use reftrack_domain::status::PartnerStatus;
 /// One open write transaction. Counters are not written here: a flow adds them to the
 /// batch's [`reftrack_domain::figures::Deltas`], which the committer applies once per batch.
 #[async_trait]
-pub trait Tx: PayoutTx + PartnerTx + WebhookTx + Send {
+pub trait Tx: RefundTx + ProcessorTx + PayoutTx + PartnerTx + WebhookTx + Send {
     /// The customer holding `click_id`, in any program.
     async fn customer_by_click_id(&mut self, click_id: &str) -> StoreResult<Option<Customer>>;
     /// The customer with `customer_key` in `program_id`.
@@ -63,6 +65,13 @@ pub trait Tx: PayoutTx + PartnerTx + WebhookTx + Send {
     async fn insert_sale_event_if_new(&mut self, e: &SaleEventRow<'_>) -> StoreResult<Option<i64>>;
     /// Stores a commission; returns its id.
     async fn insert_commission(&mut self, c: &NewCommission<'_>) -> StoreResult<i64>;
+    /// The sale of a program recorded under `transaction_id`, test or real, as this
+    /// transaction sees it.
+    async fn recorded_sale(
+        &mut self,
+        program_id: i64,
+        transaction_id: &str,
+    ) -> StoreResult<Option<RecordedSale>>;
 
     /// The link and partner of the active coupon of `program_id` whose code key is
     /// `code_key`, else of the one with `promotion_code`, while its link is active and has
@@ -113,7 +122,12 @@ pub trait Tx: PayoutTx + PartnerTx + WebhookTx + Send {
         status: PartnerStatus,
         at: i64,
     ) -> StoreResult<PartnerProgram>;
+}
 
+/// The statements of refunds: the sale refunded, the refund kept, the sale and its
+/// commission reduced. [`Tx`] includes it.
+#[async_trait]
+pub trait RefundTx: Send {
     /// The sale of a program recorded under `transaction_id` (test or real as asked),
     /// with its sale commission as it stands at `now`.
     async fn refundable_sale(
@@ -123,13 +137,6 @@ pub trait Tx: PayoutTx + PartnerTx + WebhookTx + Send {
         is_test: bool,
         now: i64,
     ) -> StoreResult<Option<RefundableSale>>;
-    /// The sale of a program recorded under `transaction_id`, test or real, as this
-    /// transaction sees it.
-    async fn recorded_sale(
-        &mut self,
-        program_id: i64,
-        transaction_id: &str,
-    ) -> StoreResult<Option<RecordedSale>>;
     /// The cents refunded under the integrator's `refund_id` of a sale, if it has one.
     async fn sale_refund(&mut self, sale_id: i64, refund_id: &str) -> StoreResult<Option<i64>>;
     /// Keeps the integrator's `refund_id` of a refund of a sale;
@@ -157,7 +164,11 @@ pub trait Tx: PayoutTx + PartnerTx + WebhookTx + Send {
         reverses: bool,
         at: i64,
     ) -> StoreResult<()>;
+}
 
+/// The statements of payment-processor events and accounts. [`Tx`] includes it.
+#[async_trait]
+pub trait ProcessorTx: Send {
     /// The program a transaction id is recorded in, if any.
     async fn transaction_program(&mut self, transaction_id: &str) -> StoreResult<Option<i64>>;
     /// Claims a payment-processor event id for a program; false when it was claimed before.

@@ -4,11 +4,9 @@
 
 use async_trait::async_trait;
 
-use super::admin::{
-    link_from_row, partner_from_row, program_from_row, LINK_COLUMNS, PARTNER_COLUMNS,
-    PROGRAM_COLUMNS,
-};
 use super::engine::{stmt, Engine};
+use super::partner_links::{link_from_row, partner_from_row, LINK_COLUMNS, PARTNER_COLUMNS};
+use super::programs::{program_from_row, PROGRAM_COLUMNS};
 use super::{keyset, params, SqlStore};
 use crate::error::StoreResult;
 use crate::management::{
@@ -212,7 +210,7 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
     }
 
     async fn workspace_members(&self, workspace_id: i64) -> StoreResult<Vec<MemberRow>> {
-        super::admin::workspace_members::<DB>(&mut *self.read.acquire().await?, workspace_id).await
+        super::users::workspace_members::<DB>(&mut *self.read.acquire().await?, workspace_id).await
     }
 
     async fn top_partners(

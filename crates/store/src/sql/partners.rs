@@ -4,8 +4,8 @@
 use async_trait::async_trait;
 use sqlx::Connection;
 
-use super::admin::{create_link, partner_from_row, PARTNER_COLUMNS};
 use super::engine::{stmt, Engine};
+use super::partner_links::{create_link, partner_from_row, PARTNER_COLUMNS};
 use super::payouts::balance_sums;
 use super::write::WriteConnection;
 use super::{keyset, SqlStore};

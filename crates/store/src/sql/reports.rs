@@ -1,5 +1,6 @@
 //! Dashboard sessions and reads: login credentials, sessions, program access, daily
-//! rollups, setup status, and the merged events listing with its total.
+//! rollups, setup status, and the merged events listing with its total; their
+//! statements and [`DashboardStore`] on the pools.
 //!
 //! Costs: the figures read `daily_rollups` only (O(days)); the setup status reads at most
 //! 10 test events per step through `LIMIT` subqueries; the events list merges the three
@@ -7,9 +8,10 @@
 //! `(program_id, is_test, <ts> DESC, id DESC)` cut at `offset + limit`), and its total
 //! comes from rollups for whole days and from indexed range counts for partial days.
 
-use super::engine::{stmt, Engine, Rec};
+use async_trait::async_trait;
 
-use super::named_opt;
+use super::engine::{stmt, Engine, Rec};
+use super::{named_opt, SqlStore};
 use crate::dashboard_model::{
     ClickEvent, ConversionEvent, Credentials, DailyRollup, DashboardProgram, EventFilter,
     EventKind, EventPartner, LeadEvent, ListedEvent, SessionUser, SetupStatus, TestEventRef,
@@ -17,7 +19,82 @@ use crate::dashboard_model::{
 };
 use crate::error::{StoreError, StoreResult};
 use crate::model::PaymentAccount;
+use crate::DashboardStore;
 use reftrack_domain::metrics;
+
+#[async_trait]
+impl<DB: Engine> DashboardStore for SqlStore<DB> {
+    async fn user_credentials(&self, email: &str) -> StoreResult<Option<Credentials>> {
+        user_credentials::<DB>(&mut *self.read.acquire().await?, email).await
+    }
+
+    async fn create_session(
+        &self,
+        user_id: i64,
+        token_hash: &str,
+        now: i64,
+        expires_at: i64,
+    ) -> StoreResult<()> {
+        let conn = &mut *self.write.acquire().await?;
+        create_session::<DB>(conn, user_id, token_hash, now, expires_at).await
+    }
+
+    async fn session_user(&self, token_hash: &str, now: i64) -> StoreResult<Option<SessionUser>> {
+        session_user::<DB>(&mut *self.read.acquire().await?, token_hash, now).await
+    }
+
+    async fn delete_session(&self, token_hash: &str) -> StoreResult<bool> {
+        delete_session::<DB>(&mut *self.write.acquire().await?, token_hash).await
+    }
+
+    async fn program_access(
+        &self,
+        program_id: i64,
+        user_id: i64,
+    ) -> StoreResult<Option<DashboardProgram>> {
+        program_access::<DB>(&mut *self.read.acquire().await?, program_id, user_id).await
+    }
+
+    async fn daily_rollups(
+        &self,
+        program_id: i64,
+        from_day: &str,
+        to_day: &str,
+    ) -> StoreResult<Vec<DailyRollup>> {
+        let conn = &mut *self.read.acquire().await?;
+        daily_rollups::<DB>(conn, program_id, None, from_day, to_day).await
+    }
+
+    async fn partner_daily_rollups(
+        &self,
+        program_id: i64,
+        partner_id: i64,
+        from_day: &str,
+        to_day: &str,
+    ) -> StoreResult<Vec<DailyRollup>> {
+        let conn = &mut *self.read.acquire().await?;
+        daily_rollups::<DB>(conn, program_id, Some(partner_id), from_day, to_day).await
+    }
+
+    async fn setup_status(&self, program_id: i64) -> StoreResult<SetupStatus> {
+        setup_status::<DB>(&mut *self.read.acquire().await?, program_id).await
+    }
+
+    async fn count_events(&self, program_id: i64, filter: &EventFilter) -> StoreResult<i64> {
+        count_events::<DB>(&mut *self.read.acquire().await?, program_id, filter).await
+    }
+
+    async fn list_events(
+        &self,
+        program_id: i64,
+        filter: &EventFilter,
+        limit: i64,
+        offset: i64,
+    ) -> StoreResult<Vec<ListedEvent>> {
+        let conn = &mut *self.read.acquire().await?;
+        list_events::<DB>(conn, program_id, filter, limit, offset).await
+    }
+}
 
 /// Table, timestamp column and rollup column of an event kind.
 fn kind_sql(kind: EventKind) -> (&'static str, &'static str, &'static str) {

@@ -9,6 +9,8 @@
 
 pub(crate) mod batch;
 mod connect;
+#[cfg(test)]
+mod migration_tests;
 mod rows;
 mod serving;
 #[cfg(test)]

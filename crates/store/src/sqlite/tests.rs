@@ -1,6 +1,7 @@
 //! Tests of the SQLite store on a file of their own: the management records and the names
 //! of their errors, and the committer's statements (set-based clicks and sales, their
 //! one-query transactions, the counters), each checked against the integrity snapshot.
+//! The migrations' are in `migration_tests`.
 
 use std::sync::Arc;
 
@@ -16,7 +17,10 @@ use crate::model::{
 };
 use crate::sql::write::WritePool;
 use crate::write::{ClickWrite, Job, OnCommit, SaleWrite, Write};
-use crate::{EventFilter, EventKind, Store};
+use crate::{
+    DashboardStore, EventFilter, EventKind, PartnerAdmin, ProgramAdmin, Store, TrackingLookups,
+    UserAdmin,
+};
 use reftrack_domain::commission::CommissionRule;
 use reftrack_domain::figures::Deltas;
 use reftrack_domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
@@ -538,78 +542,4 @@ async fn batches_through_the_committer_count_as_recorded() {
     assert!((100..=200).contains(&recorded), "{recorded}");
     assert_eq!(f.consistent().await, (300, recorded));
     f.store.close().await;
-}
-
-#[tokio::test]
-async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let url = format!("sqlite://{}", dir.path().join("old.db").display());
-    let store = SqliteStore::open(&url).await.expect("the store opens");
-    // Make its record of applied migrations look as before the renumbering: no empty
-    // version 4, the later two one lower.
-    sqlx::query("DELETE FROM _sqlx_migrations WHERE version = 4")
-        .execute(&store.write)
-        .await
-        .unwrap();
-    for version in [5, 6] {
-        sqlx::query("UPDATE _sqlx_migrations SET version = version - 1 WHERE version = $1")
-            .bind(version)
-            .execute(&store.write)
-            .await
-            .unwrap();
-    }
-    store.close().await;
-    let reopened = SqliteStore::open(&url).await.expect("it opens again");
-    let versions: Vec<(i64, String)> =
-        sqlx::query_as("SELECT version, description FROM _sqlx_migrations ORDER BY version")
-            .fetch_all(&reopened.read)
-            .await
-            .unwrap();
-    assert_eq!(
-        versions[3..],
-        [
-            (4, "click path without foreign keys".to_string()),
-            (5, "converted at read time".to_string()),
-            (6, "partial sale indexes".to_string()),
-            (7, "payouts".to_string()),
-            (8, "management access".to_string()),
-            (9, "partner accounts".to_string()),
-            (10, "partner rollups".to_string()),
-            (11, "links and coupons".to_string()),
-            (12, "webhooks".to_string()),
-            (13, "webhook claim order".to_string()),
-            (14, "sale unearned".to_string()),
-            (15, "refund ids".to_string()),
-            (16, "previous api token".to_string()),
-            (17, "counter overflow".to_string()),
-        ]
-    );
-    reopened.close().await;
-}
-
-#[tokio::test]
-async fn a_database_that_applied_reworded_migrations_opens_up_to_date() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let url = format!("sqlite://{}", dir.path().join("reworded.db").display());
-    let store = SqliteStore::open(&url).await.expect("the store opens");
-    for (version, earlier) in super::REWORDED_MIGRATIONS {
-        sqlx::query("UPDATE _sqlx_migrations SET checksum = $1 WHERE version = $2")
-            .bind(hex::decode(earlier).unwrap())
-            .bind(version)
-            .execute(&store.write)
-            .await
-            .unwrap();
-    }
-    store.close().await;
-    let reopened = SqliteStore::open(&url).await.expect("it opens again");
-    let stale: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM _sqlx_migrations WHERE version IN (1, 2) AND checksum IN ($1, $2)",
-    )
-    .bind(hex::decode(super::REWORDED_MIGRATIONS[0].1).unwrap())
-    .bind(hex::decode(super::REWORDED_MIGRATIONS[1].1).unwrap())
-    .fetch_one(&reopened.read)
-    .await
-    .unwrap();
-    assert_eq!(stale, 0, "the current checksums are on record");
-    reopened.close().await;
 }

@@ -1,37 +1,35 @@
 //! [`Tx`]: the statements of the tracking flows, on the write connection's open
-//! transaction.
+//! transaction; the refunds' in `refunds`, the payment processor's in `processor`.
+
+mod processor;
+mod refunds;
 
 use async_trait::async_trait;
 
 use super::engine::{stmt, Engine, Stmt};
 use super::flags_text;
-use super::payouts::status_now;
 use super::write::WriteConnection;
 use super::{named_at, parse_origins};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
-    ChargeSale, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
-    PartnerProgram, PaymentAccount, RecordedSale, RefundableSale, SaleCommission, SaleEventRow,
+    ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
+    PartnerProgram, RecordedSale, SaleEventRow,
 };
 use crate::tx::Tx;
 use reftrack_domain::commission::Unearned;
 use reftrack_domain::lifecycle;
-use reftrack_domain::lifecycle::CommissionState;
 use reftrack_domain::self_referral::email_key;
 use reftrack_domain::status::PartnerStatus;
 
-/// The insert of a sale event, without its `RETURNING`: a literal, so that each
-/// statement built on it is one too.
-macro_rules! insert_sale_event {
-    () => {
-        "INSERT INTO affiliate_sale_events (program_id, customer_id, partner_id, click_id, \
-         customer_key, processor_event_id, amount_cents, currency, sale_type, payment_status, \
-         is_recurring, subscription_id, product_id, metadata, is_test, sale_date, created_at, \
-         unearned) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'paid', $10, $11, $12, $13, $14, $15, $15, \
-         $16)"
-    };
-}
+/// The insert of a sale event unless its `processor_event_id` is taken, returning its
+/// id; [`sale_event`] binds it.
+const INSERT_SALE_EVENT_IF_NEW: &str =
+    "INSERT INTO affiliate_sale_events (program_id, customer_id, partner_id, click_id, \
+    customer_key, processor_event_id, amount_cents, currency, sale_type, payment_status, \
+    is_recurring, subscription_id, product_id, metadata, is_test, sale_date, created_at, \
+    unearned) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'paid', $10, $11, $12, $13, $14, $15, $15, \
+    $16) ON CONFLICT (processor_event_id) DO NOTHING RETURNING id";
 
 const CUSTOMER: &str = "SELECT id, program_id, click_id, customer_key, customer_status, \
     partner_id, first_purchase_date, email FROM customers";
@@ -196,11 +194,7 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
     }
 
     async fn insert_sale_event_if_new(&mut self, e: &SaleEventRow<'_>) -> StoreResult<Option<i64>> {
-        let sql = concat!(
-            insert_sale_event!(),
-            " ON CONFLICT (processor_event_id) DO NOTHING RETURNING id"
-        );
-        Ok(sale_event::<DB>(sql, e)
+        Ok(sale_event::<DB>(INSERT_SALE_EVENT_IF_NEW, e)
             .scalar_optional(&mut *self.conn)
             .await?)
     }
@@ -224,6 +218,30 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .bind(status.as_str())
         .scalar(&mut *self.conn)
         .await?)
+    }
+
+    async fn recorded_sale(
+        &mut self,
+        program_id: i64,
+        transaction_id: &str,
+    ) -> StoreResult<Option<RecordedSale>> {
+        let row = stmt::<DB>(
+            "SELECT s.id, (SELECT c.id FROM commissions c WHERE c.sale_id = s.id \
+             AND c.kind = 'sale'), s.is_test FROM affiliate_sale_events s \
+             WHERE s.processor_event_id = $1 AND s.program_id = $2",
+        )
+        .bind(transaction_id)
+        .bind(program_id)
+        .fetch_optional(&mut *self.conn)
+        .await?;
+        row.map(|r| {
+            Ok(RecordedSale {
+                sale_id: r.try_get_at(0)?,
+                commission_id: r.try_get_at(1)?,
+                test_mode: r.try_get_at(2)?,
+            })
+        })
+        .transpose()
     }
 
     async fn coupon_target(
@@ -329,8 +347,14 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         from: PartnerStatus,
         to: PartnerStatus,
     ) -> StoreResult<Option<PartnerProgram>> {
-        super::admin::set_partner_status::<DB>(&mut self.conn, program_id, partner_id, from, to)
-            .await
+        super::partner_links::set_partner_status::<DB>(
+            &mut self.conn,
+            program_id,
+            partner_id,
+            from,
+            to,
+        )
+        .await
     }
 
     async fn insert_partner_program(
@@ -354,279 +378,10 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .await
         .map_err(|e| StoreError::from(e).conflict_on("partner_program"))
     }
-
-    async fn refundable_sale(
-        &mut self,
-        program_id: i64,
-        transaction_id: &str,
-        is_test: bool,
-        now: i64,
-    ) -> StoreResult<Option<RefundableSale>> {
-        let status = status_now();
-        let sql = format!(
-            "SELECT s.id, s.amount_cents, s.refunded_cents, s.partner_id, s.sale_date, \
-             s.currency, c.id, c.amount_cents, CAST(c.reversed_cents + COALESCE(( \
-               SELECT -SUM(k.amount_cents) FROM commissions k \
-               WHERE k.original_commission_id = c.id), 0) AS BIGINT), \
-             {status}, c.payout_id IS NOT NULL \
-             FROM affiliate_sale_events s \
-             LEFT JOIN commissions c ON c.sale_id = s.id AND c.kind = 'sale' \
-             LEFT JOIN programs p ON p.id = c.program_id \
-             WHERE s.processor_event_id = $2 AND s.program_id = $3 AND s.is_test = $4 {}",
-            DB::SALE_LOCK
-        );
-        let row = stmt::<DB>(&sql)
-            .bind(now)
-            .bind(transaction_id)
-            .bind(program_id)
-            .bind(is_test)
-            .fetch_optional(&mut *self.conn)
-            .await?;
-        let Some(r) = row else { return Ok(None) };
-        let commission_id: Option<i64> = r.try_get_at(6)?;
-        let commission = match commission_id {
-            Some(id) => Some(SaleCommission {
-                id,
-                amount_cents: r.try_get_at(7)?,
-                taken_back_cents: r.try_get_at(8)?,
-                state: CommissionState {
-                    status: named_at(&r, 9)?,
-                    held: r.try_get_at(10)?,
-                },
-            }),
-            None => None,
-        };
-        Ok(Some(RefundableSale {
-            sale_id: r.try_get_at(0)?,
-            amount_cents: r.try_get_at(1)?,
-            refunded_cents: r.try_get_at(2)?,
-            partner_id: r.try_get_at(3)?,
-            sale_date: r.try_get_at(4)?,
-            currency: r.try_get_at(5)?,
-            commission,
-        }))
-    }
-
-    async fn recorded_sale(
-        &mut self,
-        program_id: i64,
-        transaction_id: &str,
-    ) -> StoreResult<Option<RecordedSale>> {
-        let row = stmt::<DB>(
-            "SELECT s.id, (SELECT c.id FROM commissions c WHERE c.sale_id = s.id \
-             AND c.kind = 'sale'), s.is_test FROM affiliate_sale_events s \
-             WHERE s.processor_event_id = $1 AND s.program_id = $2",
-        )
-        .bind(transaction_id)
-        .bind(program_id)
-        .fetch_optional(&mut *self.conn)
-        .await?;
-        row.map(|r| {
-            Ok(RecordedSale {
-                sale_id: r.try_get_at(0)?,
-                commission_id: r.try_get_at(1)?,
-                test_mode: r.try_get_at(2)?,
-            })
-        })
-        .transpose()
-    }
-
-    async fn sale_refund(&mut self, sale_id: i64, refund_id: &str) -> StoreResult<Option<i64>> {
-        Ok(stmt::<DB>(
-            "SELECT amount_cents FROM sale_refunds WHERE sale_id = $1 AND refund_id = $2",
-        )
-        .bind(sale_id)
-        .bind(refund_id)
-        .scalar_optional(&mut *self.conn)
-        .await?)
-    }
-
-    async fn insert_sale_refund(
-        &mut self,
-        sale_id: i64,
-        refund_id: &str,
-        amount_cents: i64,
-        at: i64,
-    ) -> StoreResult<()> {
-        stmt::<DB>(
-            "INSERT INTO sale_refunds (sale_id, refund_id, amount_cents, created_at) \
-             VALUES ($1, $2, $3, $4)",
-        )
-        .bind(sale_id)
-        .bind(refund_id)
-        .bind(amount_cents)
-        .bind(at)
-        .execute(&mut *self.conn)
-        .await
-        .map_err(|e| StoreError::from(e).conflict_on("refund_id"))?;
-        Ok(())
-    }
-
-    async fn refund_sale(
-        &mut self,
-        sale_id: i64,
-        refund_cents: i64,
-        fully: bool,
-        reason: Option<&str>,
-    ) -> StoreResult<()> {
-        stmt::<DB>(
-            "UPDATE affiliate_sale_events SET refunded_cents = refunded_cents + $1, \
-             payment_status = CASE WHEN $2 THEN 'refunded' ELSE payment_status END, \
-             refund_reason = COALESCE($3, refund_reason) WHERE id = $4",
-        )
-        .bind(refund_cents)
-        .bind(fully)
-        .bind(reason)
-        .bind(sale_id)
-        .execute(&mut *self.conn)
-        .await?;
-        Ok(())
-    }
-
-    async fn reverse_commission(
-        &mut self,
-        commission_id: i64,
-        deduction_cents: i64,
-        reverses: bool,
-        at: i64,
-    ) -> StoreResult<()> {
-        stmt::<DB>(
-            "UPDATE commissions SET reversed_cents = reversed_cents + $1, \
-             status = CASE WHEN $2 THEN 'reversed' ELSE status END, \
-             updated_at = $3 WHERE id = $4",
-        )
-        .bind(deduction_cents)
-        .bind(reverses)
-        .bind(at)
-        .bind(commission_id)
-        .execute(&mut *self.conn)
-        .await?;
-        Ok(())
-    }
-
-    async fn transaction_program(&mut self, transaction_id: &str) -> StoreResult<Option<i64>> {
-        Ok(
-            stmt::<DB>(
-                "SELECT program_id FROM affiliate_sale_events WHERE processor_event_id = $1",
-            )
-            .bind(transaction_id)
-            .scalar_optional(&mut *self.conn)
-            .await?,
-        )
-    }
-
-    async fn claim_processor_event(
-        &mut self,
-        program_id: i64,
-        event_id: &str,
-        kind: &str,
-        at: i64,
-    ) -> StoreResult<bool> {
-        let claimed = stmt::<DB>(
-            "INSERT INTO stripe_events (program_id, event_id, event_type, outcome, received_at) \
-             VALUES ($1, $2, $3, '', $4) ON CONFLICT (program_id, event_id) DO NOTHING",
-        )
-        .bind(program_id)
-        .bind(event_id)
-        .bind(kind)
-        .bind(at)
-        .execute(&mut *self.conn)
-        .await?;
-        Ok(claimed == 1)
-    }
-
-    async fn set_processor_event_outcome(
-        &mut self,
-        program_id: i64,
-        event_id: &str,
-        outcome: &str,
-    ) -> StoreResult<()> {
-        stmt::<DB>("UPDATE stripe_events SET outcome = $1 WHERE program_id = $2 AND event_id = $3")
-            .bind(outcome)
-            .bind(program_id)
-            .bind(event_id)
-            .execute(&mut *self.conn)
-            .await?;
-        Ok(())
-    }
-
-    async fn attach_payment_ids(
-        &mut self,
-        program_id: i64,
-        transaction_id: &str,
-        payment_intent: Option<&str>,
-        charge: Option<&str>,
-    ) -> StoreResult<()> {
-        stmt::<DB>(
-            "UPDATE affiliate_sale_events SET payment_intent_id = COALESCE(payment_intent_id, $1), \
-             charge_id = COALESCE(charge_id, $2) WHERE program_id = $3 AND processor_event_id = $4",
-        )
-        .bind(payment_intent)
-        .bind(charge)
-        .bind(program_id)
-        .bind(transaction_id)
-        .execute(&mut *self.conn)
-        .await?;
-        Ok(())
-    }
-
-    async fn sale_for_charge(
-        &mut self,
-        program_id: i64,
-        charge: Option<&str>,
-        payment_intent: Option<&str>,
-        invoice: Option<&str>,
-    ) -> StoreResult<Option<ChargeSale>> {
-        // One index lookup per way of naming the sale (an OR of them scans the program's
-        // sales), the earliest sale found.
-        let row: Option<(String, i64)> = stmt::<DB>(
-            "SELECT processor_event_id, refunded_cents FROM affiliate_sale_events WHERE id = \
-             (SELECT MIN(id) FROM ( \
-             SELECT id FROM affiliate_sale_events WHERE program_id = $1 AND charge_id = $2 \
-             AND NOT is_test UNION ALL \
-             SELECT id FROM affiliate_sale_events WHERE program_id = $1 \
-             AND payment_intent_id = $3 AND NOT is_test UNION ALL \
-             SELECT id FROM affiliate_sale_events WHERE processor_event_id IN ($3, $4) \
-             AND program_id = $1 AND NOT is_test) found)",
-        )
-        .bind(program_id)
-        .bind(charge)
-        .bind(payment_intent)
-        .bind(invoice)
-        .record_optional(&mut *self.conn)
-        .await?;
-        Ok(row.map(|(transaction_id, refunded_cents)| ChargeSale {
-            transaction_id,
-            refunded_cents,
-        }))
-    }
-
-    async fn set_payment_account(
-        &mut self,
-        program_id: i64,
-        a: &PaymentAccount,
-        at: i64,
-    ) -> StoreResult<()> {
-        stmt::<DB>(
-            "UPDATE programs SET payment_status = $1, payment_account_id = $2, \
-             charges_enabled = $3, payouts_enabled = $4, details_submitted = $5, \
-             connection_date = CASE WHEN $1 = 'connected' THEN COALESCE(connection_date, $6) \
-             ELSE connection_date END, updated_at = $6 WHERE id = $7",
-        )
-        .bind(&a.status)
-        .bind(&a.account_id)
-        .bind(a.charges_enabled)
-        .bind(a.payouts_enabled)
-        .bind(a.details_submitted)
-        .bind(at)
-        .bind(program_id)
-        .execute(&mut *self.conn)
-        .await?;
-        Ok(())
-    }
 }
 
-/// `sql`, an insert of `insert_sale_event!`'s parameters, bound to the sale event `e`.
+/// `sql`, an insert of [`INSERT_SALE_EVENT_IF_NEW`]'s parameters, bound to the sale event
+/// `e`.
 fn sale_event<'q, DB: Engine>(sql: &'q str, e: &'q SaleEventRow<'_>) -> Stmt<'q, DB> {
     let s = e.sale;
     stmt::<DB>(sql)
