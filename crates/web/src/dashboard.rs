@@ -23,10 +23,10 @@ use super::extract::{read_query, PathParams};
 use super::fields::{QueryDate, QueryEventKind, QueryPositive};
 use super::session::DashboardUser;
 use super::AppState;
-use reftrack_service::dashboard::Need;
-use reftrack_service::performance::{PerformanceParams, PerformanceResponse};
 use reftrack_domain::status::Permission;
 use reftrack_domain::time::iso;
+use reftrack_service::dashboard::Need;
+use reftrack_service::performance::{PerformanceParams, PerformanceResponse};
 use reftrack_store::{EventFilter, EventKind, ListedEvent};
 
 /// Default `pageSize` of the events list.

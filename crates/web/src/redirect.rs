@@ -18,9 +18,9 @@ use super::fields::{truncate, MAX_TEXT_LEN};
 use super::rate_limit::Limited;
 use super::track::{Caller, MAX_USER_AGENT_LEN};
 use super::AppState;
+use reftrack_domain::user_agent::is_bot;
 use reftrack_service::redirect::Visit;
 use reftrack_service::Error;
-use reftrack_domain::user_agent::is_bot;
 use reftrack_store::ClickDetails;
 
 /// The route of redirect links.

@@ -14,9 +14,9 @@ use super::bearer::{bearer, Bearer};
 use super::error::{Error, ErrorBody, Result};
 use super::extract::JsonBody;
 use super::AppState;
+use reftrack_domain::time::iso;
 use reftrack_service::access::Me;
 use reftrack_service::dashboard::NewSession;
-use reftrack_domain::time::iso;
 
 /// Routes under `/api/auth`.
 pub fn router() -> OpenApiRouter<AppState> {

@@ -6,8 +6,8 @@ use super::client_ip::ClientResolver;
 use super::metrics::Metrics;
 use super::outage::DbHealth;
 use super::rate_limit::{LoginThrottle, RateLimits};
-use reftrack_service::App;
 use crate::rate_limit::RateLimitArgs;
+use reftrack_service::App;
 
 /// Everything a request handler needs, cheap to clone: one reference count, since axum
 /// clones the state for each request and each extractor.

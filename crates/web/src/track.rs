@@ -23,9 +23,11 @@ use super::fields::{
     SaleType, Text, AMOUNT_REQUIRED, MAX_ID_LEN,
 };
 use super::{rate_limit, AppState};
-use reftrack_service::track::{ClickCommand, ClickOutcome, LeadCommand, RefundCommand, SaleCommand};
 use reftrack_domain::attribution::extract_aff;
 use reftrack_domain::money::major_units;
+use reftrack_service::track::{
+    ClickCommand, ClickOutcome, LeadCommand, RefundCommand, SaleCommand,
+};
 use reftrack_store::{ClickDetails, Program};
 
 /// Routes of the tracking API, mounted under `/api/v1/track` and `/api/tracking`.

@@ -8,13 +8,13 @@ use axum::http::Method;
 
 use super::frame::CONSOLE;
 use super::session::{Signed, COOKIE};
-use reftrack_service as app;
-use reftrack_service::dashboard::NewSession;
 use crate::error::Result;
 use crate::pages::session::{referring_page, see_other, Visitor};
 use crate::pages::sign_in::SignIn;
 use crate::pages::view::PageResult;
 use crate::AppState;
+use reftrack_service as app;
+use reftrack_service::dashboard::NewSession;
 
 /// `GET /`: the first-run setup while no user exists, else the dashboard (which sends a
 /// signed-out visitor to the sign-in page).

@@ -6,10 +6,10 @@ use axum::extract::State;
 
 use super::frame::{Frame, Head, Tab};
 use super::session::Signed;
-use reftrack_domain::metrics::IsoValue;
-use reftrack_domain::money::display_amount;
 use crate::pages::view::{ok, Chrome, Field, Moment, NavItem, PageResult, ProgramId, Query};
 use crate::AppState;
+use reftrack_domain::metrics::IsoValue;
+use reftrack_domain::money::display_amount;
 use reftrack_store::{EventFilter, EventKind, EventPartner, ListedEvent};
 
 /// Events on one page.

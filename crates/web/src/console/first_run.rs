@@ -11,11 +11,11 @@ use axum::http::{HeaderMap, StatusCode};
 use super::frame::public;
 use super::install::setup_page;
 use super::session::{Signed, COOKIE};
-use reftrack_service as app;
-use reftrack_service::first_run::FirstRunBody;
 use crate::pages::session::{forwarded_https, see_other};
 use crate::pages::view::{ok, place_errors, render, Chrome, Field, PageResult, Posted};
 use crate::AppState;
+use reftrack_service as app;
+use reftrack_service::first_run::FirstRunBody;
 
 #[derive(Template)]
 #[template(path = "console/first_run.html")]

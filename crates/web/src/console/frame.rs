@@ -9,15 +9,15 @@ use axum::response::Response;
 use askama::Template;
 
 use super::session::{Signed, COOKIE};
+use crate::pages::session::see_other;
+use crate::pages::view::{Chrome, NavItem, PageError, Posted, Site};
+use crate::AppState;
+use reftrack_domain::access::Access;
+use reftrack_domain::status::{Permission, Role};
 use reftrack_service as app;
 use reftrack_service::admin::ProgramView;
 use reftrack_service::dashboard::Need;
 use reftrack_service::Caller;
-use reftrack_domain::access::Access;
-use reftrack_domain::status::{Permission, Role};
-use crate::pages::session::see_other;
-use crate::pages::view::{Chrome, NavItem, PageError, Posted, Site};
-use crate::AppState;
 use reftrack_store::Record;
 
 /// The owner's dashboard.

@@ -11,9 +11,9 @@ use axum::response::Response;
 
 use super::frame::{Frame, Head, Tab};
 use super::session::Signed;
-use reftrack_service as app;
 use crate::pages::view::{ok, Chrome, Moment, PageResult, ProgramId, Query};
 use crate::AppState;
+use reftrack_service as app;
 use reftrack_store::{EventFilter, EventKind, ListedEvent};
 
 /// What the snippets say where the token is not known.

@@ -11,12 +11,6 @@ use axum::http::StatusCode;
 
 use super::frame::{back_query, back_to, confirmed, done, Confirm, Frame, Head, Ids, Tab};
 use super::session::Signed;
-use reftrack_service as app;
-use reftrack_service::exports::{self, PayoutFormat};
-use reftrack_service::payouts::{CommissionParams, MarkPaidBody, RejectBody};
-use reftrack_service::{Caller, PageParams};
-use reftrack_domain::lifecycle::PayoutSkip;
-use reftrack_domain::money::display_amount;
 use crate::pages::session::see_other;
 use crate::pages::view::{
     ok, place_error, render, show_refused, Chrome, Field, Moment, PageError, PageResult, Posted,
@@ -24,6 +18,12 @@ use crate::pages::view::{
 };
 use crate::payouts::{csv_response, csv_stream};
 use crate::AppState;
+use reftrack_domain::lifecycle::PayoutSkip;
+use reftrack_domain::money::display_amount;
+use reftrack_service as app;
+use reftrack_service::exports::{self, PayoutFormat};
+use reftrack_service::payouts::{CommissionParams, MarkPaidBody, RejectBody};
+use reftrack_service::{Caller, PageParams};
 use reftrack_store::{CommissionRow, Payout, Record};
 
 /// The page of payout `payout_id` of program `id`.

@@ -10,15 +10,15 @@ use chrono::NaiveDate;
 
 use super::frame::{Frame, Head, Tab};
 use super::session::Signed;
-use reftrack_service as app;
-use reftrack_service::performance::{performance, TrendView};
-use reftrack_domain::metrics::{day_text, ResolvedRange};
-use reftrack_domain::money::{display_amount, from_hundredths};
-use reftrack_domain::time::date_of;
 use crate::pages::chart::{self, Chart, Series};
 use crate::pages::range::{self, RangePicker};
 use crate::pages::view::{ok, Chrome, NavItem, PageResult, ProgramId, Query};
 use crate::AppState;
+use reftrack_domain::metrics::{day_text, ResolvedRange};
+use reftrack_domain::money::{display_amount, from_hundredths};
+use reftrack_domain::time::date_of;
+use reftrack_service as app;
+use reftrack_service::performance::{performance, TrendView};
 use reftrack_store::{DailyRollup, EventFilter, EventKind, ListedEvent};
 
 /// Partners in the top-partners table.

@@ -10,6 +10,14 @@ use axum::http::StatusCode;
 
 use super::frame::{back, back_to, confirmed, done, Confirm, Frame, Head, Ids, Ids3, Tab};
 use super::session::Signed;
+use crate::pages::session::see_other;
+use crate::pages::view::{
+    ok, problems_or, render, share_text, show_refused, Chrome, Field, Moment, NavItem, PageError,
+    PageResult, Posted, ProgramId, Query, Refusal,
+};
+use crate::AppState;
+use reftrack_domain::money::display_amount;
+use reftrack_domain::status::PartnerStatus;
 use reftrack_service as app;
 use reftrack_service::admin::{
     LinkBody, LinkPatchBody, PartnerBody, PartnerPatchBody, ProgramPartnerBody,
@@ -18,14 +26,6 @@ use reftrack_service::coupons::CouponBody;
 use reftrack_service::management::{LinkParams, PartnerStatusBody};
 use reftrack_service::partners::Invite;
 use reftrack_service::{Caller, PageParams};
-use reftrack_domain::money::display_amount;
-use reftrack_domain::status::PartnerStatus;
-use crate::pages::session::see_other;
-use crate::pages::view::{
-    ok, problems_or, render, share_text, show_refused, Chrome, Field, Moment, NavItem, PageError,
-    PageResult, Posted, ProgramId, Query, Refusal,
-};
-use crate::AppState;
 use reftrack_store::{Coupon, Link, ProgramPartnerRow, Record};
 
 /// The page of partner `partner_id` of program `id`.

@@ -8,15 +8,15 @@ use axum::http::StatusCode;
 use super::frame::{notice, signed_in};
 use super::install::setup_page;
 use super::session::Signed;
-use reftrack_service as app;
-use reftrack_service::admin::ProgramBody;
-use reftrack_service::{Caller, PageParams};
-use reftrack_domain::access::Access;
 use crate::pages::session::see_other;
 use crate::pages::view::{
     ok, place_error, render, Chrome, Field, PageResult, Posted, Query, Refusal,
 };
 use crate::AppState;
+use reftrack_domain::access::Access;
+use reftrack_service as app;
+use reftrack_service::admin::ProgramBody;
+use reftrack_service::{Caller, PageParams};
 
 #[derive(Template)]
 #[template(path = "console/programs.html")]

@@ -10,18 +10,18 @@ use axum::http::StatusCode;
 use super::frame::{confirmed, done, Confirm, Frame, Head, Ids, Tab};
 use super::install::setup_page;
 use super::session::Signed;
-use reftrack_service as app;
-use reftrack_service::address::AddressSource;
-use reftrack_service::admin::{MemberPatchBody, ProgramPatchBody, RotateTokenBody};
-use reftrack_domain::commission::CommissionSpec;
-use reftrack_domain::metrics::IsoValue;
-use reftrack_domain::money::{display_amount, major_units_text, parse_major_units};
 use crate::pages::session::see_other;
 use crate::pages::view::{
     ok, render, show_refused, Chrome, Field, Moment, PageError, PageResult, Posted, ProgramId,
     Query, Refusal,
 };
 use crate::AppState;
+use reftrack_domain::commission::CommissionSpec;
+use reftrack_domain::metrics::IsoValue;
+use reftrack_domain::money::{display_amount, major_units_text, parse_major_units};
+use reftrack_service as app;
+use reftrack_service::address::AddressSource;
+use reftrack_service::admin::{MemberPatchBody, ProgramPatchBody, RotateTokenBody};
 use reftrack_store::Record;
 
 #[derive(Template)]

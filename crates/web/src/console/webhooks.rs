@@ -9,16 +9,16 @@ use axum::http::StatusCode;
 
 use super::frame::{back_query, back_to, confirmed, done, Confirm, Frame, Head, Ids, Ids3, Tab};
 use super::session::Signed;
-use reftrack_service as app;
-use reftrack_service::webhooks::{WebhookBody, WebhookPatchBody};
-use reftrack_service::PageParams;
-use reftrack_domain::webhooks::EventType;
 use crate::pages::session::see_other;
 use crate::pages::view::{
     ok, place_errors, render, Choice, Chrome, Field, Moment, PageError, PageResult, Posted,
     ProgramId, Query, Refusal,
 };
 use crate::AppState;
+use reftrack_domain::webhooks::EventType;
+use reftrack_service as app;
+use reftrack_service::webhooks::{WebhookBody, WebhookPatchBody};
+use reftrack_service::PageParams;
 use reftrack_store::webhooks::{Delivery, WebhookEndpoint};
 use reftrack_store::Record;
 

@@ -5,9 +5,9 @@
 use std::future::Future;
 
 use super::view::{Field, NavItem, Posted};
+use reftrack_domain::metrics::{day_text, ResolvedRange};
 use reftrack_service as app;
 use reftrack_service::performance::PerformanceParams;
-use reftrack_domain::metrics::{day_text, ResolvedRange};
 
 /// The range shown when none is asked for.
 pub const DEFAULT_PERIOD: &str = "30d";

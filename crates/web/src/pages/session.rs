@@ -17,9 +17,9 @@ use axum::Extension;
 
 use super::sign_in::SignIn;
 use super::view::PageError;
+use crate::{AppState, Error};
 use reftrack_service as app;
 use reftrack_service::dashboard::NewSession;
-use crate::{AppState, Error};
 
 /// The signed-in visitor of a site: how the site's sessions are begun, found from its
 /// cookie and ended.

@@ -17,9 +17,9 @@ use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 
 use super::assets;
+use crate::Error;
 use reftrack_service as app;
 use reftrack_service::PageParams;
-use crate::Error;
 
 /// The Content-Security-Policy of every page: nothing from other hosts, no inline script
 /// or style, forms only to this site.

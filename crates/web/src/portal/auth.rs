@@ -13,14 +13,14 @@ use super::view::{
     self, ok, place_error, place_errors, render, standing_text, Chrome, Field, PageResult, Posted,
     ProgramId, Query, Section,
 };
-use reftrack_service as app;
-use reftrack_service::dashboard::NewSession;
-use reftrack_service::partners::{AcceptInviteBody, ApplyBody, OpenProgram};
 use crate::error::Result;
 use crate::pages::session::{MaybeSigned, Visitor};
 use crate::pages::sign_in::SignIn;
 use crate::pages::view::PageError;
 use crate::AppState;
+use reftrack_service as app;
+use reftrack_service::dashboard::NewSession;
+use reftrack_service::partners::{AcceptInviteBody, ApplyBody, OpenProgram};
 
 impl Visitor for Signed {
     const SIGN_IN: SignIn = SignIn {

@@ -14,15 +14,15 @@ use super::view::{
     self, notice, ok, program_tabs, standing_text, Chrome, NavItem, PageResult, Posted, Query,
     Section,
 };
-use reftrack_service as app;
-use reftrack_service::partners::{PartnerLink, PartnerProgramView};
-use reftrack_service::PageParams;
-use reftrack_domain::metrics;
-use reftrack_domain::money::{display_amount, from_hundredths};
-use reftrack_domain::status::PartnerStatus;
 use crate::pages::chart::{self, Chart, Series};
 use crate::pages::range::{self, RangePicker};
 use crate::{AppState, Error};
+use reftrack_domain::metrics;
+use reftrack_domain::money::{display_amount, from_hundredths};
+use reftrack_domain::status::PartnerStatus;
+use reftrack_service as app;
+use reftrack_service::partners::{PartnerLink, PartnerProgramView};
+use reftrack_service::PageParams;
 use reftrack_store::DailyRollup;
 
 #[derive(Template)]

@@ -10,15 +10,17 @@ use super::view::{
     self, notice, ok, place_error, program_tabs, render, Chrome, Field, Moment, NavItem,
     PageResult, Posted, ProgramId, Query, Section,
 };
-use reftrack_service as app;
-use reftrack_service::exports;
-use reftrack_service::partners::{PartnerLink, PartnerLinkBody, PartnerProgramView, MAX_PARTNER_LINKS};
-use reftrack_service::payouts::CommissionParams;
-use reftrack_domain::money::display_amount;
-use reftrack_domain::status::{CommissionFlag, LinkStatus};
 use crate::pages::view::{share_text, COMMISSION_STATUSES};
 use crate::payouts::csv_stream;
 use crate::AppState;
+use reftrack_domain::money::display_amount;
+use reftrack_domain::status::{CommissionFlag, LinkStatus};
+use reftrack_service as app;
+use reftrack_service::exports;
+use reftrack_service::partners::{
+    PartnerLink, PartnerLinkBody, PartnerProgramView, MAX_PARTNER_LINKS,
+};
+use reftrack_service::payouts::CommissionParams;
 
 /// What every program page shows above its content.
 struct ProgramFrame {

@@ -9,9 +9,9 @@ use super::view::{
     self, notice, ok, place_error, render, show_refused, Chrome, Field, PageResult, Posted, Query,
     Section,
 };
+use crate::AppState;
 use reftrack_service as app;
 use reftrack_service::partners::{PartnerMe, PartnerMeBody, PasswordBody, WRONG_CURRENT_PASSWORD};
-use crate::AppState;
 
 /// The payout methods offered (the empty value is none).
 const METHODS: [(&str, &str); 4] = [

@@ -6,8 +6,8 @@ pub(super) use crate::pages::view::{
     PageResult, Posted, ProgramId, Query, Site,
 };
 
-use reftrack_service::partners::PartnerMe;
 use reftrack_domain::status::PartnerStatus;
+use reftrack_service::partners::PartnerMe;
 
 /// The partner portal.
 pub(super) const PORTAL: Site = Site {
