@@ -34,6 +34,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 
 use super::error::Error;
+use reftrack_service::metrics::Readings;
 use reftrack_store::Store;
 
 /// The path the metrics are served on.
@@ -55,7 +56,7 @@ pub struct Metrics {
     max_connections: Family<PoolLabels, Gauge>,
     webhook_backlog: Gauge,
     database_up: Gauge,
-    store: Arc<dyn Store>,
+    readings: Readings,
 }
 
 /// A request's route template; `None` when it matched no route.
@@ -141,6 +142,11 @@ impl Metrics {
     /// The metrics of a service on `store`, which also reports its pools and its group
     /// committer's batches.
     pub fn new(store: Arc<dyn Store>) -> Self {
+        Self::reading(Readings::new(store))
+    }
+
+    /// The metrics of a service whose store `readings` reads.
+    pub fn reading(readings: Readings) -> Self {
         let mut registry = Registry::with_prefix("reftrack");
         registry.register(
             "build",
@@ -169,7 +175,7 @@ impl Metrics {
              login_account for an account locked out after failed logins",
             rate_limited.clone(),
         );
-        let commits = store.commit_stats().clone();
+        let commits = readings.commit_stats();
         registry.register(
             "commit_batch_size",
             "Writes per group-commit batch",
@@ -220,7 +226,7 @@ impl Metrics {
             max_connections,
             webhook_backlog,
             database_up,
-            store,
+            readings,
         }
     }
 
@@ -251,23 +257,23 @@ impl Metrics {
         // webhook outbox's backlog (kept at its last value when the database is out: a
         // scrape must answer during an outage, not wait out the pool's acquire timeout).
         // That read is also the database's health as the scrape sees it, traffic or none.
-        let up =
-            match tokio::time::timeout(BACKLOG_READ_LIMIT, self.store.pending_deliveries()).await {
-                Ok(Ok(n)) => {
-                    self.webhook_backlog.set(n);
-                    true
-                }
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "reading the webhook backlog for the metrics");
-                    false
-                }
-                Err(_) => {
-                    tracing::warn!("reading the webhook backlog for the metrics timed out");
-                    false
-                }
-            };
+        let backlog = self.readings.pending_deliveries();
+        let up = match tokio::time::timeout(BACKLOG_READ_LIMIT, backlog).await {
+            Ok(Ok(n)) => {
+                self.webhook_backlog.set(n);
+                true
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "reading the webhook backlog for the metrics");
+                false
+            }
+            Err(_) => {
+                tracing::warn!("reading the webhook backlog for the metrics timed out");
+                false
+            }
+        };
         self.database_up.set(i64::from(up));
-        for pool in self.store.pool_use() {
+        for pool in self.readings.pool_use() {
             let count = |state, n: u32| {
                 self.connections
                     .get_or_create(&ConnectionLabels {
