@@ -11,12 +11,12 @@ use axum::http::StatusCode;
 
 use super::frame::{back_query, back_to, confirmed, done, Confirm, Frame, Head, Ids, Tab};
 use super::session::Signed;
+use crate::downloads::{csv_response, csv_stream};
 use crate::pages::session::see_other;
 use crate::pages::view::{
     ok, place_error, render, show_refused, Chrome, Field, Moment, PageError, PageResult, Posted,
     ProgramId, Query, Refusal, COMMISSION_STATUSES,
 };
-use crate::payouts::{csv_response, csv_stream};
 use crate::AppState;
 use reftrack_domain::lifecycle::PayoutSkip;
 use reftrack_domain::money::display_amount;
