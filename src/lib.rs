@@ -116,7 +116,7 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
         .with_public_url(args.public_url);
     let mut metrics_server = None;
     if args.metrics.on() {
-        let metrics = Arc::new(Metrics::new(store.clone()));
+        let metrics = Arc::new(Metrics::new(state.app.readings()));
         state = state.with_metrics(metrics.clone(), args.metrics.on_main_listener());
         let at = match metrics_listener {
             Some(listener) => {

@@ -32,6 +32,7 @@ pub mod invite_mail;
 pub mod load;
 pub mod mail;
 pub mod management;
+pub mod metrics;
 pub mod notice_mail;
 mod pages;
 pub mod partners;

@@ -1,14 +1,18 @@
 //! Coupon codes of links, under `/api/admin/links/{id}/coupons`: created, listed and
 //! archived by the link's owners ([`reftrack_service::coupons`]).
 
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use axum::Json;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::admin::management_endpoints;
-use super::extract::JsonBody;
-use super::lists::{management_lists, PageQuery};
+use super::admin::{created, Manager};
+use super::error::{ErrorBody, Result};
+use super::extract::{read_list_query, JsonBody, PathParams};
+use super::paging::PageQuery;
 use super::AppState;
 use reftrack_service::coupons::CouponBody;
 use reftrack_service::Listed;
@@ -29,49 +33,85 @@ pub struct CouponQuery {
     pub status: Option<String>,
 }
 
-management_lists! {
-    tag = "management";
-
-    /// List a link's coupon codes, newest first.
-    get "/links/{id}/coupons"
-        path(id: ("id" = i64, Path, description = "link id"))
-        query(PageQuery, q: CouponQuery)
-        => list_coupons -> Coupon = link_coupons(status = q.status.as_deref());
-        responses("One page", 400 "Invalid filter, limit or cursor", 404 "Unknown link");
+/// List a link's coupon codes, newest first.
+#[utoipa::path(
+    get,
+    path = "/links/{id}/coupons",
+    tag = "management",
+    params(("id" = i64, Path, description = "link id"), CouponQuery, PageQuery),
+    security(("admin_token" = []), ("session" = [])),
+    responses(
+        (status = 200, description = "One page", body = Listed<Coupon>),
+        (status = 400, description = "Invalid filter, limit or cursor", body = ErrorBody),
+        (status = 404, description = "Unknown link", body = ErrorBody),
+    ),
+)]
+async fn list_coupons(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    RawQuery(raw): RawQuery,
+) -> Result<Json<Listed<Coupon>>> {
+    let list: PageQuery = read_list_query(raw.as_deref())?;
+    let q: CouponQuery = read_list_query(raw.as_deref())?;
+    Ok(Json(
+        s.app
+            .link_coupons(&caller, id, q.status.as_deref(), &list.page())
+            .await?,
+    ))
 }
 
-management_endpoints! {
-    tag = "management";
+/// Create a coupon code on a link.
+///
+/// A sale with this `coupon_code` (any case), or a Stripe checkout with this
+/// `stripe_promotion_code`, that no click or customer attributes is attributed to the
+/// link's partner. Codes are unique among a program's active coupons, whatever their case.
+#[utoipa::path(
+    post,
+    path = "/links/{id}/coupons",
+    tag = "management",
+    request_body = CouponBody,
+    params(("id" = i64, Path, description = "link id")),
+    security(("admin_token" = []), ("session" = [])),
+    responses(
+        (status = 201, description = "Created", body = Coupon),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 404, description = "Unknown link", body = ErrorBody),
+        (status = 409, description = "An active coupon of the program has this code or promotion code", body = ErrorBody),
+    ),
+)]
+async fn create_coupon(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    JsonBody(body): JsonBody<CouponBody>,
+) -> Result<(StatusCode, Json<Coupon>)> {
+    Ok(created(s.app.create_coupon(&caller, id, body).await?))
+}
 
-    /// Create a coupon code on a link.
-    ///
-    /// A sale with this `coupon_code` (any case), or a Stripe checkout with this
-    /// `stripe_promotion_code`, that no click or customer attributes is attributed to the
-    /// link's partner. Codes are unique among a program's active coupons, whatever their case.
-    post "/links/{id}/coupons"
-        path(id: ("id" = i64, Path, description = "link id"))
-        body(b: JsonBody<CouponBody>)
-        => create_coupon -> 201 Coupon = create_coupon;
-        responses(
-            "Created",
-            400 "Invalid field",
-            404 "Unknown link",
-            409 "An active coupon of the program has this code or promotion code",
-        );
-
-    /// Archive a coupon code.
-    ///
-    /// The coupon attributes no more sales and its code and promotion code may be given to a
-    /// new coupon; it stays listed (status `archived`), as do the sales it attributed.
-    delete "/links/{id}/coupons/{coupon_id}"
-        path(
-            id: ("id" = i64, Path, description = "link id"),
-            coupon_id: ("coupon_id" = i64, Path, description = "coupon id"),
-        )
-        => archive_coupon -> 200 Coupon = archive_coupon;
-        responses(
-            "The archived coupon",
-            404 "Unknown link or coupon",
-            409 "The coupon is archived already",
-        );
+/// Archive a coupon code.
+///
+/// The coupon attributes no more sales and its code and promotion code may be given to a
+/// new coupon; it stays listed (status `archived`), as do the sales it attributed.
+#[utoipa::path(
+    delete,
+    path = "/links/{id}/coupons/{coupon_id}",
+    tag = "management",
+    params(
+        ("id" = i64, Path, description = "link id"),
+        ("coupon_id" = i64, Path, description = "coupon id"),
+    ),
+    security(("admin_token" = []), ("session" = [])),
+    responses(
+        (status = 200, description = "The archived coupon", body = Coupon),
+        (status = 404, description = "Unknown link or coupon", body = ErrorBody),
+        (status = 409, description = "The coupon is archived already", body = ErrorBody),
+    ),
+)]
+async fn archive_coupon(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    PathParams((id, coupon_id)): PathParams<(i64, i64)>,
+) -> Result<Json<Coupon>> {
+    Ok(Json(s.app.archive_coupon(&caller, id, coupon_id).await?))
 }

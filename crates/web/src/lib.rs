@@ -7,14 +7,15 @@ pub mod connections;
 pub mod console;
 pub mod coupons;
 pub mod dashboard;
+pub mod downloads;
 pub mod error;
 pub mod extract;
 pub mod fields;
-pub mod lists;
 pub mod metrics;
 pub mod openapi;
 pub mod outage;
 pub mod pages;
+pub mod paging;
 pub mod partner;
 pub mod payouts;
 pub mod portal;
@@ -60,7 +61,6 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .nest(
             "/api/admin",
             admin::router()
-                .merge(lists::router())
                 .merge(payouts::router())
                 .merge(coupons::router())
                 .merge(partner::admin_router())

@@ -34,7 +34,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 
 use super::error::Error;
-use reftrack_store::Store;
+use reftrack_service::metrics::Readings;
 
 /// The path the metrics are served on.
 pub const PATH: &str = "/metrics";
@@ -55,7 +55,7 @@ pub struct Metrics {
     max_connections: Family<PoolLabels, Gauge>,
     webhook_backlog: Gauge,
     database_up: Gauge,
-    store: Arc<dyn Store>,
+    readings: Readings,
 }
 
 /// A request's route template; `None` when it matched no route.
@@ -138,9 +138,9 @@ fn method_label(method: &Method) -> &'static str {
 }
 
 impl Metrics {
-    /// The metrics of a service on `store`, which also reports its pools and its group
-    /// committer's batches.
-    pub fn new(store: Arc<dyn Store>) -> Self {
+    /// The metrics of a service, which also reports what `readings` reads of its store:
+    /// its pools, its group committer's batches and the webhook backlog.
+    pub fn new(readings: Readings) -> Self {
         let mut registry = Registry::with_prefix("reftrack");
         registry.register(
             "build",
@@ -169,7 +169,7 @@ impl Metrics {
              login_account for an account locked out after failed logins",
             rate_limited.clone(),
         );
-        let commits = store.commit_stats().clone();
+        let commits = readings.commit_stats();
         registry.register(
             "commit_batch_size",
             "Writes per group-commit batch",
@@ -220,7 +220,7 @@ impl Metrics {
             max_connections,
             webhook_backlog,
             database_up,
-            store,
+            readings,
         }
     }
 
@@ -251,23 +251,23 @@ impl Metrics {
         // webhook outbox's backlog (kept at its last value when the database is out: a
         // scrape must answer during an outage, not wait out the pool's acquire timeout).
         // That read is also the database's health as the scrape sees it, traffic or none.
-        let up =
-            match tokio::time::timeout(BACKLOG_READ_LIMIT, self.store.pending_deliveries()).await {
-                Ok(Ok(n)) => {
-                    self.webhook_backlog.set(n);
-                    true
-                }
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "reading the webhook backlog for the metrics");
-                    false
-                }
-                Err(_) => {
-                    tracing::warn!("reading the webhook backlog for the metrics timed out");
-                    false
-                }
-            };
+        let backlog = self.readings.pending_deliveries();
+        let up = match tokio::time::timeout(BACKLOG_READ_LIMIT, backlog).await {
+            Ok(Ok(n)) => {
+                self.webhook_backlog.set(n);
+                true
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "reading the webhook backlog for the metrics");
+                false
+            }
+            Err(_) => {
+                tracing::warn!("reading the webhook backlog for the metrics timed out");
+                false
+            }
+        };
         self.database_up.set(i64::from(up));
-        for pool in self.store.pool_use() {
+        for pool in self.readings.pool_use() {
             let count = |state, n: u32| {
                 self.connections
                     .get_or_create(&ConnectionLabels {

@@ -1,30 +1,25 @@
 //! Paying partners, under `/api/admin`: commissions, balances and payouts, with their CSV
 //! exports. Handlers read the request and call [`reftrack_service::payouts`].
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{RawQuery, State};
-use axum::http::header::{
-    CACHE_CONTROL, CONTENT_DISPOSITION, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS,
-};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::Json;
-use std::future::Future;
-
-use futures::stream::BoxStream;
-use futures::StreamExt;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::admin::{management_endpoints, Manager};
+use super::admin::{created, Manager};
+use super::downloads::csv_response;
 use super::error::{ErrorBody, Result};
 use super::extract::{read_list_query, JsonBody, OptionalJsonBody, PathParams};
-use super::lists::management_lists;
+use super::paging::ListQuery;
 use super::AppState;
 use reftrack_service::exports::{self, PayoutFormat};
 use reftrack_service::payouts::{CommissionParams, MarkPaidBody, RejectBody};
-use reftrack_service::{Listed, PageParams};
+use reftrack_service::Listed;
 use reftrack_store::{Balance, CommissionRow, Payout};
 
 /// Routes of paying partners.
@@ -39,19 +34,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(mark_payout_paid))
         .routes(routes!(cancel_payout))
         .routes(routes!(export_payout))
-}
-
-/// Paging and, on lists that export, `format`.
-#[derive(Debug, Default, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ListQuery {
-    /// Rows per page, 1 to 100 (default 50).
-    #[param(value_type = Option<i64>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
-    /// The `next_cursor` of the previous page.
-    pub cursor: Option<String>,
-    /// `csv`: every matching row as `text/csv` with a header row, instead of a page.
-    pub format: Option<String>,
 }
 
 /// The filters of the commission list.
@@ -77,43 +59,6 @@ pub struct ExportQuery {
     pub format: Option<String>,
 }
 
-impl ListQuery {
-    pub(super) fn page(&self) -> PageParams {
-        PageParams {
-            limit: self.limit.clone(),
-            cursor: self.cursor.clone(),
-        }
-    }
-
-    /// Whether the list is asked for as CSV; another format is a 400.
-    pub(super) fn csv(&self) -> Result<bool> {
-        match self.format.as_deref().map(str::trim) {
-            None | Some("") | Some("json") => Ok(false),
-            Some("csv") => Ok(true),
-            Some(_) => Err(super::Error::bad_request("format must be csv or json")),
-        }
-    }
-
-    /// The answer of a list that exports: with `format=csv` every row of `export`, as the
-    /// download `file_name` written by `write` ([`csv_stream`]), else the JSON page of
-    /// `page`. Only the one asked for is read.
-    pub(super) async fn page_or_csv<P: Serialize, T: Send + 'static>(
-        &self,
-        page: impl Future<Output = reftrack_service::Result<P>>,
-        export: impl Future<Output = reftrack_service::Result<CsvChunks<T>>>,
-        file_name: String,
-        write: fn(&[T], bool) -> Vec<u8>,
-    ) -> Result<Response> {
-        if self.csv()? {
-            return Ok(csv_stream(&file_name, export.await?, write));
-        }
-        Ok(Json(page.await?).into_response())
-    }
-}
-
-/// The rows of a CSV export, a chunk at a time.
-pub(super) type CsvChunks<T> = BoxStream<'static, reftrack_service::Result<Vec<T>>>;
-
 impl CommissionQuery {
     /// The service layer's parameters.
     pub(super) fn params(self) -> CommissionParams {
@@ -126,78 +71,87 @@ impl CommissionQuery {
     }
 }
 
-/// A `text/csv` answer of `file_name`, every download's: kept out of caches (a
-/// shared or back-button copy of partners' payout details outlives the session that
-/// asked for it) and never sniffed into something a browser would run.
-pub(super) fn csv_response(file_name: &str, body: Body) -> Response {
-    (
-        [
-            (CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
-            (
-                CONTENT_DISPOSITION,
-                format!("attachment; filename=\"{file_name}\""),
-            ),
-            (CACHE_CONTROL, "no-store".to_string()),
-            (X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
-        ],
-        body,
+/// List a program's commissions, or export them with `?format=csv`.
+#[utoipa::path(
+    get,
+    path = "/programs/{id}/commissions",
+    tag = "payouts",
+    params(("id" = i64, Path, description = "Program id"), CommissionQuery, ListQuery),
+    security(("admin_token" = []), ("session" = [])),
+    responses(
+        (status = 200, description = "One page, or every row as text/csv", body = Listed<CommissionRow>),
+        (status = 400, description = "Invalid filter, limit or cursor", body = ErrorBody),
+        (status = 404, description = "Unknown program", body = ErrorBody),
+    ),
+)]
+async fn list_commissions(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response> {
+    let list: ListQuery = read_list_query(raw.as_deref())?;
+    let q: CommissionQuery = read_list_query(raw.as_deref())?;
+    let params = &q.params();
+    list.page_or_csv(
+        s.app.list_commissions(&caller, id, params, &list.page()),
+        s.app.export_commissions(&caller, id, params),
+        format!("program-{id}-commissions.csv"),
+        exports::commissions_csv,
     )
-        .into_response()
+    .await
 }
 
-/// A CSV answer streamed from `chunks`, each written by `write` (the first with the
-/// header row). An error after the first byte ends the answer early: it is logged, and
-/// the client sees a cut-off download rather than a wrong file.
-pub(super) fn csv_stream<T: Send + 'static>(
-    file_name: &str,
-    chunks: CsvChunks<T>,
-    write: fn(&[T], bool) -> Vec<u8>,
-) -> Response {
-    let header = Bytes::from(write(&[], true));
-    let rows = chunks.map(move |chunk| match chunk {
-        Ok(rows) => Ok(Bytes::from(write(&rows, false))),
-        Err(e) => {
-            tracing::error!(error = %e, "CSV export stopped");
-            Err(std::io::Error::other("export stopped"))
-        }
-    });
-    let body = futures::stream::once(async move { Ok(header) }).chain(rows);
-    csv_response(file_name, Body::from_stream(body))
+/// The partners' pending, approved (unpaid) and paid amounts in a program.
+#[utoipa::path(
+    get,
+    path = "/programs/{id}/balances",
+    tag = "payouts",
+    params(("id" = i64, Path, description = "Program id"), ListQuery),
+    security(("admin_token" = []), ("session" = [])),
+    responses(
+        (status = 200, description = "One page of balances", body = Listed<Balance>),
+        (status = 400, description = "Invalid limit or cursor", body = ErrorBody),
+        (status = 404, description = "Unknown program", body = ErrorBody),
+    ),
+)]
+async fn list_balances(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    RawQuery(raw): RawQuery,
+) -> Result<Json<Listed<Balance>>> {
+    let list: ListQuery = read_list_query(raw.as_deref())?;
+    Ok(Json(s.app.balances(&caller, id, &list.page()).await?))
 }
 
-management_lists! {
-    tag = "payouts";
-
-    /// List a program's commissions, or export them with `?format=csv`.
-    get "/programs/{id}/commissions"
-        path(id: ("id" = i64, Path, description = "Program id"))
-        query(ListQuery, q: CommissionQuery)
-        => list_commissions -> CommissionRow = list_commissions(params = &q.params())
-            csv(export_commissions, "program-{id}-commissions.csv", exports::commissions_csv);
-        responses(
-            "One page, or every row as text/csv",
-            400 "Invalid filter, limit or cursor",
-            404 "Unknown program",
-        );
-
-    /// The partners' pending, approved (unpaid) and paid amounts in a program.
-    get "/programs/{id}/balances"
-        path(id: ("id" = i64, Path, description = "Program id"))
-        query(ListQuery)
-        => list_balances -> Balance = balances();
-        responses("One page of balances", 400 "Invalid limit or cursor", 404 "Unknown program");
-
-    /// List a program's payouts, or export them with `?format=csv`.
-    get "/programs/{id}/payouts"
-        path(id: ("id" = i64, Path, description = "Program id"))
-        query(ListQuery)
-        => list_payouts -> Payout = list_payouts()
-            csv(export_payouts, "program-{id}-payouts.csv", exports::payouts_csv);
-        responses(
-            "One page (without items), or every row as text/csv",
-            400 "Invalid limit or cursor",
-            404 "Unknown program",
-        );
+/// List a program's payouts, or export them with `?format=csv`.
+#[utoipa::path(
+    get,
+    path = "/programs/{id}/payouts",
+    tag = "payouts",
+    params(("id" = i64, Path, description = "Program id"), ListQuery),
+    security(("admin_token" = []), ("session" = [])),
+    responses(
+        (status = 200, description = "One page (without items), or every row as text/csv", body = Listed<Payout>),
+        (status = 400, description = "Invalid limit or cursor", body = ErrorBody),
+        (status = 404, description = "Unknown program", body = ErrorBody),
+    ),
+)]
+async fn list_payouts(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response> {
+    let list: ListQuery = read_list_query(raw.as_deref())?;
+    list.page_or_csv(
+        s.app.list_payouts(&caller, id, &list.page()),
+        s.app.export_payouts(&caller, id),
+        format!("program-{id}-payouts.csv"),
+        exports::payouts_csv,
+    )
+    .await
 }
 
 /// Download a payout's items as CSV, or as PayPal's or Wise's bulk payment file.
@@ -226,54 +180,133 @@ async fn export_payout(
     Ok(csv_response(&format.file_name(id), body))
 }
 
-management_endpoints! {
-    tag = "payouts";
+/// Approve a pending commission ahead of its hold period.
+#[utoipa::path(
+    post,
+    path = "/commissions/{id}/approve",
+    tag = "payouts",
+    params(("id" = i64, Path, description = "Commission id")),
+    security(("admin_token" = []), ("session" = [])),
+    responses(
+        (status = 200, description = "The approved commission", body = CommissionRow),
+        (status = 404, description = "Unknown commission", body = ErrorBody),
+        (status = 409, description = "Not pending", body = ErrorBody),
+    ),
+)]
+async fn approve_commission(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+) -> Result<Json<CommissionRow>> {
+    Ok(Json(s.app.approve_commission(&caller, id).await?))
+}
 
-    /// Approve a pending commission ahead of its hold period.
-    post "/commissions/{id}/approve"
-        path(id: ("id" = i64, Path, description = "Commission id"))
-        => approve_commission -> 200 CommissionRow = approve_commission;
-        responses("The approved commission", 404 "Unknown commission", 409 "Not pending");
+/// Reject a pending or unpaid approved commission: it never pays.
+#[utoipa::path(
+    post,
+    path = "/commissions/{id}/reject",
+    tag = "payouts",
+    request_body = RejectBody,
+    params(("id" = i64, Path, description = "Commission id")),
+    security(("admin_token" = []), ("session" = [])),
+    responses(
+        (status = 200, description = "The rejected commission", body = CommissionRow),
+        (status = 400, description = "Invalid reason", body = ErrorBody),
+        (status = 404, description = "Unknown commission", body = ErrorBody),
+        (status = 409, description = "Paid, reversed, rejected, or held by a pending payout", body = ErrorBody),
+    ),
+)]
+async fn reject_commission(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    JsonBody(body): JsonBody<RejectBody>,
+) -> Result<Json<CommissionRow>> {
+    Ok(Json(s.app.reject_commission(&caller, id, body).await?))
+}
 
-    /// Reject a pending or unpaid approved commission: it never pays.
-    post "/commissions/{id}/reject"
-        path(id: ("id" = i64, Path, description = "Commission id"))
-        body(b: JsonBody<RejectBody>)
-        => reject_commission -> 200 CommissionRow = reject_commission;
-        responses(
-            "The rejected commission",
-            400 "Invalid reason",
-            404 "Unknown commission",
-            409 "Paid, reversed, rejected, or held by a pending payout",
-        );
+/// Create a payout of every qualifying partner's approved balance.
+#[utoipa::path(
+    post,
+    path = "/programs/{id}/payouts",
+    tag = "payouts",
+    params(("id" = i64, Path, description = "Program id")),
+    security(("admin_token" = []), ("session" = [])),
+    responses(
+        (status = 201, description = "The payout with its items", body = Payout),
+        (status = 404, description = "Unknown program", body = ErrorBody),
+        (status = 409, description = "No partner qualifies", body = ErrorBody),
+    ),
+)]
+async fn create_payout(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+) -> Result<(StatusCode, Json<Payout>)> {
+    Ok(created(s.app.create_payout(&caller, id).await?))
+}
 
-    /// Create a payout of every qualifying partner's approved balance.
-    post "/programs/{id}/payouts"
-        path(id: ("id" = i64, Path, description = "Program id"))
-        => create_payout -> 201 Payout = create_payout;
-        responses("The payout with its items", 404 "Unknown program", 409 "No partner qualifies");
+/// Show a payout with its items.
+#[utoipa::path(
+    get,
+    path = "/payouts/{id}",
+    tag = "payouts",
+    params(("id" = i64, Path, description = "Payout id")),
+    security(("admin_token" = []), ("session" = [])),
+    responses(
+        (status = 200, description = "The payout", body = Payout),
+        (status = 404, description = "Unknown payout", body = ErrorBody),
+    ),
+)]
+async fn get_payout(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+) -> Result<Json<Payout>> {
+    Ok(Json(s.app.payout(&caller, id).await?))
+}
 
-    /// Show a payout with its items.
-    get "/payouts/{id}"
-        path(id: ("id" = i64, Path, description = "Payout id"))
-        => get_payout -> 200 Payout = payout;
-        responses("The payout", 404 "Unknown payout");
+/// Mark a pending payout paid; its commissions become paid.
+#[utoipa::path(
+    post,
+    path = "/payouts/{id}/mark-paid",
+    tag = "payouts",
+    request_body = MarkPaidBody,
+    params(("id" = i64, Path, description = "Payout id")),
+    security(("admin_token" = []), ("session" = [])),
+    responses(
+        (status = 200, description = "The paid payout", body = Payout),
+        (status = 400, description = "Invalid reference", body = ErrorBody),
+        (status = 404, description = "Unknown payout", body = ErrorBody),
+        (status = 409, description = "Paid or cancelled already", body = ErrorBody),
+    ),
+)]
+async fn mark_payout_paid(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    OptionalJsonBody(body): OptionalJsonBody<MarkPaidBody>,
+) -> Result<Json<Payout>> {
+    Ok(Json(s.app.mark_payout_paid(&caller, id, body).await?))
+}
 
-    /// Mark a pending payout paid; its commissions become paid.
-    post "/payouts/{id}/mark-paid"
-        path(id: ("id" = i64, Path, description = "Payout id"))
-        body(b: OptionalJsonBody<MarkPaidBody>)
-        => mark_payout_paid -> 200 Payout = mark_payout_paid;
-        responses(
-            "The paid payout",
-            400 "Invalid reference",
-            404 "Unknown payout",
-            409 "Paid or cancelled already",
-        );
-
-    /// Cancel a pending payout; its commissions may be paid by a later one.
-    post "/payouts/{id}/cancel"
-        path(id: ("id" = i64, Path, description = "Payout id"))
-        => cancel_payout -> 200 Payout = cancel_payout;
-        responses("The cancelled payout", 404 "Unknown payout", 409 "Paid or cancelled already");
+/// Cancel a pending payout; its commissions may be paid by a later one.
+#[utoipa::path(
+    post,
+    path = "/payouts/{id}/cancel",
+    tag = "payouts",
+    params(("id" = i64, Path, description = "Payout id")),
+    security(("admin_token" = []), ("session" = [])),
+    responses(
+        (status = 200, description = "The cancelled payout", body = Payout),
+        (status = 404, description = "Unknown payout", body = ErrorBody),
+        (status = 409, description = "Paid or cancelled already", body = ErrorBody),
+    ),
+)]
+async fn cancel_payout(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+) -> Result<Json<Payout>> {
+    Ok(Json(s.app.cancel_payout(&caller, id).await?))
 }

@@ -260,7 +260,8 @@ impl TestApp {
 
     /// The same database behind a router that counts requests and serves `GET /metrics`.
     pub fn with_metrics(self) -> TestApp {
-        let metrics = Arc::new(reftrack::http::metrics::Metrics::new(self.store.clone()));
+        let readings = self.state.app.readings();
+        let metrics = Arc::new(reftrack::http::metrics::Metrics::new(readings));
         let state = self.state.clone().with_metrics(metrics, true);
         self.serving(state)
     }

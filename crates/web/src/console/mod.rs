@@ -5,9 +5,9 @@
 //! Pages: the first-run setup and sign-in ([`first_run`], [`auth`]), the programs
 //! ([`programs`]), and for each program its overview with charts ([`overview`]), setup
 //! checklist and snippets ([`install`]), events ([`events`]), partners and links
-//! ([`partners`], with the links' coupon codes), commissions, balances and payouts
-//! ([`money`]), settings ([`settings`]) and outbound webhooks with their deliveries
-//! ([`webhooks`]).
+//! ([`partners`], with the links' coupon codes), commissions ([`commissions`]), balances
+//! and payouts ([`payouts`]), settings ([`settings`]) and outbound webhooks with their
+//! deliveries ([`webhooks`]).
 //!
 //! Handlers call the same service-layer functions as the JSON API ([`reftrack_service`]) with
 //! the signed-in user's `Caller` (or, for the dashboard reads, its user id), so the role
@@ -17,13 +17,14 @@
 //! partner portal ([`crate::pages`]).
 
 mod auth;
+mod commissions;
 mod events;
 mod first_run;
 mod frame;
 mod install;
-mod money;
 mod overview;
 mod partners;
+mod payouts;
 mod programs;
 mod session;
 mod settings;
@@ -72,15 +73,24 @@ pub fn router() -> Router<AppState> {
             "/links/{link_id}/coupons/{coupon_id}/archive",
             post(partners::archive_coupon),
         ),
-        ("/commissions", get(money::commissions)),
-        ("/commissions.csv", get(money::commissions_csv)),
-        ("/commissions/{commission_id}/approve", post(money::approve)),
-        ("/commissions/{commission_id}/reject", post(money::reject)),
-        ("/payouts", get(money::payouts).post(money::create_payout)),
-        ("/payouts/{payout_id}", get(money::payout)),
-        ("/payouts/{payout_id}/export", get(money::export)),
-        ("/payouts/{payout_id}/paid", post(money::mark_paid)),
-        ("/payouts/{payout_id}/cancel", post(money::cancel)),
+        ("/commissions", get(commissions::commissions)),
+        ("/commissions.csv", get(commissions::commissions_csv)),
+        (
+            "/commissions/{commission_id}/approve",
+            post(commissions::approve),
+        ),
+        (
+            "/commissions/{commission_id}/reject",
+            post(commissions::reject),
+        ),
+        (
+            "/payouts",
+            get(payouts::payouts).post(payouts::create_payout),
+        ),
+        ("/payouts/{payout_id}", get(payouts::payout)),
+        ("/payouts/{payout_id}/export", get(payouts::export)),
+        ("/payouts/{payout_id}/paid", post(payouts::mark_paid)),
+        ("/payouts/{payout_id}/cancel", post(payouts::cancel)),
         ("/settings", get(settings::settings).post(settings::save)),
         ("/settings/token", post(settings::rotate_token)),
         ("/settings/address", post(settings::save_address)),

@@ -10,8 +10,8 @@ use super::view::{
     self, notice, ok, place_error, program_tabs, render, Chrome, Field, Moment, NavItem,
     PageResult, Posted, ProgramId, Query, Section,
 };
+use crate::downloads::csv_stream;
 use crate::pages::view::{share_text, COMMISSION_STATUSES};
-use crate::payouts::csv_stream;
 use crate::AppState;
 use reftrack_domain::money::display_amount;
 use reftrack_domain::status::{CommissionFlag, LinkStatus};
