@@ -6,18 +6,32 @@
 //! rules they apply are the pure functions of [`crate::domain`]; the statements they
 //! make are the store's ([`reftrack_store`]).
 //!
-//! - [`track`]: clicks, leads, sales and refunds, as flows over one write transaction.
-//! - [`stripe`]: a verified payment-processor event, with its sale or refund.
-//! - [`admin`]: the management operations; [`management`] their lists; [`access`] who
-//!   may call them; [`payouts`] paying partners.
-//! - [`dashboard`]: sign-in, sessions and the dashboard's reads; [`first_run`] the
-//!   setup of a server that has no user yet; [`address`] the server's address, which
-//!   the links it hands out name.
-//! - [`partners`]: partner accounts, applications and the partner API; [`invite_mail`]
-//!   the mail that carries an invite.
-//! - [`performance`]: daily figures, totals and trends of a program or of a partner.
-//! - [`redirect`]: redirect links, whose visits are clicks; [`coupons`]: coupon codes of
-//!   links, which attribute sales.
+//! The use cases by context, each with the part of the store interface it reads and
+//! writes through:
+//!
+//! - **Tracking** — [`track`] (clicks, leads, sales and refunds, as flows over one write
+//!   transaction, `reftrack_store::tx::Tx`), [`stripe`] (a verified payment-processor
+//!   event, with its sale or refund), [`redirect`] (redirect links, whose visits are
+//!   clicks), [`load`] (the tracking calls under way); store parts `TrackingLookups`
+//!   and `Store::submit`.
+//! - **Programs and partners** — [`admin`] (the management operations), [`management`]
+//!   (their lists, partners' standing), [`coupons`] (coupon codes of links, which
+//!   attribute sales), [`first_run`] (the setup of a server that has no user yet),
+//!   [`access`] (who may call them); store parts `ProgramAdmin`, `PartnerAdmin`,
+//!   `UserAdmin`, `ManagementReads`.
+//! - **Partner accounts** — [`partners`] (invites, sign-in, applications, the partner
+//!   API), [`invite_mail`]; store part `PartnerAccounts` (`PartnerTx` in a flow).
+//! - **Money** — [`payouts`] (commissions' changes, balances, payouts) and [`exports`]
+//!   (their CSV, PayPal and Wise files); store parts `PayoutReads` and `PayoutTx`.
+//! - **Webhooks** — [`webhooks`] (endpoints, the outbox's delivery worker); store parts
+//!   `WebhookStore` and `WebhookTx`.
+//! - **The owner's dashboard** — [`dashboard`] (sign-in, sessions, the events page) and
+//!   [`performance`] (daily figures, totals and trends of a program or a partner); store
+//!   part `DashboardStore`.
+//!
+//! Shared by them: [`address`] (the server's address, which the links it hands out
+//! name), [`cache`], [`secrets`], [`mail`] and [`notice_mail`], [`error`]; and for
+//! operators [`verify`] (the integrity check) and [`metrics`] (what `/metrics` reads).
 
 pub mod access;
 pub mod address;
