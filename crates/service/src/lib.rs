@@ -3,7 +3,7 @@
 //! Every way into Reftrack (the tracking API and its legacy alias, the Stripe webhook,
 //! the management API, the dashboard and the CLI) calls these functions, so a click, a
 //! lead, a sale or a refund is recorded by exactly one flow whatever its source. The
-//! rules they apply are the pure functions of [`crate::domain`]; the statements they
+//! rules they apply are the pure functions of [`reftrack_domain`]; the statements they
 //! make are the store's ([`reftrack_store`]).
 //!
 //! The use cases by context, each with the part of the store interface it reads and

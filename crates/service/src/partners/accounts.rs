@@ -171,7 +171,7 @@ impl App {
         Ok(NewSession { token, expires_at })
     }
 
-    /// Signs a partner in: a new session, or [`INVALID_CREDENTIALS`] whatever was wrong.
+    /// Signs a partner in: a new session, or [`INVALID_CREDENTIALS`](crate::dashboard::INVALID_CREDENTIALS) whatever was wrong.
     /// `email` is already normalised.
     pub async fn partner_login(&self, email: &str, password: String) -> Result<NewSession> {
         let credentials = self.store.partner_credentials(email).await?;

@@ -190,7 +190,7 @@ pub const SALE_COLUMNS: &[&str] = &[
 ];
 
 /// The plain sales of a batch ([`NewSale::is_plain`]) at once, in the transaction open on
-/// `conn`: one query per [`MAX_SET_ROWS`] sales resolves their customers, one records
+/// `conn`: one query per [`MAX_SET_ROWS`](crate::committer::MAX_SET_ROWS) sales resolves their customers, one records
 /// every sale that resolves plainly (its customer found in the program, with a partner
 /// and its partner-program record, a transaction id not yet recorded nor used by an
 /// earlier sale of the batch, a customer no earlier sale of the batch names) and adds its

@@ -182,7 +182,7 @@ pub async fn programs_with_endpoints<DB: Engine>(
     Ok(stmt::<DB>(&sql).scalar_all(conn).await?)
 }
 
-/// The outbox write of [`WebhookTx::record_events`], on any connection in a write
+/// The outbox write of [`WebhookTx::record_events`](crate::WebhookTx::record_events), on any connection in a write
 /// transaction.
 pub async fn record_events<DB: Engine>(
     conn: &mut DB::Connection,
