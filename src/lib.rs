@@ -24,7 +24,7 @@ use std::time::Duration;
 use axum::Router;
 use tokio::net::TcpListener;
 
-use crate::app::track::ClickWaits;
+use crate::app::tracking::ClickWaits;
 use crate::app::App;
 use crate::config::ServeArgs;
 use crate::domain::time::SystemClock;

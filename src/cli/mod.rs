@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::app::management::LinkParams;
+use crate::app::programs::management::LinkParams;
 use crate::app::{App, Caller, PageParams};
 use crate::config::{DatabaseArgs, MailArgs, WebhookArgs};
 use crate::domain::time::SystemClock;
@@ -303,7 +303,8 @@ impl AdminCommand {
                 let chunks = app
                     .export_program_partners(caller, program_id, status.as_deref())
                     .await;
-                payouts::print_chunks(chunks, crate::app::exports::program_partners_csv).await
+                payouts::print_chunks(chunks, crate::app::money::exports::program_partners_csv)
+                    .await
             }
             other => other.answer(app).await.map(Some),
         }

@@ -9,8 +9,8 @@ use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
 use super::{answer, run_on, Paging};
-use crate::app::exports::{self, PayoutFormat};
-use crate::app::payouts::{CommissionParams, MarkPaidBody, RejectBody};
+use crate::app::money::exports::{self, PayoutFormat};
+use crate::app::money::payouts::{CommissionParams, MarkPaidBody, RejectBody};
 use crate::app::App;
 use crate::app::{Caller, PageParams};
 use crate::config::DatabaseArgs;

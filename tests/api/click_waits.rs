@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::common::*;
-use reftrack::app::track::ClickWaits;
+use reftrack::app::tracking::ClickWaits;
 use serde_json::json;
 
 const BROWSER: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";

@@ -727,7 +727,10 @@ async fn lists_filter_page_and_export(app: TestApp) {
         .iter()
         .map(str::to_string)
         .collect();
-    assert_eq!(header, reftrack::app::exports::PROGRAM_PARTNER_HEADER);
+    assert_eq!(
+        header,
+        reftrack::app::money::exports::PROGRAM_PARTNER_HEADER
+    );
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     assert_eq!(rows.len(), 3);
     assert_eq!(&rows[1][3], "bob_1");

@@ -347,7 +347,10 @@ async fn cursor_pages_stay_stable_while_rows_arrive(app: TestApp) {
         .expect(200);
     crate::common::assert_download(&r);
     let text = r.body.as_str().unwrap();
-    assert_eq!(csv_header(text), reftrack::app::exports::COMMISSION_HEADER);
+    assert_eq!(
+        csv_header(text),
+        reftrack::app::money::exports::COMMISSION_HEADER
+    );
     let rows = parse_csv(text, true);
     assert_eq!(rows.len(), 6);
     assert_eq!(rows[0][3], "p5");
@@ -438,7 +441,10 @@ async fn payouts_from_creation_to_paid(app: TestApp) {
         }
     };
     let text = csv_of("csv").await;
-    assert_eq!(csv_header(&text), reftrack::app::exports::ITEM_HEADER);
+    assert_eq!(
+        csv_header(&text),
+        reftrack::app::money::exports::ITEM_HEADER
+    );
     let items = parse_csv(&text, true);
     assert_eq!(
         items,
@@ -466,7 +472,10 @@ async fn payouts_from_creation_to_paid(app: TestApp) {
         ]]
     );
     let wise = csv_of("wise").await;
-    assert_eq!(csv_header(&wise), reftrack::app::exports::WISE_HEADER);
+    assert_eq!(
+        csv_header(&wise),
+        reftrack::app::money::exports::WISE_HEADER
+    );
     assert_eq!(
         parse_csv(&wise, true),
         vec![vec![
@@ -601,7 +610,10 @@ async fn payouts_from_creation_to_paid(app: TestApp) {
         .expect(200);
     crate::common::assert_download(&export);
     let text = export.body.as_str().unwrap();
-    assert_eq!(csv_header(text), reftrack::app::exports::PAYOUT_HEADER);
+    assert_eq!(
+        csv_header(text),
+        reftrack::app::money::exports::PAYOUT_HEADER
+    );
     let rows = parse_csv(text, true);
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[1][2], "paid");

@@ -1254,7 +1254,7 @@ async fn the_worker_holds_back_while_the_tracking_api_is_busy(app: TestApp) {
     }
     // As many tracking calls under way as make the API busy.
     let load = app.state.app.load();
-    let calls: Vec<_> = (0..reftrack::app::load::BUSY_FROM)
+    let calls: Vec<_> = (0..reftrack::app::tracking::load::BUSY_FROM)
         .map(|_| load.tracking_call())
         .collect();
     let (_running, stop) = tokio::sync::watch::channel(false);

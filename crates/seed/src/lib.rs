@@ -32,7 +32,7 @@ use reftrack_domain::commission::CommissionRule;
 use reftrack_domain::figures::{Deltas, PartnerDayDelta, RollupDelta};
 use reftrack_domain::lifecycle;
 use reftrack_domain::time::{day_of, now_ms, DAY_MS};
-use reftrack_service::admin::{
+use reftrack_service::programs::{
     LinkBody, MemberBody, PartnerBody, ProgramBody, UserBody, WorkspaceBody,
 };
 use reftrack_service::{App, Caller};

@@ -23,7 +23,7 @@ pub(crate) struct PayoutsPlan<'a> {
 impl<'a> PayoutsPlan<'a> {
     pub(crate) fn new(
         spec: &'a PayoutsSpec,
-        program: &reftrack_service::admin::ProgramView,
+        program: &reftrack_service::programs::ProgramView,
         start: i64,
         now: i64,
     ) -> anyhow::Result<Self> {

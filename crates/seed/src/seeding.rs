@@ -38,7 +38,7 @@ pub(crate) async fn create_program(
     app: &App,
     workspace_id: i64,
     name: &str,
-) -> anyhow::Result<reftrack_service::admin::ProgramView> {
+) -> anyhow::Result<reftrack_service::programs::ProgramView> {
     Ok(app
         .create_program(
             &Caller::Operator,

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{App, Error, Result};
+use crate::{App, Error, Result};
 use reftrack_domain::access::{decide, workspaces_allowing, Access, Decision, Seat};
 use reftrack_store::{MembershipView, Program, Record};
 

@@ -7,7 +7,7 @@
 
 use std::net::SocketAddr;
 
-use super::{App, Error, Result};
+use crate::{App, Error, Result};
 use reftrack_store::PUBLIC_URL_SETTING;
 
 /// Where the server's address came from.
@@ -40,7 +40,7 @@ impl App {
     }
 
     /// The server's address and where it came from: `REFTRACK_PUBLIC_URL`, else the
-    /// confirmed one (read through a cache of [`super::cache::TTL`], so a change by
+    /// confirmed one (read through a cache of [`crate::cache::TTL`], so a change by
     /// another process is seen within it), else the listening address (`http://localhost`
     /// for a service that serves no listener, as in tests).
     pub async fn public_address(&self) -> Result<(String, AddressSource)> {
@@ -101,7 +101,9 @@ impl App {
     /// `Ok` when `token` is the admin token, else a 403 naming the `admin_token` field.
     pub(super) async fn check_admin_token(&self, token: &str) -> Result<()> {
         if token.trim().is_empty() {
-            return Err(Error::invalid(super::first_run::ADMIN_TOKEN_REQUIRED));
+            return Err(Error::invalid(
+                crate::programs::first_run::ADMIN_TOKEN_REQUIRED,
+            ));
         }
         if !self.is_admin_token(token.trim()).await? {
             return Err(Error::Forbidden(

@@ -1,7 +1,7 @@
 //! The service layer's error: what went wrong, in words a client may read. The HTTP layer
 //! maps each kind to a status once; internal causes are logged there, never sent.
 
-use super::partners::MAX_PARTNER_LINKS;
+use crate::accounts::MAX_PARTNER_LINKS;
 use reftrack_store::{RecordedSale, StoreError};
 
 /// A use case's failure.

@@ -6,56 +6,49 @@
 //! rules they apply are the pure functions of [`reftrack_domain`]; the statements they
 //! make are the store's ([`reftrack_store`]).
 //!
-//! The use cases by context, each with the part of the store interface it reads and
-//! writes through:
+//! The use cases, one module per context, each with the part of the store interface it
+//! reads and writes through:
 //!
-//! - **Tracking** — [`track`] (clicks, leads, sales and refunds, as flows over one write
-//!   transaction, `reftrack_store::tx::Tx`), [`stripe`] (a verified payment-processor
-//!   event, with its sale or refund), [`redirect`] (redirect links, whose visits are
-//!   clicks), [`load`] (the tracking calls under way); store parts `TrackingLookups`
-//!   and `Store::submit`.
-//! - **Programs and partners** — [`admin`] (the management operations), [`management`]
-//!   (their lists, partners' standing), [`coupons`] (coupon codes of links, which
-//!   attribute sales), [`first_run`] (the setup of a server that has no user yet),
-//!   [`access`] (who may call them); store parts `ProgramAdmin`, `PartnerAdmin`,
-//!   `UserAdmin`, `ManagementReads`.
-//! - **Partner accounts** — [`partners`] (invites, sign-in, applications, the partner
-//!   API), [`invite_mail`]; store part `PartnerAccounts` (`PartnerTx` in a flow).
-//! - **Money** — [`payouts`] (commissions' changes, balances, payouts) and [`exports`]
-//!   (their CSV, PayPal and Wise files); store parts `PayoutReads` and `PayoutTx`.
-//! - **Webhooks** — [`webhooks`] (endpoints, the outbox's delivery worker); store parts
-//!   `WebhookStore` and `WebhookTx`.
-//! - **The owner's dashboard** — [`dashboard`] (sign-in, sessions, the events page) and
-//!   [`performance`] (daily figures, totals and trends of a program or a partner); store
-//!   part `DashboardStore`.
+//! - [`tracking`]: clicks, leads, sales and refunds, as flows over one write
+//!   transaction (`reftrack_store::tx::Tx`); [`tracking::stripe`] a verified
+//!   payment-processor event, with its sale or refund; [`tracking::redirect`] redirect
+//!   links, whose visits are clicks; [`tracking::load`] the tracking calls under way.
+//!   Store parts `TrackingLookups` and `Store::submit`.
+//! - [`programs`]: programs and partners — the management operations (workspaces,
+//!   programs, partners, links, users, members, the admin token),
+//!   [`programs::management`] their lists and partners' standing, [`programs::coupons`]
+//!   coupon codes of links, [`programs::first_run`] the setup of a server that has no user
+//!   yet. Store parts `ProgramAdmin`, `PartnerAdmin`, `UserAdmin`, `ManagementReads`.
+//! - [`accounts`]: partner accounts — invites, sign-in, applications, the partner's own
+//!   record and what it reads in its programs; [`accounts::invite_mail`]. Store part
+//!   `PartnerAccounts` (`PartnerTx` in a flow).
+//! - [`money`]: commissions' changes, balances and payouts ([`money::payouts`]) and their
+//!   files ([`money::exports`]). Store parts `PayoutReads` and `PayoutTx`.
+//! - [`webhooks`]: endpoints and the outbox's delivery worker. Store parts `WebhookStore`
+//!   and `WebhookTx`.
+//! - [`dashboard`]: the owner's sign-in, sessions and the events page, and
+//!   [`dashboard::performance`] (daily figures, totals and trends of a program or a
+//!   partner). Store part `DashboardStore`.
 //!
-//! Shared by them: [`address`] (the server's address, which the links it hands out
-//! name), [`cache`], [`secrets`], [`mail`] and [`notice_mail`], [`error`]; and for
-//! operators [`verify`] (the integrity check) and [`metrics`] (what `/metrics` reads).
+//! Shared by them: [`access`] (who may call a management use case), [`address`] (the
+//! server's address, which the links it hands out name), [`cache`], [`secrets`], [`mail`]
+//! and [`notice_mail`], [`error`]; and for operators [`verify`] (the integrity check) and
+//! [`metrics`] (what `/metrics` reads).
 
 pub mod access;
+pub mod accounts;
 pub mod address;
-pub mod admin;
 pub mod cache;
-pub mod coupons;
 pub mod dashboard;
 pub mod error;
-pub mod exports;
-pub mod first_run;
-pub mod invite_mail;
-pub mod load;
 pub mod mail;
-pub mod management;
 pub mod metrics;
+pub mod money;
 pub mod notice_mail;
 mod pages;
-pub mod partners;
-pub mod payouts;
-pub mod performance;
-pub mod redirect;
+pub mod programs;
 pub mod secrets;
-pub mod stripe;
-pub mod track;
+pub mod tracking;
 pub mod verify;
 pub mod webhooks;
 
@@ -105,9 +98,9 @@ pub struct App {
     /// Wakes the webhook worker: a delivery was made due now.
     webhooks_due: tokio::sync::Notify,
     /// The tracking calls under way, which the webhook worker yields to.
-    load: load::Load,
+    load: tracking::load::Load,
     /// How long clicks wait for their commit before they are answered.
-    click_waits: track::ClickWaits,
+    click_waits: tracking::ClickWaits,
     /// Click recordings going on after their wait ran out.
     detached_clicks: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -129,20 +122,20 @@ impl App {
             listen_url: None,
             private_webhook_targets: false,
             webhooks_due: tokio::sync::Notify::new(),
-            load: load::Load::default(),
-            click_waits: track::ClickWaits::default(),
+            load: tracking::load::Load::default(),
+            click_waits: tracking::ClickWaits::default(),
             detached_clicks: Arc::default(),
         }
     }
 
     /// The same service answering clicks after `waits` at the latest.
-    pub fn with_click_waits(mut self, waits: track::ClickWaits) -> Self {
+    pub fn with_click_waits(mut self, waits: tracking::ClickWaits) -> Self {
         self.click_waits = waits;
         self
     }
 
     /// The tracking calls under way in this process, which the webhook worker yields to.
-    pub fn load(&self) -> &load::Load {
+    pub fn load(&self) -> &tracking::load::Load {
         &self.load
     }
 

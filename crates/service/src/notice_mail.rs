@@ -1,8 +1,8 @@
 //! Notices: to a program's owners and admins that someone applied, to the applicant once
 //! it is approved, and to a partner when a payout paid it.
 
-use super::App;
 use crate::mail::{Mail, Mailer};
+use crate::App;
 
 /// Sends `mails` (notices of `what`) one after the other, logging each that fails:
 /// they tell of a change already committed, and nothing waits for them.

@@ -8,7 +8,7 @@ use futures::stream::{self, BoxStream, StreamExt};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{Error, Result};
+use crate::{Error, Result};
 use reftrack_store::{Page, Store, StoreResult};
 
 /// The rows a streamed export reads per query.

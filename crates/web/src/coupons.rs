@@ -1,5 +1,5 @@
 //! Coupon codes of links, under `/api/admin/links/{id}/coupons`: created, listed and
-//! archived by the link's owners ([`reftrack_service::coupons`]).
+//! archived by the link's owners ([`reftrack_service::programs::coupons`]).
 
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
@@ -14,7 +14,7 @@ use super::error::{ErrorBody, Result};
 use super::extract::{read_list_query, JsonBody, PathParams};
 use super::paging::PageQuery;
 use super::AppState;
-use reftrack_service::coupons::CouponBody;
+use reftrack_service::programs::coupons::CouponBody;
 use reftrack_service::Listed;
 use reftrack_store::Coupon;
 

@@ -25,8 +25,8 @@ use super::session::DashboardUser;
 use super::AppState;
 use reftrack_domain::status::Permission;
 use reftrack_domain::time::iso;
+use reftrack_service::dashboard::performance::{PerformanceParams, PerformanceResponse};
 use reftrack_service::dashboard::Need;
-use reftrack_service::performance::{PerformanceParams, PerformanceResponse};
 use reftrack_store::{EventFilter, EventKind, ListedEvent};
 
 /// Default `pageSize` of the events list.

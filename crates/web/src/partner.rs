@@ -1,6 +1,6 @@
 //! The partner API under `/api/partner` (sign-in, applications, and the signed-in
 //! partner's own programs), the [`PartnerSession`] extractor, and the management call
-//! that invites a partner. Handlers read the request and call [`reftrack_service::partners`].
+//! that invites a partner. Handlers read the request and call [`reftrack_service::accounts`].
 
 use axum::extract::{FromRequestParts, RawQuery, State};
 use axum::http::request::Parts;
@@ -19,13 +19,13 @@ use super::paging::{ListQuery, PageQuery};
 use super::payouts::CommissionQuery;
 use super::session::{session_answer, throttled, LoginBody, LoginResponse, LogoutResponse};
 use super::AppState;
-use reftrack_service::dashboard::NewSession;
-use reftrack_service::exports;
-use reftrack_service::partners::{
+use reftrack_service::accounts::{
     AcceptInviteBody, Application, ApplyBody, Invite, PartnerLink, PartnerLinkBody, PartnerMe,
     PartnerMeBody, PasswordBody, PasswordResetAnswer, PasswordResetBody, RESET_SENT,
 };
-use reftrack_service::performance::PerformanceResponse;
+use reftrack_service::dashboard::performance::PerformanceResponse;
+use reftrack_service::dashboard::NewSession;
+use reftrack_service::money::exports;
 use reftrack_service::Listed;
 use reftrack_store::partners::PartnerPayoutItem;
 use reftrack_store::CommissionRow;

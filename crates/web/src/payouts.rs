@@ -1,5 +1,5 @@
 //! Paying partners, under `/api/admin`: commissions, balances and payouts, with their CSV
-//! exports. Handlers read the request and call [`reftrack_service::payouts`].
+//! exports. Handlers read the request and call [`reftrack_service::money::payouts`].
 
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
@@ -17,8 +17,8 @@ use super::error::{ErrorBody, Result};
 use super::extract::{read_list_query, JsonBody, OptionalJsonBody, PathParams};
 use super::paging::ListQuery;
 use super::AppState;
-use reftrack_service::exports::{self, PayoutFormat};
-use reftrack_service::payouts::{CommissionParams, MarkPaidBody, RejectBody};
+use reftrack_service::money::exports::{self, PayoutFormat};
+use reftrack_service::money::payouts::{CommissionParams, MarkPaidBody, RejectBody};
 use reftrack_service::Listed;
 use reftrack_store::{Balance, CommissionRow, Payout};
 

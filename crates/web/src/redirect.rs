@@ -1,5 +1,5 @@
 //! Redirect links: `GET /r/{short_link}` (and `HEAD`) send a visitor to the link's
-//! destination, recording the visit as a click ([`reftrack_service::redirect`]).
+//! destination, recording the visit as a click ([`reftrack_service::tracking::redirect`]).
 //!
 //! A page, not an API: no CORS (a browser navigates here), and the answers are a `302`
 //! or a small HTML page. A `HEAD`, a crawler or link-preview fetcher (by its user agent),
@@ -19,7 +19,7 @@ use super::rate_limit::Limited;
 use super::track::{Caller, MAX_USER_AGENT_LEN};
 use super::AppState;
 use reftrack_domain::user_agent::is_bot;
-use reftrack_service::redirect::Visit;
+use reftrack_service::tracking::redirect::Visit;
 use reftrack_service::Error;
 use reftrack_store::ClickDetails;
 

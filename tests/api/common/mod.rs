@@ -247,7 +247,7 @@ impl TestApp {
 
     /// The same database behind a service whose clicks wait for their commit as `waits`
     /// says.
-    pub fn with_click_waits(self, waits: reftrack::app::track::ClickWaits) -> TestApp {
+    pub fn with_click_waits(self, waits: reftrack::app::tracking::ClickWaits) -> TestApp {
         let app = App::new(self.store.clone(), Arc::new(SystemClock)).with_click_waits(waits);
         self.serving_app(app)
     }

@@ -13,10 +13,10 @@ use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::access::Caller;
-use super::error::refusals;
-use super::pages::{listed, probe, PageParams};
-use super::{App, Error, Listed, Result};
+use crate::access::Caller;
+use crate::error::refusals;
+use crate::pages::{listed, probe, PageParams};
+use crate::{App, Error, Listed, Result};
 use reftrack_domain::access::Access;
 use reftrack_domain::status::DeliveryStatus;
 use reftrack_domain::time::DAY_MS;

@@ -19,7 +19,7 @@
 //! be recorded, so that a restart does not send them again.
 //!
 //! [`LEASE_MS`]: reftrack_domain::webhooks::LEASE_MS
-//! [`Load::busy`]: crate::load::Load::busy
+//! [`Load::busy`]: crate::tracking::load::Load::busy
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

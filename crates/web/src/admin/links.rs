@@ -12,8 +12,8 @@ use crate::error::{ErrorBody, Result};
 use crate::extract::{read_list_query, JsonBody, PathParams};
 use crate::paging::PageQuery;
 use crate::AppState;
-use reftrack_service::admin::{LinkBody, LinkPatchBody};
-use reftrack_service::management::LinkParams;
+use reftrack_service::programs::management::LinkParams;
+use reftrack_service::programs::{LinkBody, LinkPatchBody};
 use reftrack_service::Listed;
 use reftrack_store::Link;
 

@@ -2,7 +2,7 @@
 //! ([`Manager`]): workspaces, their members and the dashboard users ([`workspaces`]),
 //! programs ([`programs`]), partners and their standing in programs ([`partners`]), and
 //! referral links ([`links`]), with their lists. Handlers validate their bodies and call the
-//! service layer ([`reftrack_service::admin`], [`reftrack_service::management`]).
+//! service layer ([`reftrack_service::programs`], [`reftrack_service::programs::management`]).
 
 pub mod links;
 pub mod partners;

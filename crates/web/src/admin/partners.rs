@@ -13,9 +13,9 @@ use crate::error::{ErrorBody, Result};
 use crate::extract::{read_list_query, JsonBody, PathParams};
 use crate::paging::{ListQuery, PageQuery};
 use crate::AppState;
-use reftrack_service::admin::{PartnerBody, PartnerPatchBody, ProgramPartnerBody};
-use reftrack_service::exports;
-use reftrack_service::management::PartnerStatusBody;
+use reftrack_service::money::exports;
+use reftrack_service::programs::management::PartnerStatusBody;
+use reftrack_service::programs::{PartnerBody, PartnerPatchBody, ProgramPartnerBody};
 use reftrack_service::Listed;
 use reftrack_store::{Partner, PartnerProgram, ProgramPartnerRow};
 

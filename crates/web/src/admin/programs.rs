@@ -12,7 +12,7 @@ use crate::error::{ErrorBody, Result};
 use crate::extract::{read_list_query, JsonBody, OptionalJsonBody, PathParams};
 use crate::paging::PageQuery;
 use crate::AppState;
-use reftrack_service::admin::{
+use reftrack_service::programs::{
     PaymentAccountBody, ProgramBody, ProgramPatchBody, ProgramView, RotateTokenBody,
 };
 use reftrack_service::Listed;

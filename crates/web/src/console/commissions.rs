@@ -18,8 +18,8 @@ use crate::pages::view::{
 use crate::AppState;
 use reftrack_domain::money::display_amount;
 use reftrack_service as app;
-use reftrack_service::exports::{self};
-use reftrack_service::payouts::{CommissionParams, RejectBody};
+use reftrack_service::money::exports::{self};
+use reftrack_service::money::payouts::{CommissionParams, RejectBody};
 use reftrack_service::{Caller, PageParams};
 use reftrack_store::CommissionRow;
 

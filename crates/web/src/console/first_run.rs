@@ -15,7 +15,7 @@ use crate::pages::session::{forwarded_https, see_other};
 use crate::pages::view::{ok, place_errors, render, Chrome, Field, PageResult, Posted};
 use crate::AppState;
 use reftrack_service as app;
-use reftrack_service::first_run::FirstRunBody;
+use reftrack_service::programs::first_run::FirstRunBody;
 
 #[derive(Template)]
 #[template(path = "console/first_run.html")]

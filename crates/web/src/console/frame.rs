@@ -15,8 +15,8 @@ use crate::AppState;
 use reftrack_domain::access::Access;
 use reftrack_domain::status::{Permission, Role};
 use reftrack_service as app;
-use reftrack_service::admin::ProgramView;
 use reftrack_service::dashboard::Need;
+use reftrack_service::programs::ProgramView;
 use reftrack_service::Caller;
 use reftrack_store::Record;
 

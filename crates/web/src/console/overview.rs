@@ -18,7 +18,7 @@ use reftrack_domain::metrics::{day_text, ResolvedRange};
 use reftrack_domain::money::{display_amount, from_hundredths};
 use reftrack_domain::time::date_of;
 use reftrack_service as app;
-use reftrack_service::performance::{performance, TrendView};
+use reftrack_service::dashboard::performance::{performance, TrendView};
 use reftrack_store::{DailyRollup, EventFilter, EventKind, ListedEvent};
 
 /// Partners in the top-partners table.
@@ -251,7 +251,7 @@ async fn live_view(
             trend: trend_text(t, before),
         })
         .collect();
-    let params = app::performance::PerformanceParams {
+    let params = app::dashboard::performance::PerformanceParams {
         period: None,
         date_from: Some(day_text(range.current.from)),
         date_to: Some(day_text(range.current.to)),

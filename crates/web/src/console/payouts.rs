@@ -17,8 +17,8 @@ use crate::AppState;
 use reftrack_domain::lifecycle::PayoutSkip;
 use reftrack_domain::money::display_amount;
 use reftrack_service as app;
-use reftrack_service::exports::{self, PayoutFormat};
-use reftrack_service::payouts::MarkPaidBody;
+use reftrack_service::money::exports::{self, PayoutFormat};
+use reftrack_service::money::payouts::MarkPaidBody;
 use reftrack_service::PageParams;
 use reftrack_store::{Payout, Record};
 

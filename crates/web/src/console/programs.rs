@@ -15,7 +15,7 @@ use crate::pages::view::{
 use crate::AppState;
 use reftrack_domain::access::Access;
 use reftrack_service as app;
-use reftrack_service::admin::ProgramBody;
+use reftrack_service::programs::ProgramBody;
 use reftrack_service::{Caller, PageParams};
 
 #[derive(Template)]

@@ -21,7 +21,7 @@ use reftrack_domain::metrics::IsoValue;
 use reftrack_domain::money::{display_amount, major_units_text, parse_major_units};
 use reftrack_service as app;
 use reftrack_service::address::AddressSource;
-use reftrack_service::admin::{MemberPatchBody, ProgramPatchBody, RotateTokenBody};
+use reftrack_service::programs::{MemberPatchBody, ProgramPatchBody, RotateTokenBody};
 use reftrack_store::Record;
 
 #[derive(Template)]

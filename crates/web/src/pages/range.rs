@@ -7,7 +7,7 @@ use std::future::Future;
 use super::view::{Field, NavItem, Posted};
 use reftrack_domain::metrics::{day_text, ResolvedRange};
 use reftrack_service as app;
-use reftrack_service::performance::PerformanceParams;
+use reftrack_service::dashboard::performance::PerformanceParams;
 
 /// The range shown when none is asked for.
 pub const DEFAULT_PERIOD: &str = "30d";

@@ -19,8 +19,8 @@ use crate::pages::sign_in::SignIn;
 use crate::pages::view::PageError;
 use crate::AppState;
 use reftrack_service as app;
+use reftrack_service::accounts::{AcceptInviteBody, ApplyBody, OpenProgram};
 use reftrack_service::dashboard::NewSession;
-use reftrack_service::partners::{AcceptInviteBody, ApplyBody, OpenProgram};
 
 impl Visitor for Signed {
     const SIGN_IN: SignIn = SignIn {

@@ -21,7 +21,7 @@ use reftrack_domain::metrics;
 use reftrack_domain::money::{display_amount, from_hundredths};
 use reftrack_domain::status::PartnerStatus;
 use reftrack_service as app;
-use reftrack_service::partners::{PartnerLink, PartnerProgramView};
+use reftrack_service::accounts::{PartnerLink, PartnerProgramView};
 use reftrack_service::PageParams;
 use reftrack_store::DailyRollup;
 

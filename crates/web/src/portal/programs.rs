@@ -16,11 +16,11 @@ use crate::AppState;
 use reftrack_domain::money::display_amount;
 use reftrack_domain::status::{CommissionFlag, LinkStatus};
 use reftrack_service as app;
-use reftrack_service::exports;
-use reftrack_service::partners::{
+use reftrack_service::accounts::{
     PartnerLink, PartnerLinkBody, PartnerProgramView, MAX_PARTNER_LINKS,
 };
-use reftrack_service::payouts::CommissionParams;
+use reftrack_service::money::exports;
+use reftrack_service::money::payouts::CommissionParams;
 
 /// What every program page shows above its content.
 struct ProgramFrame {

@@ -11,7 +11,7 @@ use super::view::{
 };
 use crate::AppState;
 use reftrack_service as app;
-use reftrack_service::partners::{PartnerMe, PartnerMeBody, PasswordBody, WRONG_CURRENT_PASSWORD};
+use reftrack_service::accounts::{PartnerMe, PartnerMeBody, PasswordBody, WRONG_CURRENT_PASSWORD};
 
 /// The payout methods offered (the empty value is none).
 const METHODS: [(&str, &str); 4] = [

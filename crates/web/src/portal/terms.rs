@@ -3,7 +3,7 @@
 //! payout. The apply page and the overview show the same lines, from here.
 
 use reftrack_domain::money::display_amount;
-use reftrack_service::partners::ProgramTerms;
+use reftrack_service::accounts::ProgramTerms;
 
 /// The lines stating `terms`, one sentence each, in the order a partner asks: what it
 /// earns, on renewals, for how long a visitor counts, when it is payable, the minimum

@@ -7,7 +7,7 @@ pub(super) use crate::pages::view::{
 };
 
 use reftrack_domain::status::PartnerStatus;
-use reftrack_service::partners::PartnerMe;
+use reftrack_service::accounts::PartnerMe;
 
 /// The partner portal.
 pub(super) const PORTAL: Site = Site {

@@ -23,7 +23,7 @@ use crate::fields::{AMOUNT_REQUIRED, MAX_ID_LEN};
 use crate::AppState;
 use reftrack_domain::attribution::extract_aff;
 use reftrack_domain::money::major_units;
-use reftrack_service::track::{
+use reftrack_service::tracking::{
     ClickCommand, ClickOutcome, LeadCommand, RefundCommand, SaleCommand,
 };
 use reftrack_store::ClickDetails;

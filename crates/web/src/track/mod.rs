@@ -1,6 +1,6 @@
 //! The tracking API: `/api/v1/track/{click,lead,sale,refund}` and the legacy alias under
 //! `/api/tracking/`. Each handler reads its request and answers; the use case is the
-//! service layer's ([`reftrack_service::track`]).
+//! service layer's ([`reftrack_service::tracking`]).
 //!
 //! `requests` and `responses` hold the bodies, `caller` who calls, `handlers` the
 //! four endpoints and `cors` the browser routes' CORS.

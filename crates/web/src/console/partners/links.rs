@@ -13,8 +13,8 @@ use crate::pages::view::{
     ok, problems_or, render, show_refused, PageError, PageResult, Posted, Refusal,
 };
 use crate::AppState;
-use reftrack_service::admin::{LinkBody, LinkPatchBody};
-use reftrack_service::coupons::CouponBody;
+use reftrack_service::programs::coupons::CouponBody;
+use reftrack_service::programs::{LinkBody, LinkPatchBody};
 use reftrack_service::{Caller, PageParams};
 use reftrack_store::{Coupon, Link, Record};
 

@@ -27,8 +27,8 @@ use crate::AppState;
 use reftrack_domain::money::display_amount;
 use reftrack_domain::status::PartnerStatus;
 use reftrack_service as app;
-use reftrack_service::admin::{LinkBody, PartnerBody, ProgramPartnerBody};
-use reftrack_service::management::PartnerStatusBody;
+use reftrack_service::programs::management::PartnerStatusBody;
+use reftrack_service::programs::{LinkBody, PartnerBody, ProgramPartnerBody};
 use reftrack_store::{ProgramPartnerRow, Record};
 
 /// The page of partner `partner_id` of program `id`.

@@ -14,9 +14,9 @@ use crate::pages::view::{
 };
 use crate::AppState;
 use reftrack_service as app;
-use reftrack_service::admin::PartnerPatchBody;
-use reftrack_service::management::LinkParams;
-use reftrack_service::partners::Invite;
+use reftrack_service::accounts::Invite;
+use reftrack_service::programs::management::LinkParams;
+use reftrack_service::programs::PartnerPatchBody;
 use reftrack_service::{Caller, PageParams};
 use reftrack_store::{Link, Record};
 

@@ -5,8 +5,10 @@
 //! than sliding, so a stolen token has a bounded life; sign-out ends it at once. Expired
 //! sessions are purged at the next sign-in.
 
-use super::secrets::{generate_token, hash_token, password_work, verify_password};
-use super::{App, Error, Result};
+pub mod performance;
+
+use crate::secrets::{generate_token, hash_token, password_work, verify_password};
+use crate::{App, Error, Result};
 use reftrack_domain::status::{MembershipStatus, Permission};
 use reftrack_store::{
     DailyRollup, DashboardProgram, EventFilter, ListedEvent, SessionUser, SetupStatus,
@@ -63,7 +65,7 @@ impl App {
     /// The id of `account` (an id and its password hash) when `password` is its password;
     /// [`INVALID_CREDENTIALS`] otherwise, after as long a check when there is no account,
     /// so that the time taken does not tell whether the email exists.
-    pub(super) async fn check_credentials(
+    pub(crate) async fn check_credentials(
         &self,
         account: Option<(i64, String)>,
         password: String,
@@ -188,7 +190,7 @@ mod tests {
 
     #[test]
     fn dummy_hash_costs_what_a_real_one_does() {
-        let real = super::super::secrets::hash_password("some password").unwrap();
+        let real = crate::secrets::hash_password("some password").unwrap();
         let real = PasswordHash::new(&real).unwrap();
         let dummy = PasswordHash::new(DUMMY_PASSWORD_HASH).unwrap();
         assert_eq!(real.algorithm, dummy.algorithm);

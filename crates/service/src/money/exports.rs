@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::{Error, Result};
+use crate::{Error, Result};
 use reftrack_domain::money::major_units_text;
 use reftrack_domain::time::iso;
 use reftrack_store::{CommissionRow, Payout, PayoutItem, ProgramPartnerRow};

@@ -6,6 +6,10 @@
 //! the rest of their batch ([`Write::Click`], [`Write::Sale`]); whatever the batch
 //! statement does not take runs as the same flow, so the answer is always the flow's.
 
+pub mod load;
+pub mod redirect;
+pub mod stripe;
+
 mod calls;
 mod clicks;
 mod commands;
@@ -21,7 +25,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
-use super::{answer_or_alone, App, Error, Result};
+use crate::{answer_or_alone, App, Error, Result};
 use reftrack_domain::attribution::{self, AffError, SaleSource};
 use reftrack_domain::click_id;
 use reftrack_domain::commission;

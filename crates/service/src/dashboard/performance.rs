@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::access::Caller;
-use super::{App, Error, Result};
+use crate::access::Caller;
+use crate::{App, Error, Result};
 use reftrack_domain::metrics::{self, average_dollars, day_text, percent, trend, ResolvedRange};
 use reftrack_domain::money::dollars;
 use reftrack_domain::time::{date_of, iso};

@@ -11,11 +11,13 @@
 //! `approved` there; pending, rejected and banned partners see the program's name and
 //! their standing (in [`App::partner_me`]) and nothing else.
 
-mod accounts;
+pub mod invite_mail;
+
 mod applications;
 mod fields;
+mod partner_programs;
 mod profile;
-mod programs;
+mod sign_in;
 mod views;
 
 use std::sync::Arc;
@@ -24,20 +26,20 @@ use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::access::Caller;
-use super::admin::{
+use crate::access::Caller;
+use crate::accounts::invite_mail::invite_mail;
+use crate::dashboard::{NewSession, SESSION_LIFETIME_MS};
+use crate::error::refusals;
+use crate::money::payouts::CommissionParams;
+use crate::notice_mail::{application_mail, ApplicationNotice};
+use crate::pages::{listed, probe, PageParams};
+use crate::programs::{
     check_password, email, hashed_password, name, partner_patch, short_link, user_email,
     PartnerPatchBody,
 };
-use super::dashboard::{NewSession, SESSION_LIFETIME_MS};
-use super::error::refusals;
-use super::invite_mail::invite_mail;
-use super::notice_mail::{application_mail, ApplicationNotice};
-use super::pages::{listed, probe, PageParams};
-use super::payouts::CommissionParams;
-use super::redirect::redirect_url;
-use super::secrets::{generate_token, hash_token};
-use super::{App, Error, Listed, Result};
+use crate::secrets::{generate_token, hash_token};
+use crate::tracking::redirect::redirect_url;
+use crate::{App, Error, Listed, Result};
 use reftrack_domain::access::Access;
 use reftrack_domain::commission::CommissionRule;
 use reftrack_domain::status::{LinkStatus, MembershipStatus, PartnerStatus};

@@ -28,7 +28,7 @@ impl App {
                     .insert_partner_program(program_id, partner_id, status, at)
                     .await?;
                 if status == PartnerStatus::Approved {
-                    let approved = crate::management::partner_approved(partner_id);
+                    let approved = crate::programs::management::partner_approved(partner_id);
                     tx.record_events(program_id, at, &[approved]).await?;
                 }
                 deltas.count_partner_joined(program_id, at);

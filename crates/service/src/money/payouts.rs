@@ -10,10 +10,10 @@ use futures::FutureExt;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::access::Caller;
-use super::notice_mail::{paid_mail, send_notices, PaidNotice};
-use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
-use super::{App, Error, Listed, Result};
+use crate::access::Caller;
+use crate::notice_mail::{paid_mail, send_notices, PaidNotice};
+use crate::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
+use crate::{App, Error, Listed, Result};
 use reftrack_domain::access::Access;
 use reftrack_domain::lifecycle::{self, Conflict, PayoutSkip};
 use reftrack_domain::money::display_amount;
@@ -71,7 +71,7 @@ fn date_bound(field: &str, value: Option<&str>, end: bool) -> Result<Option<i64>
 
 impl CommissionParams {
     /// The filter these parameters name, or the first invalid one's error.
-    pub(super) fn filter(&self) -> Result<CommissionFilter> {
+    pub(crate) fn filter(&self) -> Result<CommissionFilter> {
         let status = named_filter("status", self.status.as_deref())?;
         let partner_id = id_filter("partner_id", self.partner_id.as_deref())?;
         let from_ms = date_bound("from", self.from.as_deref(), false)?;
@@ -126,7 +126,7 @@ impl App {
 
     /// One page of a program's commissions matching `filter`, for a caller already
     /// allowed to read them.
-    pub(super) async fn commission_page(
+    pub(crate) async fn commission_page(
         &self,
         program_id: i64,
         filter: &CommissionFilter,
@@ -154,7 +154,7 @@ impl App {
 
     /// Every commission of a program matching `filter`, in chunks, for a caller already
     /// allowed to read them.
-    pub(super) fn commission_chunks(
+    pub(crate) fn commission_chunks(
         &self,
         program_id: i64,
         filter: CommissionFilter,

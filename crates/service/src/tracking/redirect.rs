@@ -1,8 +1,8 @@
 //! Redirect links: `GET /r/{short_link}` records the visit as a click, through the same
 //! use case as the click API ([`App::track_click`]), and says where to send the visitor.
 
-use super::track::{ClickCommand, ClickOutcome};
-use super::{App, Error, Result};
+use crate::tracking::{ClickCommand, ClickOutcome};
+use crate::{App, Error, Result};
 use reftrack_domain::redirect::{self, RecordedClick};
 use reftrack_domain::status::LinkStatus;
 use reftrack_store::{ClickDetails, Link};

@@ -4,8 +4,8 @@
 
 use futures::FutureExt;
 
-use super::track::{refund_flow, sale_flow, RefundCommand, SaleCommand};
-use super::{App, Error, Result};
+use crate::tracking::{refund_flow, sale_flow, RefundCommand, SaleCommand};
+use crate::{App, Error, Result};
 use reftrack_domain::figures::Deltas;
 use reftrack_domain::money;
 use reftrack_domain::stripe::{AccountState, Action, ChargeRefund, Event, Payment};

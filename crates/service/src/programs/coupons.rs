@@ -5,10 +5,10 @@
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::access::Caller;
-use super::error::refusals;
-use super::pages::{listed, named_filter, probe};
-use super::{App, Error, Listed, PageParams, Result};
+use crate::access::Caller;
+use crate::error::refusals;
+use crate::pages::{listed, named_filter, probe};
+use crate::{App, Error, Listed, PageParams, Result};
 use reftrack_domain::access::Access;
 use reftrack_domain::attribution::coupon_key;
 use reftrack_domain::status::CouponStatus;

@@ -191,9 +191,9 @@ pub struct PartnerMe {
 pub struct PartnerMeBody {
     pub name: Option<String>,
     /// `paypal`, `wise` or `manual`.
-    #[serde(default, deserialize_with = "crate::admin::nullable")]
+    #[serde(default, deserialize_with = "crate::programs::nullable")]
     pub payout_method: Option<Option<String>>,
-    #[serde(default, deserialize_with = "crate::admin::nullable")]
+    #[serde(default, deserialize_with = "crate::programs::nullable")]
     pub payout_email: Option<Option<String>>,
 }
 

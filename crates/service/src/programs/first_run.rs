@@ -5,12 +5,12 @@
 //! first. Once anyone has an account, it is gone; operators keep the admin token and the
 //! CLI either way.
 
-use super::address::server_address;
-use super::admin::{
+use crate::address::server_address;
+use crate::programs::{
     check_password, hashed_password, name, new_program, user_email, user_fields, ProgramBody,
     UserBody,
 };
-use super::{App, Error, Result};
+use crate::{App, Error, Result};
 use reftrack_store::{NewOwner, StoreError, User, Workspace};
 
 /// What the setup page asks for.
@@ -119,7 +119,7 @@ fn website_words(e: Error) -> Error {
 pub struct FirstRun {
     pub workspace: Workspace,
     pub user: User,
-    pub program: super::admin::ProgramView,
+    pub program: crate::programs::ProgramView,
 }
 
 /// The text of a first run without the admin token.
@@ -180,7 +180,7 @@ impl App {
         Ok(FirstRun {
             workspace: done.workspace,
             user: done.user,
-            program: super::admin::program_view(&done.program, Some(&token)),
+            program: crate::programs::program_view(&done.program, Some(&token)),
         })
     }
 }

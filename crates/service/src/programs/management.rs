@@ -9,11 +9,11 @@ use futures::FutureExt;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::access::Caller;
-use super::admin::{program_view, ProgramView};
-use super::notice_mail::approval_mail;
-use super::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
-use super::{App, Error, Listed, Result};
+use crate::access::Caller;
+use crate::notice_mail::approval_mail;
+use crate::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
+use crate::programs::{program_view, ProgramView};
+use crate::{App, Error, Listed, Result};
 use reftrack_domain::access::Access;
 use reftrack_domain::lifecycle;
 use reftrack_domain::status::{PartnerStatus, UnknownValue};
@@ -32,7 +32,7 @@ pub struct PartnerStatusBody {
 }
 
 /// The event of a partner approved in a program.
-pub(super) fn partner_approved(partner_id: i64) -> Event {
+pub(crate) fn partner_approved(partner_id: i64) -> Event {
     Event::new(
         EventType::PartnerApproved,
         Subject::ProgramPartner(partner_id),

@@ -4,10 +4,14 @@
 //! (with the texts a client reads), issue secrets, stamp times and keep the lookup
 //! caches true.
 
+pub mod coupons;
+pub mod first_run;
+pub mod management;
+
 mod admin_token;
 mod bodies;
 mod links;
-mod programs;
+mod records;
 mod users;
 mod validate;
 mod views;
@@ -16,10 +20,10 @@ use futures::FutureExt;
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 
-use super::access::Caller;
-use super::error::refusals;
-use super::secrets::{self, ADMIN_TOKEN_PREFIX, API_TOKEN_PREFIX};
-use super::{App, Error, Result};
+use crate::access::Caller;
+use crate::error::refusals;
+use crate::secrets::{self, ADMIN_TOKEN_PREFIX, API_TOKEN_PREFIX};
+use crate::{App, Error, Result};
 use reftrack_domain::access::Access;
 use reftrack_domain::commission::{CommissionRule, CommissionSpec};
 use reftrack_domain::money::normalize_currency;
