@@ -37,6 +37,18 @@ pub fn approves_by_itself(stored: CommissionStatus, manual_approval: bool) -> bo
     stored == CommissionStatus::Pending && !manual_approval
 }
 
+/// Whether the hold has approved a commission by `now`: it approves by itself and its
+/// hold has passed.
+pub fn approved_by_hold(
+    stored: CommissionStatus,
+    manual_approval: bool,
+    created_at: i64,
+    hold_ms: i64,
+    now: i64,
+) -> bool {
+    approves_by_itself(stored, manual_approval) && hold_passed(created_at, hold_ms, now)
+}
+
 /// A commission's status at `now`: the stored one, except that a commission that
 /// approves by itself is `approved` once its hold has passed. Commissions are not
 /// rewritten when their hold passes; every read applies this rule.
@@ -47,7 +59,7 @@ pub fn status_at(
     hold_ms: i64,
     now: i64,
 ) -> CommissionStatus {
-    if approves_by_itself(stored, manual_approval) && hold_passed(created_at, hold_ms, now) {
+    if approved_by_hold(stored, manual_approval, created_at, hold_ms, now) {
         CommissionStatus::Approved
     } else {
         stored
@@ -64,7 +76,7 @@ pub fn approved_at(
     hold_ms: i64,
     now: i64,
 ) -> Option<i64> {
-    if approves_by_itself(stored, manual_approval) && hold_passed(created_at, hold_ms, now) {
+    if approved_by_hold(stored, manual_approval, created_at, hold_ms, now) {
         Some(created_at.saturating_add(hold_ms))
     } else {
         stored_approved_at

@@ -16,7 +16,7 @@ pub struct Readings {
 
 impl Readings {
     /// The readings of `store`.
-    pub fn new(store: Arc<dyn Store>) -> Self {
+    pub(crate) fn new(store: Arc<dyn Store>) -> Self {
         Readings { store }
     }
 

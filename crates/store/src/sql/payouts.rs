@@ -368,9 +368,8 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
         most: Option<i64>,
     ) -> StoreResult<Vec<i64>> {
         let due = format!(
-            "program_id = $3 AND {} AND {}",
-            rules::approves_by_itself(""),
-            rules::hold_passed("", "$1", "$2")
+            "program_id = $3 AND {}",
+            rules::approved_by_hold("", "$1", "$2")
         );
         let approved_at = rules::approved_at("", "$1", "$2");
         let sql = match most {

@@ -27,23 +27,32 @@ pub fn day_number(at: &str) -> String {
 /// Whether a commission `c` recorded at `c.created_at` is past a hold of `hold_ms` at
 /// `now`: [`lifecycle::hold_passed`](reftrack_domain::lifecycle::hold_passed). Written
 /// as a bound on `created_at`, which an index can serve.
-pub fn hold_passed(c: &str, hold_ms: &str, now: &str) -> String {
+fn hold_passed(c: &str, hold_ms: &str, now: &str) -> String {
     format!("{c}created_at <= {now} - {hold_ms}")
 }
 
 /// Whether commission `c` moves on by itself once its hold passes:
 /// [`lifecycle::approves_by_itself`](reftrack_domain::lifecycle::approves_by_itself).
-pub fn approves_by_itself(c: &str) -> String {
+fn approves_by_itself(c: &str) -> String {
     format!("{c}status = 'pending' AND NOT {c}manual_approval")
+}
+
+/// Whether the hold has approved commission `c` by `now`:
+/// [`lifecycle::approved_by_hold`](reftrack_domain::lifecycle::approved_by_hold).
+pub fn approved_by_hold(c: &str, hold_ms: &str, now: &str) -> String {
+    format!(
+        "{} AND {}",
+        approves_by_itself(c),
+        hold_passed(c, hold_ms, now)
+    )
 }
 
 /// Commission `c`'s status at `now`:
 /// [`lifecycle::status_at`](reftrack_domain::lifecycle::status_at).
 pub fn status_at(c: &str, hold_ms: &str, now: &str) -> String {
     format!(
-        "(CASE WHEN {} AND {} THEN 'approved' ELSE {c}status END)",
-        approves_by_itself(c),
-        hold_passed(c, hold_ms, now)
+        "(CASE WHEN {} THEN 'approved' ELSE {c}status END)",
+        approved_by_hold(c, hold_ms, now)
     )
 }
 
@@ -51,9 +60,8 @@ pub fn status_at(c: &str, hold_ms: &str, now: &str) -> String {
 /// [`lifecycle::approved_at`](reftrack_domain::lifecycle::approved_at).
 pub fn approved_at(c: &str, hold_ms: &str, now: &str) -> String {
     format!(
-        "(CASE WHEN {} AND {} THEN {c}created_at + {hold_ms} ELSE {c}approved_at END)",
-        approves_by_itself(c),
-        hold_passed(c, hold_ms, now)
+        "(CASE WHEN {} THEN {c}created_at + {hold_ms} ELSE {c}approved_at END)",
+        approved_by_hold(c, hold_ms, now)
     )
 }
 
@@ -61,9 +69,8 @@ pub fn approved_at(c: &str, hold_ms: &str, now: &str) -> String {
 /// [`lifecycle::payout_may_take`](reftrack_domain::lifecycle::payout_may_take).
 pub fn payout_may_take(c: &str, hold_ms: &str, now: &str) -> String {
     format!(
-        "({c}payout_id IS NULL AND ({c}status = 'approved' OR ({} AND {})))",
-        approves_by_itself(c),
-        hold_passed(c, hold_ms, now)
+        "({c}payout_id IS NULL AND ({c}status = 'approved' OR ({})))",
+        approved_by_hold(c, hold_ms, now)
     )
 }
 
