@@ -357,6 +357,10 @@ async fn a_paid_partner_is_told_what_it_was_paid(app: TestApp) {
     )
     .await
     .expect(200);
+    let notice = smtp.next().await;
+    assert!(notice
+        .data
+        .contains("Subject: Your payout details were changed"));
     app.lead(&seed, "k").await;
     app.post_auth(
         "/api/v1/track/sale",

@@ -31,6 +31,7 @@ mod metrics;
 mod openapi;
 mod outage;
 mod partners;
+mod payout_details;
 mod payouts;
 mod portal;
 mod process;

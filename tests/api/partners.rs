@@ -124,7 +124,7 @@ async fn invite_accept_sign_in_and_out(app: TestApp) {
         &session,
         "PATCH",
         "/me",
-        Some(json!({"payout_method": "paypal", "payout_email": "pay@alice.example"})),
+        Some(json!({"payout_method": "paypal", "payout_email": "pay@alice.example", "current_password": PASSWORD})),
     )
     .await
     .expect(200);
@@ -303,7 +303,7 @@ async fn a_partner_of_two_workspaces_keeps_its_account_to_itself(app: TestApp) {
         &alice,
         "PATCH",
         "/me",
-        Some(json!({"payout_method": "paypal", "payout_email": "pay@alice.example"})),
+        Some(json!({"payout_method": "paypal", "payout_email": "pay@alice.example", "current_password": PASSWORD})),
     )
     .await
     .expect(200);

@@ -452,7 +452,7 @@ async fn form_errors_sit_beside_their_field(app: TestApp) {
             &app,
             "/partner/settings",
             Some(&cookie),
-            "name=Alice+A&payout_method=wise&payout_email=pay%40alice.example",
+            "name=Alice+A&payout_method=wise&payout_email=pay%40alice.example&password=partner+password",
         )
         .await
         .expect(303);
@@ -1164,7 +1164,7 @@ async fn a_partner_without_a_payout_email_is_told_payouts_leave_it_out(app: Test
             &app,
             "/partner/settings",
             Some(&cookie),
-            "name=Alice&payout_method=paypal&payout_email=pay%40alice.example",
+            "name=Alice&payout_method=paypal&payout_email=pay%40alice.example&password=partner+password",
         )
         .await
         .expect(303);

@@ -161,6 +161,10 @@ test('an invited partner signs in, shares a link and sees its click and sale', a
   assert.equal(await page.locator('#f-payout_email-error').textContent(), 'Payout email must be an email address');
   await shoot(page, 'settings-error');
   await page.getByLabel('Payout email').fill('pay@browser.test');
+  // Where the money goes changes only with the partner's password.
+  await expecting(403, () => Promise.all([page.waitForURL(/\/partner\/settings$/), page.getByRole('button', { name: 'Save details' }).click()]));
+  assert.equal(await page.locator('#f-password-error').textContent(), 'Enter your password to change where your payouts go');
+  await page.getByLabel('Your password').fill(PASSWORD);
   await page.getByRole('button', { name: 'Save details' }).click();
   await page.waitForURL(/done=profile$/);
   await shoot(page, 'settings');

@@ -1,8 +1,10 @@
 //! Notices: to a program's owners and admins that someone applied, to the applicant once
-//! it is approved, and to a partner when a payout paid it.
+//! it is approved, to a partner when a payout paid it, and to a partner when its payout
+//! details changed.
 
 use crate::mail::{Mail, Mailer};
 use crate::App;
+use reftrack_store::Partner;
 
 /// Sends `mails` (notices of `what`) one after the other, logging each that fails:
 /// they tell of a change already committed, and nothing waits for them.
@@ -77,6 +79,44 @@ pub fn approval_mail(to: &str, name: &str, program_name: &str, portal_url: Optio
     }
 }
 
+/// The notice to `to` that the payout details of the partner `before` are now those of
+/// `after`: what changed, and what to do if the partner did not change them.
+pub fn payout_details_mail(to: &str, before: &Partner, after: &Partner) -> Mail {
+    let method = |p: &Partner| p.payout_method.map_or("not set", |m| m.as_str());
+    let email = |p: &Partner| p.payout_email.clone().unwrap_or_else(|| "not set".into());
+    let mut body = format!(
+        "Hello {},\n\nThe details of where your partner payouts are sent were changed",
+        after.name
+    );
+    body.push_str(match after.payout_details_changed_by.as_deref() {
+        Some("partner") => " from your partner account.\n\n",
+        _ => " by a program you belong to.\n\n",
+    });
+    if before.payout_method != after.payout_method {
+        body.push_str(&format!(
+            "Payout method: {} (was {})\n",
+            method(after),
+            method(before)
+        ));
+    }
+    if before.payout_email != after.payout_email {
+        body.push_str(&format!(
+            "Payout email: {} (was {})\n",
+            email(after),
+            email(before)
+        ));
+    }
+    body.push_str(
+        "\nIf you did not ask for this change, sign in to the partner portal, change your \
+         password and set your payout details back, and tell the program's owner.\n",
+    );
+    Mail {
+        to: to.to_string(),
+        subject: "Your payout details were changed".into(),
+        body,
+    }
+}
+
 /// What a paid payout's notice says to one partner.
 pub struct PaidNotice<'a> {
     pub name: &'a str,
@@ -118,6 +158,7 @@ pub fn paid_mail(to: &str, n: &PaidNotice<'_>) -> Mail {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reftrack_domain::status::PayoutMethod;
 
     #[test]
     fn the_notice_names_the_applicant_and_where_to_decide() {
@@ -169,6 +210,36 @@ mod tests {
         ] {
             assert!(mail.body.contains(part), "{part} not in {}", mail.body);
         }
+    }
+
+    fn partner(method: Option<PayoutMethod>, email: Option<&str>, by: &str) -> Partner {
+        Partner {
+            id: 1,
+            name: "Alice".into(),
+            code: "alice".into(),
+            email: None,
+            payout_method: method,
+            payout_email: email.map(str::to_string),
+            created_at: 0,
+            payout_details_changed_at: Some(1),
+            payout_details_changed_by: Some(by.into()),
+        }
+    }
+
+    #[test]
+    fn the_payout_details_notice_names_only_what_changed_and_who() {
+        let before = partner(Some(PayoutMethod::Paypal), Some("a@x.io"), "partner");
+        let after = partner(Some(PayoutMethod::Paypal), Some("b@x.io"), "partner");
+        let mail = payout_details_mail("alice@example.com", &before, &after);
+        assert_eq!(mail.subject, "Your payout details were changed");
+        assert!(mail.body.contains("Payout email: b@x.io (was a@x.io)"));
+        assert!(!mail.body.contains("Payout method"));
+        assert!(mail.body.contains("from your partner account"));
+        let after = partner(Some(PayoutMethod::Wise), None, "user");
+        let mail = payout_details_mail("alice@example.com", &before, &after);
+        assert!(mail.body.contains("Payout method: wise (was paypal)"));
+        assert!(mail.body.contains("Payout email: not set (was a@x.io)"));
+        assert!(mail.body.contains("by a program you belong to"));
     }
 
     #[test]

@@ -159,6 +159,14 @@ pub struct Partner {
     #[serde(serialize_with = "iso_ms")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: i64,
+    /// When its payout method or payout email last changed; null if never since it was
+    /// created.
+    #[serde(serialize_with = "iso_ms_opt")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub payout_details_changed_at: Option<i64>,
+    /// Who made that change: `partner` (in the portal or its API), `user` (a dashboard
+    /// user) or `operator` (the admin token or the CLI).
+    pub payout_details_changed_by: Option<String>,
 }
 
 /// A change to a partner: `None` leaves a field as it is, `Some(None)` clears it.
@@ -168,6 +176,10 @@ pub struct PartnerPatch {
     pub email: Option<Option<String>>,
     pub payout_method: Option<Option<PayoutMethod>>,
     pub payout_email: Option<Option<String>>,
+    /// Who asks for the change, as [`Partner::payout_details_changed_by`] names it, and
+    /// when: kept on the partner when its payout details change.
+    pub changed_by: &'static str,
+    pub at: i64,
 }
 
 impl PartnerPatch {
@@ -175,10 +187,14 @@ impl PartnerPatch {
     /// contact email (where invites go) or the payout details (where money goes).
     pub fn changes_account(&self, current: &Partner) -> bool {
         self.email.as_ref().is_some_and(|e| *e != current.email)
-            || self
-                .payout_method
-                .as_ref()
-                .is_some_and(|m| *m != current.payout_method)
+            || self.changes_payout_details(current)
+    }
+
+    /// Whether it changes where the partner's money goes: its payout method or email.
+    pub fn changes_payout_details(&self, current: &Partner) -> bool {
+        self.payout_method
+            .as_ref()
+            .is_some_and(|m| *m != current.payout_method)
             || self
                 .payout_email
                 .as_ref()

@@ -40,9 +40,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(reset_partner_password))
         .routes(routes!(apply_to_program))
         .routes(routes!(change_partner_password))
+        .routes(routes!(partner_me, update_partner_me))
         .route_layer(axum::middleware::from_fn(super::rate_limit::logins))
         .routes(routes!(partner_logout))
-        .routes(routes!(partner_me, update_partner_me))
         .routes(routes!(partner_links, create_partner_link))
         .routes(routes!(partner_performance))
         .routes(routes!(partner_commissions))
@@ -288,7 +288,9 @@ async fn partner_me(State(s): State<AppState>, p: PartnerSession) -> Result<Json
     Ok(Json(s.app.partner_me(p.partner_id).await?))
 }
 
-/// Change the signed-in partner's name and payout details.
+/// Change the signed-in partner's name and payout details. Changing the payout method or
+/// payout email needs `current_password` (403 without it or when wrong, and while the
+/// partner is banned from a program) and is mailed to the partner.
 #[utoipa::path(
     patch,
     path = "/me",
@@ -299,6 +301,8 @@ async fn partner_me(State(s): State<AppState>, p: PartnerSession) -> Result<Json
         (status = 200, description = "The partner", body = PartnerMe),
         (status = 400, description = "Invalid field", body = ErrorBody),
         (status = 401, description = "No valid partner session", body = ErrorBody),
+        (status = 403, description = "Missing or wrong current_password, or a banned partner", body = ErrorBody),
+        (status = 429, description = "Too many attempts", body = ErrorBody),
     ),
 )]
 async fn update_partner_me(
@@ -306,7 +310,22 @@ async fn update_partner_me(
     p: PartnerSession,
     JsonBody(b): JsonBody<PartnerMeBody>,
 ) -> Result<Json<PartnerMe>> {
-    Ok(Json(s.app.update_partner_me(p.partner_id, b).await?))
+    Ok(Json(update_me(&s, p.partner_id, b).await?))
+}
+
+/// Changes the partner's own details: the API's and the portal's way. A change that
+/// carries the partner's password counts toward the account's lock-out as a sign-in
+/// does, so that a stolen session cannot guess it quickly.
+pub(super) async fn update_me(
+    s: &AppState,
+    partner_id: i64,
+    b: PartnerMeBody,
+) -> Result<PartnerMe> {
+    if b.current_password.is_none() {
+        return Ok(s.app.update_partner_me(partner_id, b).await?);
+    }
+    let account = format!("partner-id:{partner_id}");
+    throttled(s, &account, s.app.update_partner_me(partner_id, b)).await
 }
 
 /// Change the signed-in partner's password; its other sessions end.

@@ -3,7 +3,8 @@
 //!
 //! Limited are `POST /track/click`, browser-mode `POST /track/lead` (no `Authorization`
 //! header) and every POST that checks or hashes a password (sign-in, invites,
-//! applications, password changes: [`logins`]), each per client IP as
+//! applications, password changes, a partner's own payout details: [`logins`]), each per
+//! client IP as
 //! [`ClientResolver::client_ip`](super::client_ip::ClientResolver::client_ip) sees it
 //! (the TCP peer, or a trusted proxy's client header). IPv6 clients are limited per /64,
 //! the block one subscriber usually holds. A request whose client IP is unknown (the
@@ -47,7 +48,7 @@ pub struct RateLimitArgs {
     pub rate_limit_lead: u32,
     /// Calls that check or hash a password, per client IP and minute: sign-in (dashboard
     /// and partners, API and pages), the dashboard's first run, invite acceptance,
-    /// partner applications and partner password changes.
+    /// partner applications, partner password changes and partners' own payout details.
     #[arg(long, env = "REFTRACK_RATE_LIMIT_LOGIN", default_value_t = DEFAULT_RATE_LIMIT_LOGIN)]
     pub rate_limit_login: u32,
 }
@@ -186,15 +187,16 @@ pub async fn browser_leads(
     limit(&state, Limited::Lead, req, next).await
 }
 
-/// Route layer of the routes that check or hash a password: POST requests count against
-/// [`Limited::Login`].
+/// Route layer of the routes that check or hash a password: POST and PATCH requests count
+/// against [`Limited::Login`].
 pub async fn logins(Extension(state): Extension<AppState>, req: Request, next: Next) -> Response {
     limit(&state, Limited::Login, req, next).await
 }
 
-/// Answers 429 with `Retry-After` when the client of a POST is over its `class` limit.
+/// Answers 429 with `Retry-After` when the client of a POST (or a PATCH, which may carry a
+/// password) is over its `class` limit.
 async fn limit(state: &AppState, class: Limited, req: Request, next: Next) -> Response {
-    if req.method() != Method::POST {
+    if req.method() != Method::POST && req.method() != Method::PATCH {
         return next.run(req).await;
     }
     let peer = req

@@ -128,13 +128,14 @@ pub(super) async fn sign_in(s: &AppState, email: &str, password: String) -> Resu
     throttled(s, &email, s.app.login(&email, password)).await
 }
 
-/// A sign-in `attempt` of `account`, refused with 429 while the account is locked out
-/// after repeated failures; a success clears its count.
-pub(super) async fn throttled(
+/// A sign-in `attempt` of `account` (or another call that checks its password), refused
+/// with 429 while the account is locked out after repeated failures; a success clears
+/// its count.
+pub(super) async fn throttled<T>(
     s: &AppState,
     account: &str,
-    attempt: impl std::future::Future<Output = reftrack_service::Result<NewSession>>,
-) -> Result<NewSession> {
+    attempt: impl std::future::Future<Output = reftrack_service::Result<T>>,
+) -> Result<T> {
     s.logins.begin(account).map_err(|wait| {
         s.count_rate_limited(super::rate_limit::LOGIN_ACCOUNT);
         Error::TooManyRequests(super::rate_limit::retry_after_secs(wait))

@@ -66,3 +66,11 @@ pub(super) fn note(field: &str, value: Option<String>, max: usize) -> Result<Opt
 
 /// The API's answer to a password change whose current password is wrong.
 pub const WRONG_CURRENT_PASSWORD: &str = "current_password is not the current password";
+
+/// The answer (403) to a change of payout details without the current password.
+pub const PAYOUT_DETAILS_NEED_PASSWORD: &str =
+    "current_password is required to change the payout method or payout email";
+
+/// The answer (403) to a change of payout details by a partner banned from a program.
+pub const BANNED_PAYOUT_DETAILS: &str =
+    "A partner banned from a program cannot change its payout details";

@@ -31,7 +31,7 @@ use crate::accounts::invite_mail::invite_mail;
 use crate::dashboard::{NewSession, SESSION_LIFETIME_MS};
 use crate::error::refusals;
 use crate::money::payouts::CommissionParams;
-use crate::notice_mail::{application_mail, ApplicationNotice};
+use crate::notice_mail::{application_mail, payout_details_mail, ApplicationNotice};
 use crate::pages::{listed, probe, PageParams};
 use crate::programs::{
     check_password, email, hashed_password, name, partner_patch, short_link, user_email,
@@ -44,14 +44,16 @@ use reftrack_domain::access::Access;
 use reftrack_domain::commission::CommissionRule;
 use reftrack_domain::status::{LinkStatus, MembershipStatus, PartnerStatus};
 use reftrack_domain::webhooks::EventType;
-use reftrack_store::partners::{NewApplicant, PartnerMembership, PartnerPayoutItem, TokenGrant};
+use reftrack_store::partners::{
+    NewApplicant, PartnerAccount, PartnerMembership, PartnerPayoutItem, TokenGrant,
+};
 use reftrack_store::webhooks::{Event, Subject};
 use reftrack_store::{
-    Balance, CommissionRow, Link, LinkFilter, PartnerProgram, Program, Record, StoreError,
+    Balance, CommissionRow, Link, LinkFilter, Partner, PartnerProgram, Program, Record, StoreError,
 };
 
-pub use fields::WRONG_CURRENT_PASSWORD;
 use fields::*;
+pub use fields::{BANNED_PAYOUT_DETAILS, PAYOUT_DETAILS_NEED_PASSWORD, WRONG_CURRENT_PASSWORD};
 pub use views::*;
 
 /// Prefix of partner session tokens.

@@ -20,16 +20,84 @@ impl App {
         })
     }
 
-    /// Changes the signed-in partner's name and payout details.
+    /// Changes the signed-in partner's name and payout details. Where its money goes
+    /// changes only with its current password, never while it is banned from a program,
+    /// and is mailed to it.
     pub async fn update_partner_me(&self, partner_id: i64, b: PartnerMeBody) -> Result<PartnerMe> {
-        let patch = partner_patch(PartnerPatchBody {
-            name: b.name,
-            email: None,
-            payout_method: b.payout_method,
-            payout_email: b.payout_email,
-        })?;
-        self.store.update_partner(partner_id, &patch).await?;
+        let patch = partner_patch(
+            PartnerPatchBody {
+                name: b.name,
+                email: None,
+                payout_method: b.payout_method,
+                payout_email: b.payout_email,
+            },
+            "partner",
+            self.now_ms(),
+        )?;
+        let account = self.store.partner_account(partner_id).await?;
+        if patch.changes_payout_details(&account.partner) {
+            self.may_change_payout_details(partner_id, &account, b.current_password)
+                .await?;
+        }
+        let changed = self.store.update_partner(partner_id, &patch).await?;
+        self.notify_payout_details_change(&account, &changed);
         self.partner_me(partner_id).await
+    }
+
+    /// Refuses (403) a change of the partner's payout details while it is banned from
+    /// any program, or without its current password.
+    async fn may_change_payout_details(
+        &self,
+        partner_id: i64,
+        account: &PartnerAccount,
+        current_password: Option<String>,
+    ) -> Result<()> {
+        let programs = self.store.partner_memberships(partner_id).await?;
+        if programs.iter().any(|p| p.status == PartnerStatus::Banned) {
+            return Err(Error::Forbidden(BANNED_PAYOUT_DETAILS.into()));
+        }
+        let Some(password) = current_password.filter(|p| !p.is_empty()) else {
+            return Err(Error::Forbidden(PAYOUT_DETAILS_NEED_PASSWORD.into()));
+        };
+        let credentials = match &account.account_email {
+            Some(email) => self.store.partner_credentials(email).await?,
+            None => None,
+        };
+        self.check_credentials(
+            credentials.map(|c| (c.partner_id, c.password_hash)),
+            password,
+        )
+        .await
+        .map_err(|_| Error::Forbidden(WRONG_CURRENT_PASSWORD.into()))?;
+        Ok(())
+    }
+
+    /// Mails the partner of `before` (at its sign-in address, else its contact email, and
+    /// at its old payout email when that changed) when its payout details are no longer
+    /// those of `before`, so that a change it did not make does not go unnoticed.
+    pub(crate) fn notify_payout_details_change(&self, before: &PartnerAccount, after: &Partner) {
+        let old = &before.partner;
+        if old.payout_method == after.payout_method && old.payout_email == after.payout_email {
+            return;
+        }
+        let mut to: Vec<&str> = before
+            .account_email
+            .as_deref()
+            .or(old.email.as_deref())
+            .into_iter()
+            .collect();
+        if let Some(previous) = old.payout_email.as_deref() {
+            if old.payout_email != after.payout_email
+                && !to.iter().any(|t| t.eq_ignore_ascii_case(previous))
+            {
+                to.push(previous);
+            }
+        }
+        let mails = to
+            .into_iter()
+            .map(|address| payout_details_mail(address, old, after))
+            .collect();
+        self.notify_later("payout details notice", mails);
     }
 
     /// Changes the signed-in partner's password; its other sessions end.

@@ -195,6 +195,10 @@ pub struct PartnerMeBody {
     pub payout_method: Option<Option<String>>,
     #[serde(default, deserialize_with = "crate::programs::nullable")]
     pub payout_email: Option<Option<String>>,
+    /// The partner's password: required (403 without it or when wrong) when the change
+    /// would change its payout method or payout email.
+    #[schema(format = Password)]
+    pub current_password: Option<String>,
 }
 
 /// The body of a password change.

@@ -182,12 +182,18 @@ impl App {
     ) -> Result<Partner> {
         self.allow(caller, Record::Partner(id), Access::Change)
             .await?;
-        let patch = partner_patch(b)?;
-        let current = self.store.partner_account(id).await?.partner;
-        if patch.changes_account(&current) {
+        let by = match caller {
+            Caller::Operator => "operator",
+            Caller::Member { .. } => "user",
+        };
+        let patch = partner_patch(b, by, self.now_ms())?;
+        let account = self.store.partner_account(id).await?;
+        if patch.changes_account(&account.partner) {
             self.allow(caller, Record::Partner(id), Access::ChangeEverywhere)
                 .await?;
         }
-        Ok(self.store.update_partner(id, &patch).await?)
+        let changed = self.store.update_partner(id, &patch).await?;
+        self.notify_payout_details_change(&account, &changed);
+        Ok(changed)
     }
 }

@@ -220,9 +220,16 @@ pub(super) fn partner_code(value: &str) -> Result<&str> {
     }
 }
 
-/// The change a partner patch body asks for, validated.
-pub(crate) fn partner_patch(b: PartnerPatchBody) -> Result<PartnerPatch> {
+/// The change a partner patch body asks for, validated, by `changed_by` (as
+/// [`Partner::payout_details_changed_by`] names it) at `at`.
+pub(crate) fn partner_patch(
+    b: PartnerPatchBody,
+    changed_by: &'static str,
+    at: i64,
+) -> Result<PartnerPatch> {
     Ok(PartnerPatch {
+        changed_by,
+        at,
         name: b.name.map(|n| name("name", &n, 200)).transpose()?,
         email: b
             .email

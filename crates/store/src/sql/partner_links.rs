@@ -99,7 +99,8 @@ impl<DB: Engine> PartnerAdmin for SqlStore<DB> {
 
 /// The columns of a [`Partner`], for [`partner_from_row`].
 pub(super) const PARTNER_COLUMNS: &str =
-    "id, name, code, email, payout_method, payout_email, created_at";
+    "id, name, code, email, payout_method, payout_email, created_at, \
+     payout_details_changed_at, payout_details_changed_by";
 
 pub(super) fn partner_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Partner> {
     Ok(Partner {
@@ -110,6 +111,8 @@ pub(super) fn partner_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Partner> 
         payout_method: named_opt(r, "payout_method")?,
         payout_email: r.try_get("payout_email")?,
         created_at: r.try_get("created_at")?,
+        payout_details_changed_at: r.try_get("payout_details_changed_at")?,
+        payout_details_changed_by: r.try_get("payout_details_changed_by")?,
     })
 }
 
@@ -139,18 +142,26 @@ pub(super) async fn create_partner<DB: Engine>(
     partner_from_row(&row)
 }
 
-/// Changes the fields of a partner that `patch` sets; `NotFound("partner")`.
+/// Changes the fields of a partner that `patch` sets, noting who changed its payout
+/// details and when if they change; `NotFound("partner")`.
 pub(super) async fn update_partner<DB: Engine>(
     conn: &mut DB::Connection,
     id: i64,
     patch: &PartnerPatch,
 ) -> StoreResult<Partner> {
+    // The right-hand sides read the row as it was before this update.
+    let changes = "(($4 AND payout_method IS DISTINCT FROM $5) \
+         OR ($6 AND payout_email IS DISTINCT FROM $7))";
     let sql = format!(
         "UPDATE partners SET name = COALESCE($1, name), \
          email = CASE WHEN $2 THEN $3 ELSE email END, \
          email_key = CASE WHEN $2 THEN $9 ELSE email_key END, \
          payout_method = CASE WHEN $4 THEN $5 ELSE payout_method END, \
-         payout_email = CASE WHEN $6 THEN $7 ELSE payout_email END \
+         payout_email = CASE WHEN $6 THEN $7 ELSE payout_email END, \
+         payout_details_changed_at = CASE WHEN {changes} THEN $10 \
+         ELSE payout_details_changed_at END, \
+         payout_details_changed_by = CASE WHEN {changes} THEN $11 \
+         ELSE payout_details_changed_by END \
          WHERE id = $8 RETURNING {PARTNER_COLUMNS}"
     );
     let row = stmt::<DB>(&sql)
@@ -163,6 +174,8 @@ pub(super) async fn update_partner<DB: Engine>(
         .bind(patch.payout_email.clone().flatten())
         .bind(id)
         .bind(patch.email.clone().flatten().as_deref().map(email_key))
+        .bind(patch.at)
+        .bind(patch.changed_by)
         .fetch_optional(&mut *conn)
         .await?;
     match row {

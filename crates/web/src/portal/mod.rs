@@ -49,6 +49,10 @@ pub fn router() -> Router<AppState> {
             "/partner/settings/password",
             post(settings::change_password),
         )
+        .route(
+            "/partner/settings",
+            get(settings::settings).post(settings::save_profile),
+        )
         .route_layer(middleware::from_fn(super::rate_limit::logins));
     Router::new()
         .merge(sign_in)
@@ -68,10 +72,6 @@ pub fn router() -> Router<AppState> {
             get(programs::commissions_csv),
         )
         .route("/partner/programs/{id}/payouts", get(programs::payouts))
-        .route(
-            "/partner/settings",
-            get(settings::settings).post(settings::save_profile),
-        )
         .route("/partner/{*rest}", any(not_found))
         .layer(middleware::from_fn(same_origin_posts))
         .layer(middleware::from_fn_with_state(view::PORTAL, page_headers))

@@ -9,9 +9,13 @@ use super::view::{
     self, notice, ok, place_error, render, show_refused, Chrome, Field, PageResult, Posted, Query,
     Section,
 };
+use crate::error::Error;
+use crate::partner::update_me;
 use crate::AppState;
 use reftrack_service as app;
-use reftrack_service::accounts::{PartnerMe, PartnerMeBody, PasswordBody, WRONG_CURRENT_PASSWORD};
+use reftrack_service::accounts::{
+    PartnerMe, PartnerMeBody, PasswordBody, PAYOUT_DETAILS_NEED_PASSWORD, WRONG_CURRENT_PASSWORD,
+};
 
 /// The payout methods offered (the empty value is none).
 const METHODS: [(&str, &str); 4] = [
@@ -31,6 +35,8 @@ struct SettingsPage {
     payout_method: Field,
     methods: Vec<(&'static str, &'static str, bool)>,
     payout_email: Field,
+    /// The partner's password, which a change of its payout details needs.
+    password: Field,
     profile_error: Option<String>,
     current_password: Field,
     new_password: Field,
@@ -50,6 +56,7 @@ impl SettingsPage {
             methods: Vec::new(),
             payout_email: Field::new("payout_email", "Payout email")
                 .with(me.payout_email.clone().unwrap_or_default()),
+            password: Field::new("password", "Your password"),
             profile_error: None,
             current_password: Field::new("current_password", "Current password"),
             new_password: Field::new("new_password", "New password"),
@@ -78,14 +85,19 @@ pub(super) async fn settings(State(s): State<AppState>, p: Signed, Query(q): Que
 
 /// `POST /partner/settings`: name and payout details.
 pub(super) async fn save_profile(State(s): State<AppState>, p: Signed, form: Posted) -> PageResult {
+    let password = form.get("password");
     let b = PartnerMeBody {
         name: Some(form.get("name")),
         payout_method: Some(form.text("payout_method")),
         payout_email: Some(form.text("payout_email")),
+        current_password: (!password.is_empty()).then_some(password),
     };
-    let refused = match s.app.update_partner_me(p.partner_id, b).await {
+    let refused = match update_me(&s, p.partner_id, b).await {
         Ok(_) => return Ok(see_other("/partner/settings?done=profile")),
-        Err(app::Error::Invalid(text)) => text,
+        Err(Error::BadRequest(text)) => text,
+        Err(Error::Forbidden(text)) => {
+            return refused_payout_change(&s, p.partner_id, &form, &text).await
+        }
         Err(e) => return Err(e.into()),
     };
     let me = s.app.partner_me(p.partner_id).await?;
@@ -100,6 +112,31 @@ pub(super) async fn save_profile(State(s): State<AppState>, p: Signed, form: Pos
         ],
     );
     Ok(render(StatusCode::BAD_REQUEST, &page.finished()))
+}
+
+/// The settings page again, with the details form as sent and why its change of payout
+/// details was refused beside the password field (or above the form for a ban).
+async fn refused_payout_change(
+    s: &AppState,
+    partner_id: i64,
+    form: &Posted,
+    text: &str,
+) -> PageResult {
+    let me = s.app.partner_me(partner_id).await?;
+    let mut page = SettingsPage::new(&me, None);
+    page.name.value = form.get("name");
+    page.payout_method.value = form.get("payout_method");
+    page.payout_email.value = form.get("payout_email");
+    match text {
+        PAYOUT_DETAILS_NEED_PASSWORD => {
+            page.password.error = Some("Enter your password to change where your payouts go".into())
+        }
+        WRONG_CURRENT_PASSWORD => {
+            page.password.error = Some("That is not your current password".into())
+        }
+        other => page.profile_error = Some(other.to_string()),
+    }
+    Ok(render(StatusCode::FORBIDDEN, &page.finished()))
 }
 
 /// `POST /partner/settings/password`: a new password; other sessions end.

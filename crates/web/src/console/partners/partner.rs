@@ -28,6 +28,8 @@ pub(super) struct PartnerPage {
     pub(super) partner: PartnerRow,
     pub(super) payout_method: String,
     pub(super) payout_email: String,
+    /// When the payout details last changed, and by whom in words.
+    pub(super) payout_details_changed: Option<(Moment, &'static str)>,
     links: Vec<LinkRow>,
     pub(super) short_link: Field,
     pub(super) link_error: Option<String>,
@@ -164,6 +166,14 @@ pub(super) async fn partner_page(
             .map_or("Not set", |m| m.label())
             .to_string(),
         payout_email: record.payout_email.clone().unwrap_or_default(),
+        payout_details_changed: record.payout_details_changed_at.map(|at| {
+            let by = match record.payout_details_changed_by.as_deref() {
+                Some("partner") => "by the partner",
+                Some("operator") => "by the server's operator",
+                _ => "by a dashboard user",
+            };
+            (Moment::of(at), by)
+        }),
         links: link_rows,
         short_link: Field::new("short_link", "Short link"),
         link_error: None,
