@@ -20,15 +20,35 @@ impl App {
         })
     }
 
-    /// Changes the signed-in partner's name and payout details.
-    pub async fn update_partner_me(&self, partner_id: i64, b: PartnerMeBody) -> Result<PartnerMe> {
+    /// Changes the signed-in partner's name and payout details; a change of its payout
+    /// details is recorded in the audit log of each workspace it is in, as made by the
+    /// partner from `origin` (its request: client IP and request id).
+    pub async fn update_partner_me(
+        &self,
+        partner_id: i64,
+        b: PartnerMeBody,
+        origin: reftrack_domain::audit::Origin,
+    ) -> Result<PartnerMe> {
         let patch = partner_patch(PartnerPatchBody {
             name: b.name,
             email: None,
             payout_method: b.payout_method,
             payout_email: b.payout_email,
         })?;
-        self.store.update_partner(partner_id, &patch).await?;
+        let workspaces = self.store.workspaces_of(Record::Partner(partner_id)).await?;
+        let account = self.store.partner_account(partner_id).await?;
+        let origin = reftrack_domain::audit::Origin {
+            actor: reftrack_domain::audit::Actor::partner(
+                partner_id,
+                account.account_email.as_deref(),
+            ),
+            ..origin
+        };
+        let at = self.now_ms();
+        let audit = |old: Option<&reftrack_store::Partner>, new: &reftrack_store::Partner| {
+            crate::audit::payout_details_changed(&workspaces, at, &origin, old, new)
+        };
+        self.store.update_partner(partner_id, &patch, &audit).await?;
         self.partner_me(partner_id).await
     }
 
