@@ -2,6 +2,7 @@
 //! partner's own programs), the [`PartnerSession`] extractor, and the management call
 //! that invites a partner. Handlers read the request and call [`reftrack_service::accounts`].
 
+use reftrack_domain::audit::Actor;
 use axum::extract::{FromRequestParts, RawQuery, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
@@ -304,9 +305,11 @@ async fn partner_me(State(s): State<AppState>, p: PartnerSession) -> Result<Json
 async fn update_partner_me(
     State(s): State<AppState>,
     p: PartnerSession,
+    origin: crate::origin::RequestOrigin,
     JsonBody(b): JsonBody<PartnerMeBody>,
 ) -> Result<Json<PartnerMe>> {
-    Ok(Json(s.app.update_partner_me(p.partner_id, b).await?))
+    let origin = origin.of_actor(Actor::partner(p.partner_id, None));
+    Ok(Json(s.app.update_partner_me(p.partner_id, b, origin).await?))
 }
 
 /// Change the signed-in partner's password; its other sessions end.

@@ -77,13 +77,19 @@ pub(super) async fn settings(State(s): State<AppState>, p: Signed, Query(q): Que
 }
 
 /// `POST /partner/settings`: name and payout details.
-pub(super) async fn save_profile(State(s): State<AppState>, p: Signed, form: Posted) -> PageResult {
+pub(super) async fn save_profile(
+    State(s): State<AppState>,
+    p: Signed,
+    origin: crate::origin::RequestOrigin,
+    form: Posted,
+) -> PageResult {
     let b = PartnerMeBody {
         name: Some(form.get("name")),
         payout_method: Some(form.text("payout_method")),
         payout_email: Some(form.text("payout_email")),
     };
-    let refused = match s.app.update_partner_me(p.partner_id, b).await {
+    let origin = origin.of_actor(reftrack_domain::audit::Actor::partner(p.partner_id, None));
+    let refused = match s.app.update_partner_me(p.partner_id, b, origin).await {
         Ok(_) => return Ok(see_other("/partner/settings?done=profile")),
         Err(app::Error::Invalid(text)) => text,
         Err(e) => return Err(e.into()),
