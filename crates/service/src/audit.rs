@@ -19,7 +19,10 @@
 use serde_json::{json, Value};
 
 use crate::access::Caller;
-use crate::pages::{listed, probe, PageParams};
+use futures::stream::BoxStream;
+use futures::FutureExt;
+
+use crate::pages::{chunks, listed, probe, PageParams};
 use crate::{App, Error, Listed, Result};
 use reftrack_domain::access::Access;
 use reftrack_domain::audit::{Action, Changes, Entry, Origin, Scope, Target};
@@ -126,6 +129,26 @@ impl App {
             .audit_log(workspace_id, &filter, probe(page))
             .await?;
         Ok(listed(rows, page, |r| r.id))
+    }
+
+    /// Every entry of a workspace's audit log matching `params`, newest first, in chunks
+    /// (see [`Self::export_commissions`]).
+    pub async fn export_audit_log(
+        &self,
+        caller: &Caller,
+        workspace_id: i64,
+        params: &AuditParams,
+    ) -> Result<BoxStream<'static, Result<Vec<AuditRow>>>> {
+        let filter = params.filter()?;
+        self.allow_audit(caller, workspace_id).await?;
+        Ok(chunks(
+            self.store.clone(),
+            move |store, page| {
+                let filter = filter.clone();
+                async move { store.audit_log(workspace_id, &filter, page).await }.boxed()
+            },
+            |r: &AuditRow| r.id,
+        ))
     }
 
     /// Lets the owners and admins of a workspace, and the operator, read its audit log:
