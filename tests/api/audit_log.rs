@@ -459,3 +459,102 @@ async fn no_entry_can_be_changed_or_deleted(app: TestApp) {
     }
     assert!(!log(&app, seed.workspace_id, "").await.is_empty());
 }
+
+/// A page request of the dashboard with the session `cookie`, from [`IP`] with the
+/// request id `rid` (`form`: a POST from this site).
+async fn page(app: &TestApp, path: &str, cookie: &str, form: Option<&str>, rid: &str) -> Reply {
+    use crate::common::pages::{HOST, ORIGIN};
+    let mut req = axum::http::Request::builder()
+        .method(if form.is_some() { "POST" } else { "GET" })
+        .uri(path)
+        .header("host", HOST)
+        .header("cookie", format!("rt_session={cookie}"))
+        .header("x-forwarded-for", IP)
+        .header("x-request-id", rid);
+    let body = match form {
+        Some(f) => {
+            req = req
+                .header("origin", ORIGIN)
+                .header("content-type", "application/x-www-form-urlencoded");
+            axum::body::Body::from(f.to_string())
+        }
+        None => axum::body::Body::empty(),
+    };
+    app.raw(req.body(body).unwrap()).await
+}
+
+async fn page_session(app: &TestApp, email: &str) -> String {
+    let form = format!(
+        "email={}&password={}",
+        email.replace('@', "%40"),
+        PASSWORD.replace(' ', "+")
+    );
+    let r = crate::common::pages::DASHBOARD
+        .post(app, "/app/login", None, &form)
+        .await
+        .expect(303);
+    crate::common::pages::DASHBOARD.session(&r)
+}
+
+on_both_backends!(a_change_on_a_page_is_recorded_as_the_same_change_through_the_api);
+async fn a_change_on_a_page_is_recorded_as_the_same_change_through_the_api(app: TestApp) {
+    let (app, _clock) = behind_proxy(app);
+    let seed = app.seed().await;
+    let (other, _) = app.add_partner(&seed, "bob").await;
+    let owner_id = app.member(seed.workspace_id, "owner@acme.example", PASSWORD, "owner").await;
+    let p = seed.program_id;
+
+    // The same change, once on the partner's page and once through the API.
+    let cookie = page_session(&app, "owner@acme.example").await;
+    page(
+        &app,
+        &format!("/app/programs/{p}/partners/{}/status", seed.partner_id),
+        &cookie,
+        Some("status=rejected"),
+        "r-page",
+    )
+    .await
+    .expect(303);
+    let token = session(&app, "owner@acme.example").await;
+    call(&app, &token, "PATCH", &format!("/programs/{p}/partners/{other}"), Some(json!({"status": "rejected"})), "r-api")
+        .await
+        .expect(200);
+
+    let entries = log(&app, seed.workspace_id, "action=partner.status_changed").await;
+    let on_page = one(&entries, "r-page").clone();
+    let through_api = one(&entries, "r-api").clone();
+    let without = |mut e: Value| {
+        for k in ["id", "request_id", "target"] {
+            e.as_object_mut().unwrap().remove(k);
+        }
+        e
+    };
+    assert_eq!(on_page["target"], json!({"type": "partner", "id": seed.partner_id}));
+    assert_eq!(on_page["actor"], json!({"type": "user", "id": owner_id, "email": "owner@acme.example"}));
+    assert_eq!(on_page["ip"], IP);
+    assert_eq!(without(on_page), without(through_api));
+
+    // The log's page under Settings shows it to the owner, with the CSV of its filter.
+    let r = page(&app, &format!("/app/programs/{p}/settings/audit?action=partner.status_changed"), &cookie, None, "r-view")
+        .await
+        .expect(200);
+    let html = crate::common::pages::html(&r);
+    assert!(html.contains("r-page") && html.contains("owner@acme.example"), "{html}");
+    assert!(html.contains(&format!("/app/programs/{p}/settings/audit.csv?action=partner.status_changed")));
+    let r = page(&app, &format!("/app/programs/{p}/settings/audit.csv?action=partner.status_changed"), &cookie, None, "r-csv")
+        .await
+        .expect(200);
+    assert_download(&r);
+    assert_eq!(r.body.as_str().unwrap().lines().count(), 3);
+    // A bad filter is shown beside its field, not a failure.
+    let r = page(&app, &format!("/app/programs/{p}/settings/audit?from=soon"), &cookie, None, "r-bad")
+        .await
+        .expect(200);
+    assert!(crate::common::pages::html(&r).contains("f-from-error"));
+    // A viewer may not see it.
+    app.member(seed.workspace_id, "viewer@acme.example", PASSWORD, "viewer").await;
+    let viewer = page_session(&app, "viewer@acme.example").await;
+    page(&app, &format!("/app/programs/{p}/settings/audit"), &viewer, None, "r-viewer")
+        .await
+        .expect(403);
+}
