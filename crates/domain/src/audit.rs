@@ -400,7 +400,11 @@ mod tests {
         let mut c = Changes::new();
         c.field("name", "Old", "New")
             .field("cookie_window_days", &30, &30)
-            .field("destination_url", &None::<String>, &Some("https://x".to_string()));
+            .field(
+                "destination_url",
+                &None::<String>,
+                &Some("https://x".to_string()),
+            );
         assert_eq!(
             c.into_value(),
             json!({

@@ -5,8 +5,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::{App, Error, Result};
-use reftrack_domain::audit::{Actor, Origin};
 use reftrack_domain::access::{decide, workspaces_allowing, Access, Decision, Seat};
+use reftrack_domain::audit::{Actor, Origin};
 use reftrack_store::{MembershipView, Program, Record};
 
 /// The caller of a management use case: who it is, and where it called from (what the

@@ -49,7 +49,9 @@ fn instant(field: &str, value: Option<&str>, end: bool) -> Result<Option<i64>> {
         return Ok(Some(t.timestamp_millis() + i64::from(end)));
     }
     if let Ok(t) = chrono::NaiveDateTime::parse_from_str(v, "%Y-%m-%dT%H:%M") {
-        return Ok(Some(t.and_utc().timestamp_millis() + i64::from(end) * 60_000));
+        return Ok(Some(
+            t.and_utc().timestamp_millis() + i64::from(end) * 60_000,
+        ));
     }
     let day = chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d")
         .ok()
@@ -75,10 +77,7 @@ impl AuditParams {
         let action = match self.action.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(a) => Some(a.parse::<Action>().map_err(|e| {
-                Error::invalid(format!(
-                    "action must be one of: {}",
-                    e.0.join(", ")
-                ))
+                Error::invalid(format!("action must be one of: {}", e.0.join(", ")))
             })?),
         };
         let program_id = match self.program_id.as_deref().map(str::trim) {
@@ -108,7 +107,13 @@ impl AuditParams {
 
 impl App {
     /// An entry of a change `caller` makes now.
-    pub(crate) fn entry(&self, caller: &Caller, action: Action, scope: Scope, target: Target) -> Entry {
+    pub(crate) fn entry(
+        &self,
+        caller: &Caller,
+        action: Action,
+        scope: Scope,
+        target: Target,
+    ) -> Entry {
         Entry::new(self.now_ms(), &caller.origin, action, scope, target)
     }
 
@@ -223,7 +228,11 @@ pub fn program_changes(old: &Program, new: &Program) -> Changes {
             &old.recurring_commission_months,
             &new.recurring_commission_months,
         )
-        .field("allowed_origins", &old.allowed_origins, &new.allowed_origins)
+        .field(
+            "allowed_origins",
+            &old.allowed_origins,
+            &new.allowed_origins,
+        )
         .secret(
             "stripe_webhook_secret",
             &old.stripe_webhook_secret,
@@ -234,7 +243,11 @@ pub fn program_changes(old: &Program, new: &Program) -> Changes {
             &old.commission_hold_days,
             &new.commission_hold_days,
         )
-        .field("min_payout_cents", &old.min_payout_cents, &new.min_payout_cents)
+        .field(
+            "min_payout_cents",
+            &old.min_payout_cents,
+            &new.min_payout_cents,
+        )
         .field(
             "applications_open",
             &old.applications_open,
@@ -245,7 +258,11 @@ pub fn program_changes(old: &Program, new: &Program) -> Changes {
             &old.partner_links_allowed,
             &new.partner_links_allowed,
         )
-        .field("destination_url", &old.destination_url, &new.destination_url);
+        .field(
+            "destination_url",
+            &old.destination_url,
+            &new.destination_url,
+        );
     c
 }
 
@@ -254,14 +271,26 @@ pub fn payment_account_changes(old: &PaymentAccount, new: &PaymentAccount) -> Ch
     let mut c = Changes::new();
     c.field("status", &old.status, &new.status)
         .field("account_id", &old.account_id, &new.account_id)
-        .field("charges_enabled", &old.charges_enabled, &new.charges_enabled)
-        .field("payouts_enabled", &old.payouts_enabled, &new.payouts_enabled)
+        .field(
+            "charges_enabled",
+            &old.charges_enabled,
+            &new.charges_enabled,
+        )
+        .field(
+            "payouts_enabled",
+            &old.payouts_enabled,
+            &new.payouts_enabled,
+        )
         .field(
             "details_submitted",
             &old.details_submitted,
             &new.details_submitted,
         )
-        .field("connection_date", &old.connection_date, &new.connection_date);
+        .field(
+            "connection_date",
+            &old.connection_date,
+            &new.connection_date,
+        );
     c
 }
 

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use audit::{AuditOf, AuditEntry, AuditFilter, AuditRow, AuditStore, AuditTx};
+pub use audit::{AuditEntry, AuditFilter, AuditOf, AuditRow, AuditStore, AuditTx};
 pub use dashboard_model::*;
 pub use error::{StoreError, StoreResult};
 pub use management::{

@@ -60,10 +60,7 @@ impl RequestOrigin {
 impl FromRequestParts<AppState> for RequestOrigin {
     type Rejection = Infallible;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Infallible> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Infallible> {
         Ok(RequestOrigin::of(parts, state))
     }
 }

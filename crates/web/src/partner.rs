@@ -2,12 +2,12 @@
 //! partner's own programs), the [`PartnerSession`] extractor, and the management call
 //! that invites a partner. Handlers read the request and call [`reftrack_service::accounts`].
 
-use reftrack_domain::audit::Actor;
 use axum::extract::{FromRequestParts, RawQuery, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
+use reftrack_domain::audit::Actor;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -309,7 +309,9 @@ async fn update_partner_me(
     JsonBody(b): JsonBody<PartnerMeBody>,
 ) -> Result<Json<PartnerMe>> {
     let origin = origin.of_actor(Actor::partner(p.partner_id, None));
-    Ok(Json(s.app.update_partner_me(p.partner_id, b, origin).await?))
+    Ok(Json(
+        s.app.update_partner_me(p.partner_id, b, origin).await?,
+    ))
 }
 
 /// Change the signed-in partner's password; its other sessions end.

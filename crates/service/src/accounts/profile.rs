@@ -35,7 +35,10 @@ impl App {
             payout_method: b.payout_method,
             payout_email: b.payout_email,
         })?;
-        let workspaces = self.store.workspaces_of(Record::Partner(partner_id)).await?;
+        let workspaces = self
+            .store
+            .workspaces_of(Record::Partner(partner_id))
+            .await?;
         let account = self.store.partner_account(partner_id).await?;
         let origin = reftrack_domain::audit::Origin {
             actor: reftrack_domain::audit::Actor::partner(
@@ -48,7 +51,9 @@ impl App {
         let audit = |old: Option<&reftrack_store::Partner>, new: &reftrack_store::Partner| {
             crate::audit::payout_details_changed(&workspaces, at, &origin, old, new)
         };
-        self.store.update_partner(partner_id, &patch, &audit).await?;
+        self.store
+            .update_partner(partner_id, &patch, &audit)
+            .await?;
         self.partner_me(partner_id).await
     }
 

@@ -76,9 +76,8 @@ impl App {
         let at = self.now_ms();
         let origin = &caller.origin;
         let audit = |old: Option<&Program>, new: &Program| {
-            let changes = old.map_or_else(Changes::new, |old| {
-                crate::audit::program_changes(old, new)
-            });
+            let changes =
+                old.map_or_else(Changes::new, |old| crate::audit::program_changes(old, new));
             if changes.is_empty() {
                 return vec![];
             }
@@ -191,7 +190,10 @@ impl App {
             );
             vec![entry.with_details(changes.into_value())]
         };
-        let done = self.store.set_payment_account(id, &account, at, &audit).await;
+        let done = self
+            .store
+            .set_payment_account(id, &account, at, &audit)
+            .await;
         self.changed();
         Ok(program_view(&done?, None))
     }

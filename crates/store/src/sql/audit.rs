@@ -6,7 +6,9 @@ use async_trait::async_trait;
 use super::engine::{stmt, Engine, Rec};
 use super::write::WriteConnection;
 use super::{keyset, SqlStore};
-use crate::audit::{AuditActor, AuditEntry, AuditFilter, AuditRow, AuditStore, AuditTarget, AuditTx};
+use crate::audit::{
+    AuditActor, AuditEntry, AuditFilter, AuditRow, AuditStore, AuditTarget, AuditTx,
+};
 use crate::error::{StoreError, StoreResult};
 use crate::payout_model::Page;
 use reftrack_domain::audit::Scope;

@@ -13,11 +13,11 @@ use crate::error::{ErrorBody, Result};
 use crate::extract::{read_list_query, JsonBody, PathParams};
 use crate::paging::{ListQuery, PageQuery};
 use crate::AppState;
+use reftrack_service::audit::AuditParams;
+use reftrack_service::money::exports;
 use reftrack_service::programs::{
     MemberBody, MemberPatchBody, UserBody, UserPatchBody, WorkspaceBody,
 };
-use reftrack_service::audit::AuditParams;
-use reftrack_service::money::exports;
 use reftrack_service::Listed;
 use reftrack_store::{AuditRow, Membership, User, Workspace};
 

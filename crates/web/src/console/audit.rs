@@ -173,10 +173,7 @@ pub(super) async fn audit(
             .iter()
             .map(|a| (*a, *a == action.value))
             .collect(),
-        rows: rows
-            .into_iter()
-            .map(|r| entry_view(r, &programs))
-            .collect(),
+        rows: rows.into_iter().map(|r| entry_view(r, &programs)).collect(),
         programs,
         csv_href: if query.is_empty() {
             format!("/app/programs/{id}/settings/audit.csv")

@@ -8,8 +8,8 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::response::Response;
 
-use crate::pages::session::{SessionCookie, Visitor};
 use crate::origin::RequestOrigin;
+use crate::pages::session::{SessionCookie, Visitor};
 use crate::AppState;
 use reftrack_service::Caller;
 

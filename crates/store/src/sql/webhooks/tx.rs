@@ -51,7 +51,11 @@ impl<DB: Engine> WebhookTx for WriteConnection<DB> {
             "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 {}",
             DB::ROW_LOCK
         );
-        match stmt::<DB>(&sql).bind(id).fetch_optional(&mut self.conn).await? {
+        match stmt::<DB>(&sql)
+            .bind(id)
+            .fetch_optional(&mut self.conn)
+            .await?
+        {
             Some(row) => endpoint_row(&row).map(Some),
             None => Ok(None),
         }
