@@ -332,6 +332,59 @@ mod tests {
         assert_eq!(whole_day.filter().unwrap().to_ms, Some(1_714_608_000_000));
     }
 
+    fn program() -> Program {
+        Program {
+            id: 7,
+            workspace_id: 1,
+            name: "Acme".into(),
+            api_token_prefix: "rtk_abcd".into(),
+            cookie_window_days: 60,
+            currency: "usd".into(),
+            commission: CommissionRule::Percentage { bps: 2000 },
+            recurring_commission_months: None,
+            allowed_origins: vec![],
+            stripe_webhook_secret: Some("whsec_old".into()),
+            payment: PaymentAccount::default(),
+            commission_hold_days: 30,
+            min_payout_cents: 5000,
+            applications_open: false,
+            partner_links_allowed: true,
+            destination_url: None,
+            previous_token: None,
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    #[test]
+    fn program_changes_name_each_changed_setting_and_hide_the_secret() {
+        let old = program();
+        let new = Program {
+            commission: CommissionRule::Flat { amount_cents: 500 },
+            stripe_webhook_secret: Some("whsec_new".into()),
+            allowed_origins: vec!["https://shop.example".into()],
+            updated_at: 5,
+            ..program()
+        };
+        let details = program_changes(&old, &new).into_value();
+        assert_eq!(
+            details,
+            json!({
+                "commission": {
+                    "old": {"type": "percentage", "percent": 20.0},
+                    "new": {"type": "flat", "amount_cents": 500}
+                },
+                "allowed_origins": {"old": [], "new": ["https://shop.example"]},
+                "stripe_webhook_secret": {"changed": true},
+            })
+        );
+        assert!(!details.to_string().contains("whsec"));
+        assert!(program_changes(&old, &program()).is_empty());
+        let created = program_created(&new);
+        assert_eq!(created["stripe_webhook_secret_set"], true);
+        assert!(!created.to_string().contains("whsec"));
+    }
+
     #[test]
     fn bad_filters_are_refused() {
         for p in [
