@@ -293,7 +293,7 @@ impl AdminCommand {
     /// or the error text.
     async fn run(self, app: &App) -> Result<Option<Value>, String> {
         use AdminCommand::*;
-        let caller = &Caller::Operator;
+        let caller = &Caller::operator();
         match self {
             ListProgramPartners {
                 program_id,
@@ -313,7 +313,7 @@ impl AdminCommand {
     /// Runs an operation that answers JSON.
     async fn answer(self, app: &App) -> Result<Value, String> {
         use AdminCommand::*;
-        let caller = &Caller::Operator;
+        let caller = &Caller::operator();
         match self {
             ListWorkspaces { paging } => answer(app.list_workspaces(caller, &paging.page()).await),
             ListPrograms {

@@ -157,26 +157,26 @@ impl CommissionsCommand {
                 };
                 if page.csv {
                     let chunks = app
-                        .export_commissions(&Caller::Operator, program_id, &params)
+                        .export_commissions(&Caller::operator(), program_id, &params)
                         .await;
                     return print_chunks(chunks, exports::commissions_csv).await;
                 }
                 answer(
-                    app.list_commissions(&Caller::Operator, program_id, &params, &page.page())
+                    app.list_commissions(&Caller::operator(), program_id, &params, &page.page())
                         .await,
                 )
                 .map(Some)
             }
             CommissionsCommand::Approve { id } => {
-                answer(app.approve_commission(&Caller::Operator, id).await).map(Some)
+                answer(app.approve_commission(&Caller::operator(), id).await).map(Some)
             }
             CommissionsCommand::Reject { id, reason } => answer(
-                app.reject_commission(&Caller::Operator, id, RejectBody { reason })
+                app.reject_commission(&Caller::operator(), id, RejectBody { reason })
                     .await,
             )
             .map(Some),
             CommissionsCommand::Balances { program_id, paging } => answer(
-                app.balances(&Caller::Operator, program_id, &paging.page())
+                app.balances(&Caller::operator(), program_id, &paging.page())
                     .await,
             )
             .map(Some),
@@ -188,34 +188,34 @@ impl PayoutsCommand {
     async fn run(self, app: &App) -> Result<Option<Value>, String> {
         match self {
             PayoutsCommand::Create { program_id } => {
-                answer(app.create_payout(&Caller::Operator, program_id).await).map(Some)
+                answer(app.create_payout(&Caller::operator(), program_id).await).map(Some)
             }
             PayoutsCommand::List { program_id, page } => {
                 if page.csv {
-                    let chunks = app.export_payouts(&Caller::Operator, program_id).await;
+                    let chunks = app.export_payouts(&Caller::operator(), program_id).await;
                     return print_chunks(chunks, exports::payouts_csv).await;
                 }
                 answer(
-                    app.list_payouts(&Caller::Operator, program_id, &page.page())
+                    app.list_payouts(&Caller::operator(), program_id, &page.page())
                         .await,
                 )
                 .map(Some)
             }
             PayoutsCommand::Show { id } => {
-                answer(app.payout(&Caller::Operator, id).await).map(Some)
+                answer(app.payout(&Caller::operator(), id).await).map(Some)
             }
             PayoutsCommand::MarkPaid { id, reference } => answer(
-                app.mark_payout_paid(&Caller::Operator, id, MarkPaidBody { reference })
+                app.mark_payout_paid(&Caller::operator(), id, MarkPaidBody { reference })
                     .await,
             )
             .map(Some),
             PayoutsCommand::Cancel { id } => {
-                answer(app.cancel_payout(&Caller::Operator, id).await).map(Some)
+                answer(app.cancel_payout(&Caller::operator(), id).await).map(Some)
             }
             PayoutsCommand::Export { id, format } => {
                 let format = PayoutFormat::parse(Some(&format)).map_err(|e| e.to_string())?;
                 let payout = app
-                    .payout(&Caller::Operator, id)
+                    .payout(&Caller::operator(), id)
                     .await
                     .map_err(|e| e.to_string())?;
                 print(&exports::payout_file(&payout, format))?;

@@ -12,6 +12,7 @@ mod common;
 
 mod abuse;
 mod admin_api;
+mod audit_log;
 mod backup;
 mod bad_input;
 mod click_waits;

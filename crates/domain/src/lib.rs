@@ -2,6 +2,7 @@
 
 pub mod access;
 pub mod attribution;
+pub mod audit;
 pub mod click_id;
 pub mod commission;
 pub mod figures;

@@ -28,7 +28,7 @@ pub(crate) async fn open_workspace(
     let store = reftrack_store::open(url).await?;
     let app = App::new(store.clone(), Arc::new(reftrack_domain::time::SystemClock));
     let ws = app
-        .create_workspace(&Caller::Operator, WorkspaceBody { name })
+        .create_workspace(&Caller::operator(), WorkspaceBody { name })
         .await?;
     Ok((store, app, ws))
 }
@@ -41,7 +41,7 @@ pub(crate) async fn create_program(
 ) -> anyhow::Result<reftrack_service::programs::ProgramView> {
     Ok(app
         .create_program(
-            &Caller::Operator,
+            &Caller::operator(),
             ProgramBody {
                 commission_hold_days: None,
                 min_payout_cents: None,
@@ -77,7 +77,7 @@ pub(crate) async fn run_on<DB: SeedEngine>(
     let start = (now.div_euclid(DAY_MS) - (opts.days - 1)) * DAY_MS;
     let user = app
         .create_user(
-            &Caller::Operator,
+            &Caller::operator(),
             UserBody {
                 email: "bench@reftrack.invalid".into(),
                 password: opts.user_password.clone(),
@@ -86,7 +86,7 @@ pub(crate) async fn run_on<DB: SeedEngine>(
         )
         .await?;
     app.add_member(
-        &Caller::Operator,
+        &Caller::operator(),
         ws.id,
         MemberBody {
             user_id: user.id,
@@ -110,7 +110,7 @@ pub(crate) async fn run_on<DB: SeedEngine>(
             let code = format!("{}{n}", spec.link_prefix);
             let partner = app
                 .create_partner(
-                    &Caller::Operator,
+                    &Caller::operator(),
                     PartnerBody {
                         name: format!("Partner {code}"),
                         code: code.clone(),
@@ -121,7 +121,7 @@ pub(crate) async fn run_on<DB: SeedEngine>(
                 .await?;
             let link = app
                 .create_link(
-                    &Caller::Operator,
+                    &Caller::operator(),
                     LinkBody {
                         program_id: program.id,
                         partner_id: Some(partner.id),

@@ -6,12 +6,21 @@ use utoipa::ToSchema;
 
 use crate::{App, Error, Result};
 use reftrack_domain::access::{decide, workspaces_allowing, Access, Decision, Seat};
+use reftrack_domain::audit::{Actor, Origin};
 use reftrack_store::{MembershipView, Program, Record};
 
-/// The caller of a management use case.
+/// The caller of a management use case: who it is, and where it called from (what the
+/// audit log records of each change it makes).
 #[derive(Debug, Clone)]
-pub enum Caller {
-    /// The operator's admin token, or the CLI: everything.
+pub struct Caller {
+    pub who: Who,
+    pub origin: Origin,
+}
+
+/// Who calls a management use case, and so what it may reach.
+#[derive(Debug, Clone)]
+pub enum Who {
+    /// The operator's admin token, the CLI, or a job of Reftrack's own: everything.
     Operator,
     /// A signed-in dashboard user, with its memberships.
     Member {
@@ -36,6 +45,37 @@ pub struct MeUser {
 }
 
 impl Caller {
+    /// The operator outside any request: the command line.
+    pub fn operator() -> Caller {
+        Caller {
+            who: Who::Operator,
+            origin: Origin::without_request(Actor::operator()),
+        }
+    }
+
+    /// Reftrack itself (a job): the operator's reach, recorded as `system`.
+    pub fn system() -> Caller {
+        Caller {
+            who: Who::Operator,
+            origin: Origin::without_request(Actor::system()),
+        }
+    }
+
+    /// The same caller, calling through an HTTP request from `ip` with `request_id`.
+    pub fn through(mut self, ip: Option<String>, request_id: Option<String>) -> Caller {
+        self.origin.ip = ip;
+        self.origin.request_id = request_id;
+        self
+    }
+
+    /// The memberships of a dashboard user; none for the operator.
+    pub fn memberships(&self) -> &[MembershipView] {
+        match &self.who {
+            Who::Operator => &[],
+            Who::Member { memberships, .. } => memberships,
+        }
+    }
+
     fn seats(memberships: &[MembershipView]) -> Vec<Seat> {
         memberships
             .iter()
@@ -49,17 +89,17 @@ impl Caller {
 
     /// The user that bounds a list: `None` for the operator, who sees everything.
     pub fn member(&self) -> Option<i64> {
-        match self {
-            Caller::Operator => None,
-            Caller::Member { user_id, .. } => Some(*user_id),
+        match &self.who {
+            Who::Operator => None,
+            Who::Member { user_id, .. } => Some(*user_id),
         }
     }
 
     /// Refuses a dashboard user a call only the operator may make.
     pub fn operator_only(&self, what: &str) -> Result<()> {
-        match self {
-            Caller::Operator => Ok(()),
-            Caller::Member { .. } => Err(Error::Forbidden(format!(
+        match &self.who {
+            Who::Operator => Ok(()),
+            Who::Member { .. } => Err(Error::Forbidden(format!(
                 "Only the operator (admin token) may {what}"
             ))),
         }
@@ -68,9 +108,9 @@ impl Caller {
     /// The workspaces where the caller may change records, for a user; `None` for the
     /// operator.
     pub fn changeable_workspaces(&self) -> Option<Vec<i64>> {
-        match self {
-            Caller::Operator => None,
-            Caller::Member { memberships, .. } => Some(workspaces_allowing(
+        match &self.who {
+            Who::Operator => None,
+            Who::Member { memberships, .. } => Some(workspaces_allowing(
                 &Self::seats(memberships),
                 Access::Change,
             )),
@@ -79,11 +119,15 @@ impl Caller {
 }
 
 impl App {
-    /// The caller a dashboard session stands for.
-    pub async fn member_caller(&self, user_id: i64) -> Result<Caller> {
-        Ok(Caller::Member {
-            user_id,
-            memberships: self.store.memberships_of(user_id).await?,
+    /// The caller a dashboard session of the user `user_id`, signing in with `email`,
+    /// stands for (outside any request until [`Caller::through`] names one).
+    pub async fn member_caller(&self, user_id: i64, email: &str) -> Result<Caller> {
+        Ok(Caller {
+            who: Who::Member {
+                user_id,
+                memberships: self.store.memberships_of(user_id).await?,
+            },
+            origin: Origin::without_request(Actor::user(user_id, email)),
         })
     }
 
@@ -92,7 +136,7 @@ impl App {
     /// there is suspended or its role does not reach. The operator is always let through;
     /// the use case finds out itself whether the record exists.
     pub async fn allow(&self, caller: &Caller, record: Record, access: Access) -> Result<()> {
-        let Caller::Member { memberships, .. } = caller else {
+        let Who::Member { memberships, .. } = &caller.who else {
             return Ok(());
         };
         let workspaces = self.store.workspaces_of(record).await?;

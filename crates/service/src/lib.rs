@@ -38,6 +38,7 @@
 pub mod access;
 pub mod accounts;
 pub mod address;
+pub mod audit;
 pub mod cache;
 pub mod dashboard;
 pub mod error;
@@ -59,7 +60,7 @@ use futures::future::BoxFuture;
 use lru::LruCache;
 use tokio::sync::oneshot;
 
-pub use access::Caller;
+pub use access::{Caller, Who};
 pub use error::{Error, Result};
 pub use pages::{Listed, PageParams};
 pub use reftrack_store::RecordedSale;

@@ -7,6 +7,7 @@
 //! backend's group committer ([`committer`]) runs many of them in one transaction,
 //! answering each only once that transaction is committed and durable.
 
+pub mod audit;
 pub mod committer;
 pub mod dashboard_model;
 pub mod error;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use audit::{AuditEntry, AuditFilter, AuditOf, AuditRow, AuditStore, AuditTx};
 pub use dashboard_model::*;
 pub use error::{StoreError, StoreResult};
 pub use management::{
@@ -79,6 +81,7 @@ pub trait Store:
     + ManagementReads
     + PartnerAccounts
     + WebhookStore
+    + AuditStore
     + Send
     + Sync
     + 'static
@@ -113,14 +116,27 @@ pub trait ProgramAdmin: Send + Sync {
 
     /// Creates a workspace.
     async fn create_workspace(&self, name: &str, at: i64) -> StoreResult<Workspace>;
-    /// Creates a program; `NotFound("workspace")`.
-    async fn create_program(&self, p: &NewProgram, at: i64) -> StoreResult<Program>;
+    /// Creates a program, with the audit entries `audit` makes of it;
+    /// `NotFound("workspace")`.
+    async fn create_program(
+        &self,
+        p: &NewProgram,
+        at: i64,
+        audit: AuditOf<'_, Program>,
+    ) -> StoreResult<Program>;
     /// One program; `NotFound("program")`.
     async fn program(&self, id: i64) -> StoreResult<Program>;
     /// The program whose API token, or previous token, hashes to `token_hash`.
     async fn program_by_token(&self, token_hash: &str) -> StoreResult<Option<Program>>;
-    /// Changes a program; `NotFound("program")`.
-    async fn update_program(&self, id: i64, patch: &ProgramPatch, at: i64) -> StoreResult<Program>;
+    /// Changes a program, with the audit entries `audit` makes of it before and after;
+    /// `NotFound("program")`.
+    async fn update_program(
+        &self,
+        id: i64,
+        patch: &ProgramPatch,
+        at: i64,
+        audit: AuditOf<'_, Program>,
+    ) -> StoreResult<Program>;
     /// Replaces a program's API token; the replaced one keeps working until
     /// `keep_old_until` when that is later than `at`, and any earlier previous token
     /// stops. `NotFound("program")`.
@@ -131,6 +147,7 @@ pub trait ProgramAdmin: Send + Sync {
         prefix: &str,
         keep_old_until: Option<i64>,
         at: i64,
+        audit: AuditOf<'_, Program>,
     ) -> StoreResult<Program>;
     /// Sets a program's payment-account fields as given; `NotFound("program")`.
     async fn set_payment_account(
@@ -138,6 +155,7 @@ pub trait ProgramAdmin: Send + Sync {
         id: i64,
         account: &PaymentAccount,
         at: i64,
+        audit: AuditOf<'_, Program>,
     ) -> StoreResult<Program>;
 }
 
@@ -161,8 +179,14 @@ pub trait PartnerAdmin: Send + Sync {
         program_id: i64,
         partner_id: i64,
     ) -> StoreResult<PartnerProgram>;
-    /// Changes a partner; `NotFound("partner")`.
-    async fn update_partner(&self, id: i64, patch: &PartnerPatch) -> StoreResult<Partner>;
+    /// Changes a partner, with the audit entries `audit` makes of it before and after;
+    /// `NotFound("partner")`.
+    async fn update_partner(
+        &self,
+        id: i64,
+        patch: &PartnerPatch,
+        audit: AuditOf<'_, Partner>,
+    ) -> StoreResult<Partner>;
     /// Creates a referral link; `NotFound("program" | "partner")`,
     /// `Conflict("short_link")`.
     async fn create_link(
@@ -240,6 +264,7 @@ pub trait UserAdmin: Send + Sync {
         role: Role,
         status: MembershipStatus,
         at: i64,
+        audit: AuditOf<'_, Membership>,
     ) -> StoreResult<Membership>;
     /// Changes a membership; `None` leaves a field as it is. `NotFound("membership")`.
     async fn update_member(
@@ -248,6 +273,7 @@ pub trait UserAdmin: Send + Sync {
         user_id: i64,
         role: Option<Role>,
         status: Option<MembershipStatus>,
+        audit: AuditOf<'_, Membership>,
     ) -> StoreResult<Membership>;
 }
 

@@ -192,8 +192,14 @@ pub fn sale_recorded(outcome: &SaleOutcome) -> Vec<Event> {
 /// Endpoints and the delivery log.
 #[async_trait]
 pub trait WebhookStore: Send + Sync {
-    /// Creates an endpoint; `NotFound("program")`.
-    async fn create_endpoint(&self, e: &NewEndpoint, at: i64) -> StoreResult<WebhookEndpoint>;
+    /// Creates an endpoint, with the audit entries `audit` makes of it;
+    /// `NotFound("program")`.
+    async fn create_endpoint(
+        &self,
+        e: &NewEndpoint,
+        at: i64,
+        audit: crate::audit::AuditOf<'_, WebhookEndpoint>,
+    ) -> StoreResult<WebhookEndpoint>;
     /// One page of a program's endpoints, newest first.
     async fn endpoints(&self, program_id: i64, page: Page) -> StoreResult<Vec<WebhookEndpoint>>;
     /// One endpoint.
@@ -232,6 +238,9 @@ pub trait WebhookTx: Send {
         payload: &str,
         at: i64,
     ) -> StoreResult<i64>;
+    /// One endpoint as this transaction sees it, locked against other changes until the
+    /// transaction ends (what a change of it changes, for the audit log).
+    async fn endpoint_locked(&mut self, id: i64) -> StoreResult<Option<WebhookEndpoint>>;
     /// Changes an endpoint; `None` when there is none. Disabling it takes its pending
     /// deliveries off the schedule; enabling it makes them due at `at`.
     async fn update_endpoint(

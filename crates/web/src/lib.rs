@@ -13,6 +13,7 @@ pub mod extract;
 pub mod fields;
 pub mod metrics;
 pub mod openapi;
+pub mod origin;
 pub mod outage;
 pub mod pages;
 pub mod paging;

@@ -7,6 +7,7 @@ use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
+use reftrack_domain::audit::{Actor, Origin};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -308,9 +309,11 @@ async fn partner_me(State(s): State<AppState>, p: PartnerSession) -> Result<Json
 async fn update_partner_me(
     State(s): State<AppState>,
     p: PartnerSession,
+    origin: crate::origin::RequestOrigin,
     JsonBody(b): JsonBody<PartnerMeBody>,
 ) -> Result<Json<PartnerMe>> {
-    Ok(Json(update_me(&s, p.partner_id, b).await?))
+    let origin = origin.of_actor(Actor::partner(p.partner_id, None));
+    Ok(Json(update_me(&s, p.partner_id, b, origin).await?))
 }
 
 /// Changes the partner's own details: the API's and the portal's way. A change that
@@ -320,12 +323,13 @@ pub(super) async fn update_me(
     s: &AppState,
     partner_id: i64,
     b: PartnerMeBody,
+    origin: Origin,
 ) -> Result<PartnerMe> {
     if b.current_password.is_none() {
-        return Ok(s.app.update_partner_me(partner_id, b).await?);
+        return Ok(s.app.update_partner_me(partner_id, b, origin).await?);
     }
     let account = format!("partner-id:{partner_id}");
-    throttled(s, &account, s.app.update_partner_me(partner_id, b)).await
+    throttled(s, &account, s.app.update_partner_me(partner_id, b, origin)).await
 }
 
 /// Change the signed-in partner's password; its other sessions end.

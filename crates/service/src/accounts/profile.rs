@@ -2,6 +2,7 @@
 //! password.
 
 use super::*;
+use reftrack_domain::audit::ActorKind;
 
 impl App {
     /// The signed-in partner and its programs.
@@ -21,9 +22,15 @@ impl App {
     }
 
     /// Changes the signed-in partner's name and payout details. Where its money goes
-    /// changes only with its current password, never while it is banned from a program,
-    /// and is mailed to it.
-    pub async fn update_partner_me(&self, partner_id: i64, b: PartnerMeBody) -> Result<PartnerMe> {
+    /// changes only with its current password, never while it is banned from a program;
+    /// the change is mailed to it and recorded in the audit log of each workspace it is
+    /// in, as made by the partner from `origin` (its request: client IP and request id).
+    pub async fn update_partner_me(
+        &self,
+        partner_id: i64,
+        b: PartnerMeBody,
+        origin: reftrack_domain::audit::Origin,
+    ) -> Result<PartnerMe> {
         let patch = partner_patch(
             PartnerPatchBody {
                 name: b.name,
@@ -31,7 +38,7 @@ impl App {
                 payout_method: b.payout_method,
                 payout_email: b.payout_email,
             },
-            "partner",
+            ActorKind::Partner.as_str(),
             self.now_ms(),
         )?;
         let account = self.store.partner_account(partner_id).await?;
@@ -39,7 +46,25 @@ impl App {
             self.may_change_payout_details(partner_id, &account, b.current_password)
                 .await?;
         }
-        let changed = self.store.update_partner(partner_id, &patch).await?;
+        let workspaces = self
+            .store
+            .workspaces_of(Record::Partner(partner_id))
+            .await?;
+        let origin = reftrack_domain::audit::Origin {
+            actor: reftrack_domain::audit::Actor::partner(
+                partner_id,
+                account.account_email.as_deref(),
+            ),
+            ..origin
+        };
+        let at = patch.at;
+        let audit = |old: Option<&reftrack_store::Partner>, new: &reftrack_store::Partner| {
+            crate::audit::payout_details_changed(&workspaces, at, &origin, old, new)
+        };
+        let changed = self
+            .store
+            .update_partner(partner_id, &patch, &audit)
+            .await?;
         self.notify_payout_details_change(&account, &changed);
         self.partner_me(partner_id).await
     }

@@ -15,6 +15,7 @@ use crate::notice_mail::{paid_mail, send_notices, PaidNotice};
 use crate::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
 use crate::{App, Error, Listed, Result};
 use reftrack_domain::access::Access;
+use reftrack_domain::audit::{Action, Entry, Scope, Target};
 use reftrack_domain::lifecycle::{self, Conflict, PayoutSkip};
 use reftrack_domain::money::display_amount;
 use reftrack_domain::status::PayoutStatus;
@@ -183,6 +184,7 @@ impl App {
         self.allow(caller, Record::Commission(id), Access::Change)
             .await?;
         let at = self.now_ms();
+        let origin = caller.origin.clone();
         self.write(move |tx, _| {
             async move {
                 let c = tx
@@ -195,6 +197,19 @@ impl App {
                         "The commission changed while it was being approved; try again".into(),
                     ));
                 }
+                let entry = Entry::new(
+                    at,
+                    &origin,
+                    Action::CommissionApproved,
+                    Scope::Program(c.program_id),
+                    Target::commission(id),
+                )
+                .with_details(serde_json::json!({
+                    "partner_id": c.partner_id,
+                    "amount_cents": c.net_cents,
+                    "currency": c.currency,
+                }));
+                tx.record_audit(&[entry]).await?;
                 tx.record_events(c.program_id, at, &approvals(&[id]))
                     .await?;
                 Ok(())
@@ -220,6 +235,7 @@ impl App {
             return Err(Error::invalid("reason must be 1 to 500 characters"));
         }
         let at = self.now_ms();
+        let origin = caller.origin.clone();
         self.write(move |tx, deltas| {
             async move {
                 let c = tx
@@ -232,6 +248,20 @@ impl App {
                         "The commission changed while it was being rejected; try again".into(),
                     ));
                 }
+                let entry = Entry::new(
+                    at,
+                    &origin,
+                    Action::CommissionRejected,
+                    Scope::Program(c.program_id),
+                    Target::commission(id),
+                )
+                .with_details(serde_json::json!({
+                    "partner_id": c.partner_id,
+                    "amount_cents": c.net_cents,
+                    "currency": c.currency,
+                    "reason": reason,
+                }));
+                tx.record_audit(&[entry]).await?;
                 deltas.count_commission_withdrawn(
                     c.program_id,
                     c.partner_id,
@@ -340,6 +370,7 @@ impl App {
         self.allow(caller, Record::Program(program_id), Access::Change)
             .await?;
         let at = self.now_ms();
+        let origin = caller.origin.clone();
         // A payout may take every commission of a large program: seconds of work.
         self.write_long(move |tx, _| {
             async move {
@@ -364,7 +395,21 @@ impl App {
                 tx.write_payout_items(id).await?;
                 let created = Event::new(EventType::PayoutCreated, Subject::Payout(id));
                 tx.record_events(program_id, at, &[created]).await?;
-                tx.payout_in_tx(id).await?.ok_or_else(payout_missing)
+                let payout = tx.payout_in_tx(id).await?.ok_or_else(payout_missing)?;
+                let entry = Entry::new(
+                    at,
+                    &origin,
+                    Action::PayoutCreated,
+                    Scope::Program(program_id),
+                    Target::payout(id),
+                )
+                .with_details(serde_json::json!({
+                    "total_cents": payout.total_cents,
+                    "currency": payout.currency,
+                    "partners": payout.items.as_ref().map(Vec::len),
+                }));
+                tx.record_audit(&[entry]).await?;
+                Ok(payout)
             }
             .boxed()
         })
@@ -418,7 +463,7 @@ impl App {
             return Err(Error::invalid("reference must be at most 255 characters"));
         }
         let payout = self
-            .settle_payout(id, reference, lifecycle::mark_paid)
+            .settle_payout(caller, id, reference, lifecycle::mark_paid)
             .await?;
         self.notify_paid(&payout).await;
         Ok(payout)
@@ -475,16 +520,19 @@ impl App {
     pub async fn cancel_payout(&self, caller: &Caller, id: i64) -> Result<Payout> {
         self.allow(caller, Record::Payout(id), Access::Change)
             .await?;
-        self.settle_payout(id, None, lifecycle::cancel).await
+        self.settle_payout(caller, id, None, lifecycle::cancel)
+            .await
     }
 
     async fn settle_payout(
         &self,
+        caller: &Caller,
         id: i64,
         reference: Option<String>,
         rule: fn(PayoutStatus) -> std::result::Result<PayoutStatus, Conflict>,
     ) -> Result<Payout> {
         let at = self.now_ms();
+        let origin = caller.origin.clone();
         self.write(move |tx, _| {
             async move {
                 let payout = tx.payout_in_tx(id).await?.ok_or_else(payout_missing)?;
@@ -498,6 +546,32 @@ impl App {
                     let paid = Event::new(EventType::PayoutPaid, Subject::Payout(id));
                     tx.record_events(payout.program_id, at, &[paid]).await?;
                 }
+                let (action, details) = match to {
+                    PayoutStatus::Paid => (
+                        Action::PayoutPaid,
+                        serde_json::json!({
+                            "total_cents": payout.total_cents,
+                            "currency": payout.currency,
+                            "reference": reference,
+                        }),
+                    ),
+                    _ => (
+                        Action::PayoutCancelled,
+                        serde_json::json!({
+                            "total_cents": payout.total_cents,
+                            "currency": payout.currency,
+                        }),
+                    ),
+                };
+                let entry = Entry::new(
+                    at,
+                    &origin,
+                    action,
+                    Scope::Program(payout.program_id),
+                    Target::payout(id),
+                )
+                .with_details(details);
+                tx.record_audit(&[entry]).await?;
                 tx.payout_in_tx(id).await?.ok_or_else(payout_missing)
             }
             .boxed()

@@ -17,6 +17,14 @@ impl App {
         let status: PartnerStatus = one_of("status", b.status.as_deref().unwrap_or("approved"))?;
         let partner_id = b.partner_id;
         let at = self.now_ms();
+        let entry = self
+            .entry(
+                caller,
+                Action::PartnerAdded,
+                Scope::Program(program_id),
+                Target::partner(partner_id),
+            )
+            .with_details(serde_json::json!({ "status": status }));
         self.write(move |tx, deltas| {
             async move {
                 match tx.program_and_partner_exist(program_id, partner_id).await? {
@@ -27,6 +35,7 @@ impl App {
                 let pp = tx
                     .insert_partner_program(program_id, partner_id, status, at)
                     .await?;
+                tx.record_audit(&[entry]).await?;
                 if status == PartnerStatus::Approved {
                     let approved = crate::programs::management::partner_approved(partner_id);
                     tx.record_events(program_id, at, &[approved]).await?;

@@ -15,6 +15,7 @@ use crate::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
 use crate::programs::{program_view, ProgramView};
 use crate::{App, Error, Listed, Result};
 use reftrack_domain::access::Access;
+use reftrack_domain::audit::{moved, Action, Scope, Target};
 use reftrack_domain::lifecycle;
 use reftrack_domain::status::{PartnerStatus, UnknownValue};
 use reftrack_domain::webhooks::EventType;
@@ -178,12 +179,23 @@ impl App {
         }
         let from = current.status;
         let at = self.now_ms();
+        let entry = self
+            .entry(
+                caller,
+                Action::PartnerStatusChanged,
+                Scope::Program(program_id),
+                Target::partner(partner_id),
+            )
+            .with_details(moved("status", &from, &to));
         let changed = self
             .write(move |tx, _| {
                 async move {
                     let changed = tx
                         .set_partner_status(program_id, partner_id, from, to)
                         .await?;
+                    if changed.is_some() {
+                        tx.record_audit(&[entry]).await?;
+                    }
                     if changed.is_some() && to == PartnerStatus::Approved {
                         tx.record_events(program_id, at, &[partner_approved(partner_id)])
                             .await?;

@@ -16,7 +16,19 @@ impl App {
         self.allow(caller, Record::Workspace(b.workspace_id), Access::Change)
             .await?;
         let (program, token) = new_program(b)?;
-        let program = self.store.create_program(&program, self.now_ms()).await?;
+        let at = self.now_ms();
+        let origin = &caller.origin;
+        let audit = |_: Option<&Program>, p: &Program| {
+            let entry = Entry::new(
+                at,
+                origin,
+                Action::ProgramCreated,
+                Scope::Program(p.id),
+                Target::program(p.id),
+            );
+            vec![entry.with_details(crate::audit::program_created(p))]
+        };
+        let program = self.store.create_program(&program, at, &audit).await?;
         Ok(program_view(&program, Some(&token)))
     }
 
@@ -61,7 +73,24 @@ impl App {
                 .map(|d| d.as_deref().map(destination_url).transpose())
                 .transpose()?,
         };
-        let done = self.store.update_program(id, &patch, self.now_ms()).await;
+        let at = self.now_ms();
+        let origin = &caller.origin;
+        let audit = |old: Option<&Program>, new: &Program| {
+            let changes =
+                old.map_or_else(Changes::new, |old| crate::audit::program_changes(old, new));
+            if changes.is_empty() {
+                return vec![];
+            }
+            let entry = Entry::new(
+                at,
+                origin,
+                Action::ProgramUpdated,
+                Scope::Program(id),
+                Target::program(id),
+            );
+            vec![entry.with_details(changes.into_value())]
+        };
+        let done = self.store.update_program(id, &patch, at, &audit).await;
         self.changed();
         Ok(program_view(&done?, None))
     }
@@ -97,6 +126,17 @@ impl App {
                 &secrets::token_prefix(&token),
                 hours.map(|h| at + h * 3_600_000),
                 at,
+                &|_, _| {
+                    let entry = Entry::new(
+                        at,
+                        &caller.origin,
+                        Action::ProgramTokenRotated,
+                        Scope::Program(id),
+                        Target::program(id),
+                    );
+                    let details = serde_json::json!({ "keep_old_for_hours": hours.unwrap_or(0) });
+                    vec![entry.with_details(details)]
+                },
             )
             .await;
         self.changed();
@@ -132,9 +172,27 @@ impl App {
             details_submitted: b.details_submitted,
             connection_date,
         };
+        let at = self.now_ms();
+        let origin = &caller.origin;
+        let audit = |old: Option<&Program>, new: &Program| {
+            let changes = old.map_or_else(Changes::new, |old| {
+                crate::audit::payment_account_changes(&old.payment, &new.payment)
+            });
+            if changes.is_empty() {
+                return vec![];
+            }
+            let entry = Entry::new(
+                at,
+                origin,
+                Action::ProgramPaymentAccountSet,
+                Scope::Program(id),
+                Target::program(id),
+            );
+            vec![entry.with_details(changes.into_value())]
+        };
         let done = self
             .store
-            .set_payment_account(id, &account, self.now_ms())
+            .set_payment_account(id, &account, at, &audit)
             .await;
         self.changed();
         Ok(program_view(&done?, None))
@@ -182,17 +240,21 @@ impl App {
     ) -> Result<Partner> {
         self.allow(caller, Record::Partner(id), Access::Change)
             .await?;
-        let by = match caller {
-            Caller::Operator => "operator",
-            Caller::Member { .. } => "user",
-        };
-        let patch = partner_patch(b, by, self.now_ms())?;
+        let patch = partner_patch(b, caller.origin.actor.kind.as_str(), self.now_ms())?;
         let account = self.store.partner_account(id).await?;
         if patch.changes_account(&account.partner) {
             self.allow(caller, Record::Partner(id), Access::ChangeEverywhere)
                 .await?;
         }
-        let changed = self.store.update_partner(id, &patch).await?;
+        // The partner's payout details reach every workspace it is in: each lists the
+        // change.
+        let workspaces = self.store.workspaces_of(Record::Partner(id)).await?;
+        let at = patch.at;
+        let origin = &caller.origin;
+        let audit = |old: Option<&Partner>, new: &Partner| {
+            crate::audit::payout_details_changed(&workspaces, at, origin, old, new)
+        };
+        let changed = self.store.update_partner(id, &patch, &audit).await?;
         self.notify_payout_details_change(&account, &changed);
         Ok(changed)
     }

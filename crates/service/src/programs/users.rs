@@ -51,9 +51,22 @@ impl App {
         .await?;
         let role: Role = one_of("role", &b.role)?;
         let status: MembershipStatus = one_of("status", b.status.as_deref().unwrap_or("active"))?;
+        let at = self.now_ms();
+        let origin = &caller.origin;
+        let audit = |_: Option<&Membership>, m: &Membership| {
+            let entry = Entry::new(
+                at,
+                origin,
+                Action::MemberAdded,
+                Scope::Workspace(m.workspace_id),
+                Target::user(m.user_id),
+            );
+            let details = serde_json::json!({ "role": m.role, "status": m.status });
+            vec![entry.with_details(details)]
+        };
         Ok(self
             .store
-            .add_member(workspace_id, b.user_id, role, status, self.now_ms())
+            .add_member(workspace_id, b.user_id, role, status, at, &audit)
             .await?)
     }
 
@@ -86,9 +99,38 @@ impl App {
                 "This is the workspace's only active owner; make another member owner first".into(),
             ));
         }
+        let at = self.now_ms();
+        let origin = &caller.origin;
+        let audit = |old: Option<&Membership>, new: &Membership| {
+            let Some(old) = old else { return vec![] };
+            let entry = |action, details| {
+                Entry::new(
+                    at,
+                    origin,
+                    action,
+                    Scope::Workspace(workspace_id),
+                    Target::user(user_id),
+                )
+                .with_details(details)
+            };
+            let mut entries = Vec::new();
+            if old.role != new.role {
+                entries.push(entry(
+                    Action::MemberRoleChanged,
+                    moved("role", &old.role, &new.role),
+                ));
+            }
+            if old.status != new.status {
+                entries.push(entry(
+                    Action::MemberStatusChanged,
+                    moved("status", &old.status, &new.status),
+                ));
+            }
+            entries
+        };
         Ok(self
             .store
-            .update_member(workspace_id, user_id, role, status)
+            .update_member(workspace_id, user_id, role, status, &audit)
             .await?)
     }
 }

@@ -18,6 +18,7 @@ use crate::error::refusals;
 use crate::pages::{listed, probe, PageParams};
 use crate::{App, Error, Listed, Result};
 use reftrack_domain::access::Access;
+use reftrack_domain::audit::{Action, Changes, Entry, Scope, Target};
 use reftrack_domain::status::DeliveryStatus;
 use reftrack_domain::time::DAY_MS;
 use reftrack_domain::webhooks::{
@@ -169,7 +170,19 @@ impl App {
             secret: secret.clone(),
             events,
         };
-        let endpoint = self.store.create_endpoint(&new, self.now_ms()).await?;
+        let at = self.now_ms();
+        let origin = &caller.origin;
+        let audit = |_: Option<&WebhookEndpoint>, e: &WebhookEndpoint| {
+            let entry = Entry::new(
+                at,
+                origin,
+                Action::WebhookEndpointCreated,
+                Scope::Program(e.program_id),
+                Target::webhook_endpoint(e.id),
+            );
+            vec![entry.with_details(serde_json::json!({ "url": e.url, "events": e.events }))]
+        };
+        let endpoint = self.store.create_endpoint(&new, at, &audit).await?;
         Ok(CreatedWebhook { endpoint, secret })
     }
 
@@ -206,11 +219,31 @@ impl App {
             enabled: b.enabled,
         };
         let at = self.now_ms();
+        let origin = caller.origin.clone();
         self.write(move |tx, _| {
             async move {
-                tx.update_endpoint(id, &patch, at)
+                let old = tx.endpoint_locked(id).await?.ok_or_else(webhook_missing)?;
+                let new = tx
+                    .update_endpoint(id, &patch, at)
                     .await?
-                    .ok_or_else(webhook_missing)
+                    .ok_or_else(webhook_missing)?;
+                let mut changes = Changes::new();
+                changes
+                    .field("url", &old.url, &new.url)
+                    .field("events", &old.events, &new.events)
+                    .field("enabled", &old.enabled, &new.enabled);
+                if !changes.is_empty() {
+                    let entry = Entry::new(
+                        at,
+                        &origin,
+                        Action::WebhookEndpointUpdated,
+                        Scope::Program(new.program_id),
+                        Target::webhook_endpoint(id),
+                    )
+                    .with_details(changes.into_value());
+                    tx.record_audit(&[entry]).await?;
+                }
+                Ok(new)
             }
             .boxed()
         })
@@ -221,8 +254,30 @@ impl App {
     pub async fn delete_webhook(&self, caller: &Caller, id: i64) -> Result<()> {
         self.allow(caller, Record::Webhook(id), Access::Change)
             .await?;
+        let at = self.now_ms();
+        let origin = caller.origin.clone();
         let deleted = self
-            .write(move |tx, _| async move { Ok(tx.delete_endpoint(id).await?) }.boxed())
+            .write(move |tx, _| {
+                async move {
+                    let Some(old) = tx.endpoint_locked(id).await? else {
+                        return Ok(false);
+                    };
+                    if !tx.delete_endpoint(id).await? {
+                        return Ok(false);
+                    }
+                    let entry = Entry::new(
+                        at,
+                        &origin,
+                        Action::WebhookEndpointDeleted,
+                        Scope::Program(old.program_id),
+                        Target::webhook_endpoint(id),
+                    )
+                    .with_details(serde_json::json!({ "url": old.url, "events": old.events }));
+                    tx.record_audit(&[entry]).await?;
+                    Ok(true)
+                }
+                .boxed()
+            })
             .await?;
         if deleted {
             Ok(())

@@ -173,6 +173,7 @@ impl Engine for Postgres {
     const CLAIM_LOCK: &'static str = "FOR UPDATE OF d SKIP LOCKED";
     // Two refunds of one sale on two processes: the second reads what the first left.
     const SALE_LOCK: &'static str = "FOR UPDATE OF s";
+    const ROW_LOCK: &'static str = "FOR UPDATE";
     // One statement: the purge is a CTE of the insert.
     const CREATE_SESSION: &'static str =
         "WITH purged AS (DELETE FROM sessions WHERE expires_at <= $3) \

@@ -89,6 +89,10 @@ pub trait Engine:
     /// processes share the database, a lock that makes a second refund of the sale wait
     /// until the first has ended and then read what it left.
     const SALE_LOCK: &'static str;
+    /// What ends the read of a record a management change is about to change (the audit
+    /// log's "before"): where several processes share the database, a lock that makes
+    /// a second change of it wait until the first has ended and then read what it left.
+    const ROW_LOCK: &'static str;
     /// Purges the sessions expired at `$3` and stores a new one (`$1` user, `$2` token
     /// hash, `$3` now, `$4` expiry).
     const CREATE_SESSION: &'static str;

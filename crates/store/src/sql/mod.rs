@@ -12,6 +12,7 @@
 //! between the databases (connections, the set-based statements of the committer, a few
 //! statement forms) is the engine's, in `store::sqlite` and `store::postgres`.
 
+pub(crate) mod audit;
 pub mod batch;
 pub mod counters;
 mod coupons;

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use super::coupons;
 use super::engine::{stmt, Engine, Rec};
 use super::{exists, named, named_opt, SqlStore};
+use crate::audit::AuditOf;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{Coupon, Link, LinkPatch, NewCoupon, Partner, PartnerPatch, PartnerProgram};
 use crate::payout_model::Page;
@@ -36,8 +37,26 @@ impl<DB: Engine> PartnerAdmin for SqlStore<DB> {
         partner_program::<DB>(&mut *self.read.acquire().await?, program_id, partner_id).await
     }
 
-    async fn update_partner(&self, id: i64, patch: &PartnerPatch) -> StoreResult<Partner> {
-        update_partner::<DB>(&mut *self.write.acquire().await?, id, patch).await
+    async fn update_partner(
+        &self,
+        id: i64,
+        patch: &PartnerPatch,
+        audit: AuditOf<'_, Partner>,
+    ) -> StoreResult<Partner> {
+        let mut conn = self.write.acquire().await?;
+        let mut tx = sqlx::Connection::begin_with(&mut *conn, DB::BEGIN_WRITE).await?;
+        let sql = format!(
+            "SELECT {PARTNER_COLUMNS} FROM partners WHERE id = $1 {}",
+            DB::ROW_LOCK
+        );
+        let old = match stmt::<DB>(&sql).bind(id).fetch_optional(&mut *tx).await? {
+            Some(row) => partner_from_row(&row)?,
+            None => return Err(StoreError::NotFound("partner")),
+        };
+        let new = update_partner::<DB>(&mut tx, id, patch).await?;
+        super::audit::insert_entries::<DB>(&mut tx, &audit(Some(&old), &new)).await?;
+        tx.commit().await?;
+        Ok(new)
     }
 
     async fn create_link(

@@ -2,9 +2,12 @@
 //! and [`ProgramAdmin`] on the pools.
 
 use async_trait::async_trait;
+use sqlx::Connection;
 
+use super::audit::insert_entries;
 use super::engine::{stmt, Engine, Rec, Stmt};
 use super::{exists, parse_origins, SqlStore};
+use crate::audit::AuditOf;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewProgram, PaymentAccount, Program, ProgramPatch, Workspace};
 use crate::ProgramAdmin;
@@ -24,8 +27,18 @@ impl<DB: Engine> ProgramAdmin for SqlStore<DB> {
         create_workspace::<DB>(&mut *self.write.acquire().await?, name, at).await
     }
 
-    async fn create_program(&self, p: &NewProgram, at: i64) -> StoreResult<Program> {
-        create_program::<DB>(&mut *self.write.acquire().await?, p, at).await
+    async fn create_program(
+        &self,
+        p: &NewProgram,
+        at: i64,
+        audit: AuditOf<'_, Program>,
+    ) -> StoreResult<Program> {
+        let mut conn = self.write.acquire().await?;
+        let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
+        let program = create_program::<DB>(&mut tx, p, at).await?;
+        insert_entries::<DB>(&mut tx, &audit(None, &program)).await?;
+        tx.commit().await?;
+        Ok(program)
     }
 
     async fn program(&self, id: i64) -> StoreResult<Program> {
@@ -36,8 +49,20 @@ impl<DB: Engine> ProgramAdmin for SqlStore<DB> {
         program_by_token::<DB>(&mut *self.read.acquire().await?, token_hash).await
     }
 
-    async fn update_program(&self, id: i64, patch: &ProgramPatch, at: i64) -> StoreResult<Program> {
-        update_program::<DB>(&mut *self.write.acquire().await?, id, patch, at).await
+    async fn update_program(
+        &self,
+        id: i64,
+        patch: &ProgramPatch,
+        at: i64,
+        audit: AuditOf<'_, Program>,
+    ) -> StoreResult<Program> {
+        let mut conn = self.write.acquire().await?;
+        let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
+        let old = program_locked::<DB>(&mut tx, id).await?;
+        let new = update_program::<DB>(&mut tx, id, patch, at).await?;
+        insert_entries::<DB>(&mut tx, &audit(Some(&old), &new)).await?;
+        tx.commit().await?;
+        Ok(new)
     }
 
     async fn set_program_token(
@@ -47,9 +72,15 @@ impl<DB: Engine> ProgramAdmin for SqlStore<DB> {
         prefix: &str,
         keep_old_until: Option<i64>,
         at: i64,
+        audit: AuditOf<'_, Program>,
     ) -> StoreResult<Program> {
-        let conn = &mut *self.write.acquire().await?;
-        set_program_token::<DB>(conn, id, hash, prefix, keep_old_until, at).await
+        let mut conn = self.write.acquire().await?;
+        let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
+        let old = program_locked::<DB>(&mut tx, id).await?;
+        let new = set_program_token::<DB>(&mut tx, id, hash, prefix, keep_old_until, at).await?;
+        insert_entries::<DB>(&mut tx, &audit(Some(&old), &new)).await?;
+        tx.commit().await?;
+        Ok(new)
     }
 
     async fn set_payment_account(
@@ -57,8 +88,15 @@ impl<DB: Engine> ProgramAdmin for SqlStore<DB> {
         id: i64,
         account: &PaymentAccount,
         at: i64,
+        audit: AuditOf<'_, Program>,
     ) -> StoreResult<Program> {
-        set_payment_account::<DB>(&mut *self.write.acquire().await?, id, account, at).await
+        let mut conn = self.write.acquire().await?;
+        let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
+        let old = program_locked::<DB>(&mut tx, id).await?;
+        let new = set_payment_account::<DB>(&mut tx, id, account, at).await?;
+        insert_entries::<DB>(&mut tx, &audit(Some(&old), &new)).await?;
+        tx.commit().await?;
+        Ok(new)
     }
 }
 
@@ -247,6 +285,19 @@ pub(super) async fn program<DB: Engine>(
     id: i64,
 ) -> StoreResult<Program> {
     let sql = format!("SELECT {PROGRAM_COLUMNS} FROM programs WHERE id = $1");
+    match stmt::<DB>(&sql).bind(id).fetch_optional(&mut *conn).await? {
+        Some(row) => program_from_row(&row),
+        None => Err(StoreError::NotFound("program")),
+    }
+}
+
+/// One program, locked against other changes until the transaction ends;
+/// `NotFound("program")`.
+async fn program_locked<DB: Engine>(conn: &mut DB::Connection, id: i64) -> StoreResult<Program> {
+    let sql = format!(
+        "SELECT {PROGRAM_COLUMNS} FROM programs WHERE id = $1 {}",
+        DB::ROW_LOCK
+    );
     match stmt::<DB>(&sql).bind(id).fetch_optional(&mut *conn).await? {
         Some(row) => program_from_row(&row),
         None => Err(StoreError::NotFound("program")),

@@ -4,10 +4,12 @@
 use async_trait::async_trait;
 use sqlx::Connection;
 
+use super::audit::insert_entries;
 use super::engine::{stmt, Engine};
 use super::management::like_pattern;
 use super::programs::{create_program, create_workspace, set_setting};
 use super::{exists, keyset, SqlStore};
+use crate::audit::AuditOf;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
     FirstRunRecords, MemberRow, Membership, NewOwner, NewProgram, User, UserPatch,
@@ -59,9 +61,14 @@ impl<DB: Engine> UserAdmin for SqlStore<DB> {
         role: Role,
         status: MembershipStatus,
         at: i64,
+        audit: AuditOf<'_, Membership>,
     ) -> StoreResult<Membership> {
-        let conn = &mut *self.write.acquire().await?;
-        add_member::<DB>(conn, workspace_id, user_id, role, status, at).await
+        let mut conn = self.write.acquire().await?;
+        let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
+        let added = add_member::<DB>(&mut tx, workspace_id, user_id, role, status, at).await?;
+        insert_entries::<DB>(&mut tx, &audit(None, &added)).await?;
+        tx.commit().await?;
+        Ok(added)
     }
 
     async fn update_member(
@@ -70,9 +77,25 @@ impl<DB: Engine> UserAdmin for SqlStore<DB> {
         user_id: i64,
         role: Option<Role>,
         status: Option<MembershipStatus>,
+        audit: AuditOf<'_, Membership>,
     ) -> StoreResult<Membership> {
-        let conn = &mut *self.write.acquire().await?;
-        update_member::<DB>(conn, workspace_id, user_id, role, status).await
+        let mut conn = self.write.acquire().await?;
+        let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
+        let sql = format!(
+            "SELECT {MEMBERSHIP_COLUMNS} FROM memberships WHERE workspace_id = $1 \
+             AND user_id = $2 {}",
+            DB::ROW_LOCK
+        );
+        let old: Membership = stmt::<DB>(&sql)
+            .bind(workspace_id)
+            .bind(user_id)
+            .record_optional(&mut *tx)
+            .await?
+            .ok_or(StoreError::NotFound("membership"))?;
+        let new = update_member::<DB>(&mut tx, workspace_id, user_id, role, status).await?;
+        insert_entries::<DB>(&mut tx, &audit(Some(&old), &new)).await?;
+        tx.commit().await?;
+        Ok(new)
     }
 }
 

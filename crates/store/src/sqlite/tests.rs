@@ -62,6 +62,7 @@ async fn fixture() -> Fixture {
                 api_token_prefix: "rt_".into(),
             },
             AT,
+            &|_, _| vec![],
         )
         .await
         .expect("program");
@@ -216,6 +217,7 @@ async fn management_records_and_their_errors() {
                 ..Default::default()
             },
             AT + 1,
+            &|_, _| vec![],
         )
         .await
         .expect("patched");
@@ -235,13 +237,15 @@ async fn management_records_and_their_errors() {
                 ..Default::default()
             },
             AT + 2,
+            &|_, _| vec![],
         )
         .await
         .expect("patched");
     assert_eq!(cleared.recurring_commission_months, None);
     assert_eq!(cleared.name, "q");
     assert!(matches!(
-        s.update_program(999, &Default::default(), AT).await,
+        s.update_program(999, &Default::default(), AT, &|_, _| vec![])
+            .await,
         Err(StoreError::NotFound("program"))
     ));
 
@@ -281,6 +285,7 @@ async fn management_records_and_their_errors() {
         Role::Viewer,
         MembershipStatus::Active,
         AT,
+        &|_, _| vec![],
     )
     .await
     .expect("member");
@@ -290,13 +295,20 @@ async fn management_records_and_their_errors() {
             user.id,
             Role::Viewer,
             MembershipStatus::Active,
-            AT
+            AT,
+            &|_, _| vec![]
         )
         .await
         .unwrap_err()
         .is_conflict("membership"));
     let m = s
-        .update_member(workspace.workspace_id, user.id, Some(Role::Admin), None)
+        .update_member(
+            workspace.workspace_id,
+            user.id,
+            Some(Role::Admin),
+            None,
+            &|_, _| vec![],
+        )
         .await
         .expect("member");
     assert_eq!((m.role, m.status), (Role::Admin, MembershipStatus::Active));

@@ -18,6 +18,7 @@ use utoipa_axum::routes;
 
 use super::bearer::{bearer, Bearer};
 use super::error::{Error, Result};
+use super::origin::RequestOrigin;
 use super::AppState;
 use reftrack_service::Caller;
 
@@ -28,6 +29,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(workspaces::create_workspace))
         .routes(routes!(workspaces::add_member))
         .routes(routes!(workspaces::update_member))
+        .routes(routes!(workspaces::audit_log))
         .routes(routes!(programs::create_program))
         .routes(routes!(programs::get_program, programs::update_program))
         .routes(routes!(programs::rotate_token))
@@ -60,11 +62,15 @@ impl FromRequestParts<AppState> for Manager {
         let Bearer::Token(token) = bearer(&parts.headers) else {
             return Err(unauthorized());
         };
+        let origin = RequestOrigin::of(parts, state);
         if state.app.is_admin_token(token).await? {
-            return Ok(Manager(Caller::Operator));
+            return Ok(Manager(origin.caller(Caller::operator())));
         }
         match state.app.session_user(token).await? {
-            Some((user, _)) => Ok(Manager(state.app.member_caller(user.user_id).await?)),
+            Some((user, _)) => {
+                let caller = state.app.member_caller(user.user_id, &user.email).await?;
+                Ok(Manager(origin.caller(caller)))
+            }
             None => Err(unauthorized()),
         }
     }

@@ -3,6 +3,7 @@
 
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
+use axum::response::Response;
 use axum::Json;
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -10,13 +11,15 @@ use utoipa::IntoParams;
 use super::{created, Manager};
 use crate::error::{ErrorBody, Result};
 use crate::extract::{read_list_query, JsonBody, PathParams};
-use crate::paging::PageQuery;
+use crate::paging::{ListQuery, PageQuery};
 use crate::AppState;
+use reftrack_service::audit::AuditParams;
+use reftrack_service::money::exports;
 use reftrack_service::programs::{
     MemberBody, MemberPatchBody, UserBody, UserPatchBody, WorkspaceBody,
 };
 use reftrack_service::Listed;
-use reftrack_store::{Membership, User, Workspace};
+use reftrack_store::{AuditRow, Membership, User, Workspace};
 
 /// The filter of the user list.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -190,4 +193,67 @@ pub(super) async fn list_users(
             .list_users(&caller, q.q.as_deref(), &list.page())
             .await?,
     ))
+}
+
+/// The filters of the audit log.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    /// Only entries of this action (`program.updated`, `payout.paid`, …).
+    pub action: Option<String>,
+    /// Only entries of this program.
+    #[param(value_type = Option<i64>)]
+    pub program_id: Option<String>,
+    /// From this instant on: an ISO 8601 timestamp, or a date `YYYY-MM-DD` (its start,
+    /// UTC).
+    pub from: Option<String>,
+    /// Up to this instant: an ISO 8601 timestamp, or a date `YYYY-MM-DD` (the whole day,
+    /// UTC).
+    pub to: Option<String>,
+}
+
+impl AuditQuery {
+    /// The service layer's parameters.
+    pub(crate) fn params(self) -> AuditParams {
+        AuditParams {
+            action: self.action,
+            program_id: self.program_id,
+            from: self.from,
+            to: self.to,
+        }
+    }
+}
+
+/// A workspace's audit log, newest first, or every matching entry with `?format=csv`:
+/// the changes to money, access and settings, who made them, and from where. Owners and
+/// admins of the workspace, and the operator.
+#[utoipa::path(
+    get,
+    path = "/workspaces/{id}/audit-log",
+    tag = "management",
+    params(("id" = i64, Path, description = "Workspace id"), AuditQuery, ListQuery),
+    security(("admin_token" = []), ("session" = [])),
+    responses(
+        (status = 200, description = "One page, or every entry as text/csv", body = Listed<AuditRow>),
+        (status = 400, description = "Invalid filter, limit or cursor", body = ErrorBody),
+        (status = 403, description = "The caller's role may not read it", body = ErrorBody),
+        (status = 404, description = "Unknown workspace", body = ErrorBody),
+    ),
+)]
+pub async fn audit_log(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response> {
+    let list: ListQuery = read_list_query(raw.as_deref())?;
+    let q: AuditQuery = read_list_query(raw.as_deref())?;
+    let params = &q.params();
+    list.page_or_csv(
+        s.app.audit_log(&caller, id, params, &list.page()),
+        s.app.export_audit_log(&caller, id, params),
+        format!("workspace-{id}-audit-log.csv"),
+        exports::audit_csv,
+    )
+    .await
 }

@@ -39,8 +39,13 @@ impl Visitor for Signed {
         let found = state.app.session_user(token).await?;
         Ok(found.map(|(u, token_hash)| Signed {
             user_id: u.user_id,
-            who: u.name.filter(|n| !n.trim().is_empty()).unwrap_or(u.email),
+            who: u
+                .name
+                .filter(|n| !n.trim().is_empty())
+                .unwrap_or_else(|| u.email.clone()),
+            email: u.email,
             token_hash,
+            request: Default::default(),
         }))
     }
 

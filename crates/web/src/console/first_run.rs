@@ -134,7 +134,9 @@ pub(super) async fn submit(
             let user = Signed {
                 user_id: done.user.id,
                 who: done.user.name.clone().unwrap_or(done.user.email.clone()),
+                email: done.user.email.clone(),
                 token_hash: String::new(),
+                request: Default::default(),
             };
             // The setup page itself, not a redirect: it is the one answer that shows the
             // program's API token.

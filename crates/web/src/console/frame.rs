@@ -138,7 +138,7 @@ impl Frame {
     ) -> app::Result<Frame> {
         // The management read first: a program of another workspace is not found (as on
         // the management API), rather than refused (as on the dashboard endpoints).
-        let caller = s.app.member_caller(user.user_id).await?;
+        let caller = user.caller(s).await?;
         let program = s.app.program_view(&caller, program_id).await?;
         let access = s
             .app

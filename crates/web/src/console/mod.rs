@@ -16,6 +16,7 @@
 //! forms, error pages, same-origin rule and assets are the page layer shared with the
 //! partner portal ([`crate::pages`]).
 
+mod audit;
 mod auth;
 mod commissions;
 mod events;
@@ -93,6 +94,8 @@ pub fn router() -> Router<AppState> {
         ("/payouts/{payout_id}/cancel", post(payouts::cancel)),
         ("/settings", get(settings::settings).post(settings::save)),
         ("/settings/token", post(settings::rotate_token)),
+        ("/settings/audit", get(audit::audit)),
+        ("/settings/audit.csv", get(audit::audit_csv)),
         ("/settings/address", post(settings::save_address)),
         ("/settings/members", post(settings::add_member)),
         ("/settings/members/{user_id}", post(settings::update_member)),

@@ -45,10 +45,7 @@ async fn programs_page(s: &AppState, user: &Signed, caller: &Caller) -> app::Res
         cursor: None,
     };
     let listed = s.app.list_programs(caller, None, &page).await?;
-    let memberships = match caller {
-        Caller::Member { memberships, .. } => memberships.as_slice(),
-        Caller::Operator => &[],
-    };
+    let memberships = caller.memberships();
     let workspace_name = |id: i64| {
         memberships
             .iter()
@@ -84,7 +81,7 @@ async fn programs_page(s: &AppState, user: &Signed, caller: &Caller) -> app::Res
 
 /// `GET /app`: the user's programs; the only one opens at once.
 pub(super) async fn home(State(s): State<AppState>, user: Signed, Query(q): Query) -> PageResult {
-    let caller = s.app.member_caller(user.user_id).await?;
+    let caller = user.caller(&s).await?;
     let mut page = programs_page(&s, &user, &caller).await?;
     if page.programs.len() == 1 && q.text("all").is_none() {
         return Ok(see_other(&format!("/app/programs/{}", page.programs[0].id)));
@@ -107,7 +104,7 @@ impl ProgramsPage {
 
 /// `POST /app/programs`: a new program in one of the user's workspaces.
 pub(super) async fn create(State(s): State<AppState>, user: Signed, form: Posted) -> PageResult {
-    let caller = s.app.member_caller(user.user_id).await?;
+    let caller = user.caller(&s).await?;
     let workspace_id = form
         .text("workspace_id")
         .and_then(|w| w.parse::<i64>().ok());

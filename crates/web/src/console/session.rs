@@ -8,8 +8,10 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::response::Response;
 
+use crate::origin::RequestOrigin;
 use crate::pages::session::{SessionCookie, Visitor};
 use crate::AppState;
+use reftrack_service::Caller;
 
 /// The dashboard's session cookie.
 pub(super) const COOKIE: SessionCookie = SessionCookie {
@@ -24,13 +26,28 @@ pub(super) struct Signed {
     pub user_id: i64,
     /// What the header shows: the user's name, else its email.
     pub who: String,
+    /// The email the user signs in with.
+    pub email: String,
     pub token_hash: String,
+    /// The request the page came through (what the audit log records of a change).
+    pub request: RequestOrigin,
 }
 
 impl FromRequestParts<AppState> for Signed {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        Signed::signed(parts, state).await
+        let mut signed = Signed::signed(parts, state).await?;
+        signed.request = RequestOrigin::of(parts, state);
+        Ok(signed)
+    }
+}
+
+impl Signed {
+    /// The signed-in user as the management use cases know it, calling through this
+    /// page's request: a change it makes is recorded as the same change through the API.
+    pub(super) async fn caller(&self, s: &AppState) -> reftrack_service::Result<Caller> {
+        let caller = s.app.member_caller(self.user_id, &self.email).await?;
+        Ok(self.request.caller(caller))
     }
 }

@@ -84,7 +84,12 @@ pub(super) async fn settings(State(s): State<AppState>, p: Signed, Query(q): Que
 }
 
 /// `POST /partner/settings`: name and payout details.
-pub(super) async fn save_profile(State(s): State<AppState>, p: Signed, form: Posted) -> PageResult {
+pub(super) async fn save_profile(
+    State(s): State<AppState>,
+    p: Signed,
+    origin: crate::origin::RequestOrigin,
+    form: Posted,
+) -> PageResult {
     let password = form.get("password");
     let b = PartnerMeBody {
         name: Some(form.get("name")),
@@ -92,7 +97,8 @@ pub(super) async fn save_profile(State(s): State<AppState>, p: Signed, form: Pos
         payout_email: Some(form.text("payout_email")),
         current_password: (!password.is_empty()).then_some(password),
     };
-    let refused = match update_me(&s, p.partner_id, b).await {
+    let origin = origin.of_actor(reftrack_domain::audit::Actor::partner(p.partner_id, None));
+    let refused = match update_me(&s, p.partner_id, b, origin).await {
         Ok(_) => return Ok(see_other("/partner/settings?done=profile")),
         Err(Error::BadRequest(text)) => text,
         Err(Error::Forbidden(text)) => {

@@ -64,8 +64,15 @@ const DELIVERY_COLUMNS: &str = "id, message_id, event_type, status, next_attempt
 
 #[async_trait]
 impl<DB: Engine> WebhookStore for SqlStore<DB> {
-    async fn create_endpoint(&self, e: &NewEndpoint, at: i64) -> StoreResult<WebhookEndpoint> {
-        let conn = &mut *self.write.acquire().await?;
+    async fn create_endpoint(
+        &self,
+        e: &NewEndpoint,
+        at: i64,
+        audit: crate::audit::AuditOf<'_, WebhookEndpoint>,
+    ) -> StoreResult<WebhookEndpoint> {
+        let mut conn = self.write.acquire().await?;
+        let mut tx = sqlx::Connection::begin_with(&mut *conn, DB::BEGIN_WRITE).await?;
+        let conn = &mut *tx;
         let exists = stmt::<DB>("SELECT id FROM programs WHERE id = $1")
             .bind(e.program_id)
             .has_row(&mut *conn)
@@ -83,9 +90,12 @@ impl<DB: Engine> WebhookStore for SqlStore<DB> {
             .bind(e.secret.as_str())
             .bind(e.events.as_str())
             .bind(at)
-            .fetch_one(conn)
+            .fetch_one(&mut *conn)
             .await?;
-        endpoint_row(&row)
+        let endpoint = endpoint_row(&row)?;
+        crate::sql::audit::insert_entries::<DB>(&mut *conn, &audit(None, &endpoint)).await?;
+        tx.commit().await?;
+        Ok(endpoint)
     }
 
     async fn endpoints(&self, program_id: i64, page: Page) -> StoreResult<Vec<WebhookEndpoint>> {

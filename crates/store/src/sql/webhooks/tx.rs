@@ -46,6 +46,21 @@ impl<DB: Engine> WebhookTx for WriteConnection<DB> {
         .await?)
     }
 
+    async fn endpoint_locked(&mut self, id: i64) -> StoreResult<Option<WebhookEndpoint>> {
+        let sql = format!(
+            "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 {}",
+            DB::ROW_LOCK
+        );
+        match stmt::<DB>(&sql)
+            .bind(id)
+            .fetch_optional(&mut self.conn)
+            .await?
+        {
+            Some(row) => endpoint_row(&row).map(Some),
+            None => Ok(None),
+        }
+    }
+
     async fn update_endpoint(
         &mut self,
         id: i64,
