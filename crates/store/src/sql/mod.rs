@@ -28,6 +28,7 @@ pub mod rows;
 pub mod rules;
 pub use rules::{APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
 mod tx;
+mod two_factor;
 mod users;
 mod verify;
 pub mod webhooks;
