@@ -14,7 +14,7 @@ use crate::pages::sign_in::SignIn;
 use crate::pages::view::PageResult;
 use crate::AppState;
 use reftrack_service as app;
-use reftrack_service::dashboard::NewSession;
+use reftrack_service::two_factor::SignInStep;
 
 /// `GET /`: the first-run setup while no user exists, else the dashboard (which sends a
 /// signed-out visitor to the sign-in page).
@@ -33,6 +33,7 @@ impl Visitor for Signed {
         help: "Forgot your password? The operator of this server can set a new one \
                (reftrack admin update-user).",
         reset: None,
+        partner: false,
     };
 
     async fn find(state: &AppState, token: &str) -> app::Result<Option<Signed>> {
@@ -44,7 +45,7 @@ impl Visitor for Signed {
         }))
     }
 
-    async fn sign_in(state: &AppState, email: &str, password: String) -> Result<NewSession> {
+    async fn sign_in(state: &AppState, email: &str, password: String) -> Result<SignInStep> {
         crate::session::sign_in(state, email, password).await
     }
 

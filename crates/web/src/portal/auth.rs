@@ -20,7 +20,7 @@ use crate::pages::view::PageError;
 use crate::AppState;
 use reftrack_service as app;
 use reftrack_service::accounts::{AcceptInviteBody, ApplyBody, OpenProgram};
-use reftrack_service::dashboard::NewSession;
+use reftrack_service::two_factor::SignInStep;
 
 impl Visitor for Signed {
     const SIGN_IN: SignIn = SignIn {
@@ -29,6 +29,7 @@ impl Visitor for Signed {
         lead: "Sign in to see your links, earnings and payouts.",
         help: "Forgot your password?",
         reset: Some("/partner/reset"),
+        partner: true,
     };
 
     async fn find(state: &AppState, token: &str) -> app::Result<Option<Signed>> {
@@ -39,7 +40,7 @@ impl Visitor for Signed {
         }))
     }
 
-    async fn sign_in(state: &AppState, email: &str, password: String) -> Result<NewSession> {
+    async fn sign_in(state: &AppState, email: &str, password: String) -> Result<SignInStep> {
         crate::partner::sign_in(state, email, password).await
     }
 
@@ -297,7 +298,9 @@ pub(super) async fn apply(
             Ok(_) if partner.is_some() => return Ok(super::session::see_other(&overview)),
             Ok(_) => {
                 let email = page.email.value.to_ascii_lowercase();
-                let session = s.app.partner_login(&email, password).await?;
+                let session = s.app
+                    .partner_login(&email, password, &Default::default())
+                    .await?;
                 return Ok(COOKIE.signed_in_to(&s, &headers, &session, &overview));
             }
             Err(app::Error::Invalid(text)) | Err(app::Error::Conflict(text)) => refused.push(text),
