@@ -45,7 +45,8 @@ fn clocked(app: TestApp) -> (TestApp, Arc<ManualClock>) {
 async fn account(app: &TestApp, seed: &Seed, kind: Kind, email: &str) -> String {
     match kind {
         Kind::User => {
-            app.member(seed.workspace_id, email, PASSWORD, "owner").await;
+            app.member(seed.workspace_id, email, PASSWORD, "owner")
+                .await;
         }
         Kind::Partner => {
             let token = app.invite_token(seed.partner_id, email).await;
@@ -106,9 +107,15 @@ async fn enable(
 ) -> (String, Vec<String>) {
     let setup = call(app, kind, token, "setup", json!({})).await.expect(200);
     let secret = setup.body["secret"].as_str().unwrap().to_string();
-    let r = call(app, kind, token, "enable", json!({"code": code(&secret, clock, 0)}))
-        .await
-        .expect(200);
+    let r = call(
+        app,
+        kind,
+        token,
+        "enable",
+        json!({"code": code(&secret, clock, 0)}),
+    )
+    .await
+    .expect(200);
     let codes = r.body["recovery_codes"]
         .as_array()
         .unwrap()
@@ -136,7 +143,9 @@ async fn setup_then_enable(app: TestApp, kind: Kind) {
     assert_eq!(me(&app, kind, &token).await["two_factor"], false);
 
     // Setup alone changes nothing: sign-in needs no code.
-    let first = call(&app, kind, &token, "setup", json!({})).await.expect(200);
+    let first = call(&app, kind, &token, "setup", json!({}))
+        .await
+        .expect(200);
     let secret = first.body["secret"].as_str().unwrap().to_string();
     assert_eq!(
         first.body["otpauth_url"],
@@ -146,24 +155,40 @@ async fn setup_then_enable(app: TestApp, kind: Kind) {
     login(&app, kind, creds(email)).await.expect(200);
 
     // A second setup replaces the pending secret: the first one's code is refused.
-    let second = call(&app, kind, &token, "setup", json!({})).await.expect(200);
+    let second = call(&app, kind, &token, "setup", json!({}))
+        .await
+        .expect(200);
     let secret2 = second.body["secret"].as_str().unwrap().to_string();
     assert_ne!(secret, secret2);
-    let r = call(&app, kind, &token, "enable", json!({"code": code(&secret, &clock, 0)}))
-        .await
-        .expect(400);
+    let r = call(
+        &app,
+        kind,
+        &token,
+        "enable",
+        json!({"code": code(&secret, &clock, 0)}),
+    )
+    .await
+    .expect(400);
     assert!(r.error().contains("not right"), "{}", r.error());
     call(&app, kind, &token, "enable", json!({"code": "12"}))
         .await
         .expect(400);
-    let r = call(&app, kind, &token, "enable", json!({"code": code(&secret2, &clock, 0)}))
-        .await
-        .expect(200);
+    let r = call(
+        &app,
+        kind,
+        &token,
+        "enable",
+        json!({"code": code(&secret2, &clock, 0)}),
+    )
+    .await
+    .expect(200);
     let codes = r.body["recovery_codes"].as_array().unwrap();
     assert_eq!(codes.len(), 10);
     assert_eq!(me(&app, kind, &token).await["two_factor"], true);
     // On already: another setup is refused.
-    call(&app, kind, &token, "setup", json!({})).await.expect(409);
+    call(&app, kind, &token, "setup", json!({}))
+        .await
+        .expect(409);
 
     // Sign-in now asks for the code.
     let r = login(&app, kind, creds(email)).await.expect(401);
@@ -215,9 +240,13 @@ async fn drift_recovery_and_disable(app: TestApp, kind: Kind) {
     // One step of drift either way is accepted; two are not.
     clock.advance(10 * 30_000);
     for drift in [-2, 2] {
-        login(&app, kind, with(email, "code", &code(&secret, &clock, drift)))
-            .await
-            .expect(401);
+        login(
+            &app,
+            kind,
+            with(email, "code", &code(&secret, &clock, drift)),
+        )
+        .await
+        .expect(401);
     }
     login(&app, kind, with(email, "code", &code(&secret, &clock, -1)))
         .await
@@ -245,14 +274,28 @@ async fn drift_recovery_and_disable(app: TestApp, kind: Kind) {
         .await
         .expect(400);
     assert_eq!(r.error(), "Invalid two-factor code");
-    call(&app, kind, &token, "disable", json!({})).await.expect(400);
-    call(&app, kind, &token, "disable", json!({"recovery_code": codes[0]}))
+    call(&app, kind, &token, "disable", json!({}))
         .await
         .expect(400);
+    call(
+        &app,
+        kind,
+        &token,
+        "disable",
+        json!({"recovery_code": codes[0]}),
+    )
+    .await
+    .expect(400);
     assert_eq!(me(&app, kind, &token).await["two_factor"], true);
-    call(&app, kind, &token, "disable", json!({"recovery_code": codes[1]}))
-        .await
-        .expect(204);
+    call(
+        &app,
+        kind,
+        &token,
+        "disable",
+        json!({"recovery_code": codes[1]}),
+    )
+    .await
+    .expect(204);
     assert_eq!(me(&app, kind, &token).await["two_factor"], false);
     login(&app, kind, creds(email)).await.expect(200);
     call(&app, kind, &token, "disable", json!({"code": "123456"}))
@@ -263,9 +306,15 @@ async fn drift_recovery_and_disable(app: TestApp, kind: Kind) {
     clock.advance(30_000);
     let (secret, _) = enable(&app, &clock, kind, &token).await;
     clock.advance(30_000);
-    call(&app, kind, &token, "disable", json!({"code": code(&secret, &clock, 0)}))
-        .await
-        .expect(204);
+    call(
+        &app,
+        kind,
+        &token,
+        "disable",
+        json!({"code": code(&secret, &clock, 0)}),
+    )
+    .await
+    .expect(204);
 }
 
 on_both_backends!(user_drift_recovery_and_disable);
@@ -383,9 +432,13 @@ async fn workspace_requires_two_factor(app: TestApp) {
     app.admin("PATCH", &ws, Some(json!({"require_two_factor": "yes"})))
         .await
         .expect(400);
-    app.admin("PATCH", "/workspaces/999999", Some(json!({"require_two_factor": true})))
-        .await
-        .expect(404);
+    app.admin(
+        "PATCH",
+        "/workspaces/999999",
+        Some(json!({"require_two_factor": true})),
+    )
+    .await
+    .expect(404);
     let r = patch(&app, &ws, &owner, true).await.expect(200);
     assert_eq!(r.body["require_two_factor"], true);
 
@@ -424,4 +477,169 @@ async fn workspace_requires_two_factor(app: TestApp) {
         .unwrap()
         .to_string();
     get(&app, &viewer, &program).await.expect(200);
+}
+
+/// The value of the hidden `pending` field of a code page.
+fn pending_of(page: &str) -> String {
+    let at = page
+        .find("name=\"pending\" value=\"")
+        .expect("a pending field")
+        + 22;
+    page[at..].split('"').next().unwrap().to_string()
+}
+
+/// The text of the element with `id`.
+fn text_of(page: &str, id: &str) -> String {
+    let at = page.find(&format!("id=\"{id}\"")).expect(id);
+    let start = page[at..].find('>').unwrap() + at + 1;
+    page[start..].split('<').next().unwrap().to_string()
+}
+
+async fn pages_sign_in_with_a_code(app: TestApp, kind: Kind) {
+    use crate::common::pages::{html, location, DASHBOARD, PORTAL};
+    let (app, clock) = clocked(app);
+    let seed = app.seed().await;
+    let email = "hana@example.com";
+    let token = account(&app, &seed, kind, email).await;
+    let (site, home) = match kind {
+        Kind::User => (DASHBOARD, "/app"),
+        Kind::Partner => (PORTAL, "/partner"),
+    };
+    let cookie = site.session(
+        &site
+            .post(
+                &app,
+                &format!("{home}/login"),
+                None,
+                &format!("email={email}&password=correct+horse+battery"),
+            )
+            .await
+            .expect(303),
+    );
+
+    // The page shows the QR code (an SVG), the secret and its URL; a wrong code is said
+    // beside the field; the right one shows the recovery codes once.
+    let page = site
+        .get(&app, &format!("{home}/two-factor"), Some(&cookie))
+        .await
+        .expect(200);
+    let page = html(&page);
+    assert!(page.contains("<svg"), "{page}");
+    let secret = text_of(page, "secret");
+    assert_eq!(me(&app, kind, &token).await["two_factor"], false);
+    let r = site
+        .post(
+            &app,
+            &format!("{home}/two-factor/enable"),
+            Some(&cookie),
+            "code=000000",
+        )
+        .await
+        .expect(400);
+    assert!(html(&r).contains("field-error"));
+    let c = code(&secret, &clock, 0);
+    let r = site
+        .post(
+            &app,
+            &format!("{home}/two-factor/enable"),
+            Some(&cookie),
+            &format!("code={c}"),
+        )
+        .await
+        .expect(200);
+    assert_eq!(html(&r).matches("<li><code>").count(), 10);
+    assert_eq!(me(&app, kind, &token).await["two_factor"], true);
+
+    // Sign-in: the password, then the code page with a pending token, not the password.
+    clock.advance(30_000);
+    let form = format!("email={email}&password=correct+horse+battery");
+    let r = site
+        .post(&app, &format!("{home}/login"), None, &form)
+        .await
+        .expect(200);
+    let code_page = html(&r);
+    assert!(code_page.contains("name=\"code\""));
+    assert!(!code_page.contains("correct horse"));
+    let pending = pending_of(code_page);
+    let r = site
+        .post(
+            &app,
+            &format!("{home}/login"),
+            None,
+            &format!("pending={pending}&code=000000"),
+        )
+        .await
+        .expect(401);
+    assert!(html(&r).contains("Invalid two-factor code"));
+    let c = code(&secret, &clock, 0);
+    let r = site
+        .post(
+            &app,
+            &format!("{home}/login"),
+            None,
+            &format!("pending={pending}&code={c}"),
+        )
+        .await
+        .expect(303);
+    assert_eq!(location(&r), home);
+    assert!(!site.session(&r).is_empty());
+    // The pending sign-in ended with it; an unknown one goes back to the first step.
+    let r = site
+        .post(
+            &app,
+            &format!("{home}/login"),
+            None,
+            &format!("pending={pending}&code={c}"),
+        )
+        .await
+        .expect(401);
+    assert!(html(&r).contains("expired"));
+}
+
+on_both_backends!(dashboard_pages_sign_in_with_a_code);
+/// The dashboard's two-factor page and the sign-in page's second step.
+async fn dashboard_pages_sign_in_with_a_code(app: TestApp) {
+    pages_sign_in_with_a_code(app, Kind::User).await
+}
+
+on_both_backends!(portal_pages_sign_in_with_a_code);
+/// The portal's two-factor page and the sign-in page's second step.
+async fn portal_pages_sign_in_with_a_code(app: TestApp) {
+    pages_sign_in_with_a_code(app, Kind::Partner).await
+}
+
+on_both_backends!(dashboard_pages_lead_to_the_setup_page);
+/// A member of a workspace that requires two-factor, without it, is led to the setup page.
+async fn dashboard_pages_lead_to_the_setup_page(app: TestApp) {
+    use crate::common::pages::{html, location, DASHBOARD};
+    let seed = app.seed().await;
+    app.member(seed.workspace_id, "ida@example.com", PASSWORD, "admin")
+        .await;
+    app.admin(
+        "PATCH",
+        &format!("/workspaces/{}", seed.workspace_id),
+        Some(json!({"require_two_factor": true})),
+    )
+    .await
+    .expect(200);
+    let cookie = DASHBOARD.session(
+        &DASHBOARD
+            .post(
+                &app,
+                "/app/login",
+                None,
+                "email=ida@example.com&password=correct+horse+battery",
+            )
+            .await
+            .expect(303),
+    );
+    for path in [format!("/app/programs/{}", seed.program_id), "/app".into()] {
+        let r = DASHBOARD.get(&app, &path, Some(&cookie)).await.expect(303);
+        assert_eq!(location(&r), "/app/two-factor?required=1", "{path}");
+    }
+    let r = DASHBOARD
+        .get(&app, "/app/two-factor?required=1", Some(&cookie))
+        .await
+        .expect(200);
+    assert!(html(&r).contains("required by your workspace"));
 }

@@ -6,8 +6,8 @@ use utoipa::ToSchema;
 
 use crate::two_factor::{Account, WORKSPACE_REQUIRES};
 use crate::{App, Error, Result};
-use reftrack_domain::status::MembershipStatus;
 use reftrack_domain::access::{decide, workspaces_allowing, Access, Decision, Seat};
+use reftrack_domain::status::MembershipStatus;
 use reftrack_store::{MembershipView, Program, Record};
 
 /// The caller of a management use case.

@@ -25,9 +25,9 @@ use crate::dashboard::{NewSession, SESSION_LIFETIME_MS, SESSION_TOKEN_PREFIX};
 use crate::secrets::{generate_token, hash_token};
 use crate::{App, Caller, Error, Result};
 use reftrack_domain::access::Access as AccessKind;
-use reftrack_store::{Record, StoreError};
 pub use reftrack_store::Account;
 use reftrack_store::TokenGrant;
+use reftrack_store::{Record, StoreError};
 
 /// The issuer named in authenticator apps.
 pub const ISSUER: &str = "Reftrack";
@@ -51,8 +51,7 @@ pub const WRONG_CODE: &str = "Invalid two-factor code";
 /// The answer to a member of a workspace that requires two-factor, without it.
 pub const WORKSPACE_REQUIRES: &str = "Two-factor authentication is required by this workspace";
 /// The answer to a second step whose pending sign-in is unknown or expired.
-pub const SIGN_IN_EXPIRED: &str =
-    "This sign-in has expired: enter your email and password again";
+pub const SIGN_IN_EXPIRED: &str = "This sign-in has expired: enter your email and password again";
 
 /// A new pending secret: add it to an authenticator app, then confirm with a code.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -318,7 +317,10 @@ impl App {
             return Err(Error::NotFound("No dashboard user has this email".into()));
         };
         // The audit log's `two_factor.disabled` entry belongs here.
-        Ok(self.store.disable_two_factor(Account::User(user_id)).await?)
+        Ok(self
+            .store
+            .disable_two_factor(Account::User(user_id))
+            .await?)
     }
 
     /// Checks the account's second factor and uses it up: a current code (accepted once:
@@ -340,7 +342,11 @@ impl App {
             }
             return Ok(());
         }
-        if let Some(code) = second.recovery_code.as_deref().filter(|c| !c.trim().is_empty()) {
+        if let Some(code) = second
+            .recovery_code
+            .as_deref()
+            .filter(|c| !c.trim().is_empty())
+        {
             if self
                 .store
                 .take_recovery_code(account, &recovery_hash(code), now)
@@ -362,11 +368,15 @@ impl App {
         on: bool,
     ) -> Result<WorkspaceTwoFactor> {
         let record = Record::Workspace(workspace_id);
-        self.allow(caller, record, AccessKind::ManageMembers).await?;
-        self.store.set_require_two_factor(workspace_id, on).await.map_err(|e| match e {
-            StoreError::NotFound(_) => Error::NotFound(record.not_found()),
-            other => other.into(),
-        })?;
+        self.allow(caller, record, AccessKind::ManageMembers)
+            .await?;
+        self.store
+            .set_require_two_factor(workspace_id, on)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound(_) => Error::NotFound(record.not_found()),
+                other => other.into(),
+            })?;
         Ok(WorkspaceTwoFactor {
             workspace_id,
             require_two_factor: on,
@@ -378,10 +388,13 @@ impl App {
     pub async fn require_two_factor(&self, caller: &Caller, workspace_id: i64) -> Result<bool> {
         let record = Record::Workspace(workspace_id);
         self.allow(caller, record, AccessKind::Read).await?;
-        self.store.requires_two_factor(workspace_id).await.map_err(|e| match e {
-            StoreError::NotFound(_) => Error::NotFound(record.not_found()),
-            other => other.into(),
-        })
+        self.store
+            .requires_two_factor(workspace_id)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound(_) => Error::NotFound(record.not_found()),
+                other => other.into(),
+            })
     }
 
     /// How many unused recovery codes the account has.
@@ -574,7 +587,10 @@ mod tests {
         let codes = new_recovery_codes();
         assert_eq!(codes.len(), 10);
         assert!(codes.iter().all(|c| c.len() == 11 && &c[5..6] == "-"));
-        assert_eq!(recovery_hash(&codes[0]), recovery_hash(&codes[0].to_uppercase().replace('-', " ")));
+        assert_eq!(
+            recovery_hash(&codes[0]),
+            recovery_hash(&codes[0].to_uppercase().replace('-', " "))
+        );
         assert!(SecondFactor::default().is_empty());
         assert!(!SecondFactor::code("123456").is_empty());
     }

@@ -20,8 +20,8 @@ pub mod payouts;
 pub mod postgres;
 pub mod sql;
 pub mod sqlite;
-pub mod tx;
 pub mod two_factor;
+pub mod tx;
 pub mod webhooks;
 pub mod write;
 

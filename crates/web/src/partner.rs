@@ -24,8 +24,8 @@ use reftrack_service::accounts::{
     PartnerMeBody, PasswordBody, PasswordResetAnswer, PasswordResetBody, RESET_SENT,
 };
 use reftrack_service::dashboard::performance::PerformanceResponse;
-use reftrack_service::two_factor::SignInStep;
 use reftrack_service::money::exports;
+use reftrack_service::two_factor::SignInStep;
 use reftrack_service::Listed;
 use reftrack_store::partners::PartnerPayoutItem;
 use reftrack_store::CommissionRow;

@@ -58,7 +58,10 @@ pub struct EnableBody {
         (status = 409, description = "Two-factor is on already", body = ErrorBody),
     ),
 )]
-async fn user_setup(State(s): State<AppState>, user: DashboardUser) -> Result<Json<TwoFactorSetup>> {
+async fn user_setup(
+    State(s): State<AppState>,
+    user: DashboardUser,
+) -> Result<Json<TwoFactorSetup>> {
     let account = Account::User(user.user_id);
     Ok(Json(s.app.two_factor_setup(account, &user.email).await?))
 }
@@ -200,6 +203,11 @@ async fn partner_disable(
 ) -> Result<StatusCode> {
     let email = partner_email(&s, p.partner_id).await?;
     let account = Account::Partner(p.partner_id);
-    throttled(&s, &throttle_key(&email), s.app.disable_two_factor(account, &b)).await?;
+    throttled(
+        &s,
+        &throttle_key(&email),
+        s.app.disable_two_factor(account, &b),
+    )
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -38,8 +38,8 @@ use crate::programs::{
     PartnerPatchBody,
 };
 use crate::secrets::{generate_token, hash_token};
-use crate::two_factor::{Account, SecondFactor};
 use crate::tracking::redirect::redirect_url;
+use crate::two_factor::{Account, SecondFactor};
 use crate::{App, Error, Listed, Result};
 use reftrack_domain::access::Access;
 use reftrack_domain::commission::CommissionRule;

@@ -67,11 +67,13 @@ impl<DB: Engine> TwoFactorStore for SqlStore<DB> {
         if enabled == 0 {
             return Ok(false);
         }
-        stmt::<DB>("DELETE FROM two_factor_recovery_codes WHERE account_kind = $1 AND account_id = $2")
-            .bind(account.kind())
-            .bind(account.id())
-            .execute(&mut tx)
-            .await?;
+        stmt::<DB>(
+            "DELETE FROM two_factor_recovery_codes WHERE account_kind = $1 AND account_id = $2",
+        )
+        .bind(account.kind())
+        .bind(account.id())
+        .execute(&mut tx)
+        .await?;
         for hash in recovery_hashes {
             stmt::<DB>(
                 "INSERT INTO two_factor_recovery_codes (account_kind, account_id, code_hash) \

@@ -11,9 +11,12 @@ use super::session::{Signed, COOKIE};
 use crate::error::Result;
 use crate::pages::session::{referring_page, see_other, Visitor};
 use crate::pages::sign_in::SignIn;
+use crate::pages::two_factor::TwoFactorVisitor;
+use crate::pages::view::Chrome;
 use crate::pages::view::PageResult;
 use crate::AppState;
 use reftrack_service as app;
+use reftrack_service::two_factor::Account;
 use reftrack_service::two_factor::SignInStep;
 
 /// `GET /`: the first-run setup while no user exists, else the dashboard (which sends a
@@ -23,6 +26,21 @@ pub(super) async fn root(State(s): State<AppState>) -> PageResult {
         return Ok(see_other("/app/setup"));
     }
     Ok(see_other("/app"))
+}
+
+impl TwoFactorVisitor for Signed {
+    const PAGE: &'static str = "/app/two-factor";
+
+    fn account(&self) -> Account {
+        Account::User(self.user_id)
+    }
+
+    async fn frame(&self, _: &AppState, title: &str) -> app::Result<(Chrome, String)> {
+        Ok((
+            super::frame::signed_in(title, self, false),
+            self.email.clone(),
+        ))
+    }
 }
 
 impl Visitor for Signed {
@@ -40,7 +58,11 @@ impl Visitor for Signed {
         let found = state.app.session_user(token).await?;
         Ok(found.map(|(u, token_hash)| Signed {
             user_id: u.user_id,
-            who: u.name.filter(|n| !n.trim().is_empty()).unwrap_or(u.email),
+            who: u
+                .name
+                .filter(|n| !n.trim().is_empty())
+                .unwrap_or_else(|| u.email.clone()),
+            email: u.email,
             token_hash,
         }))
     }

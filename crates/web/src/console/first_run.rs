@@ -130,12 +130,14 @@ pub(super) async fn submit(
     }
     let refused = match s.app.first_run(b).await {
         Ok(done) => {
-            let session = s.app
+            let session = s
+                .app
                 .login(&done.user.email, password, &Default::default())
                 .await?;
             let user = Signed {
                 user_id: done.user.id,
                 who: done.user.name.clone().unwrap_or(done.user.email.clone()),
+                email: done.user.email.clone(),
                 token_hash: String::new(),
             };
             // The setup page itself, not a redirect: it is the one answer that shows the

@@ -36,6 +36,7 @@ use axum::Router;
 
 use super::pages::session::{same_origin_posts, see_other};
 use super::pages::sign_in::{login, login_page, logout};
+use super::pages::two_factor;
 use super::pages::view::{not_found, page_headers};
 use super::AppState;
 use session::Signed;
@@ -94,6 +95,7 @@ pub fn router() -> Router<AppState> {
         ("/settings", get(settings::settings).post(settings::save)),
         ("/settings/token", post(settings::rotate_token)),
         ("/settings/address", post(settings::save_address)),
+        ("/settings/two-factor", post(settings::require_two_factor)),
         ("/settings/members", post(settings::add_member)),
         ("/settings/members/{user_id}", post(settings::update_member)),
         (
@@ -131,7 +133,14 @@ pub fn router() -> Router<AppState> {
         .route("/app/logout", post(logout::<Signed>))
         .route("/app", get(programs::home))
         .route("/app/", get(|| async { see_other("/app") }))
-        .route("/app/programs", post(programs::create));
+        .route("/app/programs", post(programs::create))
+        .route("/app/two-factor", get(two_factor::page::<Signed>))
+        .route("/app/two-factor/setup", post(two_factor::setup::<Signed>))
+        .route("/app/two-factor/enable", post(two_factor::enable::<Signed>))
+        .route(
+            "/app/two-factor/disable",
+            post(two_factor::disable::<Signed>),
+        );
     for (path, page) in program_pages {
         router = router.route(&format!("/app/programs/{{id}}{path}"), page);
     }

@@ -24,6 +24,8 @@ pub(super) struct Signed {
     pub user_id: i64,
     /// What the header shows: the user's name, else its email.
     pub who: String,
+    /// The email the user signs in with.
+    pub email: String,
     pub token_hash: String,
 }
 
