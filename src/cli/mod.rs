@@ -113,6 +113,14 @@ pub enum AdminCommand {
     /// Change a dashboard user: [name=…] [password=…] (a new password ends the user's
     /// sessions: how a user who forgot its password gets a new one)
     UpdateUser { id: i64, fields: Vec<String> },
+    /// Turn a dashboard user's two-factor sign-in off (for a user who lost both its
+    /// device and its recovery codes): it signs in with its password alone again.
+    DisableTwoFactor {
+        /// The email the user signs in with.
+        email: String,
+    },
+    /// Change a workspace's settings: require_two_factor:=true|false
+    UpdateWorkspace { id: i64, fields: Vec<String> },
     /// List the dashboard users whose email or name contains the search text
     ListUsers {
         /// Search text (any case).
@@ -412,6 +420,18 @@ impl AdminCommand {
             UpdateLink { id, fields } => answer(app.update_link(caller, id, body(&fields)?).await),
             CreateUser { fields } => answer(app.create_user(caller, body(&fields)?).await),
             UpdateUser { id, fields } => answer(app.update_user(caller, id, body(&fields)?).await),
+            DisableTwoFactor { email } => answer(
+                app.operator_disable_two_factor(&email)
+                    .await
+                    .map(|was_on| serde_json::json!({"email": email, "was_on": was_on})),
+            ),
+            UpdateWorkspace { id, fields } => {
+                let b: crate::app::two_factor::WorkspaceSettingsBody = body(&fields)?;
+                answer(
+                    app.set_require_two_factor(caller, id, b.require_two_factor)
+                        .await,
+                )
+            }
             ListUsers { q, paging } => {
                 answer(app.list_users(caller, q.as_deref(), &paging.page()).await)
             }

@@ -47,6 +47,7 @@ mod tenant_isolation;
 mod track_click;
 mod track_lead;
 mod track_sale;
+mod two_factor;
 mod verify;
 mod webhook_processes;
 mod webhooks;

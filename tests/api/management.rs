@@ -472,11 +472,12 @@ async fn me_and_partners_a_session_creates(app: TestApp) {
         .expect(200);
     assert_eq!(me.body["user"]["id"], owner_id);
     assert_eq!(me.body["user"]["email"], "owner@example.com");
+    assert_eq!(me.body["two_factor"], false);
     assert_eq!(
         me.body["memberships"],
         json!([
-            {"workspace_id": a.workspace_id, "workspace_name": "Acme", "role": "owner", "status": "active"},
-            {"workspace_id": b.workspace_id, "workspace_name": "Acme", "role": "viewer", "status": "suspended"},
+            {"workspace_id": a.workspace_id, "workspace_name": "Acme", "role": "owner", "status": "active", "require_two_factor": false},
+            {"workspace_id": b.workspace_id, "workspace_name": "Acme", "role": "viewer", "status": "suspended", "require_two_factor": false},
         ])
     );
     app.send(

@@ -67,8 +67,11 @@ fn every_operation_documents_its_errors_and_auth() {
                 } else if status.starts_with('4') || status.starts_with('5') {
                     let schema = &r["content"]["application/json"]["schema"]["$ref"];
                     // A duplicate sale's 409 is the error body plus the earlier sale.
+                    // A sign-in's 401 may also say that a two-factor code is required.
                     let body = if path.ends_with("/sale") && status == "409" {
                         "#/components/schemas/DuplicateSaleBody"
+                    } else if path.ends_with("/auth/login") && status == "401" {
+                        "#/components/schemas/TwoFactorRequiredBody"
                     } else {
                         "#/components/schemas/ErrorBody"
                     };

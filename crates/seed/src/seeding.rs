@@ -96,7 +96,11 @@ pub(crate) async fn run_on<DB: SeedEngine>(
     )
     .await?;
     let session_token = app
-        .login("bench@reftrack.invalid", opts.user_password.clone())
+        .login(
+            "bench@reftrack.invalid",
+            opts.user_password.clone(),
+            &Default::default(),
+        )
         .await?
         .token;
 

@@ -4,9 +4,11 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::two_factor::{Account, WORKSPACE_REQUIRES};
 use crate::{App, Error, Result};
 use reftrack_domain::access::{decide, workspaces_allowing, Access, Decision, Seat};
 use reftrack_domain::audit::{Actor, Origin};
+use reftrack_domain::status::MembershipStatus;
 use reftrack_store::{MembershipView, Program, Record};
 
 /// The caller of a management use case: who it is, and where it called from (what the
@@ -22,10 +24,12 @@ pub struct Caller {
 pub enum Who {
     /// The operator's admin token, the CLI, or a job of Reftrack's own: everything.
     Operator,
-    /// A signed-in dashboard user, with its memberships.
+    /// A signed-in dashboard user, with its memberships and whether it signs in with a
+    /// second factor (a workspace that requires one refuses it otherwise).
     Member {
         user_id: i64,
         memberships: Vec<MembershipView>,
+        two_factor: bool,
     },
 }
 
@@ -34,6 +38,8 @@ pub enum Who {
 pub struct Me {
     pub user: MeUser,
     pub memberships: Vec<MembershipView>,
+    /// Whether the user signs in with a second factor.
+    pub two_factor: bool,
 }
 
 /// Who is signed in.
@@ -77,8 +83,16 @@ impl Caller {
     }
 
     fn seats(memberships: &[MembershipView]) -> Vec<Seat> {
+        Self::seats_where(memberships, |_| true)
+    }
+
+    fn seats_where(
+        memberships: &[MembershipView],
+        keep: impl Fn(&MembershipView) -> bool,
+    ) -> Vec<Seat> {
         memberships
             .iter()
+            .filter(|m| keep(m))
             .map(|m| Seat {
                 workspace_id: m.workspace_id,
                 role: m.role,
@@ -105,6 +119,25 @@ impl Caller {
         }
     }
 
+    /// Refuses (403 [`WORKSPACE_REQUIRES`]) a user without two-factor an active
+    /// membership of a workspace that requires it: the lists across workspaces would show
+    /// that workspace's records.
+    pub fn two_factor_complete(&self) -> Result<()> {
+        match &self.who {
+            Who::Member {
+                memberships,
+                two_factor: false,
+                ..
+            } if memberships
+                .iter()
+                .any(|m| m.require_two_factor && m.status == MembershipStatus::Active) =>
+            {
+                Err(Error::Forbidden(WORKSPACE_REQUIRES.into()))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The workspaces where the caller may change records, for a user; `None` for the
     /// operator.
     pub fn changeable_workspaces(&self) -> Option<Vec<i64>> {
@@ -126,6 +159,7 @@ impl App {
             who: Who::Member {
                 user_id,
                 memberships: self.store.memberships_of(user_id).await?,
+                two_factor: self.two_factor_on(Account::User(user_id)).await?,
             },
             origin: Origin::without_request(Actor::user(user_id, email)),
         })
@@ -134,13 +168,27 @@ impl App {
     /// Lets the call go on when `caller` may have `access` to `record`: 404 when the
     /// record is of none of its workspaces (or does not exist), 403 when its membership
     /// there is suspended or its role does not reach. The operator is always let through;
-    /// the use case finds out itself whether the record exists.
+    /// the use case finds out itself whether the record exists. A user without
+    /// two-factor is refused (403 [`WORKSPACE_REQUIRES`]) what only its memberships of
+    /// workspaces that require two-factor would allow.
     pub async fn allow(&self, caller: &Caller, record: Record, access: Access) -> Result<()> {
-        let Who::Member { memberships, .. } = &caller.who else {
+        let Who::Member {
+            memberships,
+            two_factor,
+            ..
+        } = &caller.who
+        else {
             return Ok(());
         };
         let workspaces = self.store.workspaces_of(record).await?;
         match decide(&Caller::seats(memberships), &workspaces, access) {
+            Decision::Allowed if !two_factor => {
+                let unlocked = Caller::seats_where(memberships, |m| !m.require_two_factor);
+                match decide(&unlocked, &workspaces, access) {
+                    Decision::Allowed => Ok(()),
+                    _ => Err(Error::Forbidden(WORKSPACE_REQUIRES.into())),
+                }
+            }
             Decision::Allowed => Ok(()),
             Decision::Hidden => Err(Error::NotFound(record.not_found())),
             Decision::Refused(why) => Err(Error::Forbidden(why)),
@@ -182,6 +230,7 @@ impl App {
                 name,
             },
             memberships: self.store.memberships_of(user_id).await?,
+            two_factor: self.two_factor_on(Account::User(user_id)).await?,
         })
     }
 }

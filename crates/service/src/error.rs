@@ -13,6 +13,10 @@ pub enum Error {
     /// No or wrong credentials (HTTP 401).
     #[error("{0}")]
     Unauthorized(String),
+    /// The password was right, but the account signs in with a second factor and none
+    /// was sent (HTTP 401, with `two_factor_required`).
+    #[error("{}", crate::two_factor::CODE_REQUIRED)]
+    TwoFactorRequired,
     /// Credentials that do not allow this (HTTP 403).
     #[error("{0}")]
     Forbidden(String),

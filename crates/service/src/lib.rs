@@ -50,6 +50,7 @@ mod pages;
 pub mod programs;
 pub mod secrets;
 pub mod tracking;
+pub mod two_factor;
 pub mod verify;
 pub mod webhooks;
 

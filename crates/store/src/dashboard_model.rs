@@ -43,6 +43,8 @@ pub struct DashboardProgram {
     pub member_role: Option<Role>,
     /// The caller's membership status (`active`, `suspended`), if a member.
     pub member_status: Option<MembershipStatus>,
+    /// The workspace requires two-factor sign-in and the caller has not turned it on.
+    pub two_factor_missing: bool,
 }
 
 /// One program-day row of `daily_rollups`.

@@ -21,6 +21,7 @@ pub mod payouts;
 pub mod postgres;
 pub mod sql;
 pub mod sqlite;
+pub mod two_factor;
 pub mod tx;
 pub mod webhooks;
 pub mod write;
@@ -40,6 +41,7 @@ pub use partners::{PartnerAccounts, PartnerTx, TokenGrant};
 pub use payout_model::*;
 pub use payouts::{PayoutReads, PayoutTx};
 use reftrack_domain::status::{CouponStatus, LinkStatus, MembershipStatus, Role};
+pub use two_factor::{Account, TwoFactorRow, TwoFactorStore};
 pub use webhooks::{WebhookStore, WebhookTx};
 
 /// One connection pool of a store at one instant.
@@ -67,7 +69,7 @@ pub enum Backend {
 /// The storage interface of the service: the database, its pools, the group committer
 /// and the integrity check, with the parts it includes (settings and programs, partners
 /// and links, users, the tracking lookups, the dashboard's sessions and reads, payouts,
-/// the management lists, partner accounts and webhooks). Records that are not found or
+/// the management lists, partner accounts, webhooks and two-factor sign-in). Records that are not found or
 /// would be duplicated answer [`StoreError::NotFound`] or [`StoreError::Conflict`] naming
 /// what (`"program"`, `"partner code"`, …); the service layer words the message.
 #[async_trait]
@@ -82,6 +84,7 @@ pub trait Store:
     + PartnerAccounts
     + WebhookStore
     + AuditStore
+    + TwoFactorStore
     + Send
     + Sync
     + 'static

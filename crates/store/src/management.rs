@@ -55,6 +55,8 @@ pub struct MembershipView {
     pub role: Role,
     #[sqlx(try_from = "String")]
     pub status: MembershipStatus,
+    /// Whether the workspace requires its members to sign in with two-factor.
+    pub require_two_factor: bool,
 }
 
 /// A partner of a program, with its totals in that program.

@@ -52,6 +52,16 @@ impl DuplicateSaleBody {
     }
 }
 
+/// The 401 of a sign-in whose password was right but which needs a two-factor code:
+/// `{"error": "Two-factor code required", "two_factor_required": true}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TwoFactorRequiredBody {
+    /// `Two-factor code required`.
+    pub error: String,
+    /// Always `true`: send the login again with `code` or `recovery_code`.
+    pub two_factor_required: bool,
+}
+
 /// Everything that can go wrong while serving a request.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -61,6 +71,9 @@ pub enum Error {
     /// 401: missing or invalid credentials.
     #[error("{0}")]
     Unauthorized(String),
+    /// 401: the password was right; the account needs a two-factor code as well.
+    #[error("{}", app::two_factor::CODE_REQUIRED)]
+    TwoFactorRequired,
     /// 403: authenticated but not allowed.
     #[error("{0}")]
     Forbidden(String),
@@ -119,7 +132,7 @@ impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
             Error::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Error::Unauthorized(_) | Error::TwoFactorRequired => StatusCode::UNAUTHORIZED,
             Error::Forbidden(_) => StatusCode::FORBIDDEN,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -138,6 +151,7 @@ impl From<app::Error> for Error {
         match e {
             app::Error::Invalid(text) => Error::BadRequest(text),
             app::Error::Unauthorized(text) => Error::Unauthorized(text),
+            app::Error::TwoFactorRequired => Error::TwoFactorRequired,
             app::Error::Forbidden(text) => Error::Forbidden(text),
             app::Error::NotFound(text) => Error::NotFound(text),
             app::Error::Conflict(text) => Error::Conflict(text),
@@ -181,6 +195,14 @@ impl IntoResponse for Error {
             Error::DuplicateSale(recorded) => {
                 (status, axum::Json(DuplicateSaleBody::of(error, recorded))).into_response()
             }
+            Error::TwoFactorRequired => (
+                status,
+                axum::Json(TwoFactorRequiredBody {
+                    error,
+                    two_factor_required: true,
+                }),
+            )
+                .into_response(),
             _ => (status, axum::Json(ErrorBody { error })).into_response(),
         };
         if let Some(secs) = retry_after.and_then(|s| s.parse().ok()) {

@@ -28,6 +28,7 @@ pub mod session;
 pub mod state;
 pub mod track;
 pub mod tracker;
+pub mod two_factor;
 pub mod webhook_endpoints;
 pub mod webhook_messages;
 pub mod webhooks;

@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 use super::admin::Manager;
 use super::bearer::{bearer, Bearer};
 use super::dashboard::PerformanceQuery;
-use super::error::{Error, ErrorBody, Result};
+use super::error::{Error, ErrorBody, Result, TwoFactorRequiredBody};
 use super::extract::{read_list_query, read_query, JsonBody, OptionalJsonBody, PathParams};
 use super::paging::{ListQuery, PageQuery};
 use super::payouts::CommissionQuery;
@@ -25,8 +25,8 @@ use reftrack_service::accounts::{
     PartnerMeBody, PasswordBody, PasswordResetAnswer, PasswordResetBody, RESET_SENT,
 };
 use reftrack_service::dashboard::performance::PerformanceResponse;
-use reftrack_service::dashboard::NewSession;
 use reftrack_service::money::exports;
+use reftrack_service::two_factor::SignInStep;
 use reftrack_service::Listed;
 use reftrack_store::partners::PartnerPayoutItem;
 use reftrack_store::CommissionRow;
@@ -42,6 +42,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(apply_to_program))
         .routes(routes!(change_partner_password))
         .routes(routes!(partner_me, update_partner_me))
+        .merge(super::two_factor::partner_router())
         .route_layer(axum::middleware::from_fn(super::rate_limit::logins))
         .routes(routes!(partner_logout))
         .routes(routes!(partner_links, create_partner_link))
@@ -192,7 +193,8 @@ async fn reset_partner_password(
 ///
 /// 401 with the same text for an unknown email and a wrong password; 429 with
 /// `Retry-After` while the account is locked out after repeated failures, as for the
-/// dashboard.
+/// dashboard. A partner with two-factor on also sends `code` (or `recovery_code`), as for
+/// the dashboard.
 #[utoipa::path(
     post,
     path = "/auth/login",
@@ -201,7 +203,7 @@ async fn reset_partner_password(
     responses(
         (status = 200, description = "A partner session", body = LoginResponse),
         (status = 400, description = "Invalid body", body = ErrorBody),
-        (status = 401, description = "Invalid email or password", body = ErrorBody),
+        (status = 401, description = "Invalid email or password, or a missing (`two_factor_required`) or wrong two-factor code", body = TwoFactorRequiredBody),
         (status = 429, description = "Too many attempts from this client or for this account; see Retry-After", body = ErrorBody),
     ),
 )]
@@ -209,17 +211,27 @@ async fn partner_login(
     State(s): State<AppState>,
     JsonBody(b): JsonBody<LoginBody>,
 ) -> Result<Json<LoginResponse>> {
-    let (email, password) = b.into_parts();
-    Ok(session_answer(sign_in(&s, &email, password).await?))
+    let (email, password, second) = b.into_parts();
+    let email = email.trim().to_ascii_lowercase();
+    let attempt = s.app.partner_login(&email, password, &second);
+    Ok(session_answer(
+        throttled(&s, &throttle_key(&email), attempt).await?,
+    ))
 }
 
-/// Signs a partner in by email and password, under the per-account lockout (429 while
-/// the account is locked out after repeated failures): the API's and the portal's way.
-pub(super) async fn sign_in(s: &AppState, email: &str, password: String) -> Result<NewSession> {
+/// The key of a partner account in the per-account lockout: the throttle is shared with
+/// dashboard logins, and a prefix keeps the accounts apart.
+pub(crate) fn throttle_key(email: &str) -> String {
+    format!("partner:{}", email.trim().to_ascii_lowercase())
+}
+
+/// The first step of the portal's sign-in page, under the per-account lockout (429
+/// while the account is locked out after repeated failures): a session, or the pending
+/// sign-in that waits for a two-factor code.
+pub(super) async fn sign_in(s: &AppState, email: &str, password: String) -> Result<SignInStep> {
     let email = email.trim().to_ascii_lowercase();
-    // The throttle is shared with dashboard logins; a prefix keeps the accounts apart.
-    let account = format!("partner:{email}");
-    throttled(s, &account, s.app.partner_login(&email, password)).await
+    let attempt = s.app.begin_sign_in(true, &email, password);
+    throttled(s, &throttle_key(&email), attempt).await
 }
 
 /// End the caller's partner session.

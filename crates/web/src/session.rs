@@ -11,17 +11,19 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::bearer::{bearer, Bearer};
-use super::error::{Error, ErrorBody, Result};
+use super::error::{Error, ErrorBody, Result, TwoFactorRequiredBody};
 use super::extract::JsonBody;
 use super::AppState;
 use reftrack_domain::time::iso;
 use reftrack_service::access::Me;
 use reftrack_service::dashboard::NewSession;
+use reftrack_service::two_factor::{SecondFactor, SignInStep};
 
 /// Routes under `/api/auth`.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(login))
+        .merge(super::two_factor::user_router())
         .route_layer(axum::middleware::from_fn(super::rate_limit::logins))
         .routes(routes!(logout))
         .routes(routes!(me))
@@ -56,7 +58,7 @@ pub struct DashboardUser {
     pub name: Option<String>,
     /// When the session expires (epoch ms).
     pub expires_at: i64,
-    token_hash: String,
+    pub(crate) token_hash: String,
 }
 
 impl FromRequestParts<AppState> for DashboardUser {
@@ -81,17 +83,28 @@ impl FromRequestParts<AppState> for DashboardUser {
     }
 }
 
-/// Credentials of a dashboard user.
+/// Credentials of a dashboard user (or partner). An account with two-factor needs
+/// `code` (the 6-digit code of its app) or `recovery_code` as well.
 #[derive(Deserialize, ToSchema)]
 pub struct LoginBody {
     email: String,
     password: String,
+    /// The current code of the authenticator app, for an account with two-factor.
+    #[serde(default)]
+    code: Option<String>,
+    /// One of the account's recovery codes, instead of `code`.
+    #[serde(default)]
+    recovery_code: Option<String>,
 }
 
 impl LoginBody {
-    /// The email and the password.
-    pub(super) fn into_parts(self) -> (String, String) {
-        (self.email, self.password)
+    /// The email, the password and the second factor.
+    pub(super) fn into_parts(self) -> (String, String, SecondFactor) {
+        let second = SecondFactor {
+            code: self.code,
+            recovery_code: self.recovery_code,
+        };
+        (self.email, self.password, second)
     }
 }
 
@@ -99,7 +112,10 @@ impl LoginBody {
 ///
 /// `{email, password}` → `{token, expires_at}`; 401 with the same text for an unknown
 /// email and a wrong password; 429 with `Retry-After` while the account is locked out
-/// after repeated failures (`LoginThrottle`).
+/// after repeated failures (`LoginThrottle`). A user with two-factor on also sends `code`
+/// (or `recovery_code`): without one the answer is 401 `{"error": "Two-factor code
+/// required", "two_factor_required": true}`; a wrong, used or expired code is 401 and
+/// counts as a failed sign-in.
 #[utoipa::path(
     post,
     path = "/login",
@@ -108,7 +124,7 @@ impl LoginBody {
     responses(
         (status = 200, description = "A new session", body = LoginResponse),
         (status = 400, description = "Invalid body", body = ErrorBody),
-        (status = 401, description = "Invalid email or password", body = ErrorBody),
+        (status = 401, description = "Invalid email or password, or a missing (`two_factor_required`) or wrong two-factor code", body = TwoFactorRequiredBody),
         (status = 429, description = "Too many attempts from this client or for this account; see Retry-After", body = ErrorBody),
     ),
 )]
@@ -116,21 +132,24 @@ async fn login(
     State(s): State<AppState>,
     JsonBody(b): JsonBody<LoginBody>,
 ) -> Result<Json<LoginResponse>> {
-    let session = sign_in(&s, &b.email, b.password).await?;
+    let (email, password, second) = b.into_parts();
+    let email = email.trim().to_ascii_lowercase();
+    let session = throttled(&s, &email, s.app.login(&email, password, &second)).await?;
     Ok(session_answer(session))
 }
 
-/// Signs a dashboard user in by email and password, under the per-account lockout (429
-/// while the account is locked out after repeated failures): the API's and the owner's
-/// pages' way.
-pub(super) async fn sign_in(s: &AppState, email: &str, password: String) -> Result<NewSession> {
+/// The first step of the owner's sign-in page, under the per-account lockout (429 while
+/// the account is locked out after repeated failures): a session, or the pending sign-in
+/// that waits for a two-factor code.
+pub(super) async fn sign_in(s: &AppState, email: &str, password: String) -> Result<SignInStep> {
     let email = email.trim().to_ascii_lowercase();
-    throttled(s, &email, s.app.login(&email, password)).await
+    throttled(s, &email, s.app.begin_sign_in(false, &email, password)).await
 }
 
-/// A sign-in `attempt` of `account` (or another call that checks its password), refused
-/// with 429 while the account is locked out after repeated failures; a success clears
-/// its count.
+/// A sign-in `attempt` of `account` (or another call that checks its password or a
+/// second factor), refused with 429 while the account is locked out after repeated
+/// failures; a success clears its count. Wrong passwords and wrong two-factor codes count
+/// alike.
 pub(super) async fn throttled<T>(
     s: &AppState,
     account: &str,

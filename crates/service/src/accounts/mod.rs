@@ -39,6 +39,7 @@ use crate::programs::{
 };
 use crate::secrets::{generate_token, hash_token};
 use crate::tracking::redirect::redirect_url;
+use crate::two_factor::{Account, SecondFactor};
 use crate::{App, Error, Listed, Result};
 use reftrack_domain::access::Access;
 use reftrack_domain::commission::CommissionRule;

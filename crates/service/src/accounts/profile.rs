@@ -18,6 +18,7 @@ impl App {
             payout_method: p.payout_method,
             payout_email: p.payout_email,
             programs,
+            two_factor: self.two_factor_on(Account::Partner(partner_id)).await?,
         })
     }
 

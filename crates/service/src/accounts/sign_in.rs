@@ -172,27 +172,17 @@ impl App {
     }
 
     /// Signs a partner in: a new session, or [`INVALID_CREDENTIALS`](crate::dashboard::INVALID_CREDENTIALS) whatever was wrong.
-    /// `email` is already normalised.
-    pub async fn partner_login(&self, email: &str, password: String) -> Result<NewSession> {
-        let credentials = self.store.partner_credentials(email).await?;
-        let partner_id = self
-            .check_credentials(
-                credentials.map(|c| (c.partner_id, c.password_hash)),
-                password,
-            )
-            .await?;
-        let token = generate_token(PARTNER_SESSION_PREFIX);
-        let now = self.now_ms();
-        let expires_at = now + SESSION_LIFETIME_MS;
-        self.store
-            .create_partner_session(&TokenGrant {
-                partner_id,
-                token_hash: &hash_token(&token),
-                at: now,
-                expires_at,
-            })
-            .await?;
-        Ok(NewSession { token, expires_at })
+    /// `email` is already normalised. A partner with two-factor needs `second` as well:
+    /// [`Error::TwoFactorRequired`] without it, 401 with a wrong one.
+    pub async fn partner_login(
+        &self,
+        email: &str,
+        password: String,
+        second: &SecondFactor,
+    ) -> Result<NewSession> {
+        let account = Account::Partner(self.partner_credentials_ok(email, password).await?);
+        self.sign_in_second_factor(account, second).await?;
+        self.new_session(account).await
     }
 
     /// The partner of a live partner session token, with the token's hash.

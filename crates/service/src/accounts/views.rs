@@ -182,6 +182,8 @@ pub struct PartnerMe {
     pub payout_email: Option<String>,
     /// Every program it is in, with its standing there.
     pub programs: Vec<PartnerMembership>,
+    /// Whether it signs in with a second factor.
+    pub two_factor: bool,
 }
 
 /// What a partner may change of itself; an absent field is left as it is, `null` clears

@@ -7,7 +7,8 @@
 
 pub mod performance;
 
-use crate::secrets::{generate_token, hash_token, password_work, verify_password};
+use crate::secrets::{hash_token, password_work, verify_password};
+use crate::two_factor::{Account, SecondFactor, WORKSPACE_REQUIRES};
 use crate::{App, Error, Result};
 use reftrack_domain::status::{MembershipStatus, Permission};
 use reftrack_store::{
@@ -47,19 +48,17 @@ pub enum Need {
 
 impl App {
     /// Signs a user in: a new session, or [`INVALID_CREDENTIALS`] whatever was wrong.
-    /// `email` is already normalised.
-    pub async fn login(&self, email: &str, password: String) -> Result<NewSession> {
-        let credentials = self.store.user_credentials(email).await?;
-        let user_id = self
-            .check_credentials(credentials.map(|c| (c.user_id, c.password_hash)), password)
-            .await?;
-        let token = generate_token(SESSION_TOKEN_PREFIX);
-        let now = self.now_ms();
-        let expires_at = now + SESSION_LIFETIME_MS;
-        self.store
-            .create_session(user_id, &hash_token(&token), now, expires_at)
-            .await?;
-        Ok(NewSession { token, expires_at })
+    /// `email` is already normalised. A user with two-factor needs `second` as well:
+    /// [`Error::TwoFactorRequired`] without it, 401 with a wrong one.
+    pub async fn login(
+        &self,
+        email: &str,
+        password: String,
+        second: &SecondFactor,
+    ) -> Result<NewSession> {
+        let account = Account::User(self.user_credentials_ok(email, password).await?);
+        self.sign_in_second_factor(account, second).await?;
+        self.new_session(account).await
     }
 
     /// The id of `account` (an id and its password hash) when `password` is its password;
@@ -113,6 +112,9 @@ impl App {
             _ => None,
         };
         match (need, role) {
+            (_, Some(_)) if program.two_factor_missing => {
+                Err(Error::Forbidden(WORKSPACE_REQUIRES.into()))
+            }
             (Need::ActiveMember, Some(_)) => Ok(program),
             (Need::Permission(p), Some(role)) if role.grants(p) => Ok(program),
             (Need::Permission(p), Some(role)) => Err(Error::Forbidden(format!(

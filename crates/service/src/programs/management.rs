@@ -78,6 +78,8 @@ impl App {
             if self.store.workspaces_of(record).await?.is_empty() {
                 return Err(Error::NotFound(record.not_found()));
             }
+        } else {
+            caller.two_factor_complete()?;
         }
         let rows = self
             .store
@@ -97,6 +99,7 @@ impl App {
     ) -> Result<Listed<Partner>> {
         let q = search_text(q)?;
         let page = page.page()?;
+        caller.two_factor_complete()?;
         let rows = self
             .store
             .list_partners(caller.member(), q.as_deref(), probe(page))
@@ -262,6 +265,8 @@ impl App {
             self.allow(caller, Record::Program(id), Access::Read)
                 .await?;
             self.program(id).await?;
+        } else {
+            caller.two_factor_complete()?;
         }
         let rows = self
             .store

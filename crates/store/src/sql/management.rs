@@ -49,7 +49,8 @@ const MINE: &str =
 impl<DB: Engine> ManagementReads for SqlStore<DB> {
     async fn memberships_of(&self, user_id: i64) -> StoreResult<Vec<MembershipView>> {
         Ok(stmt::<DB>(
-            "SELECT m.workspace_id, w.name AS workspace_name, m.role, m.status \
+            "SELECT m.workspace_id, w.name AS workspace_name, m.role, m.status, \
+             w.require_two_factor \
              FROM memberships m JOIN workspaces w ON w.id = m.workspace_id \
              WHERE m.user_id = $1 ORDER BY m.workspace_id",
         )

@@ -28,6 +28,7 @@ mod reports;
 pub mod rows;
 pub mod rules;
 pub use rules::{APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
+mod two_factor;
 mod tx;
 mod users;
 mod verify;

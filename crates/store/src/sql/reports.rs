@@ -183,8 +183,11 @@ pub(super) async fn program_access<DB: Engine>(
     let row = stmt::<DB>(
         "SELECT p.id, p.workspace_id, p.created_at, p.payment_status, p.payment_account_id, \
          p.charges_enabled, p.payouts_enabled, p.details_submitted, p.connection_date, \
-         m.role AS member_role, m.status AS member_status \
-         FROM programs p \
+         m.role AS member_role, m.status AS member_status, \
+         CASE WHEN w.require_two_factor AND NOT EXISTS (SELECT 1 FROM two_factor t \
+           WHERE t.account_kind = 'user' AND t.account_id = $2 AND t.secret IS NOT NULL) \
+           THEN CAST(1 AS BIGINT) ELSE CAST(0 AS BIGINT) END AS two_factor_missing \
+         FROM programs p JOIN workspaces w ON w.id = p.workspace_id \
          LEFT JOIN memberships m ON m.workspace_id = p.workspace_id AND m.user_id = $2 \
          WHERE p.id = $1",
     )
@@ -207,6 +210,7 @@ pub(super) async fn program_access<DB: Engine>(
         },
         member_role: named_opt(&r, "member_role")?,
         member_status: named_opt(&r, "member_status")?,
+        two_factor_missing: r.try_get::<i64>("two_factor_missing")? != 0,
     }))
 }
 

@@ -47,6 +47,7 @@ async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
             (16, "previous api token".to_string()),
             (17, "counter overflow".to_string()),
             (19, "audit log".to_string()),
+            (20, "two factor".to_string()),
             (21, "payout details changed".to_string()),
         ]
     );

@@ -30,6 +30,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(workspaces::add_member))
         .routes(routes!(workspaces::update_member))
         .routes(routes!(workspaces::audit_log))
+        .routes(routes!(workspaces::update_workspace))
         .routes(routes!(programs::create_program))
         .routes(routes!(programs::get_program, programs::update_program))
         .routes(routes!(programs::rotate_token))

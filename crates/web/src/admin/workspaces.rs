@@ -18,6 +18,7 @@ use reftrack_service::money::exports;
 use reftrack_service::programs::{
     MemberBody, MemberPatchBody, UserBody, UserPatchBody, WorkspaceBody,
 };
+use reftrack_service::two_factor::{WorkspaceSettingsBody, WorkspaceTwoFactor};
 use reftrack_service::Listed;
 use reftrack_store::{AuditRow, Membership, User, Workspace};
 
@@ -47,6 +48,39 @@ pub(super) async fn create_workspace(
     JsonBody(body): JsonBody<WorkspaceBody>,
 ) -> Result<(StatusCode, Json<Workspace>)> {
     Ok(created(s.app.create_workspace(&caller, body).await?))
+}
+
+/// Change a workspace's settings.
+///
+/// `{require_two_factor}`: whether members must sign in with two-factor. While it is on, a
+/// member without two-factor is refused the workspace's records with 403 (`Two-factor
+/// authentication is required by this workspace`) until it turns two-factor on; the admin
+/// token is not affected. Owners of the workspace only (and the admin token).
+#[utoipa::path(
+    patch,
+    path = "/workspaces/{id}",
+    tag = "management",
+    request_body = WorkspaceSettingsBody,
+    params(("id" = i64, Path, description = "id")),
+    security(("admin_token" = []), ("session" = [])),
+    responses(
+        (status = 200, description = "The settings", body = WorkspaceTwoFactor),
+        (status = 400, description = "Invalid field", body = ErrorBody),
+        (status = 403, description = "Not an owner of the workspace", body = ErrorBody),
+        (status = 404, description = "Unknown workspace", body = ErrorBody),
+    ),
+)]
+pub(super) async fn update_workspace(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    PathParams(id): PathParams<i64>,
+    JsonBody(body): JsonBody<WorkspaceSettingsBody>,
+) -> Result<Json<WorkspaceTwoFactor>> {
+    Ok(Json(
+        s.app
+            .set_require_two_factor(&caller, id, body.require_two_factor)
+            .await?,
+    ))
 }
 
 /// Add a user to a workspace with a role.

@@ -11,10 +11,13 @@ use super::session::{Signed, COOKIE};
 use crate::error::Result;
 use crate::pages::session::{referring_page, see_other, Visitor};
 use crate::pages::sign_in::SignIn;
+use crate::pages::two_factor::TwoFactorVisitor;
+use crate::pages::view::Chrome;
 use crate::pages::view::PageResult;
 use crate::AppState;
 use reftrack_service as app;
-use reftrack_service::dashboard::NewSession;
+use reftrack_service::two_factor::Account;
+use reftrack_service::two_factor::SignInStep;
 
 /// `GET /`: the first-run setup while no user exists, else the dashboard (which sends a
 /// signed-out visitor to the sign-in page).
@@ -25,6 +28,21 @@ pub(super) async fn root(State(s): State<AppState>) -> PageResult {
     Ok(see_other("/app"))
 }
 
+impl TwoFactorVisitor for Signed {
+    const PAGE: &'static str = "/app/two-factor";
+
+    fn account(&self) -> Account {
+        Account::User(self.user_id)
+    }
+
+    async fn frame(&self, _: &AppState, title: &str) -> app::Result<(Chrome, String)> {
+        Ok((
+            super::frame::signed_in(title, self, false),
+            self.email.clone(),
+        ))
+    }
+}
+
 impl Visitor for Signed {
     const SIGN_IN: SignIn = SignIn {
         site: CONSOLE,
@@ -33,6 +51,7 @@ impl Visitor for Signed {
         help: "Forgot your password? The operator of this server can set a new one \
                (reftrack admin update-user).",
         reset: None,
+        partner: false,
     };
 
     async fn find(state: &AppState, token: &str) -> app::Result<Option<Signed>> {
@@ -49,7 +68,7 @@ impl Visitor for Signed {
         }))
     }
 
-    async fn sign_in(state: &AppState, email: &str, password: String) -> Result<NewSession> {
+    async fn sign_in(state: &AppState, email: &str, password: String) -> Result<SignInStep> {
         crate::session::sign_in(state, email, password).await
     }
 

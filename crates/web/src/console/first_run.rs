@@ -130,7 +130,10 @@ pub(super) async fn submit(
     }
     let refused = match s.app.first_run(b).await {
         Ok(done) => {
-            let session = s.app.login(&done.user.email, password).await?;
+            let session = s
+                .app
+                .login(&done.user.email, password, &Default::default())
+                .await?;
             let user = Signed {
                 user_id: done.user.id,
                 who: done.user.name.clone().unwrap_or(done.user.email.clone()),

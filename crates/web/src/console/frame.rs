@@ -38,11 +38,18 @@ pub(super) fn public(title: impl Into<String>) -> Chrome {
 /// The frame of a page of the signed-in `user` outside a program.
 pub(super) fn signed_in(title: impl Into<String>, user: &Signed, programs_current: bool) -> Chrome {
     // `all`: the list itself, even of a single program (`/app` opens that program).
-    let items = vec![NavItem {
-        href: "/app?all=1".into(),
-        label: "Programs".into(),
-        current: programs_current,
-    }];
+    let items = vec![
+        NavItem {
+            href: "/app?all=1".into(),
+            label: "Programs".into(),
+            current: programs_current,
+        },
+        NavItem {
+            href: "/app/two-factor".into(),
+            label: "Two-factor".into(),
+            current: false,
+        },
+    ];
     Chrome::signed_in(CONSOLE, title, user.who.clone(), items)
 }
 
@@ -275,6 +282,7 @@ pub(super) fn notice(done: Option<&str>) -> Option<&'static str> {
         "settings" => "The program's settings are saved.",
         "token" => "The API token is rotated: the old one no longer works. Copy the new one below and update your servers.",
         "token-kept" => "The API token is rotated. Copy the new one below and update your servers: the old one keeps working for the time you chose, as Settings shows.",
+        "two-factor" => "The workspace's two-factor setting is saved.",
         "address" => "The server's address is saved: the links Reftrack hands out and mails name it now.",
         "member" => "The member is added.",
         "member-saved" => "The membership is changed.",

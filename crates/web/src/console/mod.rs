@@ -37,20 +37,28 @@ use axum::Router;
 
 use super::pages::session::{same_origin_posts, see_other};
 use super::pages::sign_in::{login, login_page, logout};
+use super::pages::two_factor;
 use super::pages::view::{not_found, page_headers};
 use super::AppState;
 use session::Signed;
 
 /// The dashboard's pages, and `/`.
 pub fn router() -> Router<AppState> {
-    // Sign-in and the first run (which hashes a password) count against the per-client-IP
-    // login limit, as the API's sign-in does.
+    // Sign-in, the first run (which hashes a password) and two-factor's pages (which
+    // check codes) count against the per-client-IP login limit, as the API's sign-in does.
     let sign_in = Router::new()
         .route(
             "/app/login",
             get(login_page::<Signed>).post(login::<Signed>),
         )
         .route("/app/setup", get(first_run::page).post(first_run::submit))
+        .route("/app/two-factor", get(two_factor::page::<Signed>))
+        .route("/app/two-factor/setup", post(two_factor::setup::<Signed>))
+        .route("/app/two-factor/enable", post(two_factor::enable::<Signed>))
+        .route(
+            "/app/two-factor/disable",
+            post(two_factor::disable::<Signed>),
+        )
         .route_layer(middleware::from_fn(super::rate_limit::logins));
     // A program's pages, below the address of its overview.
     let program_pages: Vec<(&str, MethodRouter<AppState>)> = vec![
@@ -97,6 +105,7 @@ pub fn router() -> Router<AppState> {
         ("/settings/audit", get(audit::audit)),
         ("/settings/audit.csv", get(audit::audit_csv)),
         ("/settings/address", post(settings::save_address)),
+        ("/settings/two-factor", post(settings::require_two_factor)),
         ("/settings/members", post(settings::add_member)),
         ("/settings/members/{user_id}", post(settings::update_member)),
         (

@@ -66,6 +66,10 @@ struct SettingsPage {
     address_configured: bool,
     address_token: Field,
     address_error: Option<String>,
+    /// Whether the workspace requires two-factor sign-in of its members.
+    require_two_factor: bool,
+    /// This page's address.
+    settings_href: String,
 }
 
 struct MemberView {
@@ -111,6 +115,11 @@ async fn settings_page(s: &AppState, frame: Frame, user: &Signed) -> app::Result
     let currency = p.currency.to_ascii_uppercase();
     let (address, source) = s.app.public_address().await?;
     Ok(SettingsPage {
+        require_two_factor: s
+            .app
+            .require_two_factor(&frame.caller, p.workspace_id)
+            .await?,
+        settings_href: Tab::Settings.href(p.id),
         address: Field::new("public_url", "Address of this server").with(address),
         address_source: match source {
             AddressSource::Configured => "set by REFTRACK_PUBLIC_URL",
@@ -417,6 +426,25 @@ pub(super) async fn update_member(
 /// `POST /app/programs/{id}/settings/address`: the server's address, which the links
 /// Reftrack hands out and mails name; it needs the admin token, since it is the whole
 /// server's and not the workspace's.
+/// `POST /app/programs/{id}/settings/two-factor`: whether the program's workspace
+/// requires two-factor sign-in of its members (owners only, as on the API).
+pub(super) async fn require_two_factor(
+    State(s): State<AppState>,
+    user: Signed,
+    ProgramId(id): ProgramId,
+    form: Posted,
+) -> PageResult {
+    let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
+    let on = form.get("require_two_factor") == "yes";
+    s.app
+        .set_require_two_factor(&frame.caller, frame.program.workspace_id, on)
+        .await?;
+    Ok(see_other(&format!(
+        "{}?done=two-factor#security",
+        Tab::Settings.href(id)
+    )))
+}
+
 pub(super) async fn save_address(
     State(s): State<AppState>,
     user: Signed,

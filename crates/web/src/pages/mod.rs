@@ -14,4 +14,5 @@ pub mod chart;
 pub mod range;
 pub mod session;
 pub mod sign_in;
+pub mod two_factor;
 pub mod view;

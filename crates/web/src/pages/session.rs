@@ -20,6 +20,7 @@ use super::view::PageError;
 use crate::{AppState, Error};
 use reftrack_service as app;
 use reftrack_service::dashboard::NewSession;
+use reftrack_service::two_factor::SignInStep;
 
 /// The signed-in visitor of a site: how the site's sessions are begun, found from its
 /// cookie and ended.
@@ -33,12 +34,13 @@ pub trait Visitor: Sized + Send + 'static {
         token: &str,
     ) -> impl Future<Output = app::Result<Option<Self>>> + Send;
 
-    /// A new session of the account of `email` and `password`.
+    /// A new session of the account of `email` and `password`, or the pending sign-in
+    /// that waits for its two-factor code.
     fn sign_in(
         state: &AppState,
         email: &str,
         password: String,
-    ) -> impl Future<Output = Result<NewSession, Error>> + Send;
+    ) -> impl Future<Output = Result<SignInStep, Error>> + Send;
 
     /// Ends the visitor's session.
     fn sign_out(self, state: &AppState) -> impl Future<Output = app::Result<()>> + Send;

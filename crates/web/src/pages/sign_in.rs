@@ -1,6 +1,8 @@
 //! The sign-in page of a site: the form, its errors beside the fields, the per-account
 //! lockout as a page that says how long to wait, and the way back to the page the
-//! visitor wanted.
+//! visitor wanted. An account with two-factor gets a second step after a right password:
+//! the code page, whose form carries the pending sign-in's token (a random token whose
+//! hash the server keeps for 5 minutes) instead of the password.
 
 use askama::Template;
 use axum::extract::State;
@@ -11,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use super::session::{see_other, MaybeSigned, SessionCookie, Visitor};
 use super::view::{ok, render, Chrome, Field, PageError, PageResult, Posted, Query, Site};
 use crate::{AppState, Error};
+use reftrack_service::two_factor::{SecondFactor, SignInStep};
 
 /// `GET …/login`: the form, or straight on when the visitor is signed in already.
 pub async fn login_page<V: Visitor>(
@@ -51,6 +54,20 @@ pub struct SignIn {
     pub help: &'static str,
     /// The page that resets a forgotten password, linked after `help`, if the site has one.
     pub reset: Option<&'static str>,
+    /// The site's accounts are partners (else dashboard users).
+    pub partner: bool,
+}
+
+#[derive(Template)]
+#[template(path = "login_code.html")]
+struct CodePage {
+    chrome: Chrome,
+    /// The pending sign-in's token.
+    pending: String,
+    code: Field,
+    recovery_code: Field,
+    next: String,
+    form_error: Option<String>,
 }
 
 #[derive(Template)]
@@ -97,8 +114,73 @@ impl SignIn {
         ok(&page)
     }
 
-    /// Signs a `V` in with the email and password sent and goes on, or shows the form
-    /// with its errors and the email typed.
+    fn code_page(&self, pending: String, next: &str) -> CodePage {
+        CodePage {
+            chrome: Chrome::public(self.site, "Two-factor code"),
+            pending,
+            code: Field::new("code", "Code from your app"),
+            recovery_code: Field::new("recovery_code", "Or a recovery code"),
+            next: next.to_string(),
+            form_error: None,
+        }
+    }
+
+    /// The second step: the code (or recovery code) of the pending sign-in, under the
+    /// account's lockout; then signed in, or the code page again with the error beside
+    /// the code. An unknown or expired pending sign-in goes back to the first step.
+    async fn submit_code(
+        &self,
+        s: &AppState,
+        headers: &HeaderMap,
+        form: &Posted,
+        pending: String,
+        next: &str,
+    ) -> Response {
+        let found = match s.app.pending_sign_in(self.partner, &pending).await {
+            Ok(found) => found,
+            Err(e) => return PageError::from(e).into_response(),
+        };
+        let Some((_, email)) = found else {
+            let mut page = self.page(next);
+            page.form_error = Some(reftrack_service::two_factor::SIGN_IN_EXPIRED.into());
+            return render(StatusCode::UNAUTHORIZED, &page);
+        };
+        let second = SecondFactor {
+            code: form.text("code"),
+            recovery_code: form.text("recovery_code"),
+        };
+        let mut page = self.code_page(pending.clone(), next);
+        if second.is_empty() {
+            page.code.error = Some("Enter the 6-digit code from your app".into());
+            return render(StatusCode::BAD_REQUEST, &page);
+        }
+        let key = if self.partner {
+            crate::partner::throttle_key(&email)
+        } else {
+            email
+        };
+        let attempt = s.app.finish_sign_in(self.partner, &pending, &second);
+        match crate::session::throttled(s, &key, attempt).await {
+            Ok(session) => self.cookie.signed_in_to(s, headers, &session, next),
+            Err(Error::Unauthorized(text)) => {
+                page.code.error = Some(text);
+                render(StatusCode::UNAUTHORIZED, &page)
+            }
+            Err(Error::TooManyRequests(secs)) => {
+                page.form_error = Some(format!(
+                    "Too many failed sign-ins for this account. Wait {secs} seconds, then try again."
+                ));
+                let mut r = render(StatusCode::TOO_MANY_REQUESTS, &page);
+                r.headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from(secs.max(1)));
+                r
+            }
+            Err(e) => PageError::from(e).into_response(),
+        }
+    }
+
+    /// Signs a `V` in with the email and password sent and goes on (or on to the code
+    /// page), or shows the form with its errors and the email typed.
     async fn submit<V: Visitor>(
         &self,
         s: &AppState,
@@ -109,6 +191,9 @@ impl SignIn {
             .cookie
             .local_next(form.text("next").as_deref())
             .to_string();
+        if let Some(pending) = form.text("pending").filter(|p| !p.trim().is_empty()) {
+            return self.submit_code(s, headers, form, pending, &next).await;
+        }
         let mut page = self.page(&next);
         page.email = page.email.with(form.get("email").trim());
         let password = form.get("password");
@@ -123,7 +208,10 @@ impl SignIn {
         }
         let signed_in = V::sign_in(s, &page.email.value, password).await;
         match signed_in {
-            Ok(session) => self.cookie.signed_in_to(s, headers, &session, &next),
+            Ok(SignInStep::Session(session)) => {
+                self.cookie.signed_in_to(s, headers, &session, &next)
+            }
+            Ok(SignInStep::CodeNeeded { pending }) => ok(&self.code_page(pending, &next)),
             Err(Error::Unauthorized(text)) => {
                 page.password.error = Some(text);
                 render(StatusCode::UNAUTHORIZED, &page)

@@ -16,11 +16,27 @@ use super::view::{
 use crate::error::Result;
 use crate::pages::session::{MaybeSigned, Visitor};
 use crate::pages::sign_in::SignIn;
+use crate::pages::two_factor::TwoFactorVisitor;
 use crate::pages::view::PageError;
 use crate::AppState;
 use reftrack_service as app;
 use reftrack_service::accounts::{AcceptInviteBody, ApplyBody, OpenProgram};
-use reftrack_service::dashboard::NewSession;
+use reftrack_service::two_factor::Account;
+use reftrack_service::two_factor::SignInStep;
+
+impl TwoFactorVisitor for Signed {
+    const PAGE: &'static str = "/partner/two-factor";
+
+    fn account(&self) -> Account {
+        Account::Partner(self.partner_id)
+    }
+
+    async fn frame(&self, s: &AppState, title: &str) -> app::Result<(Chrome, String)> {
+        let me = s.app.partner_me(self.partner_id).await?;
+        let email = me.email.clone().unwrap_or_default();
+        Ok((view::signed_in(title, &me, Section::TwoFactor), email))
+    }
+}
 
 impl Visitor for Signed {
     const SIGN_IN: SignIn = SignIn {
@@ -29,6 +45,7 @@ impl Visitor for Signed {
         lead: "Sign in to see your links, earnings and payouts.",
         help: "Forgot your password?",
         reset: Some("/partner/reset"),
+        partner: true,
     };
 
     async fn find(state: &AppState, token: &str) -> app::Result<Option<Signed>> {
@@ -39,7 +56,7 @@ impl Visitor for Signed {
         }))
     }
 
-    async fn sign_in(state: &AppState, email: &str, password: String) -> Result<NewSession> {
+    async fn sign_in(state: &AppState, email: &str, password: String) -> Result<SignInStep> {
         crate::partner::sign_in(state, email, password).await
     }
 
@@ -297,7 +314,10 @@ pub(super) async fn apply(
             Ok(_) if partner.is_some() => return Ok(super::session::see_other(&overview)),
             Ok(_) => {
                 let email = page.email.value.to_ascii_lowercase();
-                let session = s.app.partner_login(&email, password).await?;
+                let session = s
+                    .app
+                    .partner_login(&email, password, &Default::default())
+                    .await?;
                 return Ok(COOKIE.signed_in_to(&s, &headers, &session, &overview));
             }
             Err(app::Error::Invalid(text)) | Err(app::Error::Conflict(text)) => refused.push(text),

@@ -22,6 +22,7 @@ use axum::Router;
 
 use super::pages::session::same_origin_posts;
 use super::pages::sign_in::{login, login_page, logout};
+use super::pages::two_factor;
 use super::pages::view::{not_found, page_headers};
 use super::AppState;
 use session::Signed;
@@ -52,6 +53,19 @@ pub fn router() -> Router<AppState> {
         .route(
             "/partner/settings",
             get(settings::settings).post(settings::save_profile),
+        )
+        .route("/partner/two-factor", get(two_factor::page::<Signed>))
+        .route(
+            "/partner/two-factor/setup",
+            post(two_factor::setup::<Signed>),
+        )
+        .route(
+            "/partner/two-factor/enable",
+            post(two_factor::enable::<Signed>),
+        )
+        .route(
+            "/partner/two-factor/disable",
+            post(two_factor::disable::<Signed>),
         )
         .route_layer(middleware::from_fn(super::rate_limit::logins));
     Router::new()

@@ -24,6 +24,7 @@ pub(super) const PORTAL: Site = Site {
 pub(super) enum Section {
     Overview,
     Settings,
+    TwoFactor,
     None,
 }
 
@@ -44,6 +45,11 @@ pub(super) fn signed_in(title: impl Into<String>, me: &PartnerMe, section: Secti
             href: "/partner/settings".into(),
             label: "Settings".into(),
             current: section == Section::Settings,
+        },
+        NavItem {
+            href: "/partner/two-factor".into(),
+            label: "Two-factor".into(),
+            current: section == Section::TwoFactor,
         },
     ];
     Chrome::signed_in(PORTAL, title, me.name.clone(), items)

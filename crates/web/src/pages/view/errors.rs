@@ -71,6 +71,8 @@ struct ErrorWords(String);
 pub struct PageError {
     status: StatusCode,
     message: String,
+    /// Where to send the visitor instead of showing the error page.
+    redirect: Option<&'static str>,
 }
 
 impl PageError {
@@ -79,6 +81,7 @@ impl PageError {
         PageError {
             status,
             message: message.into(),
+            redirect: None,
         }
     }
 
@@ -90,6 +93,9 @@ impl PageError {
 
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
+        if let Some(to) = self.redirect {
+            return super::super::session::see_other(to);
+        }
         let mut r = self.status.into_response();
         r.extensions_mut().insert(ErrorWords(self.message));
         r
@@ -112,6 +118,12 @@ impl From<Error> for PageError {
                 "The service is temporarily unavailable. Please try again in a moment.".into()
             }
             Error::NotFound(_) => NOT_YOURS.into(),
+            // A workspace that requires two-factor: the dashboard's page that sets it up.
+            Error::Forbidden(text) if text == app::two_factor::WORKSPACE_REQUIRES => {
+                let mut e = PageError::new(status, text.clone());
+                e.redirect = Some("/app/two-factor?required=1");
+                return e;
+            }
             other => other.to_string(),
         };
         PageError::new(status, message)
