@@ -643,3 +643,114 @@ async fn dashboard_pages_lead_to_the_setup_page(app: TestApp) {
         .expect(200);
     assert!(html(&r).contains("required by your workspace"));
 }
+
+/// The audit log's entries of `action` in the seed's workspace.
+async fn audit(app: &TestApp, seed: &Seed, action: &str) -> Vec<Value> {
+    let r = app
+        .admin(
+            "GET",
+            &format!(
+                "/workspaces/{}/audit-log?action={action}",
+                seed.workspace_id
+            ),
+            None,
+        )
+        .await
+        .expect(200);
+    r.body["data"].as_array().unwrap().clone()
+}
+
+async fn on_and_off_are_audited(app: TestApp, kind: Kind) {
+    let (app, clock) = clocked(app);
+    let seed = app.seed().await;
+    let email = "gail@example.com";
+    let token = account(&app, &seed, kind, email).await;
+    let (secret, _) = enable(&app, &clock, kind, &token).await;
+    let (actor, target) = match kind {
+        Kind::User => ("user", "user"),
+        Kind::Partner => ("partner", "partner"),
+    };
+    let on = audit(&app, &seed, "two_factor.enabled").await;
+    assert_eq!(on.len(), 1, "{on:?}");
+    assert_eq!(on[0]["actor"]["type"], actor);
+    assert_eq!(on[0]["actor"]["email"], email);
+    assert_eq!(on[0]["target"]["type"], target);
+    assert!(
+        !on[0]["details"].to_string().contains(&secret),
+        "no secret in the log"
+    );
+    // A refused disable writes nothing; a done one writes its entry.
+    call(&app, kind, &token, "disable", json!({"code": "000000"}))
+        .await
+        .expect(400);
+    assert!(audit(&app, &seed, "two_factor.disabled").await.is_empty());
+    clock.advance(30_000);
+    call(
+        &app,
+        kind,
+        &token,
+        "disable",
+        json!({"code": code(&secret, &clock, 0)}),
+    )
+    .await
+    .expect(204);
+    let off = audit(&app, &seed, "two_factor.disabled").await;
+    assert_eq!(off.len(), 1, "{off:?}");
+    assert_eq!(off[0]["actor"]["type"], actor);
+}
+
+on_both_backends!(user_on_and_off_are_audited);
+async fn user_on_and_off_are_audited(app: TestApp) {
+    on_and_off_are_audited(app, Kind::User).await
+}
+
+on_both_backends!(partner_on_and_off_are_audited);
+async fn partner_on_and_off_are_audited(app: TestApp) {
+    on_and_off_are_audited(app, Kind::Partner).await
+}
+
+on_both_backends!(payout_details_need_a_code_with_two_factor);
+async fn payout_details_need_a_code_with_two_factor(app: TestApp) {
+    let (app, clock) = clocked(app);
+    let seed = app.seed().await;
+    let token = account(&app, &seed, Kind::Partner, "hana@example.com").await;
+    let (secret, codes) = enable(&app, &clock, Kind::Partner, &token).await;
+    let auth = format!("Bearer {token}");
+    let patch = |body: Value| {
+        let app = &app;
+        let auth = auth.clone();
+        async move {
+            app.send(
+                "PATCH",
+                "/api/partner/me",
+                Some(body),
+                &[("authorization", &auth)],
+            )
+            .await
+        }
+    };
+    let change = json!({"payout_email": "pay@hana.example", "current_password": PASSWORD});
+    let r = patch(change.clone()).await.expect(403);
+    assert_eq!(
+        r.error(),
+        "code (from your authenticator app) is required to change the payout method or payout email"
+    );
+    let mut wrong = change.clone();
+    wrong["code"] = json!("000000");
+    let r = patch(wrong).await.expect(403);
+    assert_eq!(r.error(), "Invalid two-factor code");
+    clock.advance(30_000);
+    let current = code(&secret, &clock, 0);
+    let mut right = change.clone();
+    right["code"] = json!(current);
+    patch(right.clone()).await.expect(200);
+    // The same code again is used up.
+    right["payout_email"] = json!("other@hana.example");
+    patch(right).await.expect(403);
+    // A recovery code does instead of a code; a password alone never does.
+    let mut recovered = change.clone();
+    recovered["payout_email"] = json!("third@hana.example");
+    recovered["recovery_code"] = json!(codes[0]);
+    let r = patch(recovered).await.expect(200);
+    assert_eq!(r.body["payout_email"], "third@hana.example");
+}

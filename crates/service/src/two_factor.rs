@@ -25,6 +25,7 @@ use crate::dashboard::{NewSession, SESSION_LIFETIME_MS, SESSION_TOKEN_PREFIX};
 use crate::secrets::{generate_token, hash_token};
 use crate::{App, Caller, Error, Result};
 use reftrack_domain::access::Access as AccessKind;
+use reftrack_domain::audit::{Action, Actor, Entry, Origin, Scope, Target};
 pub use reftrack_store::Account;
 use reftrack_store::TokenGrant;
 use reftrack_store::{Record, StoreError};
@@ -251,7 +252,14 @@ impl App {
 
     /// Turns two-factor on with a code of the pending secret; answers the recovery codes,
     /// shown this once. 400 without a setup under way, or with a wrong code.
-    pub async fn enable_two_factor(&self, account: Account, code: &str) -> Result<RecoveryCodes> {
+    /// `origin` is the request that asks, recorded as `two_factor.enabled` in the audit
+    /// log of each workspace the account is in.
+    pub async fn enable_two_factor(
+        &self,
+        account: Account,
+        code: &str,
+        origin: &Origin,
+    ) -> Result<RecoveryCodes> {
         let row = self.store.two_factor(account).await?.unwrap_or_default();
         if row.secret.is_some() {
             return Err(Error::Conflict("Two-factor sign-in is already on".into()));
@@ -271,16 +279,18 @@ impl App {
         };
         let codes = new_recovery_codes();
         let hashes: Vec<String> = codes.iter().map(|c| recovery_hash(c)).collect();
+        let audit = self
+            .two_factor_entries(account, Action::TwoFactorEnabled, origin)
+            .await?;
         let enabled = self
             .store
-            .enable_two_factor(account, &secret, step, &hashes, self.now_ms())
+            .enable_two_factor(account, &secret, step, &hashes, self.now_ms(), &audit)
             .await?;
         if !enabled {
             return Err(Error::invalid(
                 "The setup changed meanwhile: open the two-factor page again",
             ));
         }
-        // The audit log's `two_factor.enabled` entry belongs here.
         Ok(RecoveryCodes {
             recovery_codes: codes,
         })
@@ -288,7 +298,13 @@ impl App {
 
     /// Turns two-factor off with a current code or an unused recovery code (which it
     /// uses up). 400 when two-factor is off, or the code is wrong or missing.
-    pub async fn disable_two_factor(&self, account: Account, second: &SecondFactor) -> Result<()> {
+    /// Recorded as `two_factor.disabled`, from `origin`, as enabling is.
+    pub async fn disable_two_factor(
+        &self,
+        account: Account,
+        second: &SecondFactor,
+        origin: &Origin,
+    ) -> Result<()> {
         if !self.two_factor_on(account).await? {
             return Err(Error::invalid("Two-factor sign-in is not on"));
         }
@@ -303,8 +319,10 @@ impl App {
                 Error::Unauthorized(text) => Error::Invalid(text),
                 other => other,
             })?;
-        self.store.disable_two_factor(account).await?;
-        // The audit log's `two_factor.disabled` entry belongs here.
+        let audit = self
+            .two_factor_entries(account, Action::TwoFactorDisabled, origin)
+            .await?;
+        self.store.disable_two_factor(account, &audit).await?;
         Ok(())
     }
 
@@ -316,11 +334,42 @@ impl App {
         let Some(user_id) = self.store.user_id_by_email(&email).await? else {
             return Err(Error::NotFound("No dashboard user has this email".into()));
         };
-        // The audit log's `two_factor.disabled` entry belongs here.
-        Ok(self
-            .store
-            .disable_two_factor(Account::User(user_id))
-            .await?)
+        let account = Account::User(user_id);
+        let origin = Caller::operator().origin;
+        let audit = self
+            .two_factor_entries(account, Action::TwoFactorDisabled, &origin)
+            .await?;
+        Ok(self.store.disable_two_factor(account, &audit).await?)
+    }
+
+    /// The audit entries of turning the account's two-factor on or off: one in each
+    /// workspace the user is a member of, or the partner is in.
+    async fn two_factor_entries(
+        &self,
+        account: Account,
+        action: Action,
+        origin: &Origin,
+    ) -> Result<Vec<Entry>> {
+        let (workspaces, target) = match account {
+            Account::User(id) => (
+                self.store
+                    .memberships_of(id)
+                    .await?
+                    .iter()
+                    .map(|m| m.workspace_id)
+                    .collect(),
+                Target::user(id),
+            ),
+            Account::Partner(id) => (
+                self.store.workspaces_of(Record::Partner(id)).await?,
+                Target::partner(id),
+            ),
+        };
+        let at = self.now_ms();
+        Ok(workspaces
+            .into_iter()
+            .map(|w: i64| Entry::new(at, origin, action, Scope::Workspace(w), target))
+            .collect())
     }
 
     /// Checks the account's second factor and uses it up: a current code (accepted once:
@@ -536,6 +585,14 @@ impl App {
             password,
         )
         .await
+    }
+}
+
+/// The account, signing in with `email`, as the audit log names who acted.
+pub fn actor_of(account: Account, email: &str) -> Actor {
+    match account {
+        Account::User(id) => Actor::user(id, email),
+        Account::Partner(id) => Actor::partner(id, Some(email)),
     }
 }
 

@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 
+use super::audit::AuditEntry;
 use super::error::StoreResult;
 
 /// An account that may sign in with a second factor.
@@ -64,7 +65,9 @@ pub trait TwoFactorStore: Send + Sync {
     /// Turns two-factor on in one transaction when the pending secret is still `secret`:
     /// it becomes the secret in use with `step` as its last accepted step, and
     /// `recovery_hashes` replace the account's recovery codes. False when the pending
-    /// secret changed (or two-factor is on already).
+    /// secret changed (or two-factor is on already). `audit` is written in the same
+    /// transaction when it is turned on.
+    #[allow(clippy::too_many_arguments)]
     async fn enable_two_factor(
         &self,
         account: Account,
@@ -72,6 +75,7 @@ pub trait TwoFactorStore: Send + Sync {
         step: i64,
         recovery_hashes: &[String],
         at: i64,
+        audit: &[AuditEntry],
     ) -> StoreResult<bool>;
     /// Records `step` as the last accepted step of the secret in use, when it is later
     /// than the last one (one statement, so two requests cannot both take it). False when
@@ -87,8 +91,10 @@ pub trait TwoFactorStore: Send + Sync {
     /// How many unused recovery codes the account has.
     async fn recovery_codes_left(&self, account: Account) -> StoreResult<i64>;
     /// Turns two-factor off: deletes the account's secret, recovery codes and pending
-    /// sign-ins. False when it had no two-factor record.
-    async fn disable_two_factor(&self, account: Account) -> StoreResult<bool>;
+    /// sign-ins, writing `audit` in the same transaction when it was on. False when it
+    /// had no two-factor record.
+    async fn disable_two_factor(&self, account: Account, audit: &[AuditEntry])
+        -> StoreResult<bool>;
     /// The dashboard user's id by its email (normalised), for the operator.
     async fn user_id_by_email(&self, email: &str) -> StoreResult<Option<i64>>;
 

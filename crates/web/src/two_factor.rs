@@ -13,10 +13,13 @@ use utoipa_axum::routes;
 
 use super::error::{Error, ErrorBody, Result};
 use super::extract::JsonBody;
+use super::origin::RequestOrigin;
 use super::partner::{throttle_key, PartnerSession};
 use super::session::{throttled, DashboardUser};
 use super::AppState;
-use reftrack_service::two_factor::{Account, RecoveryCodes, SecondFactor, TwoFactorSetup};
+use reftrack_service::two_factor::{
+    actor_of, Account, RecoveryCodes, SecondFactor, TwoFactorSetup,
+};
 
 /// The dashboard user's routes, merged under `/api/auth`.
 pub fn user_router() -> OpenApiRouter<AppState> {
@@ -87,10 +90,14 @@ async fn user_setup(
 async fn user_enable(
     State(s): State<AppState>,
     user: DashboardUser,
+    origin: RequestOrigin,
     JsonBody(b): JsonBody<EnableBody>,
 ) -> Result<Json<RecoveryCodes>> {
     let account = Account::User(user.user_id);
-    Ok(Json(s.app.enable_two_factor(account, &b.code).await?))
+    let origin = origin.of_actor(actor_of(account, &user.email));
+    Ok(Json(
+        s.app.enable_two_factor(account, &b.code, &origin).await?,
+    ))
 }
 
 /// Turn two-factor sign-in off.
@@ -114,11 +121,13 @@ async fn user_enable(
 async fn user_disable(
     State(s): State<AppState>,
     user: DashboardUser,
+    origin: RequestOrigin,
     JsonBody(b): JsonBody<SecondFactor>,
 ) -> Result<StatusCode> {
     let account = Account::User(user.user_id);
+    let origin = origin.of_actor(actor_of(account, &user.email));
     let email = user.email.trim().to_ascii_lowercase();
-    throttled(&s, &email, s.app.disable_two_factor(account, &b)).await?;
+    throttled(&s, &email, s.app.disable_two_factor(account, &b, &origin)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -173,10 +182,15 @@ async fn partner_setup(
 async fn partner_enable(
     State(s): State<AppState>,
     p: PartnerSession,
+    origin: RequestOrigin,
     JsonBody(b): JsonBody<EnableBody>,
 ) -> Result<Json<RecoveryCodes>> {
+    let email = partner_email(&s, p.partner_id).await?;
     let account = Account::Partner(p.partner_id);
-    Ok(Json(s.app.enable_two_factor(account, &b.code).await?))
+    let origin = origin.of_actor(actor_of(account, &email));
+    Ok(Json(
+        s.app.enable_two_factor(account, &b.code, &origin).await?,
+    ))
 }
 
 /// Turn two-factor sign-in off (partner).
@@ -199,14 +213,16 @@ async fn partner_enable(
 async fn partner_disable(
     State(s): State<AppState>,
     p: PartnerSession,
+    origin: RequestOrigin,
     JsonBody(b): JsonBody<SecondFactor>,
 ) -> Result<StatusCode> {
     let email = partner_email(&s, p.partner_id).await?;
     let account = Account::Partner(p.partner_id);
+    let origin = origin.of_actor(actor_of(account, &email));
     throttled(
         &s,
         &throttle_key(&email),
-        s.app.disable_two_factor(account, &b),
+        s.app.disable_two_factor(account, &b, &origin),
     )
     .await?;
     Ok(StatusCode::NO_CONTENT)

@@ -74,3 +74,8 @@ pub const PAYOUT_DETAILS_NEED_PASSWORD: &str =
 /// The answer (403) to a change of payout details by a partner banned from a program.
 pub const BANNED_PAYOUT_DETAILS: &str =
     "A partner banned from a program cannot change its payout details";
+
+/// The answer (403) to a change of payout details without a two-factor code, from a
+/// partner that signs in with one.
+pub const PAYOUT_DETAILS_NEED_CODE: &str =
+    "code (from your authenticator app) is required to change the payout method or payout email";

@@ -54,7 +54,10 @@ use reftrack_store::{
 };
 
 use fields::*;
-pub use fields::{BANNED_PAYOUT_DETAILS, PAYOUT_DETAILS_NEED_PASSWORD, WRONG_CURRENT_PASSWORD};
+pub use fields::{
+    BANNED_PAYOUT_DETAILS, PAYOUT_DETAILS_NEED_CODE, PAYOUT_DETAILS_NEED_PASSWORD,
+    WRONG_CURRENT_PASSWORD,
+};
 pub use views::*;
 
 /// Prefix of partner session tokens.

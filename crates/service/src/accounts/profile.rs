@@ -44,7 +44,11 @@ impl App {
         )?;
         let account = self.store.partner_account(partner_id).await?;
         if patch.changes_payout_details(&account.partner) {
-            self.may_change_payout_details(partner_id, &account, b.current_password)
+            let second = SecondFactor {
+                code: b.code,
+                recovery_code: b.recovery_code,
+            };
+            self.may_change_payout_details(partner_id, &account, b.current_password, &second)
                 .await?;
         }
         let workspaces = self
@@ -71,12 +75,14 @@ impl App {
     }
 
     /// Refuses (403) a change of the partner's payout details while it is banned from
-    /// any program, or without its current password.
+    /// any program, without its current password, or, when it signs in with two-factor,
+    /// without a current code (which it uses up).
     async fn may_change_payout_details(
         &self,
         partner_id: i64,
         account: &PartnerAccount,
         current_password: Option<String>,
+        second: &SecondFactor,
     ) -> Result<()> {
         let programs = self.store.partner_memberships(partner_id).await?;
         if programs.iter().any(|p| p.status == PartnerStatus::Banned) {
@@ -95,6 +101,18 @@ impl App {
         )
         .await
         .map_err(|_| Error::Forbidden(WRONG_CURRENT_PASSWORD.into()))?;
+        let account = Account::Partner(partner_id);
+        if self.two_factor_on(account).await? {
+            if second.is_empty() {
+                return Err(Error::Forbidden(PAYOUT_DETAILS_NEED_CODE.into()));
+            }
+            self.check_second_factor(account, second)
+                .await
+                .map_err(|e| match e {
+                    Error::Unauthorized(text) => Error::Forbidden(text),
+                    other => other,
+                })?;
+        }
         Ok(())
     }
 

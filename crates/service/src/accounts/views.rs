@@ -201,6 +201,11 @@ pub struct PartnerMeBody {
     /// would change its payout method or payout email.
     #[schema(format = Password)]
     pub current_password: Option<String>,
+    /// A current code of the partner's authenticator app: required as well (403) to
+    /// change the payout details when the partner signs in with two-factor.
+    pub code: Option<String>,
+    /// One of the partner's unused recovery codes, instead of `code`.
+    pub recovery_code: Option<String>,
 }
 
 /// The body of a password change.

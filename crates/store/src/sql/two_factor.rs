@@ -4,8 +4,10 @@
 use async_trait::async_trait;
 use sqlx::Connection;
 
+use super::audit::insert_entries;
 use super::engine::{stmt, Engine};
 use super::SqlStore;
+use crate::audit::AuditEntry;
 use crate::error::{StoreError, StoreResult};
 use crate::two_factor::{Account, TwoFactorRow, TwoFactorStore};
 
@@ -48,6 +50,7 @@ impl<DB: Engine> TwoFactorStore for SqlStore<DB> {
         step: i64,
         recovery_hashes: &[String],
         at: i64,
+        audit: &[AuditEntry],
     ) -> StoreResult<bool> {
         let conn = &mut *self.write.acquire().await?;
         let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
@@ -85,6 +88,7 @@ impl<DB: Engine> TwoFactorStore for SqlStore<DB> {
             .execute(&mut tx)
             .await?;
         }
+        insert_entries::<DB>(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -133,7 +137,11 @@ impl<DB: Engine> TwoFactorStore for SqlStore<DB> {
         .await?)
     }
 
-    async fn disable_two_factor(&self, account: Account) -> StoreResult<bool> {
+    async fn disable_two_factor(
+        &self,
+        account: Account,
+        audit: &[AuditEntry],
+    ) -> StoreResult<bool> {
         let conn = &mut *self.write.acquire().await?;
         let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
         let mut deleted = 0;
@@ -151,6 +159,9 @@ impl<DB: Engine> TwoFactorStore for SqlStore<DB> {
             if table == "two_factor" {
                 deleted = n;
             }
+        }
+        if deleted > 0 {
+            insert_entries::<DB>(&mut tx, audit).await?;
         }
         tx.commit().await?;
         Ok(deleted > 0)

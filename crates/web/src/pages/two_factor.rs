@@ -13,9 +13,10 @@ use qrcode::QrCode;
 
 use super::session::{see_other, Visitor};
 use super::view::{ok, render, Chrome, Field, PageResult, Posted, Query};
+use crate::origin::RequestOrigin;
 use crate::AppState;
 use reftrack_service as app;
-use reftrack_service::two_factor::{otpauth_url, Account, SecondFactor};
+use reftrack_service::two_factor::{actor_of, otpauth_url, Account, SecondFactor};
 
 /// A signed-in visitor that may turn two-factor on: its account and its page's frame.
 pub trait TwoFactorVisitor: Visitor + FromRequestParts<AppState, Rejection = Response> {
@@ -151,11 +152,14 @@ pub async fn setup<V: TwoFactorVisitor>(State(s): State<AppState>, v: V) -> Page
 pub async fn enable<V: TwoFactorVisitor>(
     State(s): State<AppState>,
     v: V,
+    origin: RequestOrigin,
     form: Posted,
 ) -> PageResult {
+    let (_, email) = v.frame(&s, "Two-factor sign-in").await?;
+    let origin = origin.of_actor(actor_of(v.account(), &email));
     let result = s
         .app
-        .enable_two_factor(v.account(), &form.get("code"))
+        .enable_two_factor(v.account(), &form.get("code"), &origin)
         .await;
     let mut page = TwoFactorPage::of(&s, &v).await?;
     match result {
@@ -177,6 +181,7 @@ pub async fn enable<V: TwoFactorVisitor>(
 pub async fn disable<V: TwoFactorVisitor>(
     State(s): State<AppState>,
     v: V,
+    origin: RequestOrigin,
     form: Posted,
 ) -> PageResult {
     let second = SecondFactor {
@@ -188,7 +193,8 @@ pub async fn disable<V: TwoFactorVisitor>(
         Account::Partner(_) => crate::partner::throttle_key(&email),
         Account::User(_) => email.trim().to_ascii_lowercase(),
     };
-    let attempt = s.app.disable_two_factor(v.account(), &second);
+    let origin = origin.of_actor(actor_of(v.account(), &email));
+    let attempt = s.app.disable_two_factor(v.account(), &second, &origin);
     let result = crate::session::throttled(&s, &key, attempt).await;
     let mut page = TwoFactorPage::of(&s, &v).await?;
     match result {

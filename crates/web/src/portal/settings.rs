@@ -14,8 +14,10 @@ use crate::partner::update_me;
 use crate::AppState;
 use reftrack_service as app;
 use reftrack_service::accounts::{
-    PartnerMe, PartnerMeBody, PasswordBody, PAYOUT_DETAILS_NEED_PASSWORD, WRONG_CURRENT_PASSWORD,
+    PartnerMe, PartnerMeBody, PasswordBody, PAYOUT_DETAILS_NEED_CODE, PAYOUT_DETAILS_NEED_PASSWORD,
+    WRONG_CURRENT_PASSWORD,
 };
+use reftrack_service::two_factor::WRONG_CODE;
 
 /// The payout methods offered (the empty value is none).
 const METHODS: [(&str, &str); 4] = [
@@ -37,6 +39,9 @@ struct SettingsPage {
     payout_email: Field,
     /// The partner's password, which a change of its payout details needs.
     password: Field,
+    /// Whether the partner signs in with two-factor: the change then needs a code too.
+    two_factor: bool,
+    second_factor: Field,
     profile_error: Option<String>,
     current_password: Field,
     new_password: Field,
@@ -57,6 +62,8 @@ impl SettingsPage {
             payout_email: Field::new("payout_email", "Payout email")
                 .with(me.payout_email.clone().unwrap_or_default()),
             password: Field::new("password", "Your password"),
+            two_factor: me.two_factor,
+            second_factor: Field::new("code", "Two-factor code"),
             profile_error: None,
             current_password: Field::new("current_password", "Current password"),
             new_password: Field::new("new_password", "New password"),
@@ -91,12 +98,21 @@ pub(super) async fn save_profile(
     form: Posted,
 ) -> PageResult {
     let password = form.get("password");
-    let b = PartnerMeBody {
+    let mut b = PartnerMeBody {
         name: Some(form.get("name")),
         payout_method: Some(form.text("payout_method")),
         payout_email: Some(form.text("payout_email")),
         current_password: (!password.is_empty()).then_some(password),
+        ..PartnerMeBody::default()
     };
+    // One field takes a current code (six digits) or a recovery code.
+    if let Some(code) = form.text("code") {
+        if code.trim().len() == 6 && code.trim().bytes().all(|c| c.is_ascii_digit()) {
+            b.code = Some(code);
+        } else {
+            b.recovery_code = Some(code);
+        }
+    }
     let origin = origin.of_actor(reftrack_domain::audit::Actor::partner(p.partner_id, None));
     let refused = match update_me(&s, p.partner_id, b, origin).await {
         Ok(_) => return Ok(see_other("/partner/settings?done=profile")),
@@ -139,6 +155,14 @@ async fn refused_payout_change(
         }
         WRONG_CURRENT_PASSWORD => {
             page.password.error = Some("That is not your current password".into())
+        }
+        PAYOUT_DETAILS_NEED_CODE => {
+            page.second_factor.error =
+                Some("Enter the code your authenticator app shows now".into())
+        }
+        WRONG_CODE => {
+            page.second_factor.error =
+                Some("That code is not right: enter the code your app shows now".into())
         }
         other => page.profile_error = Some(other.to_string()),
     }
