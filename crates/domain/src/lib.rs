@@ -5,6 +5,7 @@ pub mod attribution;
 pub mod click_id;
 pub mod commission;
 pub mod figures;
+pub mod fraud;
 pub mod lifecycle;
 pub mod metrics;
 pub mod money;
