@@ -99,6 +99,12 @@ pub fn payout_may_take(
             == CommissionStatus::Approved
 }
 
+/// Whether a commission stored as `stored` is held for review: a fraud rule flagged it
+/// (so it waits for an owner) and no owner has approved or rejected it yet.
+pub fn held_for_review(stored: CommissionStatus, manual_approval: bool) -> bool {
+    stored == CommissionStatus::Pending && manual_approval
+}
+
 /// A commission as a change is decided on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommissionState {

@@ -10,6 +10,7 @@
 pub mod committer;
 pub mod dashboard_model;
 pub mod error;
+pub mod fraud;
 pub mod integrity;
 pub mod management;
 pub mod model;
@@ -30,6 +31,7 @@ use async_trait::async_trait;
 
 pub use dashboard_model::*;
 pub use error::{StoreError, StoreResult};
+pub use fraud::{FraudStore, FraudTx, ReviewClick, ReviewItem};
 pub use management::{
     LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record, TopPartner,
 };
@@ -79,6 +81,7 @@ pub trait Store:
     + ManagementReads
     + PartnerAccounts
     + WebhookStore
+    + FraudStore
     + Send
     + Sync
     + 'static

@@ -206,10 +206,15 @@ async fn reset_partner_password(
 )]
 async fn partner_login(
     State(s): State<AppState>,
+    caller: crate::track::Caller,
     JsonBody(b): JsonBody<LoginBody>,
 ) -> Result<Json<LoginResponse>> {
     let (email, password) = b.into_parts();
-    Ok(session_answer(sign_in(&s, &email, password).await?))
+    let session = sign_in(&s, &email, password).await?;
+    if let Some(ip) = caller.client_ip(&s) {
+        s.app.note_partner_sign_in(&session.token, ip).await;
+    }
+    Ok(session_answer(session))
 }
 
 /// Signs a partner in by email and password, under the per-account lockout (429 while

@@ -15,6 +15,7 @@
 pub mod batch;
 pub mod counters;
 mod coupons;
+mod fraud;
 pub mod engine;
 mod lookups;
 mod management;

@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::session::{see_other, MaybeSigned, SessionCookie, Visitor};
 use super::view::{ok, render, Chrome, Field, PageError, PageResult, Posted, Query, Site};
+use crate::track::Caller;
 use crate::{AppState, Error};
 
 /// `GET …/login`: the form, or straight on when the visitor is signed in already.
@@ -23,10 +24,12 @@ pub async fn login_page<V: Visitor>(
 /// `POST …/login`: signs in and goes on, or shows the form with its errors.
 pub async fn login<V: Visitor>(
     State(s): State<AppState>,
+    caller: Caller,
     headers: HeaderMap,
     form: Posted,
 ) -> Response {
-    V::SIGN_IN.submit::<V>(&s, &headers, &form).await
+    let ip = caller.client_ip(&s);
+    V::SIGN_IN.submit::<V>(&s, &headers, &form, ip).await
 }
 
 /// `POST …/logout`: ends the session and clears the cookie.
@@ -104,6 +107,7 @@ impl SignIn {
         s: &AppState,
         headers: &HeaderMap,
         form: &Posted,
+        ip: Option<std::net::IpAddr>,
     ) -> Response {
         let next = self
             .cookie
@@ -123,7 +127,10 @@ impl SignIn {
         }
         let signed_in = V::sign_in(s, &page.email.value, password).await;
         match signed_in {
-            Ok(session) => self.cookie.signed_in_to(s, headers, &session, &next),
+            Ok(session) => {
+                V::signed_in_from(s, &session, ip).await;
+                self.cookie.signed_in_to(s, headers, &session, &next)
+            }
             Err(Error::Unauthorized(text)) => {
                 page.password.error = Some(text);
                 render(StatusCode::UNAUTHORIZED, &page)

@@ -43,6 +43,12 @@ impl Visitor for Signed {
         crate::partner::sign_in(state, email, password).await
     }
 
+    async fn signed_in_from(state: &AppState, session: &NewSession, ip: Option<std::net::IpAddr>) {
+        if let Some(ip) = ip {
+            state.app.note_partner_sign_in(&session.token, ip).await;
+        }
+    }
+
     async fn sign_out(self, state: &AppState) -> app::Result<()> {
         state.app.partner_logout(&self.token_hash).await
     }
