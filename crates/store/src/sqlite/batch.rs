@@ -491,7 +491,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 10, "statements checked");
+        assert_eq!(checked, 11, "statements checked");
         conn.close().await.expect("closes");
         store.close().await;
     }
