@@ -43,7 +43,9 @@ async fn click_from(app: &TestApp, seed: &Seed, ip: &str) -> String {
         .send(
             "POST",
             "/api/v1/track/click",
-            Some(json!({"affiliate_url": format!("https://shop.example/?aff={}", seed.short_link)})),
+            Some(
+                json!({"affiliate_url": format!("https://shop.example/?aff={}", seed.short_link)}),
+            ),
             &[("x-forwarded-for", ip)],
         )
         .await
@@ -162,7 +164,9 @@ async fn the_program_shows_its_rules_and_a_patch_changes_only_those_it_names(app
     assert_eq!(r.body["fraud_rules"]["disposable_email"], "reject", "kept");
     assert_eq!(r.body["fraud_rules"]["fast_conversion"], "flag");
 
-    let r = set_rules(&app, &seed, json!({"vpn": "flag"})).await.expect(400);
+    let r = set_rules(&app, &seed, json!({"vpn": "flag"}))
+        .await
+        .expect(400);
     assert!(r.error().contains("unknown rule \"vpn\""), "{}", r.error());
     let r = set_rules(&app, &seed, json!({"partner_ip": "block"}))
         .await
@@ -173,7 +177,9 @@ async fn the_program_shows_its_rules_and_a_patch_changes_only_those_it_names(app
         "{}",
         r.error()
     );
-    set_rules(&app, &seed, json!({"partner_ip": 1})).await.expect(400);
+    set_rules(&app, &seed, json!({"partner_ip": 1}))
+        .await
+        .expect(400);
     set_rules(&app, &seed, json!(["flag"])).await.expect(400);
     // Nothing of a refused change is kept.
     let r = app.admin("GET", &path, None).await.expect(200);
@@ -364,8 +370,10 @@ async fn fast_conversions_are_flagged_and_plain_sales_still_batch(app: TestApp) 
     assert_eq!(flagged(&app, &seed).await, vec!["quick".to_string()]);
     // The clicks kept their IPs.
     assert_eq!(
-        app.count("SELECT COUNT(*) FROM affiliate_click_events WHERE ip IN ('192.0.2.10', '192.0.2.11')")
-            .await,
+        app.count(
+            "SELECT COUNT(*) FROM affiliate_click_events WHERE ip IN ('192.0.2.10', '192.0.2.11')"
+        )
+        .await,
         2
     );
     // A lead's disposable email keeps its sale out of the set-based batch, which would
@@ -411,12 +419,34 @@ async fn a_payout_takes_a_flagged_commission_only_once_an_owner_approved_it(app:
     )
     .await
     .expect(200);
-    customer_buys(&app, &seed, "192.0.2.20", "a", Some("a@mailinator.com"), "held-a").await;
-    customer_buys(&app, &seed, "192.0.2.21", "b", Some("b@mailinator.com"), "held-b").await;
+    customer_buys(
+        &app,
+        &seed,
+        "192.0.2.20",
+        "a",
+        Some("a@mailinator.com"),
+        "held-a",
+    )
+    .await;
+    customer_buys(
+        &app,
+        &seed,
+        "192.0.2.21",
+        "b",
+        Some("b@mailinator.com"),
+        "held-b",
+    )
+    .await;
     clock.advance(40 * DAY);
     app.state.app.approve_due_commissions().await.unwrap();
-    assert_eq!(flagged(&app, &seed).await.len(), 2, "held whatever the hold");
-    let a = commission(&app, &seed, "held-a").await["id"].as_i64().unwrap();
+    assert_eq!(
+        flagged(&app, &seed).await.len(),
+        2,
+        "held whatever the hold"
+    );
+    let a = commission(&app, &seed, "held-a").await["id"]
+        .as_i64()
+        .unwrap();
     app.admin("POST", &format!("/commissions/{a}/approve"), None)
         .await
         .expect(200);
@@ -430,10 +460,15 @@ async fn a_payout_takes_a_flagged_commission_only_once_an_owner_approved_it(app:
         .await
         .expect(201);
     assert_eq!(p.body["items"][0]["commission_count"], 1);
-    assert_eq!(commission(&app, &seed, "held-a").await["payout_id"], p.body["id"]);
+    assert_eq!(
+        commission(&app, &seed, "held-a").await["payout_id"],
+        p.body["id"]
+    );
     assert!(commission(&app, &seed, "held-b").await["payout_id"].is_null());
     // Rejecting the other takes it off the list for good.
-    let b = commission(&app, &seed, "held-b").await["id"].as_i64().unwrap();
+    let b = commission(&app, &seed, "held-b").await["id"]
+        .as_i64()
+        .unwrap();
     app.admin(
         "POST",
         &format!("/commissions/{b}/reject"),
@@ -451,7 +486,10 @@ async fn ips_are_purged_after_their_retention(app: TestApp) {
     let seed = app.seed().await;
     partner_signs_in(&app, &seed, "pat@example.com", "203.0.113.50").await;
     customer_buys(&app, &seed, "192.0.2.30", "old", None, "old").await;
-    assert_eq!(app.count("SELECT COUNT(*) FROM partner_sign_in_ips").await, 1);
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM partner_sign_in_ips").await,
+        1
+    );
     assert_eq!(app.count("SELECT COUNT(*) FROM conversion_ips").await, 1);
     // 89 days on, nothing is purged; a newer click comes.
     clock.advance(89 * DAY);
@@ -471,10 +509,14 @@ async fn ips_are_purged_after_their_retention(app: TestApp) {
         1
     );
     assert_eq!(app.count("SELECT COUNT(*) FROM conversion_ips").await, 0);
-    assert_eq!(app.count("SELECT COUNT(*) FROM partner_sign_in_ips").await, 0);
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM partner_sign_in_ips").await,
+        0
+    );
     // The click events themselves stay.
     assert_eq!(
-        app.count("SELECT COUNT(*) FROM affiliate_click_events").await,
+        app.count("SELECT COUNT(*) FROM affiliate_click_events")
+            .await,
         2
     );
 }

@@ -415,10 +415,7 @@ impl Verdict {
 
 /// The verdict of `rules` on a sale's `facts`.
 pub fn verdict(facts: &SaleFacts<'_>, rules: &FraudRules) -> Verdict {
-    let holding: Vec<Rule> = Rule::ALL
-        .into_iter()
-        .filter(|&r| holds(r, facts))
-        .collect();
+    let holding: Vec<Rule> = Rule::ALL.into_iter().filter(|&r| holds(r, facts)).collect();
     let on = || holding.iter().copied().filter(|&r| rules.is_on(r));
     Verdict {
         flags: on().map(Rule::flag).collect(),

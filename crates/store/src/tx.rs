@@ -10,11 +10,11 @@
 use async_trait::async_trait;
 
 use super::error::StoreResult;
+use super::fraud::FraudTx;
 use super::model::{
     ChargeSale, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
     PartnerProgram, PaymentAccount, RecordedSale, RefundableSale, SaleEventRow,
 };
-use super::fraud::FraudTx;
 use super::partners::PartnerTx;
 use super::payouts::PayoutTx;
 use super::webhooks::WebhookTx;

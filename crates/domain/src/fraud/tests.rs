@@ -34,8 +34,7 @@ fn defaults_flag_self_referrals_and_disposable_mail_only() {
 
 #[test]
 fn a_patch_changes_only_the_rules_it_names() {
-    let patch =
-        FraudRulesPatch::parse(&serde_json::json!({"disposable_email": "reject"})).unwrap();
+    let patch = FraudRulesPatch::parse(&serde_json::json!({"disposable_email": "reject"})).unwrap();
     let merged = FraudRules::default().merge(&patch);
     assert_eq!(merged.get(Rule::DisposableEmail), Action::Reject);
     assert_eq!(merged.get(Rule::SelfReferral), Action::Flag);

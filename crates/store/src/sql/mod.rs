@@ -15,8 +15,8 @@
 pub mod batch;
 pub mod counters;
 mod coupons;
-mod fraud;
 pub mod engine;
+mod fraud;
 mod lookups;
 mod management;
 pub mod migrations;

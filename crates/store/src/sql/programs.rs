@@ -1,8 +1,8 @@
 //! Settings, workspaces and programs: their statements, outside the group committer,
 //! and [`ProgramAdmin`] on the pools.
 
-use reftrack_domain::fraud::FraudRules;
 use async_trait::async_trait;
+use reftrack_domain::fraud::FraudRules;
 
 use super::engine::{stmt, Engine, Rec, Stmt};
 use super::{exists, parse_origins, SqlStore};

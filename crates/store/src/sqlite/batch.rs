@@ -112,7 +112,11 @@ fn record_sales(from: &str) -> [String; 5] {
              FROM {from} JOIN affiliate_sale_events s \
              ON s.processor_event_id = rows.transaction_id"
         ),
-        format!("{} FROM {from} {}", rules::CONVERSION_IPS.0, rules::CONVERSION_IPS.1),
+        format!(
+            "{} FROM {from} {}",
+            rules::CONVERSION_IPS.0,
+            rules::CONVERSION_IPS.1
+        ),
         format!(
             "UPDATE customers SET customer_status = 'conversion', \
              first_purchase_date = COALESCE(customers.first_purchase_date, rows.at), \
@@ -211,8 +215,7 @@ fn sale_batch_ids(ids: &str) -> String {
 fn commit_sale_batch_sql(n: usize) -> &'static str {
     static SQL: OnceLock<Vec<String>> = OnceLock::new();
     rows::sized(&SQL, n, |n| {
-        let [sales, commissions, ips, customers, ids] =
-            record_sales("temp.sale_batch AS rows");
+        let [sales, commissions, ips, customers, ids] = record_sales("temp.sale_batch AS rows");
         // `ranked`: per sale, its customer and whether an earlier sale of the batch names
         // the same customer or transaction id (that one is left to its own job).
         format!(

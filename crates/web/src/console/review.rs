@@ -64,11 +64,7 @@ fn item_view(i: ReviewItem) -> ItemView {
         partner_id: i.partner_id,
         partner: i.partner_name,
         amount: display_amount(i.amount_cents, &i.currency),
-        reasons: i
-            .flags
-            .iter()
-            .map(|f| Rule::of_flag(*f).reason())
-            .collect(),
+        reasons: i.flags.iter().map(|f| Rule::of_flag(*f).reason()).collect(),
         transaction_id: i.transaction_id,
         sale_amount: display_amount(i.sale_amount_cents, &i.sale_currency),
         customer_email: i.customer_email,

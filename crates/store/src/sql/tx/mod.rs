@@ -17,8 +17,8 @@ use crate::model::{
 };
 use crate::tx::Tx;
 use reftrack_domain::commission::Unearned;
-use reftrack_domain::lifecycle;
 use reftrack_domain::fraud;
+use reftrack_domain::lifecycle;
 use reftrack_domain::self_referral::email_key;
 use reftrack_domain::status::PartnerStatus;
 
