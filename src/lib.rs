@@ -186,7 +186,9 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
 }
 
 /// Every minute, records as approved the commissions whose hold period has passed (reads
-/// show them approved from that instant already). Each process runs it; the update is
+/// show them approved from that instant already), and purges the IPs the fraud rules
+/// keep once they are older than their retention (`domain::fraud::IP_RETENTION_DAYS`).
+/// Each process runs it; the update is
 /// the same whichever runs it first.
 async fn record_approvals(app: Arc<App>) {
     let mut every = tokio::time::interval(Duration::from_secs(60));
@@ -199,6 +201,11 @@ async fn record_approvals(app: Arc<App>) {
             Err(e) => {
                 tracing::warn!(error = %e, "recording approvals failed; retrying in a minute")
             }
+        }
+        match app.purge_old_ips().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(records = n, "purged IPs past their retention"),
+            Err(e) => tracing::warn!(error = %e, "purging old IPs failed; retrying in a minute"),
         }
     }
 }

@@ -154,6 +154,7 @@ impl CommissionsCommand {
                     partner_id,
                     from,
                     to,
+                    flagged: None,
                 };
                 if page.csv {
                     let chunks = app

@@ -23,6 +23,7 @@ mod crash;
 mod dashboard_auth;
 mod dashboard_reports;
 mod deploy;
+mod fraud_rules;
 mod fuzz;
 mod geoip;
 mod invite_mail;

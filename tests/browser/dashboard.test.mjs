@@ -488,7 +488,7 @@ test('a viewer sees everything but the events and can change nothing; an expired
   await page.waitForURL(new RegExp(`/app/programs/${program}/partners$`));
 
   const tabs = await page.locator('nav.tabs a').allTextContents();
-  assert.deepEqual(tabs, ['Overview', 'Setup', 'Partners', 'Commissions', 'Payouts', 'Settings']);
+  assert.deepEqual(tabs, ['Overview', 'Setup', 'Partners', 'Commissions', 'Review', 'Payouts', 'Settings']);
   const pages = ['', '/setup', '/partners', '/partners/1', '/commissions', '/payouts', '/payouts/1', '/settings',
     '/settings/webhooks', '/settings/webhooks/1', '/settings/webhooks/1/deliveries'];
   for (const p of pages) {

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod click_id;
 pub mod commission;
 pub mod figures;
+pub mod fraud;
 pub mod lifecycle;
 pub mod metrics;
 pub mod money;

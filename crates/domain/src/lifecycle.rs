@@ -15,10 +15,11 @@
 //!  reversed
 //! ```
 //!
-//! A commission flagged as a self-referral skips "hold passes": only an owner's approval
-//! moves it on ([`approval`]).
+//! A commission that a fraud rule flags skips "hold passes": only an owner's approval
+//! moves it on; one that a rule rejects is created `rejected` ([`approval`]).
 
-use super::status::{CommissionFlag, CommissionStatus, PartnerStatus, PayoutStatus};
+use super::fraud::{Rule, Verdict};
+use super::status::{CommissionStatus, PartnerStatus, PayoutStatus};
 use super::time::DAY_MS;
 
 /// How long a program's hold of `hold_days` days lasts, in milliseconds.
@@ -98,6 +99,12 @@ pub fn payout_may_take(
             == CommissionStatus::Approved
 }
 
+/// Whether a commission stored as `stored` is held for review: a fraud rule flagged it
+/// (so it waits for an owner) and no owner has approved or rejected it yet.
+pub fn held_for_review(stored: CommissionStatus, manual_approval: bool) -> bool {
+    stored == CommissionStatus::Pending && manual_approval
+}
+
 /// A commission as a change is decided on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommissionState {
@@ -119,23 +126,47 @@ pub enum Approval {
     AfterHold,
     /// `pending` until an owner approves it, whatever the hold period.
     ByOwner,
+    /// Created `rejected`: a fraud rule that rejects holds.
+    Rejected(Rule),
 }
 
-/// The approval a new commission with these flags gets: a self-referral waits for an
-/// owner, any other commission comes due after the hold.
-pub fn approval(flags: &[CommissionFlag]) -> Approval {
-    if flags.contains(&CommissionFlag::SelfReferral) {
-        Approval::ByOwner
-    } else {
-        Approval::AfterHold
+/// The approval a new commission gets from the fraud rules' verdict on its sale: a rule
+/// that rejects makes it rejected, a rule that flags makes it wait for an owner, and
+/// with neither it comes due after the hold.
+pub fn approval(verdict: &Verdict) -> Approval {
+    match verdict.rejected_by {
+        Some(rule) => Approval::Rejected(rule),
+        None if verdict.waits_for_owner() => Approval::ByOwner,
+        None => Approval::AfterHold,
     }
 }
 
-/// How a new commission with `approval` is stored: its status, and whether it waits for
-/// an owner (`manual_approval`). Every new commission starts `pending`; the hold or an
-/// owner moves it on ([`status_at`]).
-pub fn new_commission(approval: Approval) -> (CommissionStatus, bool) {
-    (CommissionStatus::Pending, approval == Approval::ByOwner)
+/// How a new commission is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewState {
+    /// `pending`, or `rejected` when a rule rejects it.
+    pub status: CommissionStatus,
+    /// Whether it waits for an owner whatever the hold.
+    pub manual_approval: bool,
+    /// Why it was rejected: the rule's name.
+    pub reject_reason: Option<&'static str>,
+}
+
+/// How a new commission with `approval` is stored. A commission starts `pending` (the
+/// hold or an owner moves it on, [`status_at`]) unless a rule rejects it.
+pub fn new_commission(approval: Approval) -> NewState {
+    match approval {
+        Approval::Rejected(rule) => NewState {
+            status: CommissionStatus::Rejected,
+            manual_approval: false,
+            reject_reason: Some(rule.as_str()),
+        },
+        Approval::AfterHold | Approval::ByOwner => NewState {
+            status: CommissionStatus::Pending,
+            manual_approval: approval == Approval::ByOwner,
+            reject_reason: None,
+        },
+    }
 }
 
 /// `pending` → `approved`, ahead of the hold.
@@ -372,11 +403,28 @@ mod tests {
     }
 
     #[test]
-    fn self_referrals_wait_for_an_owner() {
-        assert_eq!(approval(&[]), Approval::AfterHold);
-        assert_eq!(approval(&[CommissionFlag::SelfReferral]), Approval::ByOwner);
+    fn flagged_commissions_wait_for_an_owner_and_rejected_ones_start_rejected() {
+        use crate::status::CommissionFlag;
+        assert_eq!(approval(&Verdict::clear()), Approval::AfterHold);
+        let flagged = Verdict {
+            holding: vec![Rule::SelfReferral],
+            flags: vec![CommissionFlag::SelfReferral],
+            rejected_by: None,
+        };
+        assert_eq!(approval(&flagged), Approval::ByOwner);
+        let state = new_commission(approval(&flagged));
+        assert_eq!((state.status, state.manual_approval), (Pending, true));
         // Approving it is the owner's ordinary approval of a pending commission.
         assert_eq!(approve(c(Pending, false)), Ok(Approved));
+        let rejected = Verdict {
+            rejected_by: Some(Rule::DisposableEmail),
+            ..flagged
+        };
+        let state = new_commission(approval(&rejected));
+        assert_eq!(state.status, Rejected);
+        assert_eq!(state.reject_reason, Some("disposable_email"));
+        let plain = new_commission(Approval::AfterHold);
+        assert_eq!((plain.status, plain.manual_approval), (Pending, false));
     }
 
     #[test]

@@ -178,6 +178,20 @@ named_enum! {
         /// own link or coupon. The commission waits for an owner's approval.
         #[serde(rename = "self_referral")]
         SelfReferral = "self_referral",
+        /// The customer's email is at a known disposable-mail domain.
+        #[serde(rename = "disposable_email")]
+        DisposableEmail = "disposable_email",
+        /// The customer's click came from an IP from which another customer of the same
+        /// partner converted lately.
+        #[serde(rename = "duplicate_ip")]
+        DuplicateIp = "duplicate_ip",
+        /// The customer's click came from an IP the partner signed in to the portal from
+        /// lately.
+        #[serde(rename = "partner_ip")]
+        PartnerIp = "partner_ip",
+        /// The sale came within seconds of the customer's click.
+        #[serde(rename = "fast_conversion")]
+        FastConversion = "fast_conversion",
     }
 }
 

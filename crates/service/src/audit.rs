@@ -262,7 +262,8 @@ pub fn program_changes(old: &Program, new: &Program) -> Changes {
             "destination_url",
             &old.destination_url,
             &new.destination_url,
-        );
+        )
+        .field("fraud_rules", &old.fraud_rules, &new.fraud_rules);
     c
 }
 
@@ -310,6 +311,7 @@ pub fn program_created(p: &Program) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reftrack_domain::fraud::{self, FraudRules, FraudRulesPatch, Rule};
 
     #[test]
     fn filters_read_timestamps_and_dates() {
@@ -351,6 +353,7 @@ mod tests {
             partner_links_allowed: true,
             destination_url: None,
             previous_token: None,
+            fraud_rules: FraudRules::default(),
             created_at: 0,
             updated_at: 0,
         }
@@ -363,6 +366,10 @@ mod tests {
             commission: CommissionRule::Flat { amount_cents: 500 },
             stripe_webhook_secret: Some("whsec_new".into()),
             allowed_origins: vec!["https://shop.example".into()],
+            fraud_rules: FraudRules::default().merge(&FraudRulesPatch(vec![(
+                Rule::DuplicateIp,
+                fraud::Action::Reject,
+            )])),
             updated_at: 5,
             ..program()
         };
@@ -376,6 +383,10 @@ mod tests {
                 },
                 "allowed_origins": {"old": [], "new": ["https://shop.example"]},
                 "stripe_webhook_secret": {"changed": true},
+                "fraud_rules": {
+                    "old": FraudRules::default(),
+                    "new": new.fraud_rules,
+                },
             })
         );
         assert!(!details.to_string().contains("whsec"));

@@ -11,6 +11,7 @@ pub mod audit;
 pub mod committer;
 pub mod dashboard_model;
 pub mod error;
+pub mod fraud;
 pub mod integrity;
 pub mod management;
 pub mod model;
@@ -33,6 +34,7 @@ use async_trait::async_trait;
 pub use audit::{AuditEntry, AuditFilter, AuditOf, AuditRow, AuditStore, AuditTx};
 pub use dashboard_model::*;
 pub use error::{StoreError, StoreResult};
+pub use fraud::{FraudStore, FraudTx, ReviewClick, ReviewItem};
 pub use management::{
     LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record, TopPartner,
 };
@@ -85,6 +87,7 @@ pub trait Store:
     + WebhookStore
     + AuditStore
     + TwoFactorStore
+    + FraudStore
     + Send
     + Sync
     + 'static

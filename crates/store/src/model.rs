@@ -1,5 +1,6 @@
 //! Records the store reads and writes, and the inputs of its write operations.
 
+use reftrack_domain::fraud::FraudRules;
 use serde::Serialize;
 
 use reftrack_domain::commission::{CommissionRule, Unearned};
@@ -82,6 +83,8 @@ pub struct Program {
     /// The hash of the API token a rotation replaced while it keeps working, and until
     /// when it does.
     pub previous_token: Option<(String, i64)>,
+    /// What the program does with a commission a fraud rule holds for.
+    pub fraud_rules: FraudRules,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -143,6 +146,8 @@ pub struct ProgramPatch {
     pub applications_open: Option<bool>,
     pub partner_links_allowed: Option<bool>,
     pub destination_url: Option<Option<String>>,
+    /// The program's fraud rules, whole (the service merges a change into them).
+    pub fraud_rules: Option<FraudRules>,
 }
 
 /// A partner (affiliate).
@@ -388,6 +393,9 @@ pub struct ClickDetails {
     pub device_type: Option<String>,
     pub device_os: Option<String>,
     pub browser_name: Option<String>,
+    /// The IP the click came from, as the web layer works it out (kept for the fraud
+    /// rules, purged after their retention period).
+    pub ip: Option<String>,
 }
 
 /// A real click on a resolved, active link that creates its customer: what the
@@ -463,6 +471,8 @@ pub struct SaleProgram {
     pub id: i64,
     pub commission: CommissionRule,
     pub recurring_commission_months: Option<i64>,
+    /// The program's fraud rules.
+    pub fraud_rules: FraudRules,
 }
 
 /// A sale as the service layer hands it to the store.
@@ -499,9 +509,12 @@ impl NewSale {
     /// Whether the committer may record this sale set-based with others: a live sale
     /// outside a subscription and not flagged recurring, whose commission depends on
     /// nothing but its program and amount, and that names no coupon and no email (those
-    /// may attribute it or flag it, which only its flow decides).
+    /// may attribute it or flag it, which only its flow decides), of a program whose fraud
+    /// rules the set-based statements can decide
+    /// ([`FraudRules::set_based_ok`]).
     pub fn is_plain(&self) -> bool {
-        !self.is_test
+        self.program.fraud_rules.set_based_ok()
+            && !self.is_test
             && self.subscription_id.is_none()
             && !self.is_recurring
             && self.coupon_key.is_none()

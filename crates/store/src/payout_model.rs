@@ -24,6 +24,9 @@ pub struct CommissionFilter {
     pub partner_id: Option<i64>,
     pub from_ms: Option<i64>,
     pub to_ms: Option<i64>,
+    /// Only commissions held for review: flagged by a fraud rule, still pending, not yet
+    /// approved by an owner.
+    pub flagged: bool,
 }
 
 /// A commission as the management API lists it. Its status has the hold period applied:
@@ -60,8 +63,9 @@ pub struct CommissionRow {
     pub paid_at: Option<i64>,
     /// The payout holding it (pending) or that paid it.
     pub payout_id: Option<i64>,
-    /// What an owner should know before paying it: `self_referral` (the customer has the
-    /// partner's email; it stays pending until an owner approves it).
+    /// The fraud rules that held for it (`self_referral`, `disposable_email`,
+    /// `duplicate_ip`, `partner_ip`, `fast_conversion`); with the rule's action `flag` it
+    /// stays pending until an owner approves or rejects it.
     pub flags: Vec<CommissionFlag>,
 }
 

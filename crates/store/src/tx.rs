@@ -11,6 +11,7 @@ use async_trait::async_trait;
 
 use super::audit::AuditTx;
 use super::error::StoreResult;
+use super::fraud::FraudTx;
 use super::model::{
     ChargeSale, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
     PartnerProgram, PaymentAccount, RecordedSale, RefundableSale, SaleEventRow,
@@ -23,7 +24,9 @@ use reftrack_domain::status::PartnerStatus;
 /// One open write transaction. Counters are not written here: a flow adds them to the
 /// batch's [`reftrack_domain::figures::Deltas`], which the committer applies once per batch.
 #[async_trait]
-pub trait Tx: RefundTx + ProcessorTx + PayoutTx + PartnerTx + WebhookTx + AuditTx + Send {
+pub trait Tx:
+    RefundTx + ProcessorTx + PayoutTx + PartnerTx + WebhookTx + AuditTx + FraudTx + Send
+{
     /// The customer holding `click_id`, in any program.
     async fn customer_by_click_id(&mut self, click_id: &str) -> StoreResult<Option<Customer>>;
     /// The customer with `customer_key` in `program_id`.

@@ -209,14 +209,17 @@ async fn reset_partner_password(
 )]
 async fn partner_login(
     State(s): State<AppState>,
+    caller: crate::track::Caller,
     JsonBody(b): JsonBody<LoginBody>,
 ) -> Result<Json<LoginResponse>> {
     let (email, password, second) = b.into_parts();
     let email = email.trim().to_ascii_lowercase();
     let attempt = s.app.partner_login(&email, password, &second);
-    Ok(session_answer(
-        throttled(&s, &throttle_key(&email), attempt).await?,
-    ))
+    let session = throttled(&s, &throttle_key(&email), attempt).await?;
+    if let Some(ip) = caller.client_ip(&s) {
+        s.app.note_partner_sign_in(&session.token, ip).await;
+    }
+    Ok(session_answer(session))
 }
 
 /// The key of a partner account in the per-account lockout: the throttle is shared with

@@ -49,6 +49,10 @@ pub struct CommissionQuery {
     pub from: Option<String>,
     /// Last day, `YYYY-MM-DD` (UTC), inclusive.
     pub to: Option<String>,
+    /// `true`: only the commissions held for review (a fraud rule flagged them; still
+    /// pending, not yet approved or rejected by an owner).
+    #[param(value_type = Option<bool>)]
+    pub flagged: Option<String>,
 }
 
 /// The format of a payout export.
@@ -67,6 +71,7 @@ impl CommissionQuery {
             partner_id: self.partner_id,
             from: self.from,
             to: self.to,
+            flagged: self.flagged,
         }
     }
 }

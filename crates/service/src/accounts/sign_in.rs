@@ -185,6 +185,23 @@ impl App {
         self.new_session(account).await
     }
 
+    /// Keeps that the partner of the new session `token` signed in from `ip`, for the
+    /// `partner_ip` fraud rule. A failure is logged, never the sign-in's: the session
+    /// stands.
+    pub async fn note_partner_sign_in(&self, token: &str, ip: std::net::IpAddr) {
+        let noted = async {
+            if let Some((partner_id, _)) = self.partner_session(token).await? {
+                self.store
+                    .record_partner_sign_in_ip(partner_id, &ip.to_string(), self.now_ms())
+                    .await?;
+            }
+            Ok::<_, Error>(())
+        };
+        if let Err(e) = noted.await {
+            tracing::warn!(error = %e, "a partner's sign-in IP could not be kept");
+        }
+    }
+
     /// The partner of a live partner session token, with the token's hash.
     pub async fn partner_session(&self, token: &str) -> Result<Option<(i64, String)>> {
         let token_hash = hash_token(token);

@@ -1,5 +1,7 @@
 //! Money: commissions' changes, balances and payouts ([`payouts`]), and the files that
-//! carry them out (CSV, PayPal, Wise: [`exports`]).
+//! carry them out (CSV, PayPal, Wise: [`exports`]); the fraud rules' review queue and the
+//! purge of the IPs they keep ([`review`]).
 
 pub mod exports;
 pub mod payouts;
+pub mod review;

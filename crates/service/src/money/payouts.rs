@@ -35,6 +35,8 @@ pub struct CommissionParams {
     pub partner_id: Option<String>,
     pub from: Option<String>,
     pub to: Option<String>,
+    /// `true`: only commissions held for review.
+    pub flagged: Option<String>,
 }
 
 /// The body of the call that rejects a commission.
@@ -82,11 +84,17 @@ impl CommissionParams {
                 return Err(Error::invalid("from must not be after to"));
             }
         }
+        let flagged = match self.flagged.as_deref() {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => return Err(Error::invalid("flagged must be true or false")),
+        };
         Ok(CommissionFilter {
             status,
             partner_id,
             from_ms,
             to_ms,
+            flagged,
         })
     }
 }

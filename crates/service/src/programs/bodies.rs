@@ -38,7 +38,7 @@ pub struct ProgramBody {
 }
 
 /// The body of the management call that changes a program; an absent field is left as it is.
-#[derive(Deserialize, ToSchema)]
+#[derive(Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProgramPatchBody {
     pub name: Option<String>,
@@ -59,6 +59,10 @@ pub struct ProgramPatchBody {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<String>)]
     pub destination_url: Option<Option<String>>,
+    /// The fraud rules to change, and only those: rule name → `off`, `flag` or `reject`
+    /// (`{"disposable_email": "reject"}`).
+    #[schema(value_type = Option<Object>, example = json!({"disposable_email": "reject"}))]
+    pub fraud_rules: Option<serde_json::Value>,
 }
 
 impl ProgramPatchBody {
@@ -82,6 +86,9 @@ impl ProgramPatchBody {
             self.stripe_webhook_secret
                 .clone()
                 .map(|s| webhook_secret(s).map(drop)),
+            self.fraud_rules
+                .as_ref()
+                .map(|r| fraud_rules_patch(r).map(drop)),
         ])
     }
 }

@@ -27,6 +27,7 @@ use crate::{App, Error, Result};
 use reftrack_domain::access::Access;
 use reftrack_domain::audit::{moved, Action, Changes, Entry, Scope, Target};
 use reftrack_domain::commission::{CommissionRule, CommissionSpec};
+use reftrack_domain::fraud::{FraudRules, FraudRulesPatch};
 use reftrack_domain::money::normalize_currency;
 use reftrack_domain::redirect;
 use reftrack_domain::status::{

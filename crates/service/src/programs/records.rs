@@ -53,6 +53,11 @@ impl App {
     ) -> Result<ProgramView> {
         self.allow(caller, Record::Program(id), Access::Change)
             .await?;
+        // The change names only the rules it changes; the store keeps them whole.
+        let fraud_rules = match b.fraud_rules.as_ref().map(fraud_rules_patch).transpose()? {
+            Some(change) => Some(self.store.program(id).await?.fraud_rules.merge(&change)),
+            None => None,
+        };
         let patch = ProgramPatch {
             name: b.name.map(|n| name("name", &n, 200)).transpose()?,
             cookie_window_days: b.cookie_window_days.map(window_days).transpose()?,
@@ -72,6 +77,7 @@ impl App {
                 .destination_url
                 .map(|d| d.as_deref().map(destination_url).transpose())
                 .transpose()?,
+            fraud_rules,
         };
         let at = self.now_ms();
         let origin = &caller.origin;

@@ -248,3 +248,9 @@ pub(crate) fn partner_patch(
             .transpose()?,
     })
 }
+
+/// The fraud rules a change names (only those to change); an unknown rule or action is
+/// refused with a text that names it.
+pub(super) fn fraud_rules_patch(value: &serde_json::Value) -> Result<FraudRulesPatch> {
+    FraudRulesPatch::parse(value).map_err(|e| Error::invalid(e.to_string()))
+}

@@ -38,6 +38,12 @@ pub struct ProgramView {
     pub partner_links_allowed: bool,
     /// Where the program's redirect links send visitors.
     pub destination_url: Option<String>,
+    /// What the program does with a commission each fraud rule holds for: `off`, `flag`
+    /// (held for an owner's review) or `reject` (created rejected, the rule its reason),
+    /// for each of `self_referral`, `disposable_email`, `duplicate_ip`, `partner_ip` and
+    /// `fast_conversion`.
+    #[schema(value_type = Object, example = json!({"self_referral": "flag", "disposable_email": "flag", "duplicate_ip": "off", "partner_ip": "off", "fast_conversion": "off"}))]
+    pub fraud_rules: FraudRules,
     /// Whether a Stripe webhook signing secret is set (the secret is never shown).
     pub stripe_webhook_secret_set: bool,
     /// The first characters of the API key, to tell keys apart.
@@ -84,6 +90,7 @@ pub fn program_view(p: &Program, api_token: Option<&str>) -> ProgramView {
         applications_open: p.applications_open,
         partner_links_allowed: p.partner_links_allowed,
         destination_url: p.destination_url.clone(),
+        fraud_rules: p.fraud_rules,
         stripe_webhook_secret_set: p.stripe_webhook_secret.is_some(),
         api_token_prefix: p.api_token_prefix.clone(),
         payment_account: PaymentAccountView {

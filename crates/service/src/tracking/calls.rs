@@ -234,6 +234,7 @@ impl App {
                 id: program.id,
                 commission: program.commission,
                 recurring_commission_months: program.recurring_commission_months,
+                fraud_rules: program.fraud_rules,
             },
             generated_id: s.transaction_id.is_none(),
             transaction_id: s.transaction_id.unwrap_or_else(|| test_transaction_id(at)),

@@ -141,28 +141,51 @@ pub(super) async fn attributed_customer(tx: &mut dyn Tx, s: &NewSale) -> Result<
     }
 }
 
-/// The flags of a sale's commission: `self_referral` when one of the customer's emails
-/// (its lead's, the sale's) is one of the partner's.
+/// The fraud rules' verdict on a sale's commission ([`fraud::verdict`]). It gathers only
+/// the facts the program's rules that are on read: the customer's emails (its lead's, the
+/// sale's) and the partner's for `self_referral` and `disposable_email`; the customer's
+/// latest click, its IP and time, for `duplicate_ip`, `partner_ip` and
+/// `fast_conversion`, each IP looked up through its index over [`fraud::LOOKBACK_MS`].
 pub(super) async fn commission_flags(
     tx: &mut dyn Tx,
     c: &Customer,
     s: &NewSale,
     partner_id: i64,
-) -> Result<Vec<CommissionFlag>> {
+) -> Result<Verdict> {
+    let rules = &s.program.fraud_rules;
     let customer: Vec<&str> = [c.email.as_deref(), s.customer_email.as_deref()]
         .into_iter()
         .flatten()
         .collect();
-    if customer.is_empty() {
-        return Ok(Vec::new());
-    }
-    let partner = tx.partner_emails(partner_id).await?;
-    let own = self_referral::is_self_referral(customer, partner.iter().map(String::as_str));
-    Ok(if own {
-        vec![CommissionFlag::SelfReferral]
+    let partner = if rules.is_on(Rule::SelfReferral) && !customer.is_empty() {
+        tx.partner_emails(partner_id).await?
     } else {
         Vec::new()
-    })
+    };
+    let mut facts = SaleFacts {
+        customer_emails: customer,
+        partner_emails: partner.iter().map(String::as_str).collect(),
+        at: s.at,
+        ..SaleFacts::default()
+    };
+    let by_click = [Rule::DuplicateIp, Rule::PartnerIp, Rule::FastConversion];
+    if by_click.iter().any(|r| rules.is_on(*r)) {
+        if let Some((ip, click_at)) = tx.customer_click(c.id).await? {
+            facts.click_at = Some(click_at);
+            let since = s.at.saturating_sub(fraud::LOOKBACK_MS);
+            if let Some(ip) = ip.as_deref() {
+                if rules.is_on(Rule::DuplicateIp) {
+                    facts.ip_converted_before =
+                        tx.ip_converted_before(partner_id, ip, c.id, since).await?;
+                }
+                if rules.is_on(Rule::PartnerIp) {
+                    facts.ip_partner_signed_in =
+                        tx.partner_signed_in_from(partner_id, ip, since).await?;
+                }
+            }
+        }
+    }
+    Ok(fraud::verdict(&facts, rules))
 }
 
 /// A sale: the sale event, its commission, the customer's conversion and the figures.
@@ -220,7 +243,8 @@ pub(crate) async fn sale_flow(
     };
     let sale_id = insert_sale_event(tx, &row).await?;
     let (commission_id, commission_cents) = if unearned.is_none() {
-        let flags = commission_flags(tx, &c, &s, partner_id).await?;
+        let verdict = commission_flags(tx, &c, &s, partner_id).await?;
+        let approval = lifecycle::approval(&verdict);
         let commission = NewCommission {
             program_id: s.program.id,
             sale_id,
@@ -229,16 +253,22 @@ pub(crate) async fn sale_flow(
             amount_cents: s.commission_cents,
             currency: &s.currency,
             at: s.at,
-            flags: &flags,
-            approval: lifecycle::approval(&flags),
+            flags: &verdict.flags,
+            approval,
         };
-        (
-            Some(tx.insert_commission(&commission).await?),
-            s.commission_cents,
-        )
+        // A commission created rejected counts in no figure, as one an owner rejected.
+        let counted = match approval {
+            lifecycle::Approval::Rejected(_) => 0,
+            _ => s.commission_cents,
+        };
+        (Some(tx.insert_commission(&commission).await?), counted)
     } else {
         (None, 0)
     };
+    if c.first_purchase_date.is_none() {
+        // Before the conversion is written: the statement keeps first purchases only.
+        tx.record_conversion_ip(partner_id, c.id, s.at).await?;
+    }
     tx.mark_converted(c.id, s.at).await?;
     let outcome = SaleOutcome {
         sale_id,

@@ -38,11 +38,11 @@ fn new_clicks_ctes(n: usize) -> &'static str {
              INSERT INTO affiliate_click_events (program_id, customer_id, link_id, partner_id, \
              click_id, session_id, page_url, page_title, referrer_url, screen_resolution, \
              viewport_size, language, timezone, geo_country, geo_region, geo_city, \
-             device_type, device_os, browser_name, is_test, click_timestamp, created_at) \
+             device_type, device_os, browser_name, ip, is_test, click_timestamp, created_at) \
              SELECT rows.program_id, made.id, rows.link_id, rows.partner_id, rows.click_id, \
              session_id, page_url, page_title, referrer_url, screen_resolution, viewport_size, \
              language, timezone, geo_country, geo_region, geo_city, device_type, device_os, \
-             browser_name, FALSE, at, at FROM rows JOIN made ON made.click_id = rows.click_id)",
+             browser_name, ip, FALSE, at, at FROM rows JOIN made ON made.click_id = rows.click_id)",
             rows::cte(n, CLICK_COLUMNS)
         )
     })
@@ -61,8 +61,8 @@ fn resolve_sales_sql(n: usize) -> &'static str {
 }
 
 /// The statement that records `n` resolved plain sales (1 to [`MAX_SET_ROWS`]) from
-/// their `rows`: the sale events, their commissions and the customers' conversion as
-/// CTEs, then per row its index, sale id and commission id.
+/// their `rows`: the sale events, their commissions, the converting customers' IPs and
+/// the customers' conversion as CTEs, then per row its index, sale id and commission id.
 fn record_sales_sql(n: usize) -> &'static str {
     static SQL: OnceLock<Vec<String>> = OnceLock::new();
     rows::sized(&SQL, n, |n| {
@@ -83,6 +83,7 @@ fn record_sales_sql(n: usize) -> &'static str {
              rows.commission, s.currency, {status}, {manual}, s.sale_date, s.sale_date \
              FROM rows JOIN sales s ON s.processor_event_id = rows.transaction_id \
              RETURNING id, sale_id), \
+             ips AS ({} FROM rows {} RETURNING 1), \
              cust AS (UPDATE customers SET customer_status = 'conversion', \
              first_purchase_date = COALESCE(customers.first_purchase_date, rows.at), \
              updated_at = rows.at FROM rows WHERE customers.id = rows.customer_id \
@@ -90,7 +91,9 @@ fn record_sales_sql(n: usize) -> &'static str {
              SELECT rows.idx, s.id AS sale_id, c.id AS commission_id FROM rows \
              JOIN sales s ON s.processor_event_id = rows.transaction_id \
              LEFT JOIN comm c ON c.sale_id = s.id",
-            rows::cte(n, SALE_COLUMNS)
+            rows::cte(n, SALE_COLUMNS),
+            rules::CONVERSION_IPS.0,
+            rules::CONVERSION_IPS.1
         )
     })
 }

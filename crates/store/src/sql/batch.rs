@@ -14,6 +14,7 @@ use sqlx::Database;
 
 use super::engine::{Engine, Query, ReadRow};
 use super::rows::{self, Rows, Value};
+use super::rules::NO_DISPOSABLE_EMAIL;
 use super::{webhooks, APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewClick, NewSale, SaleOutcome};
@@ -72,6 +73,7 @@ pub const CLICK_COLUMNS: &[&str] = &[
     "device_type",
     "device_os",
     "browser_name",
+    "ip",
 ];
 
 /// The rows of [`CLICK_COLUMNS`] for `clicks`.
@@ -100,6 +102,7 @@ pub fn new_click_rows<'c>(clicks: &[&'c NewClick]) -> Rows<'c> {
             Text(d.device_type.as_deref()),
             Text(d.device_os.as_deref()),
             Text(d.browser_name.as_deref()),
+            Text(d.ip.as_deref()),
         ]);
     }
     rows
@@ -146,7 +149,8 @@ pub fn resolve_sales_sql<DB: Engine>(n: usize) -> String {
          WHERE s.processor_event_id = rows.transaction_id) \
          FROM rows JOIN customers c ON c.id = {SALE_CUSTOMER_ID} \
          LEFT JOIN partner_programs pp ON {APPROVED_PARTNER_RECORD} \
-         LEFT JOIN partners pa ON pa.id = c.partner_id WHERE {NO_SELF_REFERRAL}",
+         LEFT JOIN partners pa ON pa.id = c.partner_id WHERE {NO_SELF_REFERRAL} \
+         AND {NO_DISPOSABLE_EMAIL}",
         rows::cte::<DB>(n, SALE_KEY_COLUMNS),
     )
 }

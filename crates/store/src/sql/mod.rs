@@ -17,6 +17,7 @@ pub mod batch;
 pub mod counters;
 mod coupons;
 pub mod engine;
+mod fraud;
 mod lookups;
 mod management;
 pub mod migrations;

@@ -166,10 +166,15 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
             "$4 IS NULL"
         };
         let status = status_now();
+        let flagged = if filter.flagged {
+            format!(" AND {}", rules::held_for_review("c."))
+        } else {
+            String::new()
+        };
         let sql = format!(
             "{} WHERE c.program_id = $2 AND ($3 IS NULL OR {status} = $3) \
              AND {partner} AND ($5 IS NULL OR c.created_at >= $5) \
-             AND ($6 IS NULL OR c.created_at < $6) AND {keyset}",
+             AND ($6 IS NULL OR c.created_at < $6){flagged} AND {keyset}",
             select_commissions(),
             keyset = keyset("c.id", 7),
         );

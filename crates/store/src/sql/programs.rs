@@ -2,6 +2,7 @@
 //! and [`ProgramAdmin`] on the pools.
 
 use async_trait::async_trait;
+use reftrack_domain::fraud::FraudRules;
 use sqlx::Connection;
 
 use super::audit::insert_entries;
@@ -154,7 +155,8 @@ pub(super) const PROGRAM_COLUMNS: &str =
     recurring_commission_months, allowed_origins, stripe_webhook_secret, payment_status, \
     payment_account_id, charges_enabled, payouts_enabled, details_submitted, connection_date, \
     commission_hold_days, min_payout_cents, applications_open, partner_links_allowed, \
-    destination_url, previous_token_hash, previous_token_expires_at, created_at, updated_at";
+    destination_url, previous_token_hash, previous_token_expires_at, fraud_rules, created_at, \
+    updated_at";
 
 pub(super) fn program_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Program> {
     let commission = match r.try_get::<String>("commission_type")?.as_str() {
@@ -197,6 +199,13 @@ pub(super) fn program_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Program> 
         ) {
             (Some(hash), Some(until)) => Some((hash, until)),
             _ => None,
+        },
+        fraud_rules: match r.try_get::<Option<String>>("fraud_rules")? {
+            // NULL: a program whose rules were never changed has the defaults.
+            None => FraudRules::default(),
+            Some(text) => FraudRules::from_json(&text).map_err(|e| {
+                StoreError::Other(anyhow::anyhow!("column fraud_rules is unreadable: {e}"))
+            })?,
         },
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
@@ -348,6 +357,7 @@ pub(super) async fn update_program<DB: Engine>(
          applications_open = COALESCE($17, applications_open), \
          partner_links_allowed = COALESCE($18, partner_links_allowed), \
          destination_url = CASE WHEN $19 THEN $20 ELSE destination_url END, \
+         fraud_rules = COALESCE($21, fraud_rules), \
          updated_at = $13 WHERE id = $14 RETURNING {PROGRAM_COLUMNS}"
     );
     let query = stmt::<DB>(&sql)
@@ -370,7 +380,8 @@ pub(super) async fn update_program<DB: Engine>(
         .bind(patch.applications_open)
         .bind(patch.partner_links_allowed)
         .bind(patch.destination_url.is_some())
-        .bind(patch.destination_url.clone().flatten());
+        .bind(patch.destination_url.clone().flatten())
+        .bind(patch.fraud_rules.map(|r| r.to_json()));
     returned_program(query, &mut *conn).await
 }
 

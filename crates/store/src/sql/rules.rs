@@ -9,6 +9,7 @@
 //! dot (`"c."`, or `""` for an unaliased table) and the SQL of the values (`"$1"`, a
 //! column, an expression).
 
+use reftrack_domain::fraud::Verdict;
 use reftrack_domain::lifecycle;
 use reftrack_domain::time::DAY_MS;
 
@@ -84,17 +85,49 @@ pub fn payout_pays(standing: &str, payout_email: &str, due: &str, min: &str) -> 
     )
 }
 
-/// The status and `manual_approval` of a new commission of a plain sale (no flags), as
-/// SQL values: what [`lifecycle::new_commission`](reftrack_domain::lifecycle::new_commission)
-/// stores, written from it.
+/// The status and `manual_approval` of a new commission of a plain sale (no rule holds),
+/// as SQL values: what [`lifecycle::new_commission`](reftrack_domain::lifecycle::new_commission)
+/// stores for a clear verdict, written from it.
 pub fn new_plain_commission() -> (String, &'static str) {
-    let approval = lifecycle::approval(&[]);
-    let (status, manual) = lifecycle::new_commission(approval);
+    let state = lifecycle::new_commission(lifecycle::approval(&Verdict::clear()));
     (
-        format!("'{}'", status.as_str()),
-        if manual { "TRUE" } else { "FALSE" },
+        format!("'{}'", state.status.as_str()),
+        if state.manual_approval {
+            "TRUE"
+        } else {
+            "FALSE"
+        },
     )
 }
+
+/// The IPs of the customers who convert with the sales of `rows` (columns `partner_id`,
+/// `customer_id`, `at`), as the two halves of an `INSERT … SELECT` around its `FROM rows`:
+/// for each customer that had not bought yet (a conversion), the IP of its latest click,
+/// when it has one, under the sale's partner. Run before the customers' conversion is
+/// written (PostgreSQL's CTEs see the state before the statement anyway).
+/// `duplicate_ip` reads them through their index.
+pub const CONVERSION_IPS: (&str, &str) = (
+    "INSERT INTO conversion_ips (partner_id, customer_id, ip, converted_at) \
+    SELECT rows.partner_id, rows.customer_id, e.ip, rows.at",
+    "JOIN customers k ON k.id = rows.customer_id AND k.first_purchase_date IS NULL \
+    JOIN affiliate_click_events e ON e.id = (SELECT MAX(l.id) FROM affiliate_click_events l \
+    WHERE l.customer_id = rows.customer_id) WHERE e.ip IS NOT NULL",
+);
+
+/// Whether commission `c` is held for review: a fraud rule flagged it and no owner has
+/// approved or rejected it yet:
+/// [`lifecycle::held_for_review`](reftrack_domain::lifecycle::held_for_review).
+pub fn held_for_review(c: &str) -> String {
+    format!("({c}status = 'pending' AND {c}manual_approval)")
+}
+
+/// Whether the stored lead email of a sale's customer `c` shows that `disposable_email`
+/// cannot hold for it: no email, or one known not to be at a disposable-mail domain
+/// ([`fraud::is_disposable`](reftrack_domain::fraud::is_disposable), applied when the
+/// email was stored). A customer that fails it (a disposable email, or one stored before
+/// the rule) is left to its sale's own flow, which applies the rule. So this never clears
+/// a disposable email.
+pub const NO_DISPOSABLE_EMAIL: &str = "(c.email IS NULL OR c.email_disposable = FALSE)";
 
 /// The customer of a sale in its program, as an SQL expression over the sale's row in
 /// `rows`: [`attribution::sale_customer`](reftrack_domain::attribution::sale_customer), by

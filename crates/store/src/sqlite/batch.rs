@@ -20,7 +20,7 @@ use crate::sql::batch::{
     self, new_click_rows, place, SalesStep, SetStatements, CLICK_COLUMNS, SALE_COLUMNS,
     SALE_CUSTOMER_ID, SALE_KEY_COLUMNS,
 };
-use crate::sql::rules::SQLITE_SALE_BATCH_COUNTERS;
+use crate::sql::rules::{NO_DISPOSABLE_EMAIL, SQLITE_SALE_BATCH_COUNTERS};
 use crate::sql::{counters, rules, Engine, APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
 use reftrack_domain::figures::Deltas;
 use reftrack_domain::money;
@@ -45,11 +45,11 @@ const NEW_CUSTOMERS: &str = "INSERT INTO customers (program_id, click_id, custom
 const NEW_CLICK_EVENTS: &str = "INSERT INTO affiliate_click_events (program_id, customer_id, \
     link_id, partner_id, click_id, session_id, page_url, page_title, referrer_url, \
     screen_resolution, viewport_size, language, timezone, geo_country, geo_region, geo_city, \
-    device_type, device_os, browser_name, is_test, click_timestamp, created_at) \
+    device_type, device_os, browser_name, ip, is_test, click_timestamp, created_at) \
     SELECT rows.program_id, (SELECT id FROM customers c WHERE c.click_id = rows.click_id), \
     rows.link_id, rows.partner_id, rows.click_id, session_id, page_url, page_title, \
     referrer_url, screen_resolution, viewport_size, language, timezone, geo_country, \
-    geo_region, geo_city, device_type, device_os, browser_name, FALSE, at, at FROM rows";
+    geo_region, geo_city, device_type, device_os, browser_name, ip, FALSE, at, at FROM rows";
 
 /// The query that inserts `n` new clicks (1 to [`MAX_SET_ROWS`]): their customers, then
 /// their click events, two statements each with the rows' columns it needs.
@@ -80,18 +80,19 @@ fn resolve_sales_sql(n: usize) -> &'static str {
 const SALE_EVENT_COLUMNS: &[&str] = SALE_COLUMNS.split_at(13).0;
 
 /// The columns each statement of [`record_sales`] reads.
-const RECORD_SALES_COLUMNS: [&[&str]; 4] = [
+const RECORD_SALES_COLUMNS: [&[&str]; 5] = [
     SALE_EVENT_COLUMNS,
     &["transaction_id", "partner_program_id", "commission"],
+    &["partner_id", "customer_id", "at"],
     &["customer_id", "at"],
     &["idx", "transaction_id"],
 ];
 
 /// The statements that record resolved plain sales read from `from` (a table whose rows
-/// are named `rows`): the sale events, their commissions, the customers' conversion, and
-/// per row its index, sale id and commission id. The later ones find the new sales by
-/// transaction id.
-fn record_sales(from: &str) -> [String; 4] {
+/// are named `rows`): the sale events, their commissions, the IPs of the customers who
+/// convert ([`rules::CONVERSION_IPS`]), the customers' conversion, and per row its index,
+/// sale id and commission id. The later ones find the new sales by transaction id.
+fn record_sales(from: &str) -> [String; 5] {
     let (status, manual) = rules::new_plain_commission();
     [
         format!(
@@ -110,6 +111,11 @@ fn record_sales(from: &str) -> [String; 4] {
              rows.commission, s.currency, {status}, {manual}, s.sale_date, s.sale_date \
              FROM {from} JOIN affiliate_sale_events s \
              ON s.processor_event_id = rows.transaction_id"
+        ),
+        format!(
+            "{} FROM {from} {}",
+            rules::CONVERSION_IPS.0,
+            rules::CONVERSION_IPS.1
         ),
         format!(
             "UPDATE customers SET customer_status = 'conversion', \
@@ -184,6 +190,7 @@ fn resolve_sale_batch() -> String {
     JOIN partner_programs pp ON {APPROVED_PARTNER_RECORD} \
     LEFT JOIN partners pa ON pa.id = c.partner_id \
     WHERE r.nth_of_customer = 1 AND r.nth_of_transaction = 1 AND {NO_SELF_REFERRAL} \
+    AND {NO_DISPOSABLE_EMAIL} \
     AND NOT EXISTS (SELECT 1 FROM affiliate_sale_events s \
     WHERE s.processor_event_id = r.transaction_id) \
     AND NOT EXISTS (SELECT 1 FROM webhook_endpoints w \
@@ -208,7 +215,7 @@ fn sale_batch_ids(ids: &str) -> String {
 fn commit_sale_batch_sql(n: usize) -> &'static str {
     static SQL: OnceLock<Vec<String>> = OnceLock::new();
     rows::sized(&SQL, n, |n| {
-        let [sales, commissions, customers, ids] = record_sales("temp.sale_batch AS rows");
+        let [sales, commissions, ips, customers, ids] = record_sales("temp.sale_batch AS rows");
         // `ranked`: per sale, its customer and whether an earlier sale of the batch names
         // the same customer or transaction id (that one is left to its own job).
         format!(
@@ -217,7 +224,7 @@ fn commit_sale_batch_sql(n: usize) -> &'static str {
              ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY idx) AS nth_of_customer, \
              ROW_NUMBER() OVER (PARTITION BY transaction_id ORDER BY idx) AS nth_of_transaction \
              FROM (SELECT rows.*, {SALE_CUSTOMER_ID} AS customer_id FROM rows)) \
-             {}; {sales}; {commissions}; {customers}; \
+             {}; {sales}; {commissions}; {ips}; {customers}; \
              {SQLITE_SALE_BATCH_COUNTERS}; {}; COMMIT",
             rows::cte(n, BATCH_SALE_COLUMNS),
             resolve_sale_batch(),
@@ -487,7 +494,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 10, "statements checked");
+        assert_eq!(checked, 11, "statements checked");
         conn.close().await.expect("closes");
         store.close().await;
     }

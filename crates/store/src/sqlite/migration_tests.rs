@@ -46,6 +46,7 @@ async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
             (15, "refund ids".to_string()),
             (16, "previous api token".to_string()),
             (17, "counter overflow".to_string()),
+            (18, "fraud rules".to_string()),
             (19, "audit log".to_string()),
             (20, "two factor".to_string()),
             (21, "payout details changed".to_string()),

@@ -132,6 +132,7 @@ impl Fixture {
                 id: self.program_id,
                 commission,
                 recurring_commission_months: None,
+                fraud_rules: Default::default(),
             },
             transaction_id: transaction_id.into(),
             generated_id: false,

@@ -41,6 +41,7 @@ fn commission_params(q: &Posted) -> CommissionParams {
         partner_id: q.text("partner_id"),
         from: q.text("from"),
         to: q.text("to"),
+        flagged: None,
     }
 }
 

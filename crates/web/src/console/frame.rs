@@ -61,17 +61,19 @@ pub(super) enum Tab {
     Events,
     Partners,
     Commissions,
+    Review,
     Payouts,
     Settings,
 }
 
 impl Tab {
-    const ALL: [Tab; 7] = [
+    const ALL: [Tab; 8] = [
         Tab::Overview,
         Tab::Setup,
         Tab::Events,
         Tab::Partners,
         Tab::Commissions,
+        Tab::Review,
         Tab::Payouts,
         Tab::Settings,
     ];
@@ -83,6 +85,7 @@ impl Tab {
             Tab::Events => "Events",
             Tab::Partners => "Partners",
             Tab::Commissions => "Commissions",
+            Tab::Review => "Review",
             Tab::Payouts => "Payouts",
             Tab::Settings => "Settings",
         }
@@ -154,10 +157,19 @@ impl Frame {
         let role = access.member_role.unwrap_or(Role::Viewer);
         let can_list_events = role.grants(Permission::TrackingList);
         let current = tab.href(program_id);
+        // The review tab counts the commissions waiting for an owner.
+        let waiting = s.app.review_count(&caller, program_id).await?;
         let tabs = Tab::ALL
             .into_iter()
             .filter(|t| *t != Tab::Events || can_list_events)
-            .map(|t| NavItem::new(t.href(program_id), t.label(), &current))
+            .map(|t| match t {
+                Tab::Review if waiting > 0 => NavItem::new(
+                    t.href(program_id),
+                    format!("{} ({waiting})", t.label()),
+                    &current,
+                ),
+                _ => NavItem::new(t.href(program_id), t.label(), &current),
+            })
             .collect();
         let title = format!("{} · {}", tab.label(), program.name);
         let chrome = signed_in(title, user, false).with_notice(notice(done));
@@ -280,6 +292,7 @@ pub(super) fn notice(done: Option<&str>) -> Option<&'static str> {
         "paid" => "The payout is marked paid.",
         "cancelled" => "The payout is cancelled; its commissions are due again.",
         "settings" => "The program's settings are saved.",
+        "fraud-rules" => "The fraud rules are saved: they apply to the sales recorded from now on.",
         "token" => "The API token is rotated: the old one no longer works. Copy the new one below and update your servers.",
         "token-kept" => "The API token is rotated. Copy the new one below and update your servers: the old one keeps working for the time you chose, as Settings shows.",
         "two-factor" => "The workspace's two-factor setting is saved.",

@@ -5,7 +5,8 @@
 //! Pages: the first-run setup and sign-in ([`first_run`], [`auth`]), the programs
 //! ([`programs`]), and for each program its overview with charts ([`overview`]), setup
 //! checklist and snippets ([`install`]), events ([`events`]), partners and links
-//! ([`partners`], with the links' coupon codes), commissions ([`commissions`]), balances
+//! ([`partners`], with the links' coupon codes), commissions ([`commissions`]), the
+//! commissions held by the fraud rules and the rules themselves ([`review`]), balances
 //! and payouts ([`payouts`]), settings ([`settings`]) and outbound webhooks with their
 //! deliveries ([`webhooks`]).
 //!
@@ -27,6 +28,7 @@ mod overview;
 mod partners;
 mod payouts;
 mod programs;
+mod review;
 mod session;
 mod settings;
 mod webhooks;
@@ -92,6 +94,10 @@ pub fn router() -> Router<AppState> {
             "/commissions/{commission_id}/reject",
             post(commissions::reject),
         ),
+        ("/review", get(review::review)),
+        ("/review/{commission_id}/approve", post(review::approve)),
+        ("/review/{commission_id}/reject", post(review::reject)),
+        ("/settings/fraud-rules", post(review::save_rules)),
         (
             "/payouts",
             get(payouts::payouts).post(payouts::create_payout),

@@ -70,6 +70,9 @@ struct SettingsPage {
     require_two_factor: bool,
     /// This page's address.
     settings_href: String,
+    /// The fraud rules' form: each rule with its action.
+    fraud_rules: Vec<super::review::RuleChoice>,
+    fraud_actions: [(&'static str, &'static str); 3],
 }
 
 struct MemberView {
@@ -120,6 +123,8 @@ async fn settings_page(s: &AppState, frame: Frame, user: &Signed) -> app::Result
             .require_two_factor(&frame.caller, p.workspace_id)
             .await?,
         settings_href: Tab::Settings.href(p.id),
+        fraud_rules: super::review::rule_choices(&p.fraud_rules),
+        fraud_actions: super::review::ACTIONS,
         address: Field::new("public_url", "Address of this server").with(address),
         address_source: match source {
             AddressSource::Configured => "set by REFTRACK_PUBLIC_URL",
@@ -252,6 +257,8 @@ fn patch(form: &Posted, currency: &str) -> (ProgramPatchBody, Vec<String>) {
         partner_links_allowed: Some(form.text("partner_links_allowed").is_some()),
         // Blank removes it: redirect links then need a destination of their own.
         destination_url: Some(form.text("destination_url")),
+        // The fraud rules have a form of their own (`review::save_rules`).
+        fraud_rules: None,
     };
     (body, errors)
 }

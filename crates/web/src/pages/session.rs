@@ -42,6 +42,17 @@ pub trait Visitor: Sized + Send + 'static {
         password: String,
     ) -> impl Future<Output = Result<SignInStep, Error>> + Send;
 
+    /// Notes that `session` was signed in to from `ip` (the portal keeps a partner's
+    /// sign-in IPs for the fraud rules); nothing by default.
+    fn signed_in_from(
+        state: &AppState,
+        session: &NewSession,
+        ip: Option<std::net::IpAddr>,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = (state, session, ip);
+        async {}
+    }
+
     /// Ends the visitor's session.
     fn sign_out(self, state: &AppState) -> impl Future<Output = app::Result<()>> + Send;
 

@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::session::{see_other, MaybeSigned, SessionCookie, Visitor};
 use super::view::{ok, render, Chrome, Field, PageError, PageResult, Posted, Query, Site};
+use crate::track::Caller;
 use crate::{AppState, Error};
 use reftrack_service::two_factor::{SecondFactor, SignInStep};
 
@@ -26,10 +27,12 @@ pub async fn login_page<V: Visitor>(
 /// `POST …/login`: signs in and goes on, or shows the form with its errors.
 pub async fn login<V: Visitor>(
     State(s): State<AppState>,
+    caller: Caller,
     headers: HeaderMap,
     form: Posted,
 ) -> Response {
-    V::SIGN_IN.submit::<V>(&s, &headers, &form).await
+    let ip = caller.client_ip(&s);
+    V::SIGN_IN.submit::<V>(&s, &headers, &form, ip).await
 }
 
 /// `POST …/logout`: ends the session and clears the cookie.
@@ -128,13 +131,14 @@ impl SignIn {
     /// The second step: the code (or recovery code) of the pending sign-in, under the
     /// account's lockout; then signed in, or the code page again with the error beside
     /// the code. An unknown or expired pending sign-in goes back to the first step.
-    async fn submit_code(
+    async fn submit_code<V: Visitor>(
         &self,
         s: &AppState,
         headers: &HeaderMap,
         form: &Posted,
         pending: String,
         next: &str,
+        ip: Option<std::net::IpAddr>,
     ) -> Response {
         let found = match s.app.pending_sign_in(self.partner, &pending).await {
             Ok(found) => found,
@@ -161,7 +165,10 @@ impl SignIn {
         };
         let attempt = s.app.finish_sign_in(self.partner, &pending, &second);
         match crate::session::throttled(s, &key, attempt).await {
-            Ok(session) => self.cookie.signed_in_to(s, headers, &session, next),
+            Ok(session) => {
+                V::signed_in_from(s, &session, ip).await;
+                self.cookie.signed_in_to(s, headers, &session, next)
+            }
             Err(Error::Unauthorized(text)) => {
                 page.code.error = Some(text);
                 render(StatusCode::UNAUTHORIZED, &page)
@@ -186,13 +193,16 @@ impl SignIn {
         s: &AppState,
         headers: &HeaderMap,
         form: &Posted,
+        ip: Option<std::net::IpAddr>,
     ) -> Response {
         let next = self
             .cookie
             .local_next(form.text("next").as_deref())
             .to_string();
         if let Some(pending) = form.text("pending").filter(|p| !p.trim().is_empty()) {
-            return self.submit_code(s, headers, form, pending, &next).await;
+            return self
+                .submit_code::<V>(s, headers, form, pending, &next, ip)
+                .await;
         }
         let mut page = self.page(&next);
         page.email = page.email.with(form.get("email").trim());
@@ -209,6 +219,7 @@ impl SignIn {
         let signed_in = V::sign_in(s, &page.email.value, password).await;
         match signed_in {
             Ok(SignInStep::Session(session)) => {
+                V::signed_in_from(s, &session, ip).await;
                 self.cookie.signed_in_to(s, headers, &session, &next)
             }
             Ok(SignInStep::CodeNeeded { pending }) => ok(&self.code_page(pending, &next)),

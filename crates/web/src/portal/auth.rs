@@ -21,6 +21,7 @@ use crate::pages::view::PageError;
 use crate::AppState;
 use reftrack_service as app;
 use reftrack_service::accounts::{AcceptInviteBody, ApplyBody, OpenProgram};
+use reftrack_service::dashboard::NewSession;
 use reftrack_service::two_factor::Account;
 use reftrack_service::two_factor::SignInStep;
 
@@ -58,6 +59,12 @@ impl Visitor for Signed {
 
     async fn sign_in(state: &AppState, email: &str, password: String) -> Result<SignInStep> {
         crate::partner::sign_in(state, email, password).await
+    }
+
+    async fn signed_in_from(state: &AppState, session: &NewSession, ip: Option<std::net::IpAddr>) {
+        if let Some(ip) = ip {
+            state.app.note_partner_sign_in(&session.token, ip).await;
+        }
     }
 
     async fn sign_out(self, state: &AppState) -> app::Result<()> {

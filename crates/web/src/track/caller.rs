@@ -66,6 +66,7 @@ impl Caller {
         let device = state.app.device_info(user_agent);
         let geo = state.clients.geo(self.peer, &self.headers);
         ClickDetails {
+            ip: self.client_ip(state).map(|ip| ip.to_string()),
             geo_country: geo.country,
             geo_region: geo.region,
             geo_city: geo.city,

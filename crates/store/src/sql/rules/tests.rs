@@ -9,6 +9,7 @@ use super::*;
 use crate::sql::engine::{stmt, Engine, Stmt};
 use reftrack_domain::attribution;
 use reftrack_domain::commission::partner_earns;
+use reftrack_domain::fraud;
 use reftrack_domain::lifecycle;
 use reftrack_domain::self_referral::{email_key, is_self_referral};
 use reftrack_domain::status::{CommissionStatus, PartnerStatus};
@@ -204,6 +205,59 @@ async fn self_referrals<DB: Engine>(conn: &mut DB::Connection) {
     }
 }
 
+async fn disposable_emails<DB: Engine>(conn: &mut DB::Connection) {
+    let sql = format!(
+        "SELECT {} FROM (SELECT $1 AS email, $2 AS email_disposable) c",
+        holds(NO_DISPOSABLE_EMAIL)
+    );
+    let emails = [
+        None,
+        Some("ann@example.com"),
+        Some("ann@mailinator.com"),
+        Some("Ann@EU.Mailinator.com"),
+    ];
+    for email in emails {
+        // The mark is stored with the email, except on rows older than the mark.
+        for marked in [true, false] {
+            let mark = email.filter(|_| marked).map(fraud::is_disposable);
+            let got: i64 = stmt::<DB>(&sql)
+                .bind(email)
+                .bind(mark)
+                .scalar(conn)
+                .await
+                .unwrap();
+            let rule = email.is_some_and(fraud::is_disposable);
+            let case = format!("{email:?} marked={marked}");
+            assert!(!(got == 1 && rule), "cleared a disposable email: {case}");
+            if marked {
+                assert_eq!(got == 1, !rule, "{case}");
+            }
+        }
+    }
+}
+
+async fn review_queue<DB: Engine>(conn: &mut DB::Connection) {
+    let sql = format!(
+        "SELECT {} FROM (SELECT $1 AS status, $2 AS manual_approval) c",
+        holds(&held_for_review("c."))
+    );
+    for &stored in STORED {
+        for manual in [false, true] {
+            let got: i64 = stmt::<DB>(&sql)
+                .bind(stored.as_str())
+                .bind(manual)
+                .scalar(conn)
+                .await
+                .unwrap();
+            assert_eq!(
+                got == 1,
+                lifecycle::held_for_review(stored, manual),
+                "{stored:?} manual={manual}"
+            );
+        }
+    }
+}
+
 /// A customer of the cases below: id, program, customer key, click id.
 type Customer = (i64, i64, Option<&'static str>, &'static str);
 
@@ -267,6 +321,8 @@ async fn every_rule<DB: Engine>(mut conn: DB::Connection) {
     payout_partners::<DB>(&mut conn).await;
     partner_records::<DB>(&mut conn).await;
     self_referrals::<DB>(&mut conn).await;
+    disposable_emails::<DB>(&mut conn).await;
+    review_queue::<DB>(&mut conn).await;
     sale_customers::<DB>(&mut conn).await;
 }
 

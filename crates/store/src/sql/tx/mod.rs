@@ -17,6 +17,7 @@ use crate::model::{
 };
 use crate::tx::Tx;
 use reftrack_domain::commission::Unearned;
+use reftrack_domain::fraud;
 use reftrack_domain::lifecycle;
 use reftrack_domain::self_referral::email_key;
 use reftrack_domain::status::PartnerStatus;
@@ -111,14 +112,16 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         let updated = stmt::<DB>(
             "UPDATE customers SET customer_status = 'lead', signup_date = $1, \
              customer_key = $2, email = COALESCE($3, email), \
-             email_key = CASE WHEN $3 IS NULL THEN email_key ELSE $5 END, updated_at = $1 \
-             WHERE id = $4 AND customer_status = 'click'",
+             email_key = CASE WHEN $3 IS NULL THEN email_key ELSE $5 END, \
+             email_disposable = CASE WHEN $3 IS NULL THEN email_disposable ELSE $6 END, \
+             updated_at = $1 WHERE id = $4 AND customer_status = 'click'",
         )
         .bind(at)
         .bind(customer_key)
         .bind(email)
         .bind(customer_id)
         .bind(email.map(email_key))
+        .bind(email.map(fraud::is_disposable))
         .execute(&mut *self.conn)
         .await?;
         Ok(updated == 1)
@@ -143,9 +146,9 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
             "INSERT INTO affiliate_click_events (program_id, customer_id, link_id, partner_id, \
              click_id, session_id, page_url, page_title, referrer_url, screen_resolution, \
              viewport_size, language, timezone, geo_country, geo_region, geo_city, device_type, \
-             device_os, browser_name, is_test, click_timestamp, created_at) \
+             device_os, browser_name, is_test, click_timestamp, created_at, ip) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21, $21) RETURNING id",
+             $18, $19, $20, $21, $21, $22) RETURNING id",
         )
         .bind(e.program_id)
         .bind(e.customer_id)
@@ -168,6 +171,7 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .bind(&d.browser_name)
         .bind(e.is_test)
         .bind(e.at)
+        .bind(&d.ip)
         .scalar(&mut *self.conn)
         .await?)
     }
@@ -200,11 +204,12 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
     }
 
     async fn insert_commission(&mut self, c: &NewCommission<'_>) -> StoreResult<i64> {
-        let (status, manual_approval) = lifecycle::new_commission(c.approval);
+        let state = lifecycle::new_commission(c.approval);
         Ok(stmt::<DB>(
             "INSERT INTO commissions (program_id, sale_id, partner_id, partner_program_id, \
-             amount_cents, currency, status, flags, manual_approval, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $10, $8, $9, $7, $7) RETURNING id",
+             amount_cents, currency, status, flags, manual_approval, created_at, updated_at, \
+             reject_reason) \
+             VALUES ($1, $2, $3, $4, $5, $6, $10, $8, $9, $7, $7, $11) RETURNING id",
         )
         .bind(c.program_id)
         .bind(c.sale_id)
@@ -214,8 +219,9 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .bind(c.currency)
         .bind(c.at)
         .bind(flags_text(c.flags))
-        .bind(manual_approval)
-        .bind(status.as_str())
+        .bind(state.manual_approval)
+        .bind(state.status.as_str())
+        .bind(state.reject_reason)
         .scalar(&mut *self.conn)
         .await?)
     }

@@ -1,0 +1,40 @@
+//! The review queue of the fraud rules: the commissions a rule flagged, waiting for an
+//! owner's approval or rejection (which are the ordinary [`App::approve_commission`] and
+//! [`App::reject_commission`]); and the purge of the IPs the rules keep.
+
+use crate::access::Caller;
+use crate::{App, Result};
+use reftrack_domain::access::Access;
+use reftrack_domain::fraud::IP_RETENTION_MS;
+use reftrack_store::{Record, ReviewItem};
+
+/// The most commissions the review page shows at once (oldest first).
+pub const REVIEW_PAGE_LIMIT: i64 = 100;
+
+impl App {
+    /// The program's commissions held for review, oldest first, each with its sale and
+    /// its customer's click.
+    pub async fn review_queue(&self, caller: &Caller, program_id: i64) -> Result<Vec<ReviewItem>> {
+        self.allow(caller, Record::Program(program_id), Access::Read)
+            .await?;
+        Ok(self
+            .store
+            .review_queue(program_id, REVIEW_PAGE_LIMIT)
+            .await?)
+    }
+
+    /// How many of the program's commissions are held for review.
+    pub async fn review_count(&self, caller: &Caller, program_id: i64) -> Result<i64> {
+        self.allow(caller, Record::Program(program_id), Access::Read)
+            .await?;
+        Ok(self.store.review_count(program_id).await?)
+    }
+
+    /// Forgets the click IPs, conversion IPs and partner sign-in IPs older than
+    /// [`IP_RETENTION_MS`](reftrack_domain::fraud::IP_RETENTION_MS); how many records
+    /// changed. The periodic job runs it with the approvals.
+    pub async fn purge_old_ips(&self) -> Result<u64> {
+        let before = self.now_ms().saturating_sub(IP_RETENTION_MS);
+        Ok(self.store.purge_ips(before).await?)
+    }
+}
