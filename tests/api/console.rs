@@ -680,6 +680,31 @@ async fn roles_see_only_what_they_may_use_and_the_server_refuses_the_rest(app: T
         .await
         .expect(400);
     assert!(html(&r).contains("only active owner"), "{}", html(&r));
+    // Nor be removed; another member can.
+    let r = DASHBOARD
+        .post(
+            &app,
+            &format!("/app/programs/{p}/settings/members/{owner_id}/remove"),
+            Some(&owner),
+            "",
+        )
+        .await
+        .expect(409);
+    assert!(html(&r).contains("only active owner"), "{}", html(&r));
+    let r = DASHBOARD
+        .post(
+            &app,
+            &format!("/app/programs/{p}/settings/members/{viewer_id}/remove"),
+            Some(&owner),
+            "",
+        )
+        .await
+        .expect(303);
+    assert!(location(&r).contains("done=member-removed"));
+    DASHBOARD
+        .get(&app, &format!("/app/programs/{p}/partners"), Some(&viewer))
+        .await
+        .expect(404);
     // Members are added by the email of a user of this server.
     let r = DASHBOARD
         .post(

@@ -942,3 +942,70 @@ async fn a_programs_partners_are_listed_newest_joined_first(app: TestApp) {
         [bob, carol, seed.partner_id].map(|id| id.to_string())
     );
 }
+
+/// The `member.removed` entries of a workspace's audit log, newest first.
+async fn removals(app: &TestApp, ws: i64) -> Vec<Value> {
+    let log = app
+        .admin(
+            "GET",
+            &format!("/workspaces/{ws}/audit-log?action=member.removed"),
+            None,
+        )
+        .await
+        .expect(200);
+    log.body["data"].as_array().unwrap().clone()
+}
+
+on_both_backends!(owners_remove_members_and_the_log_says_so);
+async fn owners_remove_members_and_the_log_says_so(app: TestApp) {
+    let seed = app.seed().await;
+    let ws = seed.workspace_id;
+    let (owner, owner_id) = Session::of(&app, ws, "owner@example.com", "owner").await;
+    let (admin, admin_id) = Session::of(&app, ws, "admin@example.com", "admin").await;
+    let (viewer, viewer_id) = Session::of(&app, ws, "viewer@example.com", "viewer").await;
+    let path = |id: i64| format!("/workspaces/{ws}/members/{id}");
+
+    // Only owners manage members; the only active owner stays.
+    admin
+        .call(&app, "DELETE", &path(viewer_id), None)
+        .await
+        .expect(403);
+    let r = owner
+        .call(&app, "DELETE", &path(owner_id), None)
+        .await
+        .expect(409);
+    assert!(r.error().contains("only active owner"), "{}", r.error());
+    owner
+        .call(&app, "DELETE", &path(999_999), None)
+        .await
+        .expect(404);
+
+    // Removed: the viewer reaches nothing of the workspace any more.
+    owner
+        .call(&app, "DELETE", &path(viewer_id), None)
+        .await
+        .expect(204);
+    viewer
+        .call(&app, "GET", &format!("/programs/{}", seed.program_id), None)
+        .await
+        .expect(404);
+    owner
+        .call(&app, "DELETE", &path(viewer_id), None)
+        .await
+        .expect(404);
+    let entries = removals(&app, ws).await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(
+        entries[0]["target"],
+        json!({"type": "user", "id": viewer_id})
+    );
+    assert_eq!(entries[0]["actor"]["id"], owner_id);
+    assert_eq!(entries[0]["details"]["role"], "viewer");
+
+    // The operator may remove anyone, even the last active owner.
+    app.admin("DELETE", &path(admin_id), None).await.expect(204);
+    app.admin("DELETE", &path(owner_id), None).await.expect(204);
+    let entries = removals(&app, ws).await;
+    assert_eq!(entries.len(), 3);
+    assert_eq!(entries[0]["actor"]["type"], "operator");
+}

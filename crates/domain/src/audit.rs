@@ -84,15 +84,17 @@ actions! {
     MemberRoleChanged = "member.role_changed",
     /// A member was suspended or made active again.
     MemberStatusChanged = "member.status_changed",
+    /// A user was removed from a workspace (details: the role and status it had).
+    MemberRemoved = "member.removed",
     /// A webhook endpoint was created.
     WebhookEndpointCreated = "webhook_endpoint.created",
     /// A webhook endpoint's URL, event types or enabling changed.
     WebhookEndpointUpdated = "webhook_endpoint.updated",
     /// A webhook endpoint was deleted.
     WebhookEndpointDeleted = "webhook_endpoint.deleted",
-    /// A user turned two-factor sign-in on.
+    /// A user or partner turned two-factor sign-in on.
     TwoFactorEnabled = "two_factor.enabled",
-    /// A user turned two-factor sign-in off.
+    /// A user or partner turned two-factor sign-in off (or the operator did for a user).
     TwoFactorDisabled = "two_factor.disabled",
 }
 

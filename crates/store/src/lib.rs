@@ -281,6 +281,14 @@ pub trait UserAdmin: Send + Sync {
         status: Option<MembershipStatus>,
         audit: AuditOf<'_, Membership>,
     ) -> StoreResult<Membership>;
+    /// Removes a membership, answering it as it was; `audit` gets it as the record after
+    /// the change (and none before). `NotFound("membership")`.
+    async fn remove_member(
+        &self,
+        workspace_id: i64,
+        user_id: i64,
+        audit: AuditOf<'_, Membership>,
+    ) -> StoreResult<Membership>;
 }
 
 /// The lookups of the tracking API. [`Store`] includes it.

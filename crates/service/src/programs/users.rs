@@ -133,6 +133,45 @@ impl App {
             .update_member(workspace_id, user_id, role, status, &audit)
             .await?)
     }
+
+    /// Removes a user from a workspace: it no longer reaches the workspace's records (its
+    /// sessions stay, for its other workspaces). As with a change of role, a member may
+    /// not remove the workspace's only active owner (409); the operator may.
+    pub async fn remove_member(
+        &self,
+        caller: &Caller,
+        workspace_id: i64,
+        user_id: i64,
+    ) -> Result<()> {
+        self.allow(
+            caller,
+            Record::Workspace(workspace_id),
+            Access::ManageMembers,
+        )
+        .await?;
+        if caller.member().is_some() && self.store.active_owners(workspace_id).await? == [user_id] {
+            return Err(Error::Conflict(
+                "This is the workspace's only active owner; make another member owner first".into(),
+            ));
+        }
+        let at = self.now_ms();
+        let origin = &caller.origin;
+        let audit = |_: Option<&Membership>, removed: &Membership| {
+            let details = serde_json::json!({ "role": removed.role, "status": removed.status });
+            vec![Entry::new(
+                at,
+                origin,
+                Action::MemberRemoved,
+                Scope::Workspace(workspace_id),
+                Target::user(user_id),
+            )
+            .with_details(details)]
+        };
+        self.store
+            .remove_member(workspace_id, user_id, &audit)
+            .await?;
+        Ok(())
+    }
 }
 
 /// A user's sign-in email, normalised (trimmed, lower-case).

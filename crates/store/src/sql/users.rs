@@ -97,6 +97,29 @@ impl<DB: Engine> UserAdmin for SqlStore<DB> {
         tx.commit().await?;
         Ok(new)
     }
+
+    async fn remove_member(
+        &self,
+        workspace_id: i64,
+        user_id: i64,
+        audit: AuditOf<'_, Membership>,
+    ) -> StoreResult<Membership> {
+        let mut conn = self.write.acquire().await?;
+        let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
+        let sql = format!(
+            "DELETE FROM memberships WHERE workspace_id = $1 AND user_id = $2 \
+             RETURNING {MEMBERSHIP_COLUMNS}"
+        );
+        let removed: Membership = stmt::<DB>(&sql)
+            .bind(workspace_id)
+            .bind(user_id)
+            .record_optional(&mut *tx)
+            .await?
+            .ok_or(StoreError::NotFound("membership"))?;
+        insert_entries::<DB>(&mut tx, &audit(None, &removed)).await?;
+        tx.commit().await?;
+        Ok(removed)
+    }
 }
 
 /// Creates a dashboard user; `Conflict("email")`.

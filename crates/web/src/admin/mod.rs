@@ -28,7 +28,10 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(workspaces::create_workspace))
         .routes(routes!(workspaces::add_member))
-        .routes(routes!(workspaces::update_member))
+        .routes(routes!(
+            workspaces::update_member,
+            workspaces::remove_member
+        ))
         .routes(routes!(workspaces::audit_log))
         .routes(routes!(workspaces::update_workspace))
         .routes(routes!(programs::create_program))

@@ -133,6 +133,35 @@ pub(super) async fn update_member(
     Ok(Json(s.app.update_member(&caller, id, user_id, body).await?))
 }
 
+/// Remove a member from a workspace.
+///
+/// The user no longer reaches the workspace's records; its account stays. A member may
+/// not remove the workspace's only active owner (409); the operator may.
+#[utoipa::path(
+    delete,
+    path = "/workspaces/{id}/members/{user_id}",
+    tag = "management",
+    params(
+        ("id" = i64, Path, description = "id"),
+        ("user_id" = i64, Path, description = "user id"),
+    ),
+    security(("admin_token" = []), ("session" = [])),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 403, description = "Not an owner of the workspace", body = ErrorBody),
+        (status = 404, description = "Unknown membership", body = ErrorBody),
+        (status = 409, description = "The workspace's only active owner", body = ErrorBody),
+    ),
+)]
+pub(super) async fn remove_member(
+    Manager(caller): Manager,
+    State(s): State<AppState>,
+    PathParams((id, user_id)): PathParams<(i64, i64)>,
+) -> Result<StatusCode> {
+    s.app.remove_member(&caller, id, user_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 /// List workspaces (a dashboard session sees those it is an active member of).
 #[utoipa::path(
     get,

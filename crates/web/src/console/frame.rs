@@ -299,6 +299,7 @@ pub(super) fn notice(done: Option<&str>) -> Option<&'static str> {
         "address" => "The server's address is saved: the links Reftrack hands out and mails name it now.",
         "member" => "The member is added.",
         "member-saved" => "The membership is changed.",
+        "member-removed" => "The member is removed from the workspace.",
         "webhook-saved" => "The endpoint is saved.",
         "webhook-enabled" => "The endpoint is enabled: its pending messages are sent now.",
         "webhook-disabled" => "The endpoint is disabled: nothing is sent to it until you enable it again.",

@@ -115,6 +115,10 @@ pub fn router() -> Router<AppState> {
         ("/settings/members", post(settings::add_member)),
         ("/settings/members/{user_id}", post(settings::update_member)),
         (
+            "/settings/members/{user_id}/remove",
+            post(settings::remove_member),
+        ),
+        (
             "/settings/webhooks",
             get(webhooks::list).post(webhooks::add),
         ),

@@ -430,9 +430,27 @@ pub(super) async fn update_member(
     Ok(render(StatusCode::BAD_REQUEST, &page))
 }
 
-/// `POST /app/programs/{id}/settings/address`: the server's address, which the links
-/// Reftrack hands out and mails name; it needs the admin token, since it is the whole
-/// server's and not the workspace's.
+/// `POST /app/programs/{id}/settings/members/{user_id}/remove`: takes the user out of the
+/// program's workspace.
+pub(super) async fn remove_member(
+    State(s): State<AppState>,
+    user: Signed,
+    Ids(id, member_id): Ids,
+) -> PageResult {
+    let frame = Frame::load(&s, &user, id, Tab::Settings, None).await?;
+    let workspace_id = frame.program.workspace_id;
+    let removed = s.app.remove_member(&frame.caller, workspace_id, member_id);
+    let Err(refused) = removed.await.refused()? else {
+        return Ok(see_other(&format!(
+            "{}?done=member-removed#members",
+            Tab::Settings.href(id)
+        )));
+    };
+    let mut page = settings_page(&s, frame, &user).await?;
+    page.members_error = Some(refused);
+    Ok(render(StatusCode::CONFLICT, &page))
+}
+
 /// `POST /app/programs/{id}/settings/two-factor`: whether the program's workspace
 /// requires two-factor sign-in of its members (owners only, as on the API).
 pub(super) async fn require_two_factor(
@@ -452,6 +470,9 @@ pub(super) async fn require_two_factor(
     )))
 }
 
+/// `POST /app/programs/{id}/settings/address`: the server's address, which the links
+/// Reftrack hands out and mails name; it needs the admin token, since it is the whole
+/// server's and not the workspace's.
 pub(super) async fn save_address(
     State(s): State<AppState>,
     user: Signed,
