@@ -1,7 +1,7 @@
 //! Fraud rules: the program's `fraud_rules` (shown whole, changed by naming only the rules
 //! to change), each rule flagging, rejecting and doing nothing when off, the review list
 //! (`flagged=true`), payouts and flagged commissions, the IPs kept for the rules and
-//! their purge.
+//! their purge, and concurrent plain sales (recorded set-based) with every rule on.
 
 use std::sync::Arc;
 
@@ -519,4 +519,133 @@ async fn ips_are_purged_after_their_retention(app: TestApp) {
             .await,
         2
     );
+}
+
+/// The click id of a click from `ip` and a lead of it as `key` (no email).
+async fn customer_from(app: &TestApp, seed: &Seed, ip: &str, key: &str) {
+    let click_id = click_from(app, seed, ip).await;
+    app.post_auth(
+        "/api/v1/track/lead",
+        &seed.api_token,
+        json!({"click_id": click_id, "customer_key": key}),
+    )
+    .await
+    .expect(200);
+}
+
+on_both_backends!(concurrent_plain_sales_with_every_rule_on_get_the_flows_verdicts);
+async fn concurrent_plain_sales_with_every_rule_on_get_the_flows_verdicts(app: TestApp) {
+    let clock = Arc::new(ManualClock::at(START));
+    let app = app_at(app, &clock);
+    let seed = app.seed().await;
+    let partner_ip = "203.0.113.77";
+    let converted_ip = "198.51.100.20";
+    partner_signs_in(&app, &seed, "pat@example.com", partner_ip).await;
+    let mut rules = all("flag");
+    rules["partner_ip"] = json!("reject");
+    set_rules(&app, &seed, rules).await.expect(200);
+    // Other customers of the partner converted from `converted_ip` and `partner_ip`.
+    customer_buys(&app, &seed, converted_ip, "prior", None, "prior").await;
+    customer_buys(&app, &seed, partner_ip, "prior-2", None, "prior-2").await;
+
+    // 50 customers, by `i % 10`: 0 and 5 clicked from the partner's IP (which another
+    // customer converted from as well), 1 and 6 from the converted one, 2 less than 10 s before the sales, 7 exactly 10 s before, 3 and 8
+    // from IPs of their own, 4 and 9 from an IP the two share (a pair per ten). No
+    // customer has an email: sales without one are plain, and the committer may record
+    // them set-based.
+    const N: usize = 50;
+    let ip_of = |i: usize| match i % 10 {
+        0 | 5 => partner_ip.to_string(),
+        1 | 6 => converted_ip.to_string(),
+        4 | 9 => format!("192.0.2.{}", 200 + i / 10),
+        _ => format!("192.0.2.{i}"),
+    };
+    for i in (0..N).filter(|i| ![2, 7].contains(&(i % 10))) {
+        customer_from(&app, &seed, &ip_of(i), &format!("k{i}")).await;
+    }
+    clock.advance(60_000);
+    for i in (0..N).filter(|i| i % 10 == 7) {
+        customer_from(&app, &seed, &ip_of(i), &format!("k{i}")).await;
+    }
+    clock.advance(5_000);
+    for i in (0..N).filter(|i| i % 10 == 2) {
+        customer_from(&app, &seed, &ip_of(i), &format!("k{i}")).await;
+    }
+    clock.advance(5_000);
+
+    let sales = (0..N).map(|i| {
+        app.post_auth(
+            "/api/v1/track/sale",
+            &seed.api_token,
+            json!({"transaction_id": format!("t{i}"), "amount_cents": 10000,
+                "customer_key": format!("k{i}")}),
+        )
+    });
+    for r in futures::future::join_all(sales).await {
+        r.expect(200);
+    }
+
+    let all_commissions = app
+        .admin(
+            "GET",
+            &format!("/programs/{}/commissions?limit=100", seed.program_id),
+            None,
+        )
+        .await
+        .expect(200);
+    let of = |txn: &str| {
+        all_commissions.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["transaction_id"] == txn)
+            .unwrap_or_else(|| panic!("no commission of {txn}"))
+            .clone()
+    };
+    let mut held = Vec::new();
+    for i in 0..N {
+        let txn = format!("t{i}");
+        let c = of(&txn);
+        match i % 10 {
+            0 | 5 => {
+                assert_eq!(c["flags"], json!(["duplicate_ip", "partner_ip"]), "{txn}");
+                assert_eq!(c["status"], "rejected", "{txn}");
+                assert_eq!(c["reject_reason"], "partner_ip", "{txn}");
+            }
+            1 | 6 | 2 => {
+                let rule = if i % 10 == 2 {
+                    "fast_conversion"
+                } else {
+                    "duplicate_ip"
+                };
+                assert_eq!(c["flags"], json!([rule]), "{txn}");
+                assert_eq!(c["status"], "pending", "{txn}");
+                held.push(txn);
+            }
+            4 => {
+                // Two first purchases from one IP: whichever is recorded second finds the
+                // other's conversion.
+                let pair = format!("t{}", i + 5);
+                let flags = [c["flags"].clone(), of(&pair)["flags"].clone()];
+                let dup = json!(["duplicate_ip"]);
+                assert!(
+                    flags == [dup.clone(), json!([])] || flags == [json!([]), dup],
+                    "{txn} and {pair}: {flags:?}"
+                );
+                held.push(if flags[0] == json!([]) { pair } else { txn });
+            }
+            9 => {}
+            _ => {
+                assert_eq!(c["flags"], json!([]), "{txn}");
+                assert_eq!(c["status"], "pending", "{txn}");
+            }
+        }
+    }
+    let mut listed = flagged(&app, &seed).await;
+    listed.retain(|t| !t.starts_with("prior"));
+    listed.sort();
+    held.sort();
+    assert_eq!(listed, held);
+    let report = reftrack::verify::check(&*app.store).await.unwrap();
+    assert!(report.ok(), "{}", report.to_json());
 }

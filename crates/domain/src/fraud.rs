@@ -296,15 +296,6 @@ impl FraudRules {
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
-
-    /// Whether a plain sale's set-based statement may decide these rules: only the rules
-    /// it checks in SQL (`self_referral` and the lead email's `disposable_email`) may be
-    /// on; the click-based rules need the sale's own flow.
-    pub fn set_based_ok(&self) -> bool {
-        [Rule::DuplicateIp, Rule::PartnerIp, Rule::FastConversion]
-            .into_iter()
-            .all(|r| !self.is_on(r))
-    }
 }
 
 impl Serialize for FraudRules {

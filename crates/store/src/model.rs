@@ -509,12 +509,11 @@ impl NewSale {
     /// Whether the committer may record this sale set-based with others: a live sale
     /// outside a subscription and not flagged recurring, whose commission depends on
     /// nothing but its program and amount, and that names no coupon and no email (those
-    /// may attribute it or flag it, which only its flow decides), of a program whose fraud
-    /// rules the set-based statements can decide
-    /// ([`FraudRules::set_based_ok`]).
+    /// may attribute it or flag it, which only its flow decides). Whatever the program's
+    /// fraud rules: the set-based statements leave a sale any rule that is on may hold
+    /// for to its own flow (`sql::rules`).
     pub fn is_plain(&self) -> bool {
-        self.program.fraud_rules.set_based_ok()
-            && !self.is_test
+        !self.is_test
             && self.subscription_id.is_none()
             && !self.is_recurring
             && self.coupon_key.is_none()

@@ -14,11 +14,12 @@ use sqlx::Database;
 
 use super::engine::{Engine, Query, ReadRow};
 use super::rows::{self, Rows, Value};
-use super::rules::NO_DISPOSABLE_EMAIL;
+use super::rules::{self as rule_sql, NO_DISPOSABLE_EMAIL};
 use super::{webhooks, APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewClick, NewSale, SaleOutcome};
 use reftrack_domain::figures::{Deltas, SaleFigures};
+use reftrack_domain::fraud::Rule;
 
 /// The set-based statements of the group committer, each engine's own (its `batch`
 /// module).
@@ -109,14 +110,26 @@ pub fn new_click_rows<'c>(clicks: &[&'c NewClick]) -> Rows<'c> {
 }
 
 /// The columns of the sales a batch resolves (see [`plain_sales`]); `idx` is the sale's
-/// place in the batch.
+/// place in the batch, `at` its time, and the last three which click-based fraud rules
+/// its program has on ([`rule_sql::CLICK_RULE_COLUMNS`]).
 pub const SALE_KEY_COLUMNS: &[&str] = &[
     "idx",
     "program_id",
     "customer_key",
     "click_id",
     "transaction_id",
+    "at",
+    "check_duplicate_ip",
+    "check_partner_ip",
+    "check_fast_conversion",
 ];
+
+/// The values of a sale's [`rule_sql::CLICK_RULE_COLUMNS`]: 1 for a rule its program has
+/// on, 0 for one that is off.
+pub fn click_rule_flags(s: &NewSale) -> [Value<'static>; 3] {
+    [Rule::DuplicateIp, Rule::PartnerIp, Rule::FastConversion]
+        .map(|r| Value::Int(i64::from(s.program.fraud_rules.is_on(r))))
+}
 
 /// The two statements of a batch's plain sales, each the engine's own
 /// ([`SetStatements::plain_sales_query`]).
@@ -125,8 +138,8 @@ pub enum SalesStep {
     /// Per sale of [`SALE_KEY_COLUMNS`], its customer in the sale's program, that
     /// customer's partner-program record if the partner is approved, and whether the
     /// transaction id is recorded
-    /// already: a [`FoundSale`] per sale whose customer is in the program and may be no
-    /// self-referral.
+    /// already: a [`FoundSale`] per sale whose customer is in the program and for which
+    /// no fraud rule that is on may hold.
     Resolve,
     /// The sale events of resolved sales ([`SALE_COLUMNS`]), their commissions and the
     /// customers' conversion: a [`RecordedSale`] per sale.
@@ -138,27 +151,32 @@ pub use super::rules::SALE_CUSTOMER_ID;
 /// The query that resolves `n` plain sales ([`SalesStep::Resolve`]): per sale (by `idx`),
 /// its customer in the sale's program, that customer's partner-program record if the
 /// partner is approved (the flow of a sale of another partner decides its commission),
-/// and whether the transaction id is already recorded. Sales whose customer is not in the
-/// program, or that may be self-referrals ([`NO_SELF_REFERRAL`]), have no row. Each
-/// engine keeps the text per row count ([`rows::sized`]).
+/// and whether the transaction id is already recorded, with the IP of the customer's
+/// latest click. Sales whose customer is not in the program, or for which a fraud rule
+/// that is on may hold ([`NO_SELF_REFERRAL`], [`NO_DISPOSABLE_EMAIL`],
+/// [`rule_sql::no_click_rule`]), have no row. Each engine keeps the text per row count
+/// ([`rows::sized`]).
 pub fn resolve_sales_sql<DB: Engine>(n: usize) -> String {
     format!(
         "{} SELECT rows.idx, c.id, c.click_id, c.customer_key, c.partner_id, \
          c.first_purchase_date, pp.id, \
          EXISTS (SELECT 1 FROM affiliate_sale_events s \
-         WHERE s.processor_event_id = rows.transaction_id) \
+         WHERE s.processor_event_id = rows.transaction_id), e.ip \
          FROM rows JOIN customers c ON c.id = {SALE_CUSTOMER_ID} \
          LEFT JOIN partner_programs pp ON {APPROVED_PARTNER_RECORD} \
-         LEFT JOIN partners pa ON pa.id = c.partner_id WHERE {NO_SELF_REFERRAL} \
-         AND {NO_DISPOSABLE_EMAIL}",
+         LEFT JOIN partners pa ON pa.id = c.partner_id \
+         LEFT JOIN affiliate_click_events e ON e.id = {} \
+         WHERE {NO_SELF_REFERRAL} AND {NO_DISPOSABLE_EMAIL} AND {}",
         rows::cte::<DB>(n, SALE_KEY_COLUMNS),
+        rule_sql::latest_click_id("c.id"),
+        rule_sql::no_click_rule("rows."),
     )
 }
 
 /// A row of the statement that resolves plain sales ([`SalesStep::Resolve`]):
 /// the sale's place in its batch; its customer's id, click id, customer key, partner and
-/// first purchase; the partner's record in the sale's program; and whether the sale's
-/// transaction id is recorded already.
+/// first purchase; the partner's record in the sale's program; whether the sale's
+/// transaction id is recorded already; and the IP of the customer's latest click.
 pub type FoundSale = (
     i64,
     i64,
@@ -168,6 +186,7 @@ pub type FoundSale = (
     Option<i64>,
     Option<i64>,
     bool,
+    Option<String>,
 );
 
 /// A row of the statement that records plain sales ([`SalesStep::Record`]):
@@ -196,9 +215,10 @@ pub const SALE_COLUMNS: &[&str] = &[
 /// The plain sales of a batch ([`NewSale::is_plain`]) at once, in the transaction open on
 /// `conn`: one query per [`MAX_SET_ROWS`](crate::committer::MAX_SET_ROWS) sales resolves their customers, one records
 /// every sale that resolves plainly (its customer found in the program, with a partner
-/// and its partner-program record, a transaction id not yet recorded nor used by an
-/// earlier sale of the batch, a customer no earlier sale of the batch names) and adds its
-/// counters to `deltas`. Returns an outcome per sale, `None` for those left to their own
+/// and its partner-program record, no fraud rule that is on that may hold, a transaction
+/// id not yet recorded nor used by an earlier sale of the batch, a customer no earlier
+/// sale of the batch names, and for `duplicate_ip` no earlier converting sale of the
+/// batch from the same partner and IP) and adds its counters to `deltas`. Returns an outcome per sale, `None` for those left to their own
 /// job, which gives them their exact answer. Should it fail, the caller undoes what it
 /// wrote.
 pub async fn plain_sales<DB: Engine>(
@@ -209,23 +229,36 @@ pub async fn plain_sales<DB: Engine>(
     use Value::{Int, Text};
     let mut keys = Rows::new(SALE_KEY_COLUMNS);
     for (i, s) in sales.iter().enumerate() {
+        let [dup, partner, fast] = click_rule_flags(s);
         keys.push(&[
             place(i),
             Int(s.program.id),
             Text(s.customer_key.as_deref()),
             Text(s.click_id.as_deref()),
             Text(Some(&s.transaction_id)),
+            Int(s.at),
+            dup,
+            partner,
+            fast,
         ]);
     }
     let mut found = Vec::with_capacity(sales.len());
     for (n, chunk) in keys.chunks() {
         found.extend(run::<DB, FoundSale>(conn, SalesStep::Resolve, &keys, n, chunk).await?);
     }
-    // Per sale: customer id, click id, customer key, first purchase, partner and
-    // partner-program record.
-    type Resolved = (i64, String, Option<String>, Option<i64>, i64, i64);
+    // Per sale: customer id, click id, customer key, first purchase, partner,
+    // partner-program record and the IP of the customer's latest click.
+    type Resolved = (
+        i64,
+        String,
+        Option<String>,
+        Option<i64>,
+        i64,
+        i64,
+        Option<String>,
+    );
     let mut resolved: Vec<Option<Resolved>> = vec![None; sales.len()];
-    for (i, customer_id, click_id, customer_key, partner_id, first_purchase, pp_id, recorded) in
+    for (i, customer_id, click_id, customer_key, partner_id, first_purchase, pp_id, recorded, ip) in
         found
     {
         let (Some(partner_id), Some(pp_id), false) = (partner_id, pp_id, recorded) else {
@@ -239,6 +272,7 @@ pub async fn plain_sales<DB: Engine>(
                 first_purchase,
                 partner_id,
                 pp_id,
+                ip,
             ));
         }
     }
@@ -246,13 +280,36 @@ pub async fn plain_sales<DB: Engine>(
     let mut transactions = HashSet::new();
     let mut rows = Rows::new(SALE_COLUMNS);
     let mut taken = Vec::new();
+    // The resolving statement applied `duplicate_ip` to the conversions recorded before
+    // this batch, not to those its own earlier sales record (their IPs are written by the
+    // recording statement, after every sale is resolved). So a sale whose program has the
+    // rule on is taken only when no earlier sale taken here converts from the same IP
+    // under the same partner; otherwise it is left to its own job, which runs after the
+    // recording statement in the same transaction, sees that conversion and applies the
+    // rule. With that, the sales taken here come out as if recorded one by one in batch
+    // order: a conversion's IP is the only thing a sale writes that another sale's rules
+    // read (partner sign-ins are not written by sales, and the batch's new clicks are in
+    // before its sales are resolved).
+    let mut converted_from: HashSet<(i64, &str)> = HashSet::new();
     for (i, (s, found)) in sales.iter().zip(&resolved).enumerate() {
-        let Some((customer_id, click_id, customer_key, first_purchase, partner_id, pp_id)) = found
+        let Some((customer_id, click_id, customer_key, first_purchase, partner_id, pp_id, ip)) =
+            found
         else {
             continue;
         };
         if !customers.insert(*customer_id) || !transactions.insert(s.transaction_id.as_str()) {
             continue;
+        }
+        let ip = ip.as_deref();
+        if let Some(ip) = ip {
+            if s.program.fraud_rules.is_on(Rule::DuplicateIp)
+                && converted_from.contains(&(*partner_id, ip))
+            {
+                continue;
+            }
+            if first_purchase.is_none() {
+                converted_from.insert((*partner_id, ip));
+            }
         }
         rows.push(&[
             place(i),

@@ -9,7 +9,7 @@
 //! dot (`"c."`, or `""` for an unaliased table) and the SQL of the values (`"$1"`, a
 //! column, an expression).
 
-use reftrack_domain::fraud::Verdict;
+use reftrack_domain::fraud::{self, Verdict};
 use reftrack_domain::lifecycle;
 use reftrack_domain::time::DAY_MS;
 
@@ -182,6 +182,83 @@ pub const NO_SELF_REFERRAL: &str = "(c.email IS NULL OR (c.email_key IS NOT NULL
     AND (pa.email IS NULL OR (pa.email_key IS NOT NULL AND pa.email_key <> c.email_key)) \
     AND (pa.account_email IS NULL OR (pa.account_email_key IS NOT NULL \
     AND pa.account_email_key <> c.email_key))))";
+
+/// The id of the latest click of the customer whose id is `customer_id` (NULL: none):
+/// the click the fraud rules read, as the sale's flow reads it
+/// ([`FraudTx::customer_click`](crate::fraud::FraudTx::customer_click)), through the
+/// clicks' index on the customer.
+pub fn latest_click_id(customer_id: &str) -> String {
+    format!("(SELECT MAX(l.id) FROM affiliate_click_events l WHERE l.customer_id = {customer_id})")
+}
+
+/// Whether the latest click `e` of a sale's customer (`LEFT JOIN`ed on
+/// [`latest_click_id`], all NULL when there is none) shows that `fast_conversion` cannot
+/// hold for a sale at `at`: no click, or one at least
+/// [`FAST_CONVERSION_MS`](reftrack_domain::fraud::FAST_CONVERSION_MS) before the sale
+/// ([`fraud::holds`](reftrack_domain::fraud::holds)). Written as a bound on the click's
+/// time, so that no subtraction of two times can overflow.
+pub fn no_fast_conversion(at: &str) -> String {
+    format!(
+        "(e.id IS NULL OR e.click_timestamp <= {at} - {})",
+        fraud::FAST_CONVERSION_MS
+    )
+}
+
+/// Whether `duplicate_ip` certainly does not hold for a sale at `at` of customer `c`
+/// (its partner `c.partner_id`) whose latest click is `e`: the click has no IP, or no
+/// other customer of the partner converted from that IP since
+/// [`LOOKBACK_MS`](reftrack_domain::fraud::LOOKBACK_MS) before the sale. The same index
+/// lookup (`conversion_ips` by partner, IP and time) as
+/// [`FraudTx::ip_converted_before`](crate::fraud::FraudTx::ip_converted_before), which
+/// gathers the rule's fact for the sale's flow. It sees only what the statement's
+/// snapshot holds: conversions of earlier sales of the same batch are the caller's to
+/// mind.
+pub fn no_duplicate_ip(at: &str) -> String {
+    format!(
+        "(e.ip IS NULL OR NOT EXISTS (SELECT 1 FROM conversion_ips x \
+         WHERE x.partner_id = c.partner_id AND x.ip = e.ip \
+         AND x.converted_at >= {at} - {} AND x.customer_id <> c.id))",
+        fraud::LOOKBACK_MS
+    )
+}
+
+/// Whether `partner_ip` certainly does not hold for a sale at `at` of customer `c` whose
+/// latest click is `e`: the click has no IP, or the customer's partner did not sign in
+/// from it since [`LOOKBACK_MS`](reftrack_domain::fraud::LOOKBACK_MS) before the sale.
+/// The same primary-key lookup of `partner_sign_in_ips` as
+/// [`FraudTx::partner_signed_in_from`](crate::fraud::FraudTx::partner_signed_in_from).
+pub fn no_partner_ip(at: &str) -> String {
+    format!(
+        "(e.ip IS NULL OR NOT EXISTS (SELECT 1 FROM partner_sign_in_ips y \
+         WHERE y.partner_id = c.partner_id AND y.ip = e.ip AND y.signed_in_at >= {at} - {}))",
+        fraud::LOOKBACK_MS
+    )
+}
+
+/// The columns of a batched sale's row that say which click-based rules its program has
+/// on (1) or off (0), in this order: `duplicate_ip`, `partner_ip`, `fast_conversion`.
+pub const CLICK_RULE_COLUMNS: [&str; 3] = [
+    "check_duplicate_ip",
+    "check_partner_ip",
+    "check_fast_conversion",
+];
+
+/// Whether none of the click-based rules that are on for the batched sale of row `r`
+/// (its [`CLICK_RULE_COLUMNS`] and `at`) can hold for it, with its customer `c` and that
+/// customer's latest click `e`: [`no_duplicate_ip`], [`no_partner_ip`] and
+/// [`no_fast_conversion`], each applied only when its rule is on. A sale that fails it is
+/// left to its own flow, which applies the rules; so this never clears a sale a rule that
+/// is on holds for.
+pub fn no_click_rule(r: &str) -> String {
+    let at = format!("{r}at");
+    let [dup, partner, fast] = CLICK_RULE_COLUMNS;
+    format!(
+        "({r}{dup} = 0 OR {}) AND ({r}{partner} = 0 OR {}) AND ({r}{fast} = 0 OR {})",
+        no_duplicate_ip(&at),
+        no_partner_ip(&at),
+        no_fast_conversion(&at)
+    )
+}
 
 /// The join of a sale's customer `c` to its partner's record `pp` in the customer's
 /// program, when that partner earns there

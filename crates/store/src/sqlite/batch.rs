@@ -163,6 +163,9 @@ const BATCH_SALE_COLUMNS: &[&str] = &[
     "revenue_hundredths",
     "commission_hundredths",
     "day",
+    "check_duplicate_ip",
+    "check_partner_ip",
+    "check_fast_conversion",
 ];
 
 /// The sales of the batch [`commit_plain_sales`] records: a table of the write
@@ -176,10 +179,21 @@ pub(crate) const SALE_BATCH_TABLE: &str =
     day TEXT, converts INTEGER)";
 
 /// The statement of [`commit_plain_sales`] after its `rows` and `ranked`: the sales that
-/// resolve plainly (an approved partner's, [`APPROVED_PARTNER_RECORD`], and no
-/// self-referrals, [`NO_SELF_REFERRAL`]) go into `sale_batch`, which the writes of
-/// [`record_sales`] then read. A sale of a program with webhook endpoints is left to the
-/// batch's transaction, where its messages are written with it.
+/// resolve plainly (an approved partner's, [`APPROVED_PARTNER_RECORD`], for which no
+/// fraud rule that is on may hold: [`NO_SELF_REFERRAL`], [`NO_DISPOSABLE_EMAIL`],
+/// [`rules::no_click_rule`]) go into `sale_batch`, which the writes of [`record_sales`]
+/// then read. A sale of a program with webhook endpoints is left to the batch's
+/// transaction, where its messages are written with it.
+///
+/// `duplicate_ip` is applied here to the conversions recorded before the batch: the IPs
+/// its own sales convert from are written after this statement. So a sale whose program
+/// has the rule on is taken only when it is the first of the batch from its click's IP
+/// under its partner (`nth_of_ip`); a later one is left to its own job, which runs in a
+/// transaction after this one, sees the earlier sale's conversion and applies the rule.
+/// (That leaves out more than it must, as the earlier sale may convert nothing; two sales
+/// from one IP in one batch are rare.) With that, the sales taken come out as if recorded
+/// one by one in batch order: a conversion's IP is the only thing a sale writes that
+/// another sale's rules read.
 fn resolve_sale_batch() -> String {
     format!(
         "INSERT INTO temp.sale_batch SELECT r.idx, r.program_id, c.id, c.partner_id, pp.id, \
@@ -189,12 +203,15 @@ fn resolve_sale_batch() -> String {
     FROM ranked r JOIN customers c ON c.id = r.customer_id \
     JOIN partner_programs pp ON {APPROVED_PARTNER_RECORD} \
     LEFT JOIN partners pa ON pa.id = c.partner_id \
+    LEFT JOIN affiliate_click_events e ON e.id = r.click_event \
     WHERE r.nth_of_customer = 1 AND r.nth_of_transaction = 1 AND {NO_SELF_REFERRAL} \
-    AND {NO_DISPOSABLE_EMAIL} \
+    AND {NO_DISPOSABLE_EMAIL} AND {} \
+    AND (r.check_duplicate_ip = 0 OR r.click_ip IS NULL OR r.nth_of_ip = 1) \
     AND NOT EXISTS (SELECT 1 FROM affiliate_sale_events s \
     WHERE s.processor_event_id = r.transaction_id) \
     AND NOT EXISTS (SELECT 1 FROM webhook_endpoints w \
-    WHERE w.program_id = r.program_id AND w.enabled)"
+    WHERE w.program_id = r.program_id AND w.enabled)",
+        rules::no_click_rule("r.")
     )
 }
 
@@ -216,17 +233,24 @@ fn commit_sale_batch_sql(n: usize) -> &'static str {
     static SQL: OnceLock<Vec<String>> = OnceLock::new();
     rows::sized(&SQL, n, |n| {
         let [sales, commissions, ips, customers, ids] = record_sales("temp.sale_batch AS rows");
-        // `ranked`: per sale, its customer and whether an earlier sale of the batch names
-        // the same customer or transaction id (that one is left to its own job).
+        // `ranked`: per sale, its customer, that customer's latest click, and whether an
+        // earlier sale of the batch names the same customer or transaction id, or comes
+        // from the same partner and click IP (see `resolve_sale_batch`).
         format!(
             "{BEGIN_WRITE}; {SALE_BATCH_TABLE}; DELETE FROM temp.sale_batch; \
              {}, ranked AS (SELECT *, \
              ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY idx) AS nth_of_customer, \
-             ROW_NUMBER() OVER (PARTITION BY transaction_id ORDER BY idx) AS nth_of_transaction \
-             FROM (SELECT rows.*, {SALE_CUSTOMER_ID} AS customer_id FROM rows)) \
+             ROW_NUMBER() OVER (PARTITION BY transaction_id ORDER BY idx) AS nth_of_transaction, \
+             ROW_NUMBER() OVER (PARTITION BY customer_partner, click_ip ORDER BY idx) \
+             AS nth_of_ip \
+             FROM (SELECT rows.*, k.id AS customer_id, k.partner_id AS customer_partner, \
+             e.id AS click_event, e.ip AS click_ip FROM rows \
+             LEFT JOIN customers k ON k.id = {SALE_CUSTOMER_ID} \
+             LEFT JOIN affiliate_click_events e ON e.id = {})) \
              {}; {sales}; {commissions}; {ips}; {customers}; \
              {SQLITE_SALE_BATCH_COUNTERS}; {}; COMMIT",
             rows::cte(n, BATCH_SALE_COLUMNS),
+            rules::latest_click_id("k.id"),
             resolve_sale_batch(),
             sale_batch_ids(&ids)
         )
@@ -255,6 +279,7 @@ async fn commit_plain_sales(
         .collect();
     let mut rows = Rows::new(BATCH_SALE_COLUMNS);
     for (i, (s, (revenue, commission, day))) in sales.iter().zip(&figures).enumerate() {
+        let [dup, partner, fast] = batch::click_rule_flags(s);
         rows.push(&[
             place(i),
             Int(s.program.id),
@@ -271,6 +296,9 @@ async fn commit_plain_sales(
             Int(*revenue),
             Int(*commission),
             Text(Some(day)),
+            dup,
+            partner,
+            fast,
         ]);
     }
     let Some((n, chunk)) = rows.chunks().next() else {
@@ -465,7 +493,13 @@ mod tests {
         // What a batch may read whole: its own rows, never a stored table.
         let batch = ["rows", "r", "d", "CONSTANT ROW", "temp.sale_batch"];
         let mut checked = 0;
-        let statements = [commit_sale_batch_sql(1), new_clicks_sql(1)];
+        // The resolving statements read the customers' latest clicks and, for the fraud
+        // rules that are on, the conversion and sign-in IPs: each by its index.
+        let statements = [
+            commit_sale_batch_sql(1),
+            new_clicks_sql(1),
+            resolve_sales_sql(1),
+        ];
         for statement in statements.iter().flat_map(|sql| sql.split(';')) {
             let statement = statement.trim();
             if ["BEGIN", "COMMIT", "CREATE", "DELETE"]
@@ -494,7 +528,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 11, "statements checked");
+        assert_eq!(checked, 12, "statements checked");
         conn.close().await.expect("closes");
         store.close().await;
     }

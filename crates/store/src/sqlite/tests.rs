@@ -446,6 +446,119 @@ async fn plain_sales_record_once_per_customer_and_transaction() {
     f.store.close().await;
 }
 
+/// The click-based fraud rules on both set-based sale paths (the one-query transaction
+/// and the statements in an open transaction): with every rule on, each sale a rule may
+/// hold for is left to its own flow (answered `None`), the others are recorded; a program
+/// with the rules off has its sales recorded whatever their clicks.
+#[tokio::test]
+async fn plain_sales_leave_sales_a_click_rule_may_hold_for_to_their_flow() {
+    use crate::FraudStore as _;
+    use reftrack_domain::fraud::{Action, FraudRules, FAST_CONVERSION_MS, LOOKBACK_MS};
+    for one_query in [true, false] {
+        let f = fixture().await;
+        let sale_at = f.sale("x", "x", 1).at;
+        // Per click: its IP and time.
+        let clicks_of: [(Option<&str>, i64); 9] = [
+            (Some("192.0.2.1"), AT),
+            // The same IP under the same partner as the first, a conversion of this batch.
+            (Some("192.0.2.1"), AT),
+            // An IP another customer converted from 30 days before the sale.
+            (Some("192.0.2.2"), AT),
+            // An IP the partner signed in from.
+            (Some("192.0.2.3"), AT),
+            // Less than 10 s before the sale, then exactly 10 s.
+            (Some("192.0.2.4"), sale_at - FAST_CONVERSION_MS + 1),
+            (Some("192.0.2.5"), sale_at - FAST_CONVERSION_MS),
+            // No IP.
+            (None, AT),
+            // The converted IP, and less than 10 s, for a program with the rules off.
+            (Some("192.0.2.2"), sale_at - 1),
+            // An IP another customer converted from more than 30 days before the sale.
+            (Some("192.0.2.6"), AT),
+        ];
+        let clicks: Vec<NewClick> = clicks_of
+            .iter()
+            .enumerate()
+            .map(|(n, &(ip, at))| {
+                let mut c = f.click(n);
+                c.details.ip = ip.map(String::from);
+                c.at = at;
+                c
+            })
+            .collect();
+        let refs: Vec<&NewClick> = clicks.iter().collect();
+        let mut conn = f.conn().await;
+        conn.commit_new_clicks(&refs, &counted(&refs))
+            .await
+            .expect("clicks");
+        // The store's one write connection is the committer's: given back meanwhile.
+        drop(conn);
+        for (ip, at) in [
+            ("192.0.2.2", sale_at - LOOKBACK_MS),
+            ("192.0.2.6", sale_at - LOOKBACK_MS - 1),
+        ] {
+            sqlx::query(
+                "INSERT INTO conversion_ips (partner_id, customer_id, ip, converted_at) \
+                 VALUES (?, 999999, ?, ?)",
+            )
+            .bind(f.partner_id)
+            .bind(ip)
+            .bind(at)
+            .execute(&f.store.write)
+            .await
+            .expect("a conversion");
+        }
+        f.store
+            .record_partner_sign_in_ip(f.partner_id, "192.0.2.3", AT)
+            .await
+            .expect("a sign-in");
+        let mut conn = f.conn().await;
+
+        let sales: Vec<NewSale> = (0..clicks_of.len())
+            .map(|n| {
+                let mut s = f.sale(&format!("t{n}"), &format!("click_{n}"), 1_000);
+                s.program.fraud_rules =
+                    FraudRules::all(if n == 7 { Action::Off } else { Action::Flag });
+                s
+            })
+            .collect();
+        let refs: Vec<&NewSale> = sales.iter().collect();
+        let outcomes = if one_query {
+            conn.commit_plain_sales(&refs)
+                .await
+                .expect("SQLite has the one-query sale batch")
+                .expect("committed")
+        } else {
+            let mut deltas = Deltas::default();
+            conn.begin().await.expect("begins");
+            let outcomes = conn
+                .record_plain_sales(&refs, &mut deltas)
+                .await
+                .expect("recorded");
+            conn.apply(&deltas).await.expect("counted");
+            conn.commit().await.expect("committed");
+            outcomes
+        };
+        let recorded: Vec<bool> = outcomes.iter().map(Option::is_some).collect();
+        assert_eq!(
+            recorded,
+            [true, false, false, false, false, true, true, true, true],
+            "one query: {one_query}"
+        );
+        drop(conn);
+        // The first sale's conversion kept its IP, for the rule's later sales.
+        let kept: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM conversion_ips WHERE ip = '192.0.2.1' AND customer_id <> 999999",
+        )
+        .fetch_one(&f.store.write)
+        .await
+        .expect("counted");
+        assert_eq!(kept, 1);
+        assert_eq!(f.consistent().await, (9, 5));
+        f.store.close().await;
+    }
+}
+
 /// A click through the committer; on its own, a job inserting its customer and event.
 struct TestClick {
     click: NewClick,

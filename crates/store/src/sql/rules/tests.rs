@@ -315,6 +315,162 @@ async fn sale_customers<DB: Engine>(conn: &mut DB::Connection) {
     }
 }
 
+/// A customer's latest click in the cases of [`click_rules`]: its IP and time.
+type Click = Option<(Option<&'static str>, i64)>;
+
+/// The click-based fraud rules' fragments against [`fraud::verdict`], on stored
+/// conversions and sign-ins around the lookback's edge, clicks around the fast
+/// conversion's edge, the same and other customers and partners, no IP and no click.
+async fn click_rules<DB: Engine>(conn: &mut DB::Connection) {
+    use fraud::{Action, FraudRules, Rule, SaleFacts, FAST_CONVERSION_MS, LOOKBACK_MS};
+    // Tables of this session only, which the fragments' statements name before any other.
+    for sql in [
+        "CREATE TEMP TABLE conversion_ips (partner_id BIGINT, customer_id BIGINT, ip TEXT, \
+         converted_at BIGINT)",
+        "CREATE TEMP TABLE partner_sign_in_ips (partner_id BIGINT, ip TEXT, \
+         signed_in_at BIGINT)",
+    ] {
+        stmt::<DB>(sql).execute(&mut *conn).await.unwrap();
+    }
+    let t: i64 = 1_800_000_000_000;
+    // Partner, customer, IP, time.
+    let conversions: &[(i64, i64, &str, i64)] = &[
+        (4, 1, "10.0.0.1", t - LOOKBACK_MS),
+        (4, 1, "10.0.0.2", t - LOOKBACK_MS - 1),
+        (4, 2, "10.0.0.3", t - 1_000),
+        (5, 3, "10.0.0.4", t),
+    ];
+    // Partner, IP, time.
+    let sign_ins: &[(i64, &str, i64)] = &[
+        (4, "10.0.0.1", t - LOOKBACK_MS - 1),
+        (4, "10.0.0.2", t - LOOKBACK_MS),
+        (5, "10.0.0.3", t),
+    ];
+    for &(partner, customer, ip, at) in conversions {
+        stmt::<DB>("INSERT INTO conversion_ips VALUES ($1, $2, $3, $4)")
+            .bind(partner)
+            .bind(customer)
+            .bind(ip)
+            .bind(at)
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+    }
+    for &(partner, ip, at) in sign_ins {
+        stmt::<DB>("INSERT INTO partner_sign_in_ips VALUES ($1, $2, $3)")
+            .bind(partner)
+            .bind(ip)
+            .bind(at)
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+    }
+    let sql = format!(
+        "SELECT {}, {}, {}, {} FROM (SELECT $1 AS at, $2 AS check_duplicate_ip, \
+         $3 AS check_partner_ip, $4 AS check_fast_conversion) r, \
+         (SELECT $5 AS id, $6 AS partner_id) c, \
+         (SELECT $7 AS id, $8 AS ip, $9 AS click_timestamp) e",
+        holds(&no_fast_conversion("r.at")),
+        holds(&no_duplicate_ip("r.at")),
+        holds(&no_partner_ip("r.at")),
+        holds(&no_click_rule("r.")),
+    );
+    let ips = [
+        None,
+        Some("10.0.0.1"),
+        Some("10.0.0.2"),
+        Some("10.0.0.3"),
+        Some("10.0.0.4"),
+        Some("10.0.0.9"),
+    ];
+    let mut clicks: Vec<Click> = vec![None];
+    for ip in ips {
+        for before in [
+            FAST_CONVERSION_MS + 1,
+            FAST_CONVERSION_MS,
+            FAST_CONVERSION_MS - 1,
+            0,
+            -1,
+        ] {
+            clicks.push(Some((ip, t - before)));
+        }
+    }
+    let mut checked = [0; 3];
+    for at in [t, t + 1] {
+        for partner in [4_i64, 5] {
+            for customer in [1_i64, 2, 9] {
+                for &click in &clicks {
+                    let ip = click.and_then(|c| c.0);
+                    let since = at.saturating_sub(LOOKBACK_MS);
+                    let facts = SaleFacts {
+                        click_at: click.map(|c| c.1),
+                        at,
+                        ip_converted_before: ip.is_some_and(|ip| {
+                            conversions.iter().any(|&(p, k, i, when)| {
+                                p == partner && i == ip && when >= since && k != customer
+                            })
+                        }),
+                        ip_partner_signed_in: ip.is_some_and(|ip| {
+                            sign_ins
+                                .iter()
+                                .any(|&(p, i, when)| p == partner && i == ip && when >= since)
+                        }),
+                        ..SaleFacts::default()
+                    };
+                    for mask in 0..8_i64 {
+                        let on = |bit: i64| mask & bit != 0;
+                        let mut rules = FraudRules::all(Action::Off);
+                        for (bit, rule) in [
+                            (1, Rule::DuplicateIp),
+                            (2, Rule::PartnerIp),
+                            (4, Rule::FastConversion),
+                        ] {
+                            if on(bit) {
+                                rules.set(rule, Action::Flag);
+                            }
+                        }
+                        let row = stmt::<DB>(&sql)
+                            .bind(at)
+                            .bind(i64::from(on(1)))
+                            .bind(i64::from(on(2)))
+                            .bind(i64::from(on(4)))
+                            .bind(customer)
+                            .bind(partner)
+                            .bind(click.map(|_| 77_i64))
+                            .bind(ip)
+                            .bind(click.map(|c| c.1))
+                            .fetch_one(&mut *conn)
+                            .await
+                            .unwrap();
+                        let got: Vec<bool> = (0..4)
+                            .map(|i| row.try_get_at::<i64>(i).unwrap() == 1)
+                            .collect();
+                        let case = format!(
+                            "at={at} partner={partner} customer={customer} click={click:?} \
+                             rules={mask:03b}"
+                        );
+                        let all = fraud::verdict(&facts, &FraudRules::all(Action::Flag));
+                        for (i, rule) in [Rule::FastConversion, Rule::DuplicateIp, Rule::PartnerIp]
+                            .into_iter()
+                            .enumerate()
+                        {
+                            let rule_holds = all.holding.contains(&rule);
+                            assert_eq!(got[i], !rule_holds, "{rule}: {case}");
+                            if rule_holds && mask == 0 {
+                                checked[i] += 1;
+                            }
+                        }
+                        let verdict = fraud::verdict(&facts, &rules);
+                        assert_eq!(got[3], verdict.flags.is_empty(), "no_click_rule: {case}");
+                    }
+                }
+            }
+        }
+    }
+    // Each rule held in some case and not in others.
+    assert!(checked.iter().all(|&n| n > 0), "{checked:?}");
+}
+
 async fn every_rule<DB: Engine>(mut conn: DB::Connection) {
     commission_rules::<DB>(&mut conn).await;
     hold_and_day::<DB>(&mut conn).await;
@@ -324,6 +480,7 @@ async fn every_rule<DB: Engine>(mut conn: DB::Connection) {
     disposable_emails::<DB>(&mut conn).await;
     review_queue::<DB>(&mut conn).await;
     sale_customers::<DB>(&mut conn).await;
+    click_rules::<DB>(&mut conn).await;
 }
 
 #[tokio::test]
