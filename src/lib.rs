@@ -186,8 +186,9 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
 }
 
 /// Every minute, records as approved the commissions whose hold period has passed (reads
-/// show them approved from that instant already), and purges the IPs the fraud rules
-/// keep once they are older than their retention (`domain::fraud::IP_RETENTION_DAYS`).
+/// show them approved from that instant already), purges the IPs the fraud rules keep
+/// once they are older than their retention (`domain::fraud::IP_RETENTION_DAYS`), and
+/// marks the lead emails stored before the disposable-mail rule.
 /// Each process runs it; the update is
 /// the same whichever runs it first.
 async fn record_approvals(app: Arc<App>) {
@@ -206,6 +207,19 @@ async fn record_approvals(app: Arc<App>) {
             Ok(0) => {}
             Ok(n) => tracing::info!(records = n, "purged IPs past their retention"),
             Err(e) => tracing::warn!(error = %e, "purging old IPs failed; retrying in a minute"),
+        }
+        // Customers stored before the disposable-mail rule: runs one after the other, a
+        // pause between them for the tracking writes, until none is left.
+        loop {
+            match app.mark_disposable_emails().await {
+                Ok(0) => break,
+                Ok(n) => tracing::info!(customers = n, "marked stored lead emails"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "marking lead emails failed; retrying in a minute");
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 }

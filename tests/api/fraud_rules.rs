@@ -649,3 +649,41 @@ async fn concurrent_plain_sales_with_every_rule_on_get_the_flows_verdicts(app: T
     let report = reftrack::verify::check(&*app.store).await.unwrap();
     assert!(report.ok(), "{}", report.to_json());
 }
+
+on_both_backends!(lead_emails_stored_before_the_rule_are_marked);
+async fn lead_emails_stored_before_the_rule_are_marked(app: TestApp) {
+    let seed = app.seed().await;
+    for (key, email) in [("a", "ann@example.com"), ("b", "bob@yopmail.com")] {
+        let click_id = app.click(&seed.short_link).await;
+        app.post_auth(
+            "/api/v1/track/lead",
+            &seed.api_token,
+            json!({"click_id": click_id, "customer_key": key, "email": email}),
+        )
+        .await
+        .expect(200);
+    }
+    let marked = "SELECT COUNT(*) FROM customers WHERE email_disposable IS NOT NULL";
+    assert_eq!(app.count(marked).await, 2, "new leads are marked as stored");
+    // As if stored before the rule existed.
+    reftrack_exec(
+        &app.database_url,
+        "UPDATE customers SET email_disposable = NULL",
+    )
+    .await;
+    assert_eq!(app.state.app.mark_disposable_emails().await.unwrap(), 2);
+    assert_eq!(app.state.app.mark_disposable_emails().await.unwrap(), 0);
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM customers WHERE email_disposable = TRUE")
+            .await,
+        1
+    );
+    assert_eq!(
+        app.count(
+            "SELECT COUNT(*) FROM customers WHERE email_disposable = FALSE \
+             AND email = 'ann@example.com'"
+        )
+        .await,
+        1
+    );
+}

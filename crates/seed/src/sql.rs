@@ -8,6 +8,7 @@ use sqlx::Connection;
 
 use super::{Chunk, NewSeedPartner, SeedPartner};
 use reftrack_domain::figures::Deltas;
+use reftrack_domain::fraud;
 use reftrack_domain::self_referral::email_key;
 use reftrack_store::sql::engine::{stmt, Engine, Stmt};
 
@@ -183,10 +184,10 @@ impl<DB: SeedEngine> Seeder<DB> {
         for rows in c.customers.chunks(ROWS) {
             let sql = insert::<DB>(
                 "customers (id, program_id, click_id, customer_key, email, email_key, \
-                 customer_status, partner_id, link_id, signup_date, first_purchase_date, \
-                 created_at, updated_at)",
+                 email_disposable, customer_status, partner_id, link_id, signup_date, \
+                 first_purchase_date, created_at, updated_at)",
                 rows.len(),
-                13,
+                14,
             );
             let mut q: Stmt<'_, DB> = stmt::<DB>(&sql);
             for r in rows {
@@ -197,6 +198,7 @@ impl<DB: SeedEngine> Seeder<DB> {
                     .bind(&r.customer_key)
                     .bind(&r.email)
                     .bind(r.email.as_deref().map(email_key))
+                    .bind(r.email.as_deref().map(fraud::is_disposable))
                     .bind(r.status)
                     .bind(r.partner_id)
                     .bind(r.link_id)

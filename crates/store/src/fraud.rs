@@ -62,6 +62,12 @@ pub trait FraudStore: Send + Sync {
     /// Forgets every click IP, conversion IP and partner sign-in IP recorded before
     /// `before`; how many records it changed.
     async fn purge_ips(&self, before: i64) -> StoreResult<u64>;
+    /// Marks whether the stored lead email of up to `limit` customers that have one but
+    /// no mark yet (those stored before the rule existed) is at a disposable-mail domain,
+    /// as [`fraud::is_disposable`](reftrack_domain::fraud::is_disposable) says; how many
+    /// it marked. Until a customer is marked, the set-based sale statements leave its
+    /// sales to their own flow.
+    async fn mark_disposable_emails(&self, limit: i64) -> StoreResult<u64>;
 }
 
 /// A commission held for review, as the review page shows it.

@@ -11,6 +11,9 @@ use reftrack_store::{Record, ReviewItem};
 /// The most commissions the review page shows at once (oldest first).
 pub const REVIEW_PAGE_LIMIT: i64 = 100;
 
+/// Customers [`App::mark_disposable_emails`] marks at most per run.
+pub const MARK_PER_RUN: i64 = 5_000;
+
 impl App {
     /// The program's commissions held for review, oldest first, each with its sale and
     /// its customer's click.
@@ -36,5 +39,13 @@ impl App {
     pub async fn purge_old_ips(&self) -> Result<u64> {
         let before = self.now_ms().saturating_sub(IP_RETENTION_MS);
         Ok(self.store.purge_ips(before).await?)
+    }
+
+    /// Marks up to [`MARK_PER_RUN`] customers whose lead email was stored before the
+    /// `disposable_email` rule existed with whether it is disposable; how many it marked.
+    /// Until a customer is marked, its sales take their own flow rather than the
+    /// set-based one: slower, never wrong. The periodic job runs it until none is left.
+    pub async fn mark_disposable_emails(&self) -> Result<u64> {
+        Ok(self.store.mark_disposable_emails(MARK_PER_RUN).await?)
     }
 }

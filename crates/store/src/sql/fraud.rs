@@ -189,4 +189,31 @@ impl<DB: Engine> FraudStore for SqlStore<DB> {
             .await?;
         Ok(clicks + conversions + sign_ins)
     }
+
+    async fn mark_disposable_emails(&self, limit: i64) -> StoreResult<u64> {
+        let conn = &mut *self.write.acquire().await?;
+        let unmarked: Vec<(i64, String)> = stmt::<DB>(
+            "SELECT id, email FROM customers \
+             WHERE email IS NOT NULL AND email_disposable IS NULL LIMIT $1",
+        )
+        .bind(limit)
+        .read_all(&mut *conn, |r| {
+            Ok::<_, sqlx::Error>((r.try_get_at(0)?, r.try_get_at(1)?))
+        })
+        .await?;
+        let mut tx = sqlx::Connection::begin_with(&mut *conn, DB::BEGIN_WRITE).await?;
+        for (id, email) in &unmarked {
+            stmt::<DB>(
+                "UPDATE customers SET email_disposable = $1 \
+                 WHERE id = $2 AND email = $3 AND email_disposable IS NULL",
+            )
+            .bind(reftrack_domain::fraud::is_disposable(email))
+            .bind(*id)
+            .bind(email.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(unmarked.len() as u64)
+    }
 }
