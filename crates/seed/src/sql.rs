@@ -214,9 +214,9 @@ impl<DB: SeedEngine> Seeder<DB> {
                 "affiliate_click_events (program_id, customer_id, link_id, partner_id, \
                  click_id, session_id, page_url, page_title, referrer_url, screen_resolution, \
                  viewport_size, language, timezone, geo_country, geo_region, geo_city, device_type, \
-                 device_os, browser_name, is_test, click_timestamp, created_at)",
+                 device_os, browser_name, is_test, click_timestamp, created_at, ip)",
                 rows.len(),
-                22,
+                23,
             );
             let mut q: Stmt<'_, DB> = stmt::<DB>(&sql);
             for r in rows {
@@ -243,7 +243,10 @@ impl<DB: SeedEngine> Seeder<DB> {
                     .bind(r.browser_name)
                     .bind(false)
                     .bind(r.at)
-                    .bind(r.at);
+                    .bind(r.at)
+                    // Each customer's clicks from an address of its own, as a real
+                    // program's are: the fraud rules' IP lookups find what they read.
+                    .bind(format!("198.51.{}.{}", (cust.id >> 8) & 255, cust.id & 255));
             }
             q.execute(&mut *tx).await?;
         }

@@ -92,8 +92,8 @@ fn record_sales_sql(n: usize) -> &'static str {
              JOIN sales s ON s.processor_event_id = rows.transaction_id \
              LEFT JOIN comm c ON c.sale_id = s.id",
             rows::cte(n, SALE_COLUMNS),
-            rules::CONVERSION_IPS.0,
-            rules::CONVERSION_IPS.1
+            rules::conversion_ips::<Postgres>().0,
+            rules::conversion_ips::<Postgres>().1
         )
     })
 }

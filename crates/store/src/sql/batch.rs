@@ -165,10 +165,10 @@ pub fn resolve_sales_sql<DB: Engine>(n: usize) -> String {
          FROM rows JOIN customers c ON c.id = {SALE_CUSTOMER_ID} \
          LEFT JOIN partner_programs pp ON {APPROVED_PARTNER_RECORD} \
          LEFT JOIN partners pa ON pa.id = c.partner_id \
-         LEFT JOIN affiliate_click_events e ON e.id = {} \
+         {} \
          WHERE {NO_SELF_REFERRAL} AND {NO_DISPOSABLE_EMAIL} AND {}",
         rows::cte::<DB>(n, SALE_KEY_COLUMNS),
-        rule_sql::latest_click_id("c.id"),
+        rule_sql::latest_click::<DB>("c.id"),
         rule_sql::no_click_rule("rows."),
     )
 }

@@ -70,7 +70,7 @@ impl<DB: Engine> FraudTx for WriteConnection<DB> {
         customer_id: i64,
         at: i64,
     ) -> StoreResult<()> {
-        let (insert, from_rows) = rules::CONVERSION_IPS;
+        let (insert, from_rows) = rules::conversion_ips::<DB>();
         let sql = format!(
             "{insert} FROM (SELECT CAST($1 AS BIGINT) AS partner_id, \
              CAST($2 AS BIGINT) AS customer_id, CAST($3 AS BIGINT) AS at) rows {from_rows}"

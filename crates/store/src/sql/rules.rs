@@ -9,6 +9,7 @@
 //! dot (`"c."`, or `""` for an unaliased table) and the SQL of the values (`"$1"`, a
 //! column, an expression).
 
+use super::engine::Engine;
 use reftrack_domain::fraud::{self, Verdict};
 use reftrack_domain::lifecycle;
 use reftrack_domain::time::DAY_MS;
@@ -106,13 +107,17 @@ pub fn new_plain_commission() -> (String, &'static str) {
 /// when it has one, under the sale's partner. Run before the customers' conversion is
 /// written (PostgreSQL's CTEs see the state before the statement anyway).
 /// `duplicate_ip` reads them through their index.
-pub const CONVERSION_IPS: (&str, &str) = (
-    "INSERT INTO conversion_ips (partner_id, customer_id, ip, converted_at) \
-    SELECT rows.partner_id, rows.customer_id, e.ip, rows.at",
-    "JOIN customers k ON k.id = rows.customer_id AND k.first_purchase_date IS NULL \
-    JOIN affiliate_click_events e ON e.id = (SELECT MAX(l.id) FROM affiliate_click_events l \
-    WHERE l.customer_id = rows.customer_id) WHERE e.ip IS NOT NULL",
-);
+pub fn conversion_ips<DB: Engine>() -> (&'static str, String) {
+    (
+        "INSERT INTO conversion_ips (partner_id, customer_id, ip, converted_at) \
+        SELECT rows.partner_id, rows.customer_id, e.ip, rows.at",
+        format!(
+            "JOIN customers k ON k.id = rows.customer_id AND k.first_purchase_date IS NULL \
+            {} WHERE e.ip IS NOT NULL",
+            latest_click::<DB>("rows.customer_id")
+        ),
+    )
+}
 
 /// Whether commission `c` is held for review: a fraud rule flagged it and no owner has
 /// approved or rejected it yet:
@@ -183,16 +188,18 @@ pub const NO_SELF_REFERRAL: &str = "(c.email IS NULL OR (c.email_key IS NOT NULL
     AND (pa.account_email IS NULL OR (pa.account_email_key IS NOT NULL \
     AND pa.account_email_key <> c.email_key))))";
 
-/// The id of the latest click of the customer whose id is `customer_id` (NULL: none):
-/// the click the fraud rules read, as the sale's flow reads it
+/// The join of the latest click of the customer whose id is `customer_id`, as `e`
+/// (columns `id`, `ip`, `click_timestamp`; all NULL when it has none): the click the
+/// fraud rules read, as the sale's flow reads it
 /// ([`FraudTx::customer_click`](crate::fraud::FraudTx::customer_click)), through the
-/// clicks' index on the customer.
-pub fn latest_click_id(customer_id: &str) -> String {
-    format!("(SELECT MAX(l.id) FROM affiliate_click_events l WHERE l.customer_id = {customer_id})")
+/// clicks' index on the customer. Each engine writes it its own way
+/// ([`Engine::latest_click_join`]).
+pub fn latest_click<DB: Engine>(customer_id: &str) -> String {
+    DB::latest_click_join(customer_id)
 }
 
 /// Whether the latest click `e` of a sale's customer (`LEFT JOIN`ed on
-/// [`latest_click_id`], all NULL when there is none) shows that `fast_conversion` cannot
+/// [`latest_click`], all NULL when there is none) shows that `fast_conversion` cannot
 /// hold for a sale at `at`: no click, or one at least
 /// [`FAST_CONVERSION_MS`](reftrack_domain::fraud::FAST_CONVERSION_MS) before the sale
 /// ([`fraud::holds`](reftrack_domain::fraud::holds)). Written as a bound on the click's

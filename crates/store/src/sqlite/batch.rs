@@ -90,7 +90,7 @@ const RECORD_SALES_COLUMNS: [&[&str]; 5] = [
 
 /// The statements that record resolved plain sales read from `from` (a table whose rows
 /// are named `rows`): the sale events, their commissions, the IPs of the customers who
-/// convert ([`rules::CONVERSION_IPS`]), the customers' conversion, and per row its index,
+/// convert ([`rules::conversion_ips`]), the customers' conversion, and per row its index,
 /// sale id and commission id. The later ones find the new sales by transaction id.
 fn record_sales(from: &str) -> [String; 5] {
     let (status, manual) = rules::new_plain_commission();
@@ -112,11 +112,10 @@ fn record_sales(from: &str) -> [String; 5] {
              FROM {from} JOIN affiliate_sale_events s \
              ON s.processor_event_id = rows.transaction_id"
         ),
-        format!(
-            "{} FROM {from} {}",
-            rules::CONVERSION_IPS.0,
-            rules::CONVERSION_IPS.1
-        ),
+        {
+            let (insert, from_rows) = rules::conversion_ips::<Sqlite>();
+            format!("{insert} FROM {from} {from_rows}")
+        },
         format!(
             "UPDATE customers SET customer_status = 'conversion', \
              first_purchase_date = COALESCE(customers.first_purchase_date, rows.at), \
@@ -246,11 +245,11 @@ fn commit_sale_batch_sql(n: usize) -> &'static str {
              FROM (SELECT rows.*, k.id AS customer_id, k.partner_id AS customer_partner, \
              e.id AS click_event, e.ip AS click_ip FROM rows \
              LEFT JOIN customers k ON k.id = {SALE_CUSTOMER_ID} \
-             LEFT JOIN affiliate_click_events e ON e.id = {})) \
+             {})) \
              {}; {sales}; {commissions}; {ips}; {customers}; \
              {SQLITE_SALE_BATCH_COUNTERS}; {}; COMMIT",
             rows::cte(n, BATCH_SALE_COLUMNS),
-            rules::latest_click_id("k.id"),
+            rules::latest_click::<Sqlite>("k.id"),
             resolve_sale_batch(),
             sale_batch_ids(&ids)
         )

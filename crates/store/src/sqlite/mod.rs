@@ -157,6 +157,15 @@ impl Engine for Sqlite {
         INSERT INTO sessions (user_id, token_hash, created_at, expires_at) \
         VALUES ($1, $2, $3, $4)";
 
+    // SQLite has no LATERAL; its nested loops look the id up through the index on the
+    // customer (whose entries end with the rowid, the click's id) and then the row.
+    fn latest_click_join(customer_id: &str) -> String {
+        format!(
+            "LEFT JOIN affiliate_click_events e ON e.id = (SELECT MAX(l.id) \
+             FROM affiliate_click_events l WHERE l.customer_id = {customer_id})"
+        )
+    }
+
     fn values(rows: usize, width: usize, _first: usize) -> String {
         rows::values(rows, width)
     }
