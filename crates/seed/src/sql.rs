@@ -218,6 +218,7 @@ impl<DB: SeedEngine> Seeder<DB> {
                 rows.len(),
                 23,
             );
+            let kept_since = reftrack_domain::time::now_ms() - fraud::IP_RETENTION_MS;
             let mut q: Stmt<'_, DB> = stmt::<DB>(&sql);
             for r in rows {
                 let cust = &c.customers[r.customer];
@@ -245,8 +246,12 @@ impl<DB: SeedEngine> Seeder<DB> {
                     .bind(r.at)
                     .bind(r.at)
                     // Each customer's clicks from an address of its own, as a real
-                    // program's are: the fraud rules' IP lookups find what they read.
-                    .bind(format!("198.51.{}.{}", (cust.id >> 8) & 255, cust.id & 255));
+                    // program's are, while the purge would keep it: the fraud rules' IP
+                    // lookups find what they read.
+                    .bind(
+                        (r.at >= kept_since)
+                            .then(|| format!("198.51.{}.{}", (cust.id >> 8) & 255, cust.id & 255)),
+                    );
             }
             q.execute(&mut *tx).await?;
         }

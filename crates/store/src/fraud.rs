@@ -59,9 +59,10 @@ pub trait FraudStore: Send + Sync {
         ip: &str,
         at: i64,
     ) -> StoreResult<()>;
-    /// Forgets every click IP, conversion IP and partner sign-in IP recorded before
-    /// `before`; how many records it changed.
-    async fn purge_ips(&self, before: i64) -> StoreResult<u64>;
+    /// Forgets up to `limit` click IPs, conversion IPs and partner sign-in IPs (each)
+    /// recorded before `before`; how many records it changed. A caller runs it again
+    /// until it changes fewer than it may: each run holds the writer only briefly.
+    async fn purge_ips(&self, before: i64, limit: i64) -> StoreResult<u64>;
     /// Marks whether the stored lead email of up to `limit` customers that have one but
     /// no mark yet (those stored before the rule existed) is at a disposable-mail domain,
     /// as [`fraud::is_disposable`](reftrack_domain::fraud::is_disposable) says; how many

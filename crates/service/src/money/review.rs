@@ -11,6 +11,9 @@ use reftrack_store::{Record, ReviewItem};
 /// The most commissions the review page shows at once (oldest first).
 pub const REVIEW_PAGE_LIMIT: i64 = 100;
 
+/// Records of each kind [`App::purge_old_ips`] forgets at most per statement.
+pub const PURGE_PER_RUN: i64 = 2_000;
+
 /// Customers [`App::mark_disposable_emails`] marks at most per run.
 pub const MARK_PER_RUN: i64 = 5_000;
 
@@ -36,9 +39,22 @@ impl App {
     /// Forgets the click IPs, conversion IPs and partner sign-in IPs older than
     /// [`IP_RETENTION_MS`](reftrack_domain::fraud::IP_RETENTION_MS); how many records
     /// changed. The periodic job runs it with the approvals.
+    ///
+    /// It forgets them [`PURGE_PER_RUN`] of each kind at a time, with a pause between
+    /// runs, so that a large purge (the first after IPs were kept, or a busy day leaving
+    /// the window) never holds the writer, and the tracking writes queued behind it, for
+    /// long.
     pub async fn purge_old_ips(&self) -> Result<u64> {
         let before = self.now_ms().saturating_sub(IP_RETENTION_MS);
-        Ok(self.store.purge_ips(before).await?)
+        let mut purged = 0;
+        loop {
+            let n = self.store.purge_ips(before, PURGE_PER_RUN).await?;
+            purged += n;
+            if n == 0 {
+                return Ok(purged);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
     }
 
     /// Marks up to [`MARK_PER_RUN`] customers whose lead email was stored before the

@@ -170,24 +170,25 @@ impl<DB: Engine> FraudStore for SqlStore<DB> {
         Ok(())
     }
 
-    async fn purge_ips(&self, before: i64) -> StoreResult<u64> {
+    async fn purge_ips(&self, before: i64, limit: i64) -> StoreResult<u64> {
         let conn = &mut *self.write.acquire().await?;
-        let clicks = stmt::<DB>(
-            "UPDATE affiliate_click_events SET ip = NULL \
-             WHERE ip IS NOT NULL AND click_timestamp < $1",
-        )
-        .bind(before)
-        .execute(&mut *conn)
-        .await?;
-        let conversions = stmt::<DB>("DELETE FROM conversion_ips WHERE converted_at < $1")
-            .bind(before)
-            .execute(&mut *conn)
-            .await?;
-        let sign_ins = stmt::<DB>("DELETE FROM partner_sign_in_ips WHERE signed_in_at < $1")
-            .bind(before)
-            .execute(&mut *conn)
-            .await?;
-        Ok(clicks + conversions + sign_ins)
+        let mut changed = 0;
+        for sql in [
+            "UPDATE affiliate_click_events SET ip = NULL WHERE id IN (SELECT id \
+             FROM affiliate_click_events WHERE ip IS NOT NULL AND click_timestamp < $1 \
+             LIMIT $2)",
+            "DELETE FROM conversion_ips WHERE id IN (SELECT id FROM conversion_ips \
+             WHERE converted_at < $1 LIMIT $2)",
+            "DELETE FROM partner_sign_in_ips WHERE (partner_id, ip) IN (SELECT partner_id, ip \
+             FROM partner_sign_in_ips WHERE signed_in_at < $1 LIMIT $2)",
+        ] {
+            changed += stmt::<DB>(sql)
+                .bind(before)
+                .bind(limit)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(changed)
     }
 
     async fn mark_disposable_emails(&self, limit: i64) -> StoreResult<u64> {
