@@ -52,14 +52,17 @@ impl DuplicateSaleBody {
     }
 }
 
-/// The 401 of a sign-in whose password was right but which needs a two-factor code:
+/// The 401 of a sign-in: `{"error": "Invalid email or password"}` (or a wrong two-factor
+/// code), or, when the password was right but a two-factor code is needed,
 /// `{"error": "Two-factor code required", "two_factor_required": true}`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct TwoFactorRequiredBody {
-    /// `Two-factor code required`.
+    /// What went wrong.
     pub error: String,
-    /// Always `true`: send the login again with `code` or `recovery_code`.
-    pub two_factor_required: bool,
+    /// `true` when only the two-factor code is missing: send the login again with `code`
+    /// or `recovery_code`. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub two_factor_required: Option<bool>,
 }
 
 /// Everything that can go wrong while serving a request.
@@ -199,7 +202,7 @@ impl IntoResponse for Error {
                 status,
                 axum::Json(TwoFactorRequiredBody {
                     error,
-                    two_factor_required: true,
+                    two_factor_required: Some(true),
                 }),
             )
                 .into_response(),

@@ -15,13 +15,15 @@ use crate::notice_mail::{paid_mail, send_notices, PaidNotice};
 use crate::pages::{chunks, id_filter, listed, named_filter, probe, PageParams};
 use crate::{App, Error, Listed, Result};
 use reftrack_domain::access::Access;
-use reftrack_domain::audit::{Action, Entry, Scope, Target};
+use reftrack_domain::audit::{Action, Entry, Origin, Scope, Target};
 use reftrack_domain::lifecycle::{self, Conflict, PayoutSkip};
 use reftrack_domain::money::display_amount;
 use reftrack_domain::status::PayoutStatus;
 use reftrack_domain::webhooks::EventType;
 use reftrack_store::webhooks::{Event, Subject};
-use reftrack_store::{Balance, CommissionFilter, CommissionRow, Page, Payout, PayoutRules, Record};
+use reftrack_store::{
+    Balance, CommissionFilter, CommissionLock, CommissionRow, Page, Payout, PayoutRules, Record,
+};
 
 /// Most commissions one write of the approval job records: a few milliseconds of the
 /// writer's time.
@@ -104,6 +106,23 @@ fn approvals(ids: &[i64]) -> Vec<Event> {
     ids.iter()
         .map(|id| Event::new(EventType::CommissionApproved, Subject::Commission(*id)))
         .collect()
+}
+
+/// The audit entry of an owner's decision `action` on the commission `id`, as `c` stood:
+/// its partner, amount and currency.
+fn decision_entry(at: i64, origin: &Origin, action: Action, id: i64, c: &CommissionLock) -> Entry {
+    Entry::new(
+        at,
+        origin,
+        action,
+        Scope::Program(c.program_id),
+        Target::commission(id),
+    )
+    .with_details(serde_json::json!({
+        "partner_id": c.partner_id,
+        "amount_cents": c.net_cents,
+        "currency": c.currency,
+    }))
 }
 
 fn conflict(c: Conflict) -> Error {
@@ -205,18 +224,7 @@ impl App {
                         "The commission changed while it was being approved; try again".into(),
                     ));
                 }
-                let entry = Entry::new(
-                    at,
-                    &origin,
-                    Action::CommissionApproved,
-                    Scope::Program(c.program_id),
-                    Target::commission(id),
-                )
-                .with_details(serde_json::json!({
-                    "partner_id": c.partner_id,
-                    "amount_cents": c.net_cents,
-                    "currency": c.currency,
-                }));
+                let entry = decision_entry(at, &origin, Action::CommissionApproved, id, &c);
                 tx.record_audit(&[entry]).await?;
                 tx.record_events(c.program_id, at, &approvals(&[id]))
                     .await?;
@@ -256,19 +264,8 @@ impl App {
                         "The commission changed while it was being rejected; try again".into(),
                     ));
                 }
-                let entry = Entry::new(
-                    at,
-                    &origin,
-                    Action::CommissionRejected,
-                    Scope::Program(c.program_id),
-                    Target::commission(id),
-                )
-                .with_details(serde_json::json!({
-                    "partner_id": c.partner_id,
-                    "amount_cents": c.net_cents,
-                    "currency": c.currency,
-                    "reason": reason,
-                }));
+                let mut entry = decision_entry(at, &origin, Action::CommissionRejected, id, &c);
+                entry.details["reason"] = serde_json::json!(reason);
                 tx.record_audit(&[entry]).await?;
                 deltas.count_commission_withdrawn(
                     c.program_id,

@@ -174,13 +174,8 @@ impl SignIn {
                 render(StatusCode::UNAUTHORIZED, &page)
             }
             Err(Error::TooManyRequests(secs)) => {
-                page.form_error = Some(format!(
-                    "Too many failed sign-ins for this account. Wait {secs} seconds, then try again."
-                ));
-                let mut r = render(StatusCode::TOO_MANY_REQUESTS, &page);
-                r.headers_mut()
-                    .insert(RETRY_AFTER, HeaderValue::from(secs.max(1)));
-                r
+                page.form_error = Some(locked_out(secs));
+                retry_after(render(StatusCode::TOO_MANY_REQUESTS, &page), secs)
             }
             Err(e) => PageError::from(e).into_response(),
         }
@@ -228,15 +223,22 @@ impl SignIn {
                 render(StatusCode::UNAUTHORIZED, &page)
             }
             Err(Error::TooManyRequests(secs)) => {
-                page.form_error = Some(format!(
-                    "Too many failed sign-ins for this account. Wait {secs} seconds, then try again."
-                ));
-                let mut r = render(StatusCode::TOO_MANY_REQUESTS, &page);
-                r.headers_mut()
-                    .insert(RETRY_AFTER, HeaderValue::from(secs.max(1)));
-                r
+                page.form_error = Some(locked_out(secs));
+                retry_after(render(StatusCode::TOO_MANY_REQUESTS, &page), secs)
             }
             Err(e) => PageError::from(e).into_response(),
         }
     }
+}
+
+/// What a sign-in page says while the account is locked out for `secs` seconds.
+fn locked_out(secs: u64) -> String {
+    format!("Too many failed sign-ins for this account. Wait {secs} seconds, then try again.")
+}
+
+/// `r` with the `Retry-After` of a lock-out of `secs` seconds.
+fn retry_after(mut r: Response, secs: u64) -> Response {
+    r.headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(secs.max(1)));
+    r
 }
