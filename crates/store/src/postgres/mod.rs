@@ -221,3 +221,6 @@ fn counter_ctes(updates: &[Update]) -> String {
         .collect();
     ctes.join(", ")
 }
+
+#[cfg(test)]
+mod plan_tests;
