@@ -24,6 +24,7 @@ mod dashboard_auth;
 mod dashboard_reports;
 mod deploy;
 mod fraud_rules;
+mod groups;
 mod fuzz;
 mod geoip;
 mod invite_mail;

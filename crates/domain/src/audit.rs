@@ -92,6 +92,14 @@ actions! {
     WebhookEndpointUpdated = "webhook_endpoint.updated",
     /// A webhook endpoint was deleted.
     WebhookEndpointDeleted = "webhook_endpoint.deleted",
+    /// A partner group was created.
+    GroupCreated = "group.created",
+    /// A partner group's name, rewards or hold changed (details: old and new values).
+    GroupUpdated = "group.updated",
+    /// A partner group was deleted.
+    GroupDeleted = "group.deleted",
+    /// A partner was moved to another group of a program (details: old and new group).
+    PartnerGroupChanged = "partner.group_changed",
     /// A user or partner turned two-factor sign-in on.
     TwoFactorEnabled = "two_factor.enabled",
     /// A user or partner turned two-factor sign-in off (or the operator did for a user).
@@ -251,6 +259,9 @@ impl Target {
     /// A workspace member, by its user id.
     pub fn user(id: i64) -> Target {
         Target { kind: "user", id }
+    }
+    pub fn group(id: i64) -> Target {
+        Target { kind: "group", id }
     }
     pub fn webhook_endpoint(id: i64) -> Target {
         Target {

@@ -175,6 +175,8 @@ pub enum Unearned {
     PartnerNotApproved,
     /// A renewal past the program's recurring commission months.
     RecurringPeriodEnded,
+    /// The partner's group has no sale reward.
+    NoReward,
 }
 
 impl Unearned {
@@ -183,6 +185,7 @@ impl Unearned {
         match self {
             Unearned::PartnerNotApproved => "partner_not_approved",
             Unearned::RecurringPeriodEnded => "recurring_period_ended",
+            Unearned::NoReward => "no_reward",
         }
     }
 
@@ -191,6 +194,7 @@ impl Unearned {
         match self {
             Unearned::PartnerNotApproved => "the partner is not approved in this program",
             Unearned::RecurringPeriodEnded => "the recurring commission period has ended",
+            Unearned::NoReward => "the partner's group has no sale reward",
         }
     }
 }

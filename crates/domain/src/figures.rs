@@ -126,6 +126,14 @@ impl Deltas {
         self.partners.entry((partner_id, program_id)).or_default()
     }
 
+    /// What these increments add to the sales and revenue (hundredths) of `partner_id` in
+    /// `program_id`, not yet in its counters.
+    pub fn partner_pending(&self, partner_id: i64, program_id: i64) -> (i64, i64) {
+        self.partners
+            .get(&(partner_id, program_id))
+            .map_or((0, 0), |d| (d.sales, d.revenue_cents))
+    }
+
     /// The figures of `partner_id` in `program_id` on `day`, to add to.
     pub fn partner_day(
         &mut self,

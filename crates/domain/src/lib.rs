@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod money;
 pub mod redirect;
 pub mod refund;
+pub mod rewards;
 pub mod self_referral;
 pub mod status;
 pub mod stripe;

@@ -47,8 +47,9 @@ impl<DB: SeedEngine> Seeder<DB> {
         at: i64,
     ) -> anyhow::Result<i64> {
         Ok(stmt::<DB>(
-            "INSERT INTO partner_programs (partner_id, program_id, status, created_at) \
-             VALUES ($1, $2, 'approved', $3) RETURNING id",
+            "INSERT INTO partner_programs (partner_id, program_id, status, group_id, \
+             created_at) VALUES ($1, $2, 'approved', (SELECT id FROM partner_groups \
+             WHERE program_id = $2 AND is_default), $3) RETURNING id",
         )
         .bind(partner_id)
         .bind(program_id)

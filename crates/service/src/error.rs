@@ -106,6 +106,11 @@ fn conflict_text(what: &str) -> String {
         "stripe_promotion_code" => {
             "A coupon with this stripe_promotion_code already exists in this program".into()
         }
+        "group name" => "A group with this name already exists in this program".into(),
+        "default group" => "The default group cannot be deleted".into(),
+        "group with partners" => {
+            "The group still has partners: move them to another group first".into()
+        }
         other => format!("Already exists: {other}"),
     }
 }

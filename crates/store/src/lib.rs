@@ -12,6 +12,7 @@ pub mod committer;
 pub mod dashboard_model;
 pub mod error;
 pub mod fraud;
+pub mod groups;
 pub mod integrity;
 pub mod management;
 pub mod model;
@@ -34,6 +35,7 @@ use async_trait::async_trait;
 pub use audit::{AuditEntry, AuditFilter, AuditOf, AuditRow, AuditStore, AuditTx};
 pub use dashboard_model::*;
 pub use error::{StoreError, StoreResult};
+pub use groups::{Group, GroupPatch, GroupRewards, GroupStore, NewGroup};
 pub use fraud::{FraudStore, FraudTx, ReviewClick, ReviewItem};
 pub use management::{
     LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record, TopPartner,
@@ -88,6 +90,7 @@ pub trait Store:
     + AuditStore
     + TwoFactorStore
     + FraudStore
+    + GroupStore
     + Send
     + Sync
     + 'static

@@ -24,6 +24,8 @@ pub enum Record {
     Payout(i64),
     /// A webhook endpoint.
     Webhook(i64),
+    /// A partner group of a program.
+    Group(i64),
 }
 
 impl Record {
@@ -42,6 +44,7 @@ impl Record {
             Record::Commission(_) => "Commission",
             Record::Payout(_) => "Payout",
             Record::Webhook(_) => "Webhook",
+            Record::Group(_) => "Group",
         }
     }
 }
@@ -73,6 +76,8 @@ pub struct ProgramPartnerRow {
     /// Its standing in this program.
     #[sqlx(try_from = "String")]
     pub status: PartnerStatus,
+    /// The program's partner group it is in.
+    pub group_id: i64,
     /// When it joined the program.
     #[serde(serialize_with = "iso_ms")]
     #[schema(value_type = String, format = DateTime)]

@@ -215,6 +215,8 @@ pub struct PartnerProgram {
     pub program_id: i64,
     #[sqlx(try_from = "String")]
     pub status: PartnerStatus,
+    /// The program's partner group it is in.
+    pub group_id: i64,
     pub total_clicks: i64,
     pub total_leads: i64,
     pub total_sales: i64,
@@ -223,6 +225,19 @@ pub struct PartnerProgram {
     #[serde(serialize_with = "iso_ms")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: i64,
+}
+
+/// A partner's record in a program as a sale or a lead reads it: what decides its reward.
+#[derive(Debug, Clone)]
+pub struct PartnerStanding {
+    pub partner_program_id: i64,
+    pub status: PartnerStatus,
+    /// Its group's rewards.
+    pub group: crate::groups::GroupRewards,
+    /// Its live sales in the program not fully refunded (the counter).
+    pub sales: i64,
+    /// Their revenue net of refunds, in hundredths of the major unit (the counter).
+    pub revenue_hundredths: i64,
 }
 
 /// A referral link.
@@ -469,8 +484,8 @@ pub struct LeadEventRow<'a> {
 #[derive(Debug, Clone)]
 pub struct SaleProgram {
     pub id: i64,
-    pub commission: CommissionRule,
-    pub recurring_commission_months: Option<i64>,
+    /// The program's currency: its rewards' and figures'.
+    pub currency: String,
     /// The program's fraud rules.
     pub fraud_rules: FraudRules,
 }
@@ -494,8 +509,6 @@ pub struct NewSale {
     pub metadata: Option<String>,
     pub is_test: bool,
     pub at: i64,
-    /// What the sale earns under its program's rule, computed once by the service layer.
-    pub commission_cents: i64,
     /// The coupon code the sale names, as compared
     /// ([`reftrack_domain::attribution::coupon_key`]).
     pub coupon_key: Option<String>,
@@ -562,6 +575,10 @@ pub struct NewCommission<'a> {
     pub flags: &'a [CommissionFlag],
     /// How it comes due.
     pub approval: Approval,
+    /// The group whose reward made it.
+    pub group_id: Option<i64>,
+    /// The rule that applied, in words ([`reftrack_domain::rewards::Earned`]).
+    pub description: Option<&'a str>,
 }
 
 /// What a recorded sale produced.

@@ -39,6 +39,12 @@ pub struct CommissionRow {
     /// The sale's transaction id.
     pub transaction_id: String,
     pub kind: CommissionKind,
+    /// The partner group whose reward made it; null for clawbacks and for commissions
+    /// recorded before groups existed.
+    pub group_id: Option<i64>,
+    /// The rule that made it, in words (`40% of $120.00 (product is prod_enterprise)`);
+    /// null for clawbacks and for commissions recorded before groups existed.
+    pub description: Option<String>,
     /// What it pays now, in cents: the original amount less what refunds took back
     /// (negative for a clawback).
     pub amount_cents: i64,

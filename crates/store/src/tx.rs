@@ -14,7 +14,7 @@ use super::error::StoreResult;
 use super::fraud::FraudTx;
 use super::model::{
     ChargeSale, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
-    PartnerProgram, PaymentAccount, RecordedSale, RefundableSale, SaleEventRow,
+    PartnerProgram, PartnerStanding, PaymentAccount, RecordedSale, RefundableSale, SaleEventRow,
 };
 use super::partners::PartnerTx;
 use super::payouts::PayoutTx;
@@ -97,12 +97,26 @@ pub trait Tx:
         program_id: i64,
         subscription_id: &str,
     ) -> StoreResult<Option<(Option<i64>, i64)>>;
-    /// The partner-program record of `partner_id` in `program_id`: its id and status.
-    async fn partner_program(
+    /// The partner-program record of `partner_id` in `program_id` as a sale or a lead
+    /// reads it: its id, status, group's rewards and counters. `lock`: the record stays
+    /// locked until the transaction ends (PostgreSQL), so that the counters a reward reads
+    /// are those no other process is changing.
+    async fn partner_standing(
         &mut self,
         partner_id: i64,
         program_id: i64,
-    ) -> StoreResult<Option<(i64, PartnerStatus)>>;
+        lock: bool,
+    ) -> StoreResult<Option<PartnerStanding>>;
+    /// The country of the customer's latest click (upper case), if it has one.
+    async fn customer_country(&mut self, customer_id: i64) -> StoreResult<Option<String>>;
+    /// Moves a partner of a program to another of its groups; `None` when the partner is
+    /// not in the program, `NotFound("group")` when the group is not the program's.
+    async fn set_partner_group(
+        &mut self,
+        program_id: i64,
+        partner_id: i64,
+        group_id: i64,
+    ) -> StoreResult<Option<PartnerProgram>>;
     /// Whether a program and a partner exist.
     async fn program_and_partner_exist(
         &mut self,
@@ -118,12 +132,14 @@ pub trait Tx:
         from: PartnerStatus,
         to: PartnerStatus,
     ) -> StoreResult<Option<PartnerProgram>>;
-    /// Creates a partner-program record. `Conflict("partner_program")` when it exists.
+    /// Creates a partner-program record, in `group_id` or the program's default group.
+    /// `Conflict("partner_program")` when it exists.
     async fn insert_partner_program(
         &mut self,
         program_id: i64,
         partner_id: i64,
         status: PartnerStatus,
+        group_id: Option<i64>,
         at: i64,
     ) -> StoreResult<PartnerProgram>;
 }

@@ -82,7 +82,7 @@ impl App {
                             })?
                         }
                     };
-                    tx.insert_partner_program(program_id, partner_id, PartnerStatus::Pending, at)
+                    tx.insert_partner_program(program_id, partner_id, PartnerStatus::Pending, None, at)
                         .await
                         .map_err(|e| match e {
                             StoreError::Conflict(_) => Error::Conflict(

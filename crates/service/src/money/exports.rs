@@ -106,7 +106,7 @@ fn time(ms: Option<i64>) -> String {
 }
 
 /// The header row of a commission export.
-pub const COMMISSION_HEADER: [&str; 15] = [
+pub const COMMISSION_HEADER: [&str; 17] = [
     "id",
     "partner_id",
     "sale_id",
@@ -122,6 +122,8 @@ pub const COMMISSION_HEADER: [&str; 15] = [
     "original_commission_id",
     "reject_reason",
     "flags",
+    "group_id",
+    "description",
 ];
 
 /// Commission rows as CSV, with the header row when `header`.
@@ -151,13 +153,15 @@ pub fn commissions_csv(rows: &[CommissionRow], header: bool) -> Vec<u8> {
                 .map(|f| f.as_str())
                 .collect::<Vec<_>>()
                 .join(";"),
+            opt(c.group_id),
+            opt(c.description.as_deref()),
         ]);
     }
     sheet.bytes()
 }
 
 /// The header row of a program-partner export.
-pub const PROGRAM_PARTNER_HEADER: [&str; 11] = [
+pub const PROGRAM_PARTNER_HEADER: [&str; 12] = [
     "partner_id",
     "name",
     "email",
@@ -169,6 +173,7 @@ pub const PROGRAM_PARTNER_HEADER: [&str; 11] = [
     "sales",
     "revenue_cents",
     "commission_cents",
+    "group_id",
 ];
 
 /// A program's partner rows as CSV, with the header row when `header`.
@@ -190,6 +195,7 @@ pub fn program_partners_csv(rows: &[ProgramPartnerRow], header: bool) -> Vec<u8>
             r.sales.to_string(),
             r.revenue_cents.to_string(),
             r.commission_cents.to_string(),
+            r.group_id.to_string(),
         ]);
     }
     sheet.bytes()

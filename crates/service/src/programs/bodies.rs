@@ -153,6 +153,8 @@ impl PartnerPatchBody {
 pub struct ProgramPartnerBody {
     pub partner_id: i64,
     pub status: Option<String>,
+    /// The program's group it joins; absent: the default group.
+    pub group_id: Option<i64>,
 }
 
 /// The body of the management call that creates a referral link.

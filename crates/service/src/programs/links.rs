@@ -16,6 +16,16 @@ impl App {
             .await?;
         let status: PartnerStatus = one_of("status", b.status.as_deref().unwrap_or("approved"))?;
         let partner_id = b.partner_id;
+        let group_id = b.group_id;
+        if let Some(group_id) = group_id {
+            match self.store.group(group_id).await {
+                Ok(g) if g.program_id == program_id => {}
+                Ok(_) | Err(StoreError::NotFound(_)) => {
+                    return Err(crate::programs::management::not_a_group())
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         let at = self.now_ms();
         let entry = self
             .entry(
@@ -33,7 +43,7 @@ impl App {
                     _ => {}
                 }
                 let pp = tx
-                    .insert_partner_program(program_id, partner_id, status, at)
+                    .insert_partner_program(program_id, partner_id, status, group_id, at)
                     .await?;
                 tx.record_audit(&[entry]).await?;
                 if status == PartnerStatus::Approved {

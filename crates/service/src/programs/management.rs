@@ -29,7 +29,15 @@ use reftrack_store::{
 #[serde(deny_unknown_fields)]
 pub struct PartnerStatusBody {
     /// `approved`, `pending`, `rejected` or `banned`.
-    pub status: String,
+    pub status: Option<String>,
+    /// A group of the program to move the partner to; its later sales and leads earn
+    /// that group's rewards.
+    pub group_id: Option<i64>,
+}
+
+/// The answer to a `group_id` that is not a group of the program.
+pub(crate) fn not_a_group() -> Error {
+    Error::invalid("group_id must be a group of this program")
 }
 
 /// The event of a partner approved in a program.
@@ -160,7 +168,7 @@ impl App {
     }
 
     /// Moves a partner's standing in a program, by the rule of
-    /// [`lifecycle::partner_status`].
+    /// [`lifecycle::partner_status`], and its group when the body names one.
     pub async fn set_program_partner_status(
         &self,
         caller: &Caller,
@@ -170,12 +178,27 @@ impl App {
     ) -> Result<PartnerProgram> {
         self.allow(caller, Record::Program(program_id), Access::Change)
             .await?;
-        let to: PartnerStatus = b
+        if b.status.is_none() && b.group_id.is_none() {
+            return Err(Error::invalid("status or group_id is required"));
+        }
+        let to: Option<PartnerStatus> = b
             .status
-            .trim()
-            .parse()
-            .map_err(|e: UnknownValue| Error::invalid(e.message("status")))?;
-        let current = self.store.partner_program(program_id, partner_id).await?;
+            .as_deref()
+            .map(|s| {
+                s.trim()
+                    .parse()
+                    .map_err(|e: UnknownValue| Error::invalid(e.message("status")))
+            })
+            .transpose()?;
+        let mut current = self.store.partner_program(program_id, partner_id).await?;
+        if let Some(group_id) = b.group_id {
+            current = self
+                .move_partner(caller, program_id, partner_id, current.group_id, group_id)
+                .await?;
+        }
+        let Some(to) = to else {
+            return Ok(current);
+        };
         lifecycle::partner_status(current.status, to).map_err(|c| Error::Conflict(c.0))?;
         if current.status == to {
             return Ok(current);
@@ -216,6 +239,42 @@ impl App {
             self.notify_approval(program_id, partner_id).await;
         }
         Ok(changed)
+    }
+
+    /// Moves a partner of a program to another of its groups; a group of another
+    /// program is a 400.
+    async fn move_partner(
+        &self,
+        caller: &Caller,
+        program_id: i64,
+        partner_id: i64,
+        from: i64,
+        to: i64,
+    ) -> Result<PartnerProgram> {
+        let entry = self
+            .entry(
+                caller,
+                Action::PartnerGroupChanged,
+                Scope::Program(program_id),
+                Target::partner(partner_id),
+            )
+            .with_details(moved("group_id", &from, &to));
+        let moved = self
+            .write(move |tx, _| {
+                async move {
+                    let moved = match tx.set_partner_group(program_id, partner_id, to).await {
+                        Err(reftrack_store::StoreError::NotFound("group")) => return Err(not_a_group()),
+                        other => other?,
+                    };
+                    if moved.is_some() && from != to {
+                        tx.record_audit(&[entry]).await?;
+                    }
+                    Ok(moved)
+                }
+                .boxed()
+            })
+            .await?;
+        moved.ok_or_else(|| Error::NotFound(Record::Partner(partner_id).not_found()))
     }
 
     /// Mails a partner with an account that it is approved in a program, when the server

@@ -6,6 +6,7 @@
 
 pub mod coupons;
 pub mod first_run;
+pub mod groups;
 pub mod management;
 
 mod admin_token;

@@ -226,19 +226,18 @@ impl App {
         .map_err(|e| e.public_text("Sale tracking failed"))
     }
 
-    /// A sale as the store records it, with the commission its program's rule gives.
+    /// A sale as the store records it; its reward is decided where it is recorded, from
+    /// its partner's group as the transaction reads it.
     pub(crate) fn new_sale(&self, program: &Program, s: SaleCommand) -> NewSale {
         let at = self.now_ms();
         NewSale {
             program: SaleProgram {
                 id: program.id,
-                commission: program.commission,
-                recurring_commission_months: program.recurring_commission_months,
+                currency: program.currency.clone(),
                 fraud_rules: program.fraud_rules,
             },
             generated_id: s.transaction_id.is_none(),
             transaction_id: s.transaction_id.unwrap_or_else(|| test_transaction_id(at)),
-            commission_cents: program.commission.amount_for(s.amount_cents),
             amount_cents: s.amount_cents,
             currency: s.currency.unwrap_or_else(|| program.currency.clone()),
             customer_key: s.customer_key,

@@ -28,7 +28,9 @@ use tokio::sync::oneshot;
 use crate::{answer_or_alone, App, Error, Result};
 use reftrack_domain::attribution::{self, AffError, SaleSource};
 use reftrack_domain::click_id;
-use reftrack_domain::commission;
+use reftrack_domain::commission::{self, Unearned};
+use reftrack_domain::money;
+use reftrack_domain::rewards::{self, SaleReward};
 use reftrack_domain::figures::{Deltas, RefundFigures, SaleFigures};
 use reftrack_domain::fraud::{self, Rule, SaleFacts, Verdict};
 use reftrack_domain::lifecycle::{self, RefundEffect};
@@ -40,7 +42,7 @@ use reftrack_store::webhooks::{sale_recorded, Event, Subject};
 use reftrack_store::write::{self, ClickWrite, Job, OnCommit, SaleWrite, Write};
 use reftrack_store::{
     origin_allowed, ClickDetails, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewClick,
-    NewCommission, NewCustomer, NewSale, Program, SaleEventRow, SaleOutcome, SaleProgram, Store,
+    NewCommission, NewCustomer, NewSale, PartnerStanding, Program, SaleEventRow, SaleOutcome, SaleProgram, Store,
 };
 
 use clicks::*;

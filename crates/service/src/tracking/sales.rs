@@ -220,19 +220,40 @@ pub(crate) async fn sale_flow(
     }
     let partner_id =
         partner_id.ok_or_else(|| Error::invalid("partnerId required to create commission"))?;
-    let (partner_program_id, standing) = tx
-        .partner_program(partner_id, s.program.id)
-        .await?
-        .ok_or_else(|| Error::invalid("No partner-program relationship found for this customer"))?;
-    let unearned = commission::unearned(
-        standing,
-        !s.is_recurring
-            || commission::recurring_earns(
-                s.program.recurring_commission_months,
-                first_sale_at,
-                s.at,
+    let standing = partner_standing(tx, partner_id, s.program.id).await?;
+    let reward = if commission::partner_earns(standing.status) {
+        let country = match standing.group.rewards.sale.as_ref() {
+            Some(r) if r.reads_country() => tx.customer_country(c.id).await?,
+            _ => None,
+        };
+        let (pending_sales, pending_revenue) = deltas.partner_pending(partner_id, s.program.id);
+        let facts = rewards::SaleFacts {
+            amount_cents: s.amount_cents,
+            product_id: s.product_id.as_deref(),
+            recurring: s.is_recurring,
+            customer_country: country.as_deref(),
+            partner_sales: standing.sales.saturating_add(pending_sales),
+            partner_revenue_cents: money::from_hundredths(
+                standing.revenue_hundredths.saturating_add(pending_revenue),
+                &s.program.currency,
             ),
-    );
+            first_sale_at,
+            at: s.at,
+        };
+        rewards::sale_reward(
+            standing.group.rewards.sale.as_ref(),
+            &facts,
+            &s.program.currency,
+        )
+    } else {
+        SaleReward::NoReward
+    };
+    let unearned = match &reward {
+        _ if !commission::partner_earns(standing.status) => Some(Unearned::PartnerNotApproved),
+        SaleReward::Earns(_) => None,
+        SaleReward::RecurringPeriodEnded => Some(Unearned::RecurringPeriodEnded),
+        SaleReward::NoReward => Some(Unearned::NoReward),
+    };
     let row = SaleEventRow {
         sale: &s,
         customer_id: Some(c.id),
@@ -242,24 +263,26 @@ pub(crate) async fn sale_flow(
         unearned,
     };
     let sale_id = insert_sale_event(tx, &row).await?;
-    let (commission_id, commission_cents) = if unearned.is_none() {
+    let (commission_id, commission_cents) = if let SaleReward::Earns(earned) = reward {
         let verdict = commission_flags(tx, &c, &s, partner_id).await?;
         let approval = lifecycle::approval(&verdict);
         let commission = NewCommission {
             program_id: s.program.id,
             sale_id,
             partner_id,
-            partner_program_id,
-            amount_cents: s.commission_cents,
+            partner_program_id: standing.partner_program_id,
+            amount_cents: earned.amount_cents,
             currency: &s.currency,
             at: s.at,
             flags: &verdict.flags,
             approval,
+            group_id: Some(standing.group.group_id),
+            description: Some(&earned.description),
         };
         // A commission created rejected counts in no figure, as one an owner rejected.
         let counted = match approval {
             lifecycle::Approval::Rejected(_) => 0,
-            _ => s.commission_cents,
+            _ => earned.amount_cents,
         };
         (Some(tx.insert_commission(&commission).await?), counted)
     } else {
@@ -287,6 +310,33 @@ pub(crate) async fn sale_flow(
         converts: c.first_purchase_date.is_none(),
     });
     Ok(outcome)
+}
+
+/// The partner's record in the sale's program, read again under a lock when its group's
+/// sale reward reads the partner's totals, so that no other process changes them before
+/// this transaction ends.
+pub(super) async fn partner_standing(
+    tx: &mut dyn Tx,
+    partner_id: i64,
+    program_id: i64,
+) -> Result<PartnerStanding> {
+    let missing = || Error::invalid("No partner-program relationship found for this customer");
+    let standing = tx
+        .partner_standing(partner_id, program_id, false)
+        .await?
+        .ok_or_else(missing)?;
+    let reads_totals = standing
+        .group
+        .rewards
+        .sale
+        .as_ref()
+        .is_some_and(|r| r.reads_partner_totals());
+    if !reads_totals {
+        return Ok(standing);
+    }
+    tx.partner_standing(partner_id, program_id, true)
+        .await?
+        .ok_or_else(missing)
 }
 
 /// A plain sale that the committer may record with its batch.

@@ -17,6 +17,7 @@ use super::rows::{self, BindRows, Rows, Value};
 use crate::committer::MAX_SET_ROWS;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewClick, NewSale, SaleOutcome};
+use crate::sql::groups::RewardsCache;
 use crate::sql::batch::{
     self, new_click_rows, SalesStep, SetStatements, CLICK_COLUMNS, SALE_COLUMNS,
 };
@@ -78,9 +79,10 @@ fn record_sales_sql(n: usize) -> &'static str {
              RETURNING id, processor_event_id, program_id, partner_id, currency, sale_date), \
              comm AS (INSERT INTO commissions (program_id, sale_id, partner_id, \
              partner_program_id, amount_cents, currency, status, manual_approval, created_at, \
-             updated_at) \
+             updated_at, group_id, description) \
              SELECT s.program_id, s.id, s.partner_id, rows.partner_program_id, \
-             rows.commission, s.currency, {status}, {manual}, s.sale_date, s.sale_date \
+             rows.commission, s.currency, {status}, {manual}, s.sale_date, s.sale_date, \
+             rows.group_id, rows.description \
              FROM rows JOIN sales s ON s.processor_event_id = rows.transaction_id \
              RETURNING id, sale_id), \
              ips AS ({} FROM rows {} RETURNING 1), \
@@ -161,6 +163,7 @@ impl SetStatements for Postgres {
     async fn commit_plain_sales(
         _conn: &mut PgConnection,
         _sales: &[&NewSale],
+        _cache: &RewardsCache,
     ) -> Option<StoreResult<Vec<Option<SaleOutcome>>>> {
         // No one-statement form here: PostgreSQL records them in the batch's transaction.
         None

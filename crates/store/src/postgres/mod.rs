@@ -174,6 +174,7 @@ impl Engine for Postgres {
     // Two refunds of one sale on two processes: the second reads what the first left.
     const SALE_LOCK: &'static str = "FOR UPDATE OF s";
     const ROW_LOCK: &'static str = "FOR UPDATE";
+    const ROW_LOCK_OF_FIRST: &'static str = "FOR UPDATE OF pp";
     // One statement: the purge is a CTE of the insert.
     const CREATE_SESSION: &'static str =
         "WITH purged AS (DELETE FROM sessions WHERE expires_at <= $3) \
@@ -186,7 +187,7 @@ impl Engine for Postgres {
     // on (customer_id, id) answers it from its last entry for the customer.
     fn latest_click_join(customer_id: &str) -> String {
         format!(
-            "LEFT JOIN LATERAL (SELECT l.id, l.ip, l.click_timestamp \
+            "LEFT JOIN LATERAL (SELECT l.id, l.ip, l.click_timestamp, l.geo_country \
              FROM affiliate_click_events l WHERE l.customer_id = {customer_id} \
              ORDER BY l.id DESC LIMIT 1) e ON TRUE"
         )

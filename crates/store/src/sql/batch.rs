@@ -7,7 +7,7 @@
 //! Each writes the same rows and counts the same figures as the flow of the service layer
 //! would for each click or sale one by one.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use sqlx::Database;
@@ -19,7 +19,10 @@ use super::{webhooks, APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewClick, NewSale, SaleOutcome};
 use reftrack_domain::figures::{Deltas, SaleFigures};
+use super::groups::RewardsCache;
 use reftrack_domain::fraud::Rule;
+use reftrack_domain::money;
+use reftrack_domain::rewards::{self, SaleFacts, SaleReward};
 
 /// The set-based statements of the group committer, each engine's own (its `batch`
 /// module).
@@ -50,6 +53,7 @@ pub trait SetStatements: Database {
     async fn commit_plain_sales(
         conn: &mut Self::Connection,
         sales: &[&NewSale],
+        cache: &RewardsCache,
     ) -> Option<StoreResult<Vec<Option<SaleOutcome>>>>;
 }
 
@@ -158,12 +162,16 @@ pub use super::rules::SALE_CUSTOMER_ID;
 /// ([`rows::sized`]).
 pub fn resolve_sales_sql<DB: Engine>(n: usize) -> String {
     format!(
-        "{} SELECT rows.idx, c.id, c.click_id, c.customer_key, c.partner_id, \
-         c.first_purchase_date, pp.id, \
+        "{} SELECT rows.idx, c.id AS customer_id, c.click_id, c.customer_key, c.partner_id, \
+         c.first_purchase_date, pp.id AS pp_id, \
          EXISTS (SELECT 1 FROM affiliate_sale_events s \
-         WHERE s.processor_event_id = rows.transaction_id), e.ip \
+         WHERE s.processor_event_id = rows.transaction_id) AS recorded, e.ip, \
+         g.id AS group_id, g.version AS group_version, g.rewards, \
+         pp.total_sales AS partner_sales, pp.total_revenue_cents AS partner_revenue, \
+         UPPER(e.geo_country) AS country \
          FROM rows JOIN customers c ON c.id = {SALE_CUSTOMER_ID} \
          LEFT JOIN partner_programs pp ON {APPROVED_PARTNER_RECORD} \
+         LEFT JOIN partner_groups g ON g.id = pp.group_id \
          LEFT JOIN partners pa ON pa.id = c.partner_id \
          {} \
          WHERE {NO_SELF_REFERRAL} AND {NO_DISPOSABLE_EMAIL} AND {}",
@@ -173,21 +181,29 @@ pub fn resolve_sales_sql<DB: Engine>(n: usize) -> String {
     )
 }
 
-/// A row of the statement that resolves plain sales ([`SalesStep::Resolve`]):
-/// the sale's place in its batch; its customer's id, click id, customer key, partner and
-/// first purchase; the partner's record in the sale's program; whether the sale's
-/// transaction id is recorded already; and the IP of the customer's latest click.
-pub type FoundSale = (
-    i64,
-    i64,
-    String,
-    Option<String>,
-    Option<i64>,
-    Option<i64>,
-    Option<i64>,
-    bool,
-    Option<String>,
-);
+/// A row of the statement that resolves plain sales ([`SalesStep::Resolve`]): the sale's
+/// place in its batch; its customer; the partner's record in the sale's program (when the
+/// partner is approved) with its group's rewards and its counters; whether the sale's
+/// transaction id is recorded already; and the IP and country of the customer's latest
+/// click.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct FoundSale {
+    pub idx: i64,
+    pub customer_id: i64,
+    pub click_id: String,
+    pub customer_key: Option<String>,
+    pub partner_id: Option<i64>,
+    pub first_purchase_date: Option<i64>,
+    pub pp_id: Option<i64>,
+    pub recorded: bool,
+    pub ip: Option<String>,
+    pub group_id: Option<i64>,
+    pub group_version: Option<i64>,
+    pub rewards: Option<String>,
+    pub partner_sales: Option<i64>,
+    pub partner_revenue: Option<i64>,
+    pub country: Option<String>,
+}
 
 /// A row of the statement that records plain sales ([`SalesStep::Record`]):
 /// the sale's place in its batch, its id and its commission's.
@@ -210,22 +226,47 @@ pub const SALE_COLUMNS: &[&str] = &[
     "at",
     "commission",
     "partner_program_id",
+    "group_id",
+    "description",
 ];
 
-/// The plain sales of a batch ([`NewSale::is_plain`]) at once, in the transaction open on
-/// `conn`: one query per [`MAX_SET_ROWS`](crate::committer::MAX_SET_ROWS) sales resolves their customers, one records
-/// every sale that resolves plainly (its customer found in the program, with a partner
-/// and its partner-program record, no fraud rule that is on that may hold, a transaction
-/// id not yet recorded nor used by an earlier sale of the batch, a customer no earlier
-/// sale of the batch names, and for `duplicate_ip` no earlier converting sale of the
-/// batch from the same partner and IP) and adds its counters to `deltas`. Returns an outcome per sale, `None` for those left to their own
-/// job, which gives them their exact answer. Should it fail, the caller undoes what it
-/// wrote.
-pub async fn plain_sales<DB: Engine>(
+/// A plain sale resolved and its reward decided ([`decide_plain_sales`]): what recording
+/// it writes.
+#[derive(Debug, Clone)]
+pub struct Decided {
+    /// The sale's place in its batch.
+    pub i: usize,
+    pub customer_id: i64,
+    pub click_id: String,
+    pub customer_key: Option<String>,
+    pub partner_id: i64,
+    pub partner_program_id: i64,
+    /// Whether it is the customer's first purchase.
+    pub converts: bool,
+    pub group_id: i64,
+    pub group_version: i64,
+    pub commission_cents: i64,
+    pub description: String,
+}
+
+/// Resolves a batch's plain sales ([`NewSale::is_plain`]) in the transaction open on
+/// `conn`, or on a connection no other process writes through, and decides the reward of
+/// each that resolves plainly: its customer found in the program, with a partner and its
+/// partner-program record, no fraud rule that is on that may hold, a transaction id not
+/// yet recorded nor used by an earlier sale of the batch, a customer no earlier sale of
+/// the batch names, for `duplicate_ip` no earlier converting sale of the batch from the
+/// same partner and IP, and a sale reward in its partner's group. The reward is
+/// [`rewards::sale_reward`] of the group's sale reward, fed the partner's counters as the
+/// transaction reads them plus `deltas` and the batch's earlier sales. Where several
+/// processes share the database ([`Engine::ROW_LOCK`]), the records of partners whose
+/// reward reads their totals are locked first, in id order, and their counters read again.
+/// The sales left out are left to their own jobs, which give them their exact answer.
+pub async fn decide_plain_sales<DB: Engine>(
     conn: &mut DB::Connection,
-    deltas: &mut Deltas,
+    deltas: &Deltas,
     sales: &[&NewSale],
-) -> StoreResult<Vec<Option<SaleOutcome>>> {
+    cache: &RewardsCache,
+) -> StoreResult<Vec<Decided>> {
     use Value::{Int, Text};
     let mut keys = Rows::new(SALE_KEY_COLUMNS);
     for (i, s) in sales.iter().enumerate() {
@@ -242,44 +283,16 @@ pub async fn plain_sales<DB: Engine>(
             fast,
         ]);
     }
-    let mut found = Vec::with_capacity(sales.len());
+    let mut found: Vec<Option<FoundSale>> = vec![None; sales.len()];
     for (n, chunk) in keys.chunks() {
-        found.extend(run::<DB, FoundSale>(conn, SalesStep::Resolve, &keys, n, chunk).await?);
-    }
-    // Per sale: customer id, click id, customer key, first purchase, partner,
-    // partner-program record and the IP of the customer's latest click.
-    type Resolved = (
-        i64,
-        String,
-        Option<String>,
-        Option<i64>,
-        i64,
-        i64,
-        Option<String>,
-    );
-    let mut resolved: Vec<Option<Resolved>> = vec![None; sales.len()];
-    for (i, customer_id, click_id, customer_key, partner_id, first_purchase, pp_id, recorded, ip) in
-        found
-    {
-        let (Some(partner_id), Some(pp_id), false) = (partner_id, pp_id, recorded) else {
-            continue;
-        };
-        if let Some(slot) = usize::try_from(i).ok().and_then(|i| resolved.get_mut(i)) {
-            *slot = Some((
-                customer_id,
-                click_id,
-                customer_key,
-                first_purchase,
-                partner_id,
-                pp_id,
-                ip,
-            ));
+        for row in run::<DB, FoundSale>(conn, SalesStep::Resolve, &keys, n, chunk).await? {
+            if let Some(slot) = usize::try_from(row.idx).ok().and_then(|i| found.get_mut(i)) {
+                *slot = Some(row);
+            }
         }
     }
     let mut customers = HashSet::new();
     let mut transactions = HashSet::new();
-    let mut rows = Rows::new(SALE_COLUMNS);
-    let mut taken = Vec::new();
     // The resolving statement applied `duplicate_ip` to the conversions recorded before
     // this batch, not to those its own earlier sales record (their IPs are written by the
     // recording statement, after every sale is resolved). So a sale whose program has the
@@ -290,34 +303,146 @@ pub async fn plain_sales<DB: Engine>(
     // order: a conversion's IP is the only thing a sale writes that another sale's rules
     // read (partner sign-ins are not written by sales, and the batch's new clicks are in
     // before its sales are resolved).
-    let mut converted_from: HashSet<(i64, &str)> = HashSet::new();
-    for (i, (s, found)) in sales.iter().zip(&resolved).enumerate() {
-        let Some((customer_id, click_id, customer_key, first_purchase, partner_id, pp_id, ip)) =
-            found
-        else {
+    let mut converted_from: HashSet<(i64, String)> = HashSet::new();
+    let mut taken = Vec::new();
+    for (i, (s, row)) in sales.iter().zip(found).enumerate() {
+        let Some(row) = row else { continue };
+        let (Some(_), Some(_), Some(group_id), Some(version), Some(text), false) = (
+            row.partner_id,
+            row.pp_id,
+            row.group_id,
+            row.group_version,
+            row.rewards.as_deref(),
+            row.recorded,
+        ) else {
             continue;
         };
-        if !customers.insert(*customer_id) || !transactions.insert(s.transaction_id.as_str()) {
+        let rewards = cache.get(group_id, version, text)?;
+        if rewards.sale.is_none() || !customers.insert(row.customer_id) {
             continue;
         }
-        let ip = ip.as_deref();
-        if let Some(ip) = ip {
+        if !transactions.insert(s.transaction_id.clone()) {
+            continue;
+        }
+        if let (Some(ip), Some(partner_id)) = (row.ip.clone(), row.partner_id) {
             if s.program.fraud_rules.is_on(Rule::DuplicateIp)
-                && converted_from.contains(&(*partner_id, ip))
+                && converted_from.contains(&(partner_id, ip.clone()))
             {
                 continue;
             }
-            if first_purchase.is_none() {
-                converted_from.insert((*partner_id, ip));
+            if row.first_purchase_date.is_none() {
+                converted_from.insert((partner_id, ip));
             }
         }
+        taken.push((i, row, rewards));
+    }
+    let locked = lock_partner_totals::<DB>(conn, &taken).await?;
+    // The partners' totals before each sale: their counters, what the batch added before
+    // it (`deltas`), and the sales decided here before it.
+    let mut totals: HashMap<(i64, i64), (i64, i64)> = HashMap::new();
+    let mut decided = Vec::with_capacity(taken.len());
+    for (i, row, rewards) in taken {
+        let s = sales[i];
+        let (Some(partner_id), Some(pp_id)) = (row.partner_id, row.pp_id) else {
+            continue;
+        };
+        let key = (partner_id, s.program.id);
+        let (sales_before, revenue_before) = *totals.entry(key).or_insert_with(|| {
+            let (stored_sales, stored_revenue) = locked.get(&pp_id).copied().unwrap_or((
+                row.partner_sales.unwrap_or(0),
+                row.partner_revenue.unwrap_or(0),
+            ));
+            let (pending_sales, pending_revenue) = deltas.partner_pending(partner_id, s.program.id);
+            (
+                stored_sales.saturating_add(pending_sales),
+                stored_revenue.saturating_add(pending_revenue),
+            )
+        });
+        let facts = SaleFacts {
+            amount_cents: s.amount_cents,
+            product_id: s.product_id.as_deref(),
+            recurring: false,
+            customer_country: row.country.as_deref(),
+            partner_sales: sales_before,
+            partner_revenue_cents: money::from_hundredths(revenue_before, &s.program.currency),
+            first_sale_at: None,
+            at: s.at,
+        };
+        let SaleReward::Earns(earned) =
+            rewards::sale_reward(rewards.sale.as_ref(), &facts, &s.program.currency)
+        else {
+            continue;
+        };
+        totals.insert(
+            key,
+            (
+                sales_before.saturating_add(1),
+                revenue_before.saturating_add(money::hundredths(s.amount_cents, &s.currency)),
+            ),
+        );
+        decided.push(Decided {
+            i,
+            customer_id: row.customer_id,
+            click_id: row.click_id,
+            customer_key: s.customer_key.clone().or(row.customer_key),
+            partner_id,
+            partner_program_id: pp_id,
+            converts: row.first_purchase_date.is_none(),
+            group_id: row.group_id.unwrap_or_default(),
+            group_version: row.group_version.unwrap_or_default(),
+            commission_cents: earned.amount_cents,
+            description: earned.description,
+        });
+    }
+    Ok(decided)
+}
+
+/// Where several processes share the database, locks the partner-program records of the
+/// `taken` sales whose reward reads the partner's totals, in id order, and reads their
+/// counters again: `record id → (sales, revenue in hundredths)`. Nothing on SQLite, whose
+/// one writer is this connection.
+async fn lock_partner_totals<DB: Engine>(
+    conn: &mut DB::Connection,
+    taken: &[(usize, FoundSale, std::sync::Arc<rewards::Rewards>)],
+) -> StoreResult<HashMap<i64, (i64, i64)>> {
+    let mut ids: Vec<i64> = taken
+        .iter()
+        .filter(|(_, _, r)| r.sale.as_ref().is_some_and(|s| s.reads_partner_totals()))
+        .filter_map(|(_, row, _)| row.pp_id)
+        .collect();
+    if DB::ROW_LOCK.is_empty() || ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    let mut locked = HashMap::with_capacity(ids.len());
+    for id in ids {
+        let sql = format!(
+            "SELECT total_sales, total_revenue_cents FROM partner_programs WHERE id = $1 {}",
+            DB::ROW_LOCK
+        );
+        let row = super::engine::stmt::<DB>(&sql)
+            .bind(id)
+            .fetch_one(&mut *conn)
+            .await?;
+        locked.insert(id, (row.try_get_at(0)?, row.try_get_at(1)?));
+    }
+    Ok(locked)
+}
+
+/// The rows of [`SALE_COLUMNS`] of decided sales.
+pub fn decided_rows<'a>(sales: &[&'a NewSale], decided: &'a [Decided]) -> Rows<'a> {
+    use Value::{Int, Text};
+    let mut rows = Rows::new(SALE_COLUMNS);
+    for d in decided {
+        let s = sales[d.i];
         rows.push(&[
-            place(i),
+            place(d.i),
             Int(s.program.id),
-            Int(*customer_id),
-            Int(*partner_id),
-            Text(Some(click_id)),
-            Text(s.customer_key.as_deref().or(customer_key.as_deref())),
+            Int(d.customer_id),
+            Int(d.partner_id),
+            Text(Some(&d.click_id)),
+            Text(d.customer_key.as_deref()),
             Text(Some(&s.transaction_id)),
             Int(s.amount_cents),
             Text(Some(&s.currency)),
@@ -325,11 +450,29 @@ pub async fn plain_sales<DB: Engine>(
             Text(s.product_id.as_deref()),
             Text(s.metadata.as_deref()),
             Int(s.at),
-            Int(s.commission_cents),
-            Int(*pp_id),
+            Int(d.commission_cents),
+            Int(d.partner_program_id),
+            Int(d.group_id),
+            Text(Some(&d.description)),
         ]);
-        taken.push((i, *partner_id, first_purchase.is_none()));
     }
+    rows
+}
+
+/// The plain sales of a batch at once, in the transaction open on `conn`: those
+/// [`decide_plain_sales`] decides are recorded by one statement per
+/// [`MAX_SET_ROWS`](crate::committer::MAX_SET_ROWS) sales, their counters added to
+/// `counted` (`before`: what the batch added so far). Returns an outcome per sale, `None`
+/// for those left to their own job. Should it fail, the caller undoes what it wrote.
+pub async fn plain_sales<DB: Engine>(
+    conn: &mut DB::Connection,
+    before: &Deltas,
+    counted: &mut Deltas,
+    sales: &[&NewSale],
+    cache: &RewardsCache,
+) -> StoreResult<Vec<Option<SaleOutcome>>> {
+    let decided = decide_plain_sales::<DB>(conn, before, sales, cache).await?;
+    let rows = decided_rows(sales, &decided);
     let mut outcomes: Vec<Option<SaleOutcome>> = vec![None; sales.len()];
     for (n, chunk) in rows.chunks() {
         let recorded = run::<DB, RecordedSale>(conn, SalesStep::Record, &rows, n, chunk).await?;
@@ -343,21 +486,22 @@ pub async fn plain_sales<DB: Engine>(
             }
         }
     }
-    for (i, partner_id, converts) in taken {
-        if outcomes[i].is_none() {
+    for d in &decided {
+        if outcomes[d.i].is_none() {
             return Err(StoreError::Other(anyhow::anyhow!(
-                "batched sale {i} was not recorded"
+                "batched sale {} was not recorded",
+                d.i
             )));
         }
-        let s = sales[i];
-        deltas.count_sale(SaleFigures {
+        let s = sales[d.i];
+        counted.count_sale(SaleFigures {
             program_id: s.program.id,
-            partner_id,
+            partner_id: d.partner_id,
             at: s.at,
             amount_cents: s.amount_cents,
-            commission_cents: s.commission_cents,
+            commission_cents: d.commission_cents,
             currency: &s.currency,
-            converts,
+            converts: d.converts,
         });
     }
     webhooks::record_sales::<DB>(conn, sales, &outcomes).await?;

@@ -93,8 +93,11 @@ pub trait Engine:
     /// log's "before"): where several processes share the database, a lock that makes
     /// a second change of it wait until the first has ended and then read what it left.
     const ROW_LOCK: &'static str;
+    /// [`Engine::ROW_LOCK`] of a query's first table only (`pp`, a partner-program record,
+    /// whatever it joins).
+    const ROW_LOCK_OF_FIRST: &'static str;
     /// `LEFT JOIN` of the latest click of the customer whose id is `customer_id`, as
-    /// `e` (columns `id`, `ip`, `click_timestamp`; all NULL when it has none), looked up
+    /// `e` (columns `id`, `ip`, `click_timestamp`, `geo_country`; all NULL when it has none), looked up
     /// through the clicks' index on the customer
     /// ([`rules::latest_click`](super::rules::latest_click)).
     fn latest_click_join(customer_id: &str) -> String;

@@ -20,7 +20,7 @@ use reftrack_domain::status::{LinkStatus, PartnerStatus};
 /// a `WHERE` follows.
 pub(super) const PROGRAM_PARTNER_ROWS: &str =
     "SELECT pp.id AS record_id, pp.partner_id, p.name, p.email, \
-    p.code, pp.status, pp.created_at, pp.total_clicks AS clicks, pp.total_leads AS leads, \
+    p.code, pp.status, pp.group_id, pp.created_at, pp.total_clicks AS clicks, pp.total_leads AS leads, \
     pp.total_sales AS sales, pp.total_revenue_cents AS revenue_cents, \
     pp.total_commission_cents AS commission_cents, pp.website, pp.message \
     FROM partner_programs pp \
@@ -91,6 +91,7 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
             Record::Commission(id) => (of_program("commissions"), id),
             Record::Webhook(id) => (of_program("webhook_endpoints"), id),
             Record::Payout(id) => (of_program("payouts"), id),
+            Record::Group(id) => (of_program("partner_groups"), id),
         };
         Ok(stmt::<DB>(&sql)
             .bind(id)

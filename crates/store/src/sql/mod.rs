@@ -18,6 +18,7 @@ pub mod counters;
 mod coupons;
 pub mod engine;
 mod fraud;
+pub mod groups;
 mod lookups;
 mod management;
 pub mod migrations;

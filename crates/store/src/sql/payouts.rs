@@ -49,6 +49,8 @@ fn commission_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<CommissionRow> {
         sale_id: r.try_get("sale_id")?,
         transaction_id: r.try_get("transaction_id")?,
         kind: named(r, "kind")?,
+        group_id: r.try_get("group_id")?,
+        description: r.try_get("description")?,
         amount_cents: r.try_get("amount_cents")?,
         taken_back_cents: r.try_get("reversed_cents")?,
         currency: r.try_get("currency")?,
@@ -121,7 +123,8 @@ fn select_commissions() -> String {
     let approved_at = rules::approved_at("c.", &rules::hold_ms("p."), "$1");
     format!(
         "SELECT c.id, c.partner_id, c.sale_id, s.processor_event_id AS transaction_id, \
-         c.kind, c.amount_cents - c.reversed_cents AS amount_cents, c.reversed_cents, \
+         c.kind, c.group_id, c.description, \
+         c.amount_cents - c.reversed_cents AS amount_cents, c.reversed_cents, \
          c.currency, \
          {status} AS status, c.original_commission_id, c.reject_reason, c.created_at, \
          {approved_at} AS approved_at, c.paid_at, c.payout_id, c.flags \

@@ -13,6 +13,7 @@ use crate::error::{StoreError, StoreResult};
 use crate::model::{NewProgram, PaymentAccount, Program, ProgramPatch, Workspace};
 use crate::ProgramAdmin;
 use reftrack_domain::commission::CommissionRule;
+use reftrack_domain::rewards::{storable, Rewards};
 
 #[async_trait]
 impl<DB: Engine> ProgramAdmin for SqlStore<DB> {
@@ -37,6 +38,8 @@ impl<DB: Engine> ProgramAdmin for SqlStore<DB> {
         let mut conn = self.write.acquire().await?;
         let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
         let program = create_program::<DB>(&mut tx, p, at).await?;
+        let rewards = Rewards::from_sale_rule(storable(p.commission), p.recurring_commission_months);
+        super::groups::insert_default_group::<DB>(&mut tx, program.id, &rewards, at).await?;
         insert_entries::<DB>(&mut tx, &audit(None, &program)).await?;
         tx.commit().await?;
         Ok(program)
@@ -61,6 +64,16 @@ impl<DB: Engine> ProgramAdmin for SqlStore<DB> {
         let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
         let old = program_locked::<DB>(&mut tx, id).await?;
         let new = update_program::<DB>(&mut tx, id, patch, at).await?;
+        if patch.commission.is_some() || patch.recurring_commission_months.is_some() {
+            super::groups::program_commission_changed::<DB>(
+                &mut tx,
+                id,
+                new.commission,
+                new.recurring_commission_months,
+                at,
+            )
+            .await?;
+        }
         insert_entries::<DB>(&mut tx, &audit(Some(&old), &new)).await?;
         tx.commit().await?;
         Ok(new)
@@ -214,7 +227,7 @@ pub(super) fn program_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Program> 
 
 /// The stored form of a commission rule: `commission_type`, `commission_bps`,
 /// `commission_amount_cents`.
-fn commission_columns(rule: CommissionRule) -> (&'static str, Option<i64>, Option<i64>) {
+pub(super) fn commission_columns(rule: CommissionRule) -> (&'static str, Option<i64>, Option<i64>) {
     match rule {
         CommissionRule::Percentage { bps } => ("percentage", Some(bps), None),
         CommissionRule::Flat { amount_cents } => ("flat", None, Some(amount_cents)),

@@ -189,7 +189,7 @@ pub const NO_SELF_REFERRAL: &str = "(c.email IS NULL OR (c.email_key IS NOT NULL
     AND pa.account_email_key <> c.email_key))))";
 
 /// The join of the latest click of the customer whose id is `customer_id`, as `e`
-/// (columns `id`, `ip`, `click_timestamp`; all NULL when it has none): the click the
+/// (columns `id`, `ip`, `click_timestamp`, `geo_country`; all NULL when it has none): the click the
 /// fraud rules read, as the sale's flow reads it
 /// ([`FraudTx::customer_click`](crate::fraud::FraudTx::customer_click)), through the
 /// clicks' index on the customer. Each engine writes it its own way

@@ -2,11 +2,14 @@
 //! [`WriteConnection`] drives its transaction (one savepoint at a time), runs the engine's
 //! set-based statements and adds the counters.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use sqlx::pool::PoolConnection;
 use sqlx::Pool;
 
 use super::counters;
+use super::groups::RewardsCache;
 use super::engine::{stmt, Engine};
 use crate::committer::{self, WriteConn};
 use crate::error::{StoreError, StoreResult};
@@ -17,12 +20,16 @@ use reftrack_domain::figures::Deltas;
 /// The write pool, as the committer takes connections from it.
 pub struct WritePool<DB: Engine> {
     pool: Pool<DB>,
+    rewards: Arc<RewardsCache>,
 }
 
 impl<DB: Engine> WritePool<DB> {
     /// The committer's view of `pool`.
     pub fn new(pool: Pool<DB>) -> Self {
-        WritePool { pool }
+        WritePool {
+            pool,
+            rewards: Arc::default(),
+        }
     }
 }
 
@@ -31,6 +38,7 @@ impl<DB: Engine> committer::WritePool for WritePool<DB> {
     async fn acquire(&self) -> StoreResult<Box<dyn WriteConn>> {
         Ok(Box::new(WriteConnection {
             conn: self.pool.acquire().await?,
+            rewards: self.rewards.clone(),
         }))
     }
 }
@@ -38,6 +46,8 @@ impl<DB: Engine> committer::WritePool for WritePool<DB> {
 /// The write connection while the committer holds it; the jobs see it as [`Tx`].
 pub struct WriteConnection<DB: Engine> {
     pub(super) conn: PoolConnection<DB>,
+    /// The parsed rewards of the groups its sales and leads read.
+    pub(super) rewards: Arc<RewardsCache>,
 }
 
 #[async_trait]
@@ -100,7 +110,15 @@ impl<DB: Engine> WriteConn for WriteConnection<DB> {
         // sales can run one by one; its increments join `deltas` only when it succeeds.
         DB::raw(&mut self.conn, "SAVEPOINT sales").await?;
         let mut sale_deltas = Deltas::default();
-        match super::batch::plain_sales::<DB>(&mut self.conn, &mut sale_deltas, sales).await {
+        match super::batch::plain_sales::<DB>(
+            &mut self.conn,
+            deltas,
+            &mut sale_deltas,
+            sales,
+            &self.rewards,
+        )
+        .await
+        {
             Ok(outcomes) => {
                 DB::raw(&mut self.conn, "RELEASE SAVEPOINT sales").await?;
                 deltas.merge(sale_deltas);
@@ -121,7 +139,7 @@ impl<DB: Engine> WriteConn for WriteConnection<DB> {
         &mut self,
         sales: &[&NewSale],
     ) -> Option<StoreResult<Vec<Option<SaleOutcome>>>> {
-        DB::commit_plain_sales(&mut self.conn, sales).await
+        DB::commit_plain_sales(&mut self.conn, sales, &self.rewards).await
     }
 
     async fn apply(&mut self, deltas: &Deltas) -> StoreResult<()> {

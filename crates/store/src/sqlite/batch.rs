@@ -16,6 +16,7 @@ use super::rows::{self, BindRows, Rows, Value};
 use crate::committer::MAX_SET_ROWS;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewClick, NewSale, SaleOutcome};
+use crate::sql::groups::RewardsCache;
 use crate::sql::batch::{
     self, new_click_rows, place, SalesStep, SetStatements, CLICK_COLUMNS, SALE_COLUMNS,
     SALE_CUSTOMER_ID, SALE_KEY_COLUMNS,
@@ -82,7 +83,13 @@ const SALE_EVENT_COLUMNS: &[&str] = SALE_COLUMNS.split_at(13).0;
 /// The columns each statement of [`record_sales`] reads.
 const RECORD_SALES_COLUMNS: [&[&str]; 5] = [
     SALE_EVENT_COLUMNS,
-    &["transaction_id", "partner_program_id", "commission"],
+    &[
+        "transaction_id",
+        "partner_program_id",
+        "commission",
+        "group_id",
+        "description",
+    ],
     &["partner_id", "customer_id", "at"],
     &["customer_id", "at"],
     &["idx", "transaction_id"],
@@ -106,9 +113,11 @@ fn record_sales(from: &str) -> [String; 5] {
         ),
         format!(
             "INSERT INTO commissions (program_id, sale_id, partner_id, partner_program_id, \
-             amount_cents, currency, status, manual_approval, created_at, updated_at) \
+             amount_cents, currency, status, manual_approval, created_at, updated_at, \
+             group_id, description) \
              SELECT s.program_id, s.id, s.partner_id, rows.partner_program_id, \
-             rows.commission, s.currency, {status}, {manual}, s.sale_date, s.sale_date \
+             rows.commission, s.currency, {status}, {manual}, s.sale_date, s.sale_date, \
+             rows.group_id, rows.description \
              FROM {from} JOIN affiliate_sale_events s \
              ON s.processor_event_id = rows.transaction_id"
         ),
@@ -165,6 +174,9 @@ const BATCH_SALE_COLUMNS: &[&str] = &[
     "check_duplicate_ip",
     "check_partner_ip",
     "check_fast_conversion",
+    "group_id",
+    "group_version",
+    "description",
 ];
 
 /// The sales of the batch [`commit_plain_sales`] records: a table of the write
@@ -175,7 +187,7 @@ pub(crate) const SALE_BATCH_TABLE: &str =
     click_id TEXT, customer_key TEXT, transaction_id TEXT, amount_cents INTEGER, \
     currency TEXT, sale_type TEXT, product_id TEXT, metadata TEXT, at INTEGER, \
     commission INTEGER, revenue_hundredths INTEGER, commission_hundredths INTEGER, \
-    day TEXT, converts INTEGER)";
+    day TEXT, converts INTEGER, group_id INTEGER, description TEXT)";
 
 /// The statement of [`commit_plain_sales`] after its `rows` and `ranked`: the sales that
 /// resolve plainly (an approved partner's, [`APPROVED_PARTNER_RECORD`], for which no
@@ -198,9 +210,12 @@ fn resolve_sale_batch() -> String {
         "INSERT INTO temp.sale_batch SELECT r.idx, r.program_id, c.id, c.partner_id, pp.id, \
     c.click_id, COALESCE(r.customer_key, c.customer_key), r.transaction_id, r.amount_cents, \
     r.currency, r.sale_type, r.product_id, r.metadata, r.at, r.commission, \
-    r.revenue_hundredths, r.commission_hundredths, r.day, c.first_purchase_date IS NULL \
+    r.revenue_hundredths, r.commission_hundredths, r.day, c.first_purchase_date IS NULL, \
+    r.group_id, r.description \
     FROM ranked r JOIN customers c ON c.id = r.customer_id \
     JOIN partner_programs pp ON {APPROVED_PARTNER_RECORD} \
+    JOIN partner_groups g ON g.id = pp.group_id AND g.id = r.group_id \
+    AND g.version = r.group_version \
     LEFT JOIN partners pa ON pa.id = c.partner_id \
     LEFT JOIN affiliate_click_events e ON e.id = r.click_event \
     WHERE r.nth_of_customer = 1 AND r.nth_of_transaction = 1 AND {NO_SELF_REFERRAL} \
@@ -256,31 +271,42 @@ fn commit_sale_batch_sql(n: usize) -> &'static str {
     })
 }
 
-/// [`plain_sales`](crate::sql::batch::plain_sales) as a transaction of its own, in one round trip: one query from
-/// `BEGIN IMMEDIATE` to `COMMIT` that resolves the sales, records those that resolve
-/// plainly with their counters, and returns what it recorded. At most [`MAX_SET_ROWS`]
-/// sales (any more are answered `None`). When it fails, nothing of it is left; a sale
-/// answered `None` was not written and is left to its own job.
+/// [`plain_sales`](crate::sql::batch::plain_sales) as a transaction of its own, in two
+/// round trips. The first resolves the sales and decides their rewards
+/// ([`batch::decide_plain_sales`]) outside a transaction: this connection is the
+/// database's one writer, so what it reads stays true until it writes. The second is one
+/// query from `BEGIN IMMEDIATE` to `COMMIT` that resolves them again, records those that
+/// still resolve plainly under the group version their reward was decided by, adds their
+/// counters, and returns what it recorded. At most [`MAX_SET_ROWS`] sales (any more are
+/// answered `None`). When it fails, nothing of it is left; a sale answered `None` was not
+/// written and is left to its own job.
 async fn commit_plain_sales(
     conn: &mut SqliteConnection,
     sales: &[&NewSale],
+    cache: &RewardsCache,
 ) -> StoreResult<Vec<Option<SaleOutcome>>> {
     use Value::{Int, Text};
-    let figures: Vec<(i64, i64, String)> = sales
+    let all = sales.len();
+    let sales = &sales[..all.min(MAX_SET_ROWS)];
+    let decided = batch::decide_plain_sales::<Sqlite>(conn, &Deltas::default(), sales, cache)
+        .await?;
+    let figures: Vec<(i64, i64, String)> = decided
         .iter()
-        .map(|s| {
+        .map(|d| {
+            let s = sales[d.i];
             (
                 money::hundredths(s.amount_cents, &s.currency),
-                money::hundredths(s.commission_cents, &s.currency),
+                money::hundredths(d.commission_cents, &s.currency),
                 day_of(s.at),
             )
         })
         .collect();
     let mut rows = Rows::new(BATCH_SALE_COLUMNS);
-    for (i, (s, (revenue, commission, day))) in sales.iter().zip(&figures).enumerate() {
+    for (d, (revenue, commission, day)) in decided.iter().zip(&figures) {
+        let s = sales[d.i];
         let [dup, partner, fast] = batch::click_rule_flags(s);
         rows.push(&[
-            place(i),
+            place(d.i),
             Int(s.program.id),
             Text(s.customer_key.as_deref()),
             Text(s.click_id.as_deref()),
@@ -291,17 +317,21 @@ async fn commit_plain_sales(
             Text(s.product_id.as_deref()),
             Text(s.metadata.as_deref()),
             Int(s.at),
-            Int(s.commission_cents),
+            Int(d.commission_cents),
             Int(*revenue),
             Int(*commission),
             Text(Some(day)),
             dup,
             partner,
             fast,
+            Int(d.group_id),
+            Int(d.group_version),
+            Text(Some(&d.description)),
         ]);
     }
+    let mut outcomes: Vec<Option<SaleOutcome>> = vec![None; all];
     let Some((n, chunk)) = rows.chunks().next() else {
-        return Ok(Vec::new());
+        return Ok(outcomes);
     };
     let query = rows.bind(
         sqlx::query(commit_sale_batch_sql(n)),
@@ -319,7 +349,6 @@ async fn commit_plain_sales(
             return Err(e.into());
         }
     };
-    let mut outcomes: Vec<Option<SaleOutcome>> = vec![None; sales.len()];
     for triple in recorded
         .as_deref()
         .unwrap_or("")
@@ -428,8 +457,9 @@ impl SetStatements for Sqlite {
     async fn commit_plain_sales(
         conn: &mut SqliteConnection,
         sales: &[&NewSale],
+        cache: &RewardsCache,
     ) -> Option<StoreResult<Vec<Option<SaleOutcome>>>> {
-        Some(commit_plain_sales(conn, sales).await)
+        Some(commit_plain_sales(conn, sales, cache).await)
     }
 }
 

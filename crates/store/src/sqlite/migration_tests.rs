@@ -50,6 +50,7 @@ async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
             (19, "audit log".to_string()),
             (20, "two factor".to_string()),
             (21, "payout details changed".to_string()),
+            (23, "partner groups".to_string()),
         ]
     );
     reopened.close().await;

@@ -153,6 +153,7 @@ impl Engine for Sqlite {
     const SALE_LOCK: &'static str = "";
     // The one writer connection's `BEGIN IMMEDIATE` already keeps others out.
     const ROW_LOCK: &'static str = "";
+    const ROW_LOCK_OF_FIRST: &'static str = "";
     const CREATE_SESSION: &'static str = "DELETE FROM sessions WHERE expires_at <= $3; \
         INSERT INTO sessions (user_id, token_hash, created_at, expires_at) \
         VALUES ($1, $2, $3, $4)";

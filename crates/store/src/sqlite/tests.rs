@@ -79,12 +79,12 @@ async fn fixture() -> Fixture {
     joined.count_partner_joined(program.id, AT);
     conn.begin().await.expect("begins");
     conn.tx()
-        .insert_partner_program(program.id, partner.id, PartnerStatus::Approved, AT)
+        .insert_partner_program(program.id, partner.id, PartnerStatus::Approved, None, AT)
         .await
         .expect("partner-program record");
     let again = conn
         .tx()
-        .insert_partner_program(program.id, partner.id, PartnerStatus::Pending, AT)
+        .insert_partner_program(program.id, partner.id, PartnerStatus::Pending, None, AT)
         .await;
     assert!(again.unwrap_err().is_conflict("partner_program"));
     conn.apply(&joined).await.expect("counted");
@@ -126,12 +126,10 @@ impl Fixture {
     }
 
     fn sale(&self, transaction_id: &str, click_id: &str, amount_cents: i64) -> NewSale {
-        let commission = CommissionRule::Percentage { bps: 3_000 };
         NewSale {
             program: SaleProgram {
                 id: self.program_id,
-                commission,
-                recurring_commission_months: None,
+                currency: "usd".into(),
                 fraud_rules: Default::default(),
             },
             transaction_id: transaction_id.into(),
@@ -147,7 +145,6 @@ impl Fixture {
             metadata: None,
             is_test: false,
             at: AT + 3_600_000,
-            commission_cents: commission.amount_for(amount_cents),
             coupon_key: None,
             promotion_code: None,
             customer_email: None,

@@ -4,6 +4,7 @@
 //! referral links ([`links`]), with their lists. Handlers validate their bodies and call the
 //! service layer ([`reftrack_service::programs`], [`reftrack_service::programs::management`]).
 
+pub mod groups;
 pub mod links;
 pub mod partners;
 pub mod programs;
@@ -51,6 +52,12 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(workspaces::list_users))
         .routes(routes!(partners::list_program_partners))
         .routes(routes!(partners::set_program_partner_status))
+        .routes(routes!(groups::list_groups, groups::create_group))
+        .routes(routes!(
+            groups::get_group,
+            groups::update_group,
+            groups::delete_group
+        ))
         .routes(routes!(links::list_links))
 }
 

@@ -165,8 +165,8 @@ pub(super) async fn list_program_partners(
     .await
 }
 
-/// Change a partner's standing in a program. A decided partner cannot go back to
-/// `pending`.
+/// Change a partner's standing in a program, or move it to another of the program's
+/// groups. A decided partner cannot go back to `pending`.
 #[utoipa::path(
     patch,
     path = "/programs/{id}/partners/{partner_id}",
@@ -179,7 +179,7 @@ pub(super) async fn list_program_partners(
     security(("admin_token" = []), ("session" = [])),
     responses(
         (status = 200, description = "The partner-program record", body = PartnerProgram),
-        (status = 400, description = "Invalid status", body = ErrorBody),
+        (status = 400, description = "Invalid status, or a group of another program", body = ErrorBody),
         (status = 404, description = "Unknown program, or the partner is not in it", body = ErrorBody),
         (status = 409, description = "Back to pending, or changed meanwhile", body = ErrorBody),
     ),

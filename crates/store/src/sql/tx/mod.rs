@@ -11,9 +11,10 @@ use super::flags_text;
 use super::write::WriteConnection;
 use super::{named_at, parse_origins};
 use crate::error::{StoreError, StoreResult};
+use crate::groups::GroupRewards;
 use crate::model::{
     ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
-    PartnerProgram, RecordedSale, SaleEventRow,
+    PartnerProgram, PartnerStanding, RecordedSale, SaleEventRow,
 };
 use crate::tx::Tx;
 use reftrack_domain::commission::Unearned;
@@ -208,8 +209,8 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         Ok(stmt::<DB>(
             "INSERT INTO commissions (program_id, sale_id, partner_id, partner_program_id, \
              amount_cents, currency, status, flags, manual_approval, created_at, updated_at, \
-             reject_reason) \
-             VALUES ($1, $2, $3, $4, $5, $6, $10, $8, $9, $7, $7, $11) RETURNING id",
+             reject_reason, group_id, description) \
+             VALUES ($1, $2, $3, $4, $5, $6, $10, $8, $9, $7, $7, $11, $12, $13) RETURNING id",
         )
         .bind(c.program_id)
         .bind(c.sale_id)
@@ -222,6 +223,8 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .bind(state.manual_approval)
         .bind(state.status.as_str())
         .bind(state.reject_reason)
+        .bind(c.group_id)
+        .bind(c.description)
         .scalar(&mut *self.conn)
         .await?)
     }
@@ -315,20 +318,82 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .await?)
     }
 
-    async fn partner_program(
+    async fn partner_standing(
         &mut self,
         partner_id: i64,
         program_id: i64,
-    ) -> StoreResult<Option<(i64, PartnerStatus)>> {
-        let row = stmt::<DB>(
-            "SELECT id, status FROM partner_programs WHERE partner_id = $1 AND program_id = $2",
-        )
-        .bind(partner_id)
-        .bind(program_id)
-        .fetch_optional(&mut *self.conn)
-        .await?;
+        lock: bool,
+    ) -> StoreResult<Option<PartnerStanding>> {
+        let sql = format!(
+            "SELECT pp.id, pp.status, g.id, g.version, g.rewards, pp.total_sales, \
+             pp.total_revenue_cents FROM partner_programs pp \
+             JOIN partner_groups g ON g.id = pp.group_id \
+             WHERE pp.partner_id = $1 AND pp.program_id = $2 {}",
+            if lock { DB::ROW_LOCK_OF_FIRST } else { "" }
+        );
+        let row = stmt::<DB>(&sql)
+            .bind(partner_id)
+            .bind(program_id)
+            .fetch_optional(&mut *self.conn)
+            .await?;
         let Some(r) = row else { return Ok(None) };
-        Ok(Some((r.try_get_at(0)?, named_at(&r, 1)?)))
+        let group_id: i64 = r.try_get_at(2)?;
+        let version: i64 = r.try_get_at(3)?;
+        let text: String = r.try_get_at(4)?;
+        Ok(Some(PartnerStanding {
+            partner_program_id: r.try_get_at(0)?,
+            status: named_at(&r, 1)?,
+            group: GroupRewards {
+                group_id,
+                version,
+                rewards: self.rewards.get(group_id, version, &text)?,
+            },
+            sales: r.try_get_at(5)?,
+            revenue_hundredths: r.try_get_at(6)?,
+        }))
+    }
+
+    async fn customer_country(&mut self, customer_id: i64) -> StoreResult<Option<String>> {
+        // As `customer_click` reads the latest click: by the index on (customer, id).
+        let country: Option<Option<String>> = stmt::<DB>(
+            "SELECT geo_country FROM affiliate_click_events WHERE customer_id = $1 \
+             ORDER BY id DESC LIMIT 1",
+        )
+        .bind(customer_id)
+        .scalar_optional(&mut *self.conn)
+        .await?;
+        Ok(country.flatten().map(|c| c.to_ascii_uppercase()))
+    }
+
+    async fn set_partner_group(
+        &mut self,
+        program_id: i64,
+        partner_id: i64,
+        group_id: i64,
+    ) -> StoreResult<Option<PartnerProgram>> {
+        let lock = format!(
+            "SELECT id FROM partner_groups WHERE id = $1 AND program_id = $2 {}",
+            DB::ROW_LOCK
+        );
+        if !stmt::<DB>(&lock)
+            .bind(group_id)
+            .bind(program_id)
+            .has_row(&mut *self.conn)
+            .await?
+        {
+            return Err(StoreError::NotFound("group"));
+        }
+        let sql = format!(
+            "UPDATE partner_programs SET group_id = $1 WHERE program_id = $2 \
+             AND partner_id = $3 RETURNING {}",
+            super::partner_links::PARTNER_PROGRAM_COLUMNS
+        );
+        Ok(stmt::<DB>(&sql)
+            .bind(group_id)
+            .bind(program_id)
+            .bind(partner_id)
+            .record_optional(&mut *self.conn)
+            .await?)
     }
 
     async fn program_and_partner_exist(
@@ -368,18 +433,22 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         program_id: i64,
         partner_id: i64,
         status: PartnerStatus,
+        group_id: Option<i64>,
         at: i64,
     ) -> StoreResult<PartnerProgram> {
-        stmt::<DB>(
-            "INSERT INTO partner_programs (partner_id, program_id, status, created_at) \
-             VALUES ($1, $2, $3, $4) RETURNING id, partner_id, program_id, status, \
-             total_clicks, total_leads, total_sales, total_revenue_cents, \
-             total_commission_cents, created_at",
-        )
+        let sql = format!(
+            "INSERT INTO partner_programs (partner_id, program_id, status, group_id, \
+             created_at) VALUES ($1, $2, $3, COALESCE($5, (SELECT id FROM partner_groups \
+             WHERE program_id = $2 AND is_default)), $4) \
+             RETURNING {}",
+            super::partner_links::PARTNER_PROGRAM_COLUMNS
+        );
+        stmt::<DB>(&sql)
         .bind(partner_id)
         .bind(program_id)
         .bind(status.as_str())
         .bind(at)
+        .bind(group_id)
         .record(&mut *self.conn)
         .await
         .map_err(|e| StoreError::from(e).conflict_on("partner_program"))

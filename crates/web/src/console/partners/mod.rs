@@ -262,6 +262,7 @@ pub(super) async fn add(
             let add = ProgramPartnerBody {
                 partner_id: partner.id,
                 status: Some("approved".into()),
+                group_id: None,
             };
             s.app.add_program_partner(&caller, id, add).await?;
             if form.text("with_link").is_some() {
@@ -332,7 +333,10 @@ pub(super) async fn set_status(
         return Ok(ok(&page));
     }
     s.app
-        .set_program_partner_status(&frame.caller, id, partner_id, PartnerStatusBody { status })
+        .set_program_partner_status(&frame.caller, id, partner_id, PartnerStatusBody {
+                status: Some(status),
+                group_id: None,
+            })
         .await?;
     Ok(see_other(&back_to(
         &form,
