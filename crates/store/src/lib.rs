@@ -35,8 +35,8 @@ use async_trait::async_trait;
 pub use audit::{AuditEntry, AuditFilter, AuditOf, AuditRow, AuditStore, AuditTx};
 pub use dashboard_model::*;
 pub use error::{StoreError, StoreResult};
-pub use groups::{Group, GroupPatch, GroupRewards, GroupStore, NewGroup};
 pub use fraud::{FraudStore, FraudTx, ReviewClick, ReviewItem};
+pub use groups::{Group, GroupPatch, GroupRewards, GroupStore, NewGroup};
 pub use management::{
     LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record, TopPartner,
 };

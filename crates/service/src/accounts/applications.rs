@@ -82,14 +82,20 @@ impl App {
                             })?
                         }
                     };
-                    tx.insert_partner_program(program_id, partner_id, PartnerStatus::Pending, None, at)
-                        .await
-                        .map_err(|e| match e {
-                            StoreError::Conflict(_) => Error::Conflict(
-                                "You have already applied to or joined this program".into(),
-                            ),
-                            other => other.into(),
-                        })?;
+                    tx.insert_partner_program(
+                        program_id,
+                        partner_id,
+                        PartnerStatus::Pending,
+                        None,
+                        at,
+                    )
+                    .await
+                    .map_err(|e| match e {
+                        StoreError::Conflict(_) => Error::Conflict(
+                            "You have already applied to or joined this program".into(),
+                        ),
+                        other => other.into(),
+                    })?;
                     tx.set_application(
                         program_id,
                         partner_id,

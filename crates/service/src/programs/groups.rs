@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::Listed;
+use reftrack_domain::audit::Origin;
 use reftrack_domain::rewards::{Rewards, RewardsSpec};
 use reftrack_store::{Group, GroupPatch, NewGroup};
 
@@ -63,13 +64,20 @@ impl GroupBody {
     }
 }
 
-/// What an audit entry says of a group.
-fn group_details(g: &Group) -> serde_json::Value {
-    serde_json::json!({
+/// The audit entry of a group created or deleted: what it held.
+fn group_entry(at: i64, origin: &Origin, action: Action, g: &Group) -> Vec<Entry> {
+    vec![Entry::new(
+        at,
+        origin,
+        action,
+        Scope::Program(g.program_id),
+        Target::group(g.id),
+    )
+    .with_details(serde_json::json!({
         "name": g.name,
         "rewards": g.rewards,
         "commission_hold_days": g.commission_hold_days,
-    })
+    }))]
 }
 
 impl App {
@@ -91,16 +99,7 @@ impl App {
         self.program(program_id).await?;
         let at = self.now_ms();
         let origin = &caller.origin;
-        let audit = |_: Option<&Group>, g: &Group| {
-            vec![Entry::new(
-                at,
-                origin,
-                Action::GroupCreated,
-                Scope::Program(g.program_id),
-                Target::group(g.id),
-            )
-            .with_details(group_details(g))]
-        };
+        let audit = |_: Option<&Group>, g: &Group| group_entry(at, origin, Action::GroupCreated, g);
         let group = self.store.create_group(&new, at, &audit).await?;
         self.changed();
         Ok(group)
@@ -123,12 +122,7 @@ impl App {
 
     /// Changes a group's name, rewards or hold. A change of the default group's sale
     /// reward is the program's `commission` too.
-    pub async fn update_group(
-        &self,
-        caller: &Caller,
-        id: i64,
-        b: GroupPatchBody,
-    ) -> Result<Group> {
+    pub async fn update_group(&self, caller: &Caller, id: i64, b: GroupPatchBody) -> Result<Group> {
         self.allow(caller, Record::Group(id), Access::Change)
             .await?;
         let patch = GroupPatch {
@@ -180,16 +174,7 @@ impl App {
             .await?;
         let at = self.now_ms();
         let origin = &caller.origin;
-        let audit = |_: Option<&Group>, g: &Group| {
-            vec![Entry::new(
-                at,
-                origin,
-                Action::GroupDeleted,
-                Scope::Program(g.program_id),
-                Target::group(g.id),
-            )
-            .with_details(group_details(g))]
-        };
+        let audit = |_: Option<&Group>, g: &Group| group_entry(at, origin, Action::GroupDeleted, g);
         let group = self.store.delete_group(id, &audit).await?;
         self.changed();
         Ok(group)

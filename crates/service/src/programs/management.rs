@@ -263,7 +263,9 @@ impl App {
             .write(move |tx, _| {
                 async move {
                     let moved = match tx.set_partner_group(program_id, partner_id, to).await {
-                        Err(reftrack_store::StoreError::NotFound("group")) => return Err(not_a_group()),
+                        Err(reftrack_store::StoreError::NotFound("group")) => {
+                            return Err(not_a_group())
+                        }
                         other => other?,
                     };
                     if moved.is_some() && from != to {

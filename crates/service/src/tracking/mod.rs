@@ -29,12 +29,12 @@ use crate::{answer_or_alone, App, Error, Result};
 use reftrack_domain::attribution::{self, AffError, SaleSource};
 use reftrack_domain::click_id;
 use reftrack_domain::commission::{self, Unearned};
-use reftrack_domain::money;
-use reftrack_domain::rewards::{self, SaleReward};
 use reftrack_domain::figures::{Deltas, RefundFigures, SaleFigures};
 use reftrack_domain::fraud::{self, Rule, SaleFacts, Verdict};
 use reftrack_domain::lifecycle::{self, RefundEffect};
+use reftrack_domain::money;
 use reftrack_domain::refund::{self, RefundStatus};
+use reftrack_domain::rewards::{self, SaleReward};
 use reftrack_domain::status::{CustomerStatus, LinkStatus};
 use reftrack_domain::webhooks::EventType;
 use reftrack_store::tx::Tx;
@@ -42,7 +42,8 @@ use reftrack_store::webhooks::{sale_recorded, Event, Subject};
 use reftrack_store::write::{self, ClickWrite, Job, OnCommit, SaleWrite, Write};
 use reftrack_store::{
     origin_allowed, ClickDetails, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewClick,
-    NewCommission, NewCustomer, NewSale, PartnerStanding, Program, SaleEventRow, SaleOutcome, SaleProgram, Store,
+    NewCommission, NewCustomer, NewSale, PartnerStanding, Program, SaleEventRow, SaleOutcome,
+    SaleProgram, Store,
 };
 
 use clicks::*;

@@ -17,10 +17,10 @@ use super::rows::{self, BindRows, Rows, Value};
 use crate::committer::MAX_SET_ROWS;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewClick, NewSale, SaleOutcome};
-use crate::sql::groups::RewardsCache;
 use crate::sql::batch::{
     self, new_click_rows, SalesStep, SetStatements, CLICK_COLUMNS, SALE_COLUMNS,
 };
+use crate::sql::groups::RewardsCache;
 use crate::sql::{counters, rules};
 use reftrack_domain::figures::Deltas;
 

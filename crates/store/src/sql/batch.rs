@@ -13,13 +13,13 @@ use async_trait::async_trait;
 use sqlx::Database;
 
 use super::engine::{Engine, Query, ReadRow};
+use super::groups::RewardsCache;
 use super::rows::{self, Rows, Value};
 use super::rules::{self as rule_sql, NO_DISPOSABLE_EMAIL};
 use super::{webhooks, APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewClick, NewSale, SaleOutcome};
 use reftrack_domain::figures::{Deltas, SaleFigures};
-use super::groups::RewardsCache;
 use reftrack_domain::fraud::Rule;
 use reftrack_domain::money;
 use reftrack_domain::rewards::{self, SaleFacts, SaleReward};

@@ -29,9 +29,8 @@ fn group_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Group> {
         program_id: r.try_get("program_id")?,
         name: r.try_get("name")?,
         is_default: r.try_get("is_default")?,
-        rewards: serde_json::from_str(&rewards).map_err(|e| {
-            StoreError::Other(anyhow::anyhow!("column rewards is unreadable: {e}"))
-        })?,
+        rewards: serde_json::from_str(&rewards)
+            .map_err(|e| StoreError::Other(anyhow::anyhow!("column rewards is unreadable: {e}")))?,
         commission_hold_days: r.try_get("commission_hold_days")?,
         partner_count: r.try_get("partner_count")?,
         created_at: r.try_get("created_at")?,
@@ -242,7 +241,10 @@ impl<DB: Engine> GroupStore for SqlStore<DB> {
     ) -> StoreResult<Group> {
         let mut conn = self.write.acquire().await?;
         let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
-        let lock = format!("SELECT id FROM partner_groups WHERE id = $1 {}", DB::ROW_LOCK);
+        let lock = format!(
+            "SELECT id FROM partner_groups WHERE id = $1 {}",
+            DB::ROW_LOCK
+        );
         if !stmt::<DB>(&lock).bind(id).has_row(&mut *tx).await? {
             return Err(StoreError::NotFound("group"));
         }
@@ -263,8 +265,7 @@ impl<DB: Engine> GroupStore for SqlStore<DB> {
         if let Some(rewards) = &patch.rewards {
             set_rewards::<DB>(&mut tx, id, rewards, at).await?;
             if old.is_default {
-                mirror_in_program::<DB>(&mut tx, old.program_id, rewards.sale.as_ref(), at)
-                    .await?;
+                mirror_in_program::<DB>(&mut tx, old.program_id, rewards.sale.as_ref(), at).await?;
             }
         }
         let new = one::<DB>(&mut tx, id).await?;
@@ -276,7 +277,10 @@ impl<DB: Engine> GroupStore for SqlStore<DB> {
     async fn delete_group(&self, id: i64, audit: AuditOf<'_, Group>) -> StoreResult<Group> {
         let mut conn = self.write.acquire().await?;
         let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
-        let lock = format!("SELECT id FROM partner_groups WHERE id = $1 {}", DB::ROW_LOCK);
+        let lock = format!(
+            "SELECT id FROM partner_groups WHERE id = $1 {}",
+            DB::ROW_LOCK
+        );
         if !stmt::<DB>(&lock).bind(id).has_row(&mut *tx).await? {
             return Err(StoreError::NotFound("group"));
         }

@@ -204,7 +204,8 @@ pub(super) async fn update_partner<DB: Engine>(
 }
 
 /// The columns of a [`PartnerProgram`].
-pub(super) const PARTNER_PROGRAM_COLUMNS: &str = "id, partner_id, program_id, status, group_id, total_clicks, \
+pub(super) const PARTNER_PROGRAM_COLUMNS: &str =
+    "id, partner_id, program_id, status, group_id, total_clicks, \
     total_leads, total_sales, total_revenue_cents, total_commission_cents, created_at";
 
 /// A partner's record in a program; `NotFound("partner")`.

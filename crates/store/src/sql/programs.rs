@@ -38,7 +38,8 @@ impl<DB: Engine> ProgramAdmin for SqlStore<DB> {
         let mut conn = self.write.acquire().await?;
         let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
         let program = create_program::<DB>(&mut tx, p, at).await?;
-        let rewards = Rewards::from_sale_rule(storable(p.commission), p.recurring_commission_months);
+        let rewards =
+            Rewards::from_sale_rule(storable(p.commission), p.recurring_commission_months);
         super::groups::insert_default_group::<DB>(&mut tx, program.id, &rewards, at).await?;
         insert_entries::<DB>(&mut tx, &audit(None, &program)).await?;
         tx.commit().await?;

@@ -9,8 +9,8 @@ use sqlx::pool::PoolConnection;
 use sqlx::Pool;
 
 use super::counters;
-use super::groups::RewardsCache;
 use super::engine::{stmt, Engine};
+use super::groups::RewardsCache;
 use crate::committer::{self, WriteConn};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewClick, NewSale, SaleOutcome};

@@ -16,11 +16,11 @@ use super::rows::{self, BindRows, Rows, Value};
 use crate::committer::MAX_SET_ROWS;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewClick, NewSale, SaleOutcome};
-use crate::sql::groups::RewardsCache;
 use crate::sql::batch::{
     self, new_click_rows, place, SalesStep, SetStatements, CLICK_COLUMNS, SALE_COLUMNS,
     SALE_CUSTOMER_ID, SALE_KEY_COLUMNS,
 };
+use crate::sql::groups::RewardsCache;
 use crate::sql::rules::{NO_DISPOSABLE_EMAIL, SQLITE_SALE_BATCH_COUNTERS};
 use crate::sql::{counters, rules, Engine, APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
 use reftrack_domain::figures::Deltas;
@@ -288,8 +288,8 @@ async fn commit_plain_sales(
     use Value::{Int, Text};
     let all = sales.len();
     let sales = &sales[..all.min(MAX_SET_ROWS)];
-    let decided = batch::decide_plain_sales::<Sqlite>(conn, &Deltas::default(), sales, cache)
-        .await?;
+    let decided =
+        batch::decide_plain_sales::<Sqlite>(conn, &Deltas::default(), sales, cache).await?;
     let figures: Vec<(i64, i64, String)> = decided
         .iter()
         .map(|d| {

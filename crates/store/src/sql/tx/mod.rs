@@ -444,14 +444,14 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
             super::partner_links::PARTNER_PROGRAM_COLUMNS
         );
         stmt::<DB>(&sql)
-        .bind(partner_id)
-        .bind(program_id)
-        .bind(status.as_str())
-        .bind(at)
-        .bind(group_id)
-        .record(&mut *self.conn)
-        .await
-        .map_err(|e| StoreError::from(e).conflict_on("partner_program"))
+            .bind(partner_id)
+            .bind(program_id)
+            .bind(status.as_str())
+            .bind(at)
+            .bind(group_id)
+            .record(&mut *self.conn)
+            .await
+            .map_err(|e| StoreError::from(e).conflict_on("partner_program"))
     }
 }
 

@@ -333,10 +333,15 @@ pub(super) async fn set_status(
         return Ok(ok(&page));
     }
     s.app
-        .set_program_partner_status(&frame.caller, id, partner_id, PartnerStatusBody {
+        .set_program_partner_status(
+            &frame.caller,
+            id,
+            partner_id,
+            PartnerStatusBody {
                 status: Some(status),
                 group_id: None,
-            })
+            },
+        )
         .await?;
     Ok(see_other(&back_to(
         &form,
