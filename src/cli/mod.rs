@@ -169,7 +169,22 @@ pub enum AdminCommand {
         #[command(flatten)]
         page: payouts::PageOptions,
     },
-    /// Change a partner's status in a program: status=approved|rejected|banned|pending
+    /// List a program's partner groups, the default first.
+    ListGroups { program_id: i64 },
+    /// Create a partner group: name=… [rewards:='{"sale":{…},"lead":null}']
+    /// [commission_hold_days:=N] (without rewards, a copy of the default group's)
+    AddGroup {
+        program_id: i64,
+        fields: Vec<String>,
+    },
+    /// Show a partner group.
+    GetGroup { id: i64 },
+    /// Change a partner group: [name=…] [rewards:='{…}'] [commission_hold_days:=N|null]
+    UpdateGroup { id: i64, fields: Vec<String> },
+    /// Delete a partner group (not the default one, and only once it has no partners).
+    DeleteGroup { id: i64 },
+    /// Change a partner's status in a program, or move it to another group:
+    /// [status=approved|rejected|banned|pending] [group_id:=N]
     SetPartnerStatus {
         program_id: i64,
         partner_id: i64,
@@ -450,6 +465,15 @@ impl AdminCommand {
             ListWebhooks { program_id, paging } => {
                 answer(app.list_webhooks(caller, program_id, &paging.page()).await)
             }
+            ListGroups { program_id } => answer(app.list_groups(caller, program_id).await),
+            AddGroup { program_id, fields } => {
+                answer(app.create_group(caller, program_id, body(&fields)?).await)
+            }
+            GetGroup { id } => answer(app.group(caller, id).await),
+            UpdateGroup { id, fields } => {
+                answer(app.update_group(caller, id, body(&fields)?).await)
+            }
+            DeleteGroup { id } => answer(app.delete_group(caller, id).await),
             AddWebhook { program_id, fields } => {
                 answer(app.create_webhook(caller, program_id, body(&fields)?).await)
             }

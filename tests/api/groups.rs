@@ -594,3 +594,69 @@ async fn concurrent_sales_count_each_earlier_sale_exactly_once(app: TestApp) {
         n - 5
     );
 }
+
+/// `reftrack admin list-groups`, `add-group`, `get-group`, `update-group`,
+/// `set-partner-status … group_id:=N` and `delete-group` call the API's operations, with
+/// its refusals.
+#[tokio::test]
+async fn cli_manages_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
+    let run = |args: &[&str]| {
+        let (ok, text) = crate::common::server::outcome(
+            crate::common::server::command(&[("REFTRACK_DATABASE_URL", db.as_str())])
+                .arg("admin")
+                .args(args),
+        );
+        (ok, serde_json::from_str::<Value>(&text).unwrap())
+    };
+    let migrated = crate::common::server::command(&[("REFTRACK_DATABASE_URL", db.as_str())])
+        .arg("migrate")
+        .status()
+        .unwrap();
+    assert!(migrated.success());
+    assert!(run(&["create-workspace", "name=W"]).0);
+    assert!(run(&["create-program", "workspace_id:=1", "name=P"]).0);
+    assert!(run(&["create-partner", "name=A", "code=a"]).0);
+    assert!(run(&["add-program-partner", "1", "partner_id:=1"]).0);
+    let (ok, out) = run(&["list-groups", "1"]);
+    assert!(ok, "{out}");
+    assert_eq!(out["data"][0]["name"], "Default");
+    let (ok, out) = run(&[
+        "add-group",
+        "1",
+        "name=VIP",
+        r#"rewards:={"sale":{"type":"flat","amount_cents":900,"modifiers":[{"conditions":[{"attribute":"amount_cents","operator":"above","value":1}],"type":"flat","amount_cents":1}]}}"#,
+    ]);
+    assert!(!ok);
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("rewards.sale.modifiers[0].conditions[0].operator"),
+        "{out}"
+    );
+    let (ok, out) = run(&[
+        "add-group",
+        "1",
+        "name=VIP",
+        r#"rewards:={"sale":{"type":"flat","amount_cents":900}}"#,
+    ]);
+    assert!(ok, "{out}");
+    let id = out["id"].as_i64().unwrap().to_string();
+    let (ok, out) = run(&["update-group", &id, "name=Gold", "commission_hold_days:=3"]);
+    assert!(ok, "{out}");
+    assert_eq!(out["name"], "Gold");
+    let (ok, out) = run(&["set-partner-status", "1", "1", &format!("group_id:={id}")]);
+    assert!(ok, "{out}");
+    assert_eq!(out["group_id"].to_string(), id);
+    let (ok, out) = run(&["get-group", &id]);
+    assert!(ok);
+    assert_eq!(out["partner_count"], 1);
+    let (ok, out) = run(&["delete-group", &id]);
+    assert!(!ok);
+    assert_eq!(
+        out["error"],
+        "The group still has partners: move them to another group first"
+    );
+}

@@ -708,3 +708,49 @@ async fn processor_events_write_their_webhook_messages(app: TestApp) {
         ["commission.created", "sale.created", "sale.refunded"]
     );
 }
+
+on_both_backends!(a_checkouts_product_decides_the_reward);
+async fn a_checkouts_product_decides_the_reward(app: TestApp) {
+    let (seed, click_id) = setup(&app, "bob").await;
+    let groups = app
+        .admin(
+            "GET",
+            &format!("/programs/{}/groups", seed.program_id),
+            None,
+        )
+        .await
+        .expect(200);
+    let group = groups.body["data"][0]["id"].as_i64().unwrap();
+    app.admin(
+        "PATCH",
+        &format!("/groups/{group}"),
+        Some(
+            json!({"rewards": {"sale": {"type": "percentage", "percent": 30, "modifiers": [
+            {"conditions": [{"attribute": "product_id", "operator": "eq",
+             "value": "prod_enterprise"}], "type": "percentage", "percent": 40}]}}}),
+        ),
+    )
+    .await
+    .expect(200);
+    let mut metadata: Value =
+        serde_json::from_str(&meta(&click_id, "bob", seed.program_id)).unwrap();
+    metadata["tracker_product_id"] = json!("prod_enterprise");
+    let body = fixture(
+        "checkout.session.completed.payment",
+        &[("CURRENCY", "usd"), ("METADATA", &metadata.to_string())],
+    );
+    let r = deliver(&app, seed.program_id, &body).await.expect(200);
+    assert_eq!(outcome(&r), "sale recorded");
+    assert_eq!(
+        app.count(
+            "SELECT COUNT(*) FROM affiliate_sale_events WHERE product_id = 'prod_enterprise'"
+        )
+        .await,
+        1
+    );
+    // 40 % of $49.99, rounded half up.
+    assert_eq!(
+        app.count("SELECT amount_cents FROM commissions").await,
+        2000
+    );
+}

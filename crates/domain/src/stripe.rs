@@ -84,6 +84,8 @@ pub struct Attribution {
     pub click_id: Option<String>,
     pub customer_key: Option<String>,
     pub program_id: Option<i64>,
+    /// `tracker_product_id`: the product a reward's modifiers read.
+    pub product_id: Option<String>,
 }
 
 impl Attribution {
@@ -103,6 +105,7 @@ impl Attribution {
             click_id: get("tracker_click_id", "trackerClickId"),
             customer_key: get("tracker_customer_key", "trackerCustomerKey"),
             program_id: get("program_id", "programId").and_then(|p| p.parse().ok()),
+            product_id: get("tracker_product_id", "trackerProductId").filter(|p| fits_product(p)),
         };
         (a.click_id.is_some() || a.customer_key.is_some()).then_some(a)
     }
@@ -127,6 +130,9 @@ pub struct Payment {
     pub promotion_code: Option<String>,
     /// The customer's email as the checkout collected it, for the self-referral check.
     pub customer_email: Option<String>,
+    /// The product the sale is of: the metadata's `tracker_product_id`, else the first
+    /// line item's price's product when the event carries line items.
+    pub product_id: Option<String>,
 }
 
 /// A refund of a charge: `amount_refunded` is the cumulative total Stripe reports.
@@ -162,7 +168,8 @@ impl AccountState {
 /// What an event asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    Sale(Payment),
+    /// Boxed: a payment is several times the size of the other actions.
+    Sale(Box<Payment>),
     Refund(ChargeRefund),
     Account(AccountState),
     /// Nothing to do, and why.
@@ -210,6 +217,27 @@ pub fn parse_event(body: &[u8]) -> Result<Event, String> {
     Ok(Event { id, kind, action })
 }
 
+/// The longest product id a sale takes (as the tracking API's `product_id`).
+pub const MAX_PRODUCT_ID_LEN: usize = 255;
+
+fn fits_product(id: &str) -> bool {
+    id.chars().count() <= MAX_PRODUCT_ID_LEN
+}
+
+/// The product of the first line item of `lines` (`line_items` of a checkout session when
+/// expanded, `lines` of an invoice): its price's `product`, an id or the expanded object,
+/// also where newer API versions nest the price (`pricing.price_details`).
+fn first_line_product(lines: Option<&Value>) -> Option<String> {
+    let line = lines?.pointer("/data/0")?;
+    line.get("price")
+        .and_then(|p| id_of(p, "product"))
+        .or_else(|| {
+            line.pointer("/pricing/price_details")
+                .and_then(|p| id_of(p, "product"))
+        })
+        .filter(|p| fits_product(p))
+}
+
 fn amount_of(object: &Value, key: &str) -> Option<i64> {
     object.get(key).and_then(Value::as_i64)
 }
@@ -237,6 +265,10 @@ fn checkout_session(s: &Value) -> Action {
     let Some(amount) = amount_of(s, "amount_total").filter(|a| *a > 0) else {
         return Action::Ignore("nothing was paid");
     };
+    let product_id = attribution
+        .product_id
+        .clone()
+        .or_else(|| first_line_product(s.get("line_items")));
     let subscription = id_of(s, "subscription");
     let invoice = id_of(s, "invoice");
     let payment_intent = id_of(s, "payment_intent");
@@ -248,7 +280,7 @@ fn checkout_session(s: &Value) -> Action {
             None => return Action::Ignore("checkout session has no id"),
         },
     };
-    Action::Sale(Payment {
+    Action::Sale(Box::new(Payment {
         transaction_id,
         amount,
         currency: str_of(s, "currency").unwrap_or("usd").to_string(),
@@ -264,7 +296,8 @@ fn checkout_session(s: &Value) -> Action {
             .or_else(|| str_of(s, "customer_email"))
             .filter(|e| !e.trim().is_empty())
             .map(str::to_string),
-    })
+        product_id,
+    }))
 }
 
 fn invoice(i: &Value) -> Action {
@@ -288,7 +321,11 @@ fn invoice(i: &Value) -> Action {
     let first_payment_intent = i
         .pointer("/payments/data/0/payment")
         .and_then(|p| id_of(p, "payment_intent"));
-    Action::Sale(Payment {
+    let product_id = attribution
+        .product_id
+        .clone()
+        .or_else(|| first_line_product(i.get("lines")));
+    Action::Sale(Box::new(Payment {
         transaction_id: invoice_id.to_string(),
         amount,
         currency: str_of(i, "currency").unwrap_or("usd").to_string(),
@@ -299,7 +336,8 @@ fn invoice(i: &Value) -> Action {
         charge: id_of(i, "charge"),
         promotion_code: None,
         customer_email: str_of(i, "customer_email").map(str::to_string),
-    })
+        product_id,
+    }))
 }
 
 fn charge_refunded(c: &Value) -> Action {
@@ -419,6 +457,70 @@ mod tests {
             None
         );
         assert_eq!(Attribution::from_metadata(None), None);
+    }
+
+    #[test]
+    fn the_product_comes_from_the_metadata_else_the_first_line_item() {
+        let session = |meta: Value, lines: Option<Value>| {
+            let mut s = json!({"id": "cs_1", "payment_status": "paid", "amount_total": 5000,
+                "currency": "usd", "payment_intent": "pi_1", "metadata": meta});
+            if let Some(lines) = lines {
+                s["line_items"] = lines;
+            }
+            match checkout_session(&s) {
+                Action::Sale(p) => p.product_id,
+                other => panic!("{other:?}"),
+            }
+        };
+        let lines = json!({"data": [{"price": {"id": "price_1", "product": "prod_team"}},
+            {"price": {"id": "price_2", "product": "prod_other"}}]});
+        assert_eq!(
+            session(
+                json!({"tracker_click_id": "c1", "tracker_product_id": "prod_enterprise"}),
+                Some(lines.clone())
+            ),
+            Some("prod_enterprise".into())
+        );
+        assert_eq!(
+            session(
+                json!({"trackerClickId": "c1", "trackerProductId": "prod_x"}),
+                None
+            ),
+            Some("prod_x".into())
+        );
+        assert_eq!(
+            session(json!({"tracker_click_id": "c1"}), Some(lines)),
+            Some("prod_team".into())
+        );
+        let expanded =
+            json!({"data": [{"price": {"product": {"id": "prod_obj", "name": "Team"}}}]});
+        assert_eq!(
+            session(json!({"tracker_click_id": "c1"}), Some(expanded)),
+            Some("prod_obj".into())
+        );
+        assert_eq!(session(json!({"tracker_click_id": "c1"}), None), None);
+        let long = "p".repeat(MAX_PRODUCT_ID_LEN + 1);
+        assert_eq!(
+            session(
+                json!({"tracker_click_id": "c1", "tracker_product_id": long}),
+                None
+            ),
+            None
+        );
+        // An invoice's lines, in the older shape and in the newer `pricing` one.
+        for line in [
+            json!({"price": {"product": "prod_inv"}}),
+            json!({"pricing": {"type": "price_details", "price_details": {"price": "price_1", "product": "prod_inv"}}}),
+        ] {
+            let inv = json!({"id": "in_1", "amount_paid": 2000, "currency": "usd",
+                "billing_reason": "subscription_create", "subscription": "sub_1",
+                "subscription_details": {"metadata": {"tracker_customer_key": "u1"}},
+                "lines": {"data": [line]}});
+            let Action::Sale(p) = invoice(&inv) else {
+                panic!()
+            };
+            assert_eq!(p.product_id.as_deref(), Some("prod_inv"));
+        }
     }
 
     #[test]

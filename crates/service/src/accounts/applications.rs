@@ -7,12 +7,16 @@ impl App {
     /// applies to it; 404 otherwise, as for an unknown program.
     pub async fn open_program(&self, program_id: i64) -> Result<OpenProgram> {
         match self.store.program(program_id).await {
-            Ok(p) if p.applications_open => Ok(OpenProgram {
-                terms: ProgramTerms::of(&p),
-                id: p.id,
-                name: p.name,
-                workspace_id: p.workspace_id,
-            }),
+            Ok(p) if p.applications_open => {
+                // An applicant joins the default group: its reward is what it would earn.
+                let sale = self.group_sale_reward(p.id, None).await?;
+                Ok(OpenProgram {
+                    terms: ProgramTerms::of(&p, sale.as_ref()),
+                    id: p.id,
+                    name: p.name,
+                    workspace_id: p.workspace_id,
+                })
+            }
             Ok(_) | Err(StoreError::NotFound(_)) => {
                 Err(Error::NotFound("Program not found".into()))
             }

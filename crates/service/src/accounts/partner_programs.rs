@@ -139,8 +139,12 @@ impl App {
     ) -> Result<PartnerProgramView> {
         self.approved_in(partner_id, program_id).await?;
         let p = self.store.program(program_id).await?;
+        let record = self.store.partner_program(program_id, partner_id).await?;
+        let sale = self
+            .group_sale_reward(program_id, Some(record.group_id))
+            .await?;
         Ok(PartnerProgramView {
-            terms: ProgramTerms::of(&p),
+            terms: ProgramTerms::of(&p, sale.as_ref()),
             id: p.id,
             name: p.name,
             currency: p.currency,
@@ -202,5 +206,28 @@ impl App {
             .partner_payout_items(program_id, partner_id, probe(page))
             .await?;
         Ok(listed(rows, page, |i| i.payout_id))
+    }
+}
+
+impl App {
+    /// The sale reward of a program's group `group_id`, or of its default group.
+    pub(crate) async fn group_sale_reward(
+        &self,
+        program_id: i64,
+        group_id: Option<i64>,
+    ) -> Result<Option<Reward>> {
+        let groups = self.store.groups(program_id).await?;
+        let group = groups
+            .iter()
+            .find(|g| Some(g.id) == group_id)
+            .or_else(|| groups.iter().find(|g| g.is_default))
+            .ok_or_else(|| Error::NotFound("Program not found".into()))?;
+        let rewards = Rewards::from_json(&group.rewards, "rewards").map_err(|e| {
+            Error::Internal(
+                "Internal server error",
+                anyhow::anyhow!("stored rewards: {e}"),
+            )
+        })?;
+        Ok(rewards.sale)
     }
 }

@@ -35,13 +35,17 @@ pub struct PartnerLink {
 /// What a program offers its partners: the fields of the program that decide what a
 /// partner earns and when it is paid, as the portal states them to applicants and
 /// partners.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProgramTerms {
     /// The program's currency, three lower-case letters; a flat commission and the
     /// minimum payout are in its smallest unit.
     pub currency: String,
-    /// What a sale earns.
-    pub commission: CommissionRule,
+    /// What a sale earns under the partner's group's sale reward, before its modifiers;
+    /// `None`: the group pays nothing for sales.
+    pub commission: Option<CommissionRule>,
+    /// The reward's modifiers in a partner's words (`40% on product prod_enterprise`),
+    /// first match first.
+    pub modifiers: Vec<String>,
     /// Days the browser tracker remembers a click (`docs/decisions.md`, "The attribution
     /// window").
     pub cookie_window_days: i64,
@@ -56,13 +60,21 @@ pub struct ProgramTerms {
 }
 
 impl ProgramTerms {
-    /// The terms of `program`.
-    pub fn of(program: &Program) -> ProgramTerms {
+    /// The terms of `program` for a partner whose group's sale reward is `sale`.
+    pub fn of(program: &Program, sale: Option<&Reward>) -> ProgramTerms {
         ProgramTerms {
             currency: program.currency.clone(),
-            commission: program.commission,
+            commission: sale.map(|r| r.rule),
+            modifiers: sale
+                .map(|r| {
+                    r.words(RewardKind::Sale, &program.currency)
+                        .into_iter()
+                        .skip(1)
+                        .collect()
+                })
+                .unwrap_or_default(),
             cookie_window_days: program.cookie_window_days,
-            recurring_commission_months: program.recurring_commission_months,
+            recurring_commission_months: sale.and_then(|r| r.max_duration_months),
             commission_hold_days: program.commission_hold_days,
             min_payout_cents: program.min_payout_cents,
         }

@@ -53,7 +53,7 @@ fn payment_sale(p: &Payment) -> SaleCommand {
         .into(),
         is_recurring: p.is_recurring,
         subscription_id: p.subscription_id.clone(),
-        product_id: None,
+        product_id: p.product_id.clone(),
         metadata: Some(metadata.to_string()),
         test_mode: false,
         coupon_code: None,

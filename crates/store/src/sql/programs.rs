@@ -38,9 +38,6 @@ impl<DB: Engine> ProgramAdmin for SqlStore<DB> {
         let mut conn = self.write.acquire().await?;
         let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
         let program = create_program::<DB>(&mut tx, p, at).await?;
-        let rewards =
-            Rewards::from_sale_rule(storable(p.commission), p.recurring_commission_months);
-        super::groups::insert_default_group::<DB>(&mut tx, program.id, &rewards, at).await?;
         insert_entries::<DB>(&mut tx, &audit(None, &program)).await?;
         tx.commit().await?;
         Ok(program)
@@ -252,7 +249,7 @@ async fn returned_program<DB: Engine>(
     }
 }
 
-/// Creates a program; `NotFound("workspace")`.
+/// Creates a program with its default group; `NotFound("workspace")`.
 pub(super) async fn create_program<DB: Engine>(
     conn: &mut DB::Connection,
     p: &NewProgram,
@@ -299,7 +296,10 @@ pub(super) async fn create_program<DB: Engine>(
         .bind(&p.destination_url)
         .fetch_one(&mut *conn)
         .await?;
-    program_from_row(&row)
+    let program = program_from_row(&row)?;
+    let rewards = Rewards::from_sale_rule(storable(p.commission), p.recurring_commission_months);
+    super::groups::insert_default_group::<DB>(&mut *conn, program.id, &rewards, at).await?;
+    Ok(program)
 }
 
 /// One program; `NotFound("program")`.

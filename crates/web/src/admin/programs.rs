@@ -98,7 +98,7 @@ pub(super) async fn update_program(
     post,
     path = "/programs/{id}/rotate-token",
     tag = "management",
-    request_body = RotateTokenBody,
+    request_body = Option<RotateTokenBody>,
     params(("id" = i64, Path, description = "id")),
     security(("admin_token" = []), ("session" = [])),
     responses(

@@ -23,6 +23,7 @@ mod commissions;
 mod events;
 mod first_run;
 mod frame;
+mod groups;
 mod install;
 mod overview;
 mod partners;
@@ -73,6 +74,10 @@ pub fn router() -> Router<AppState> {
             get(partners::detail).post(partners::edit),
         ),
         ("/partners/{partner_id}/status", post(partners::set_status)),
+        ("/partners/{partner_id}/group", post(partners::set_group)),
+        ("/groups", get(groups::list).post(groups::create)),
+        ("/groups/{group_id}", get(groups::detail).post(groups::save)),
+        ("/groups/{group_id}/delete", post(groups::delete)),
         ("/partners/{partner_id}/invite", post(partners::invite)),
         ("/partners/{partner_id}/links", post(partners::create_link)),
         (

@@ -220,6 +220,8 @@ struct CommissionsPage {
 
 struct CommissionView {
     created: Moment,
+    /// What it is for: the rule that made it in words, else its kind.
+    what: String,
     transaction_id: String,
     amount: String,
     status: &'static str,
@@ -273,6 +275,13 @@ pub(super) async fn commissions(
         .into_iter()
         .map(|c| CommissionView {
             created: Moment::of(c.created_at),
+            what: c
+                .description
+                .clone()
+                .unwrap_or_else(|| match c.kind.as_str() {
+                    "clawback" => "Refund taken back".to_string(),
+                    _ => "Sale".to_string(),
+                }),
             amount: display_amount(c.amount_cents, &c.currency),
             status: c.status.as_str(),
             clawback: c.kind.as_str() == "clawback",

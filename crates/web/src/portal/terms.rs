@@ -10,10 +10,12 @@ use reftrack_service::accounts::ProgramTerms;
 /// payout. Amounts are in the program's currency.
 pub(super) fn lines(terms: &ProgramTerms) -> Vec<String> {
     let money = |cents| display_amount(cents, &terms.currency);
-    let commission = format!(
-        "You earn {}.",
-        terms.commission.spec().words(&terms.currency)
-    );
+    let commission = match terms.commission {
+        Some(rule) => format!("You earn {}.", rule.spec().words(&terms.currency)),
+        None => "Sales bring you no commission in this program.".to_string(),
+    };
+    // The modifiers, first match first: each replaces the base where it applies.
+    let modifiers = terms.modifiers.iter().map(|m| format!("You earn {m}."));
     // `recurring_earns`: none, every renewal; 0, none; n, those within n months.
     let renewals = match terms.recurring_commission_months {
         None => "On a subscription, you also earn on every renewal.".to_string(),
@@ -47,7 +49,10 @@ pub(super) fn lines(terms: &ProgramTerms) -> Vec<String> {
             money(cents)
         ),
     };
-    vec![commission, renewals, window, hold, payout]
+    let mut lines = vec![commission];
+    lines.extend(modifiers);
+    lines.extend([renewals, window, hold, payout]);
+    lines
 }
 
 /// `n` `unit`s, singular for one: `1 day`, `60 days`.
@@ -67,7 +72,8 @@ mod tests {
     fn terms() -> ProgramTerms {
         ProgramTerms {
             currency: "usd".into(),
-            commission: CommissionRule::Percentage { bps: 3000 },
+            commission: Some(CommissionRule::Percentage { bps: 3000 }),
+            modifiers: Vec::new(),
             cookie_window_days: 60,
             recurring_commission_months: None,
             commission_hold_days: 30,
@@ -95,7 +101,8 @@ mod tests {
     fn flat_amounts_renewals_and_zeros() {
         let t = ProgramTerms {
             currency: "eur".into(),
-            commission: CommissionRule::Flat { amount_cents: 500 },
+            commission: Some(CommissionRule::Flat { amount_cents: 500 }),
+            modifiers: Vec::new(),
             cookie_window_days: 1,
             recurring_commission_months: Some(12),
             commission_hold_days: 1,
@@ -136,5 +143,28 @@ mod tests {
             ..t
         };
         assert!(lines(&t)[1].contains("for 1 month after"));
+    }
+
+    #[test]
+    fn modifiers_follow_the_base_and_no_reward_says_so() {
+        let t = ProgramTerms {
+            modifiers: vec![
+                "40% on product prod_enterprise".into(),
+                "35% once you have brought $10,000.00".into(),
+            ],
+            ..terms()
+        };
+        let l = lines(&t);
+        assert_eq!(l[1], "You earn 40% on product prod_enterprise.");
+        assert_eq!(l[2], "You earn 35% once you have brought $10,000.00.");
+        assert_eq!(l[3], "On a subscription, you also earn on every renewal.");
+        let none = ProgramTerms {
+            commission: None,
+            ..terms()
+        };
+        assert_eq!(
+            lines(&none)[0],
+            "Sales bring you no commission in this program."
+        );
     }
 }

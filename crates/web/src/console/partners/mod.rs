@@ -69,6 +69,9 @@ struct PartnerRow {
     email: String,
     code: String,
     status: &'static str,
+    /// The program's group it is in.
+    group_id: i64,
+    group: String,
     joined: Moment,
     clicks: i64,
     leads: i64,
@@ -115,13 +118,39 @@ fn web_address(text: &str) -> Option<String> {
     (matches!(url.scheme(), "http" | "https") && url.host().is_some()).then(|| url.to_string())
 }
 
-fn partner_row(r: &ProgramPartnerRow, currency: &str) -> PartnerRow {
+/// A group of the program as the group controls list it.
+struct GroupOption {
+    id: i64,
+    name: String,
+}
+
+/// The program's groups, the default first, for the pages' group controls.
+async fn group_options(s: &AppState, frame: &Frame) -> app::Result<Vec<GroupOption>> {
+    Ok(s.app
+        .list_groups(&frame.caller, frame.program.id)
+        .await?
+        .data
+        .into_iter()
+        .map(|g| GroupOption {
+            id: g.id,
+            name: g.name,
+        })
+        .collect())
+}
+
+fn partner_row(r: &ProgramPartnerRow, currency: &str, groups: &[GroupOption]) -> PartnerRow {
     PartnerRow {
         id: r.partner_id,
         name: r.name.clone(),
         email: r.email.clone().unwrap_or_default(),
         code: r.code.clone(),
         status: r.status.as_str(),
+        group_id: r.group_id,
+        group: groups
+            .iter()
+            .find(|g| g.id == r.group_id)
+            .map(|g| g.name.clone())
+            .unwrap_or_default(),
         joined: Moment::of(r.created_at),
         clicks: r.clicks,
         leads: r.leads,
@@ -142,6 +171,8 @@ struct PartnersPage {
     /// The status filter's words ("pending", …), empty for all.
     status: String,
     rows: Vec<PartnerRow>,
+    /// The program's groups: a partner's control moves it to another.
+    groups: Vec<GroupOption>,
     next_href: Option<String>,
     first_href: Option<String>,
     /// This page, for the forms' way back.
@@ -188,6 +219,7 @@ async fn partners_page(s: &AppState, frame: Frame, q: &Posted) -> app::Result<Pa
     };
     let sep = if status.is_empty() { '?' } else { '&' };
     let currency = frame.program.currency.clone();
+    let groups = group_options(s, &frame).await?;
     Ok(PartnersPage {
         statuses: STATUSES
             .iter()
@@ -204,8 +236,9 @@ async fn partners_page(s: &AppState, frame: Frame, q: &Posted) -> app::Result<Pa
         rows: listed
             .data
             .iter()
-            .map(|r| partner_row(r, &currency))
+            .map(|r| partner_row(r, &currency, &groups))
             .collect(),
+        groups,
         next_href: listed
             .next_cursor
             .map(|c| format!("{filtered}{sep}cursor={c}")),
@@ -235,6 +268,34 @@ pub(super) async fn list(
 ) -> PageResult {
     let frame = Frame::load(&s, &user, id, Tab::Partners, q.text("done").as_deref()).await?;
     Ok(ok(&partners_page(&s, frame, &q).await?))
+}
+
+/// `POST /app/programs/{id}/partners/{partner_id}/group`: the partner moves to the
+/// program's group `group_id`; its later sales earn that group's reward.
+pub(super) async fn set_group(
+    State(s): State<AppState>,
+    user: Signed,
+    Ids(id, partner_id): Ids,
+    form: Posted,
+) -> PageResult {
+    let frame = Frame::load(&s, &user, id, Tab::Partners, None).await?;
+    let group_id = form
+        .get("group_id")
+        .trim()
+        .parse()
+        .map_err(|_| app::Error::invalid("group_id must be a group of this program"))?;
+    s.app
+        .set_program_partner_status(
+            &frame.caller,
+            id,
+            partner_id,
+            PartnerStatusBody {
+                status: None,
+                group_id: Some(group_id),
+            },
+        )
+        .await?;
+    Ok(see_other(&back_to(&form, &Tab::Partners.href(id), "group")))
 }
 
 /// `POST /app/programs/{id}/partners`: a new partner of the program (approved), with a

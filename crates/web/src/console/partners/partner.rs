@@ -23,6 +23,8 @@ use reftrack_store::{Link, Record};
 #[derive(Template)]
 #[template(path = "console/partner.html")]
 pub(super) struct PartnerPage {
+    /// The program's groups: the control moves the partner to another.
+    groups: Vec<super::GroupOption>,
     pub(super) chrome: Chrome,
     pub(super) head: Head,
     pub(super) partner: PartnerRow,
@@ -158,9 +160,11 @@ pub(super) async fn partner_page(
         .app
         .may_change_everywhere(&frame.caller, Record::Partner(partner_id))
         .await?;
+    let groups = super::group_options(s, &frame).await?;
     Ok(PartnerPage {
         owns_account,
-        partner: partner_row(&row, &frame.program.currency),
+        partner: partner_row(&row, &frame.program.currency, &groups),
+        groups,
         payout_method: record
             .payout_method
             .map_or("Not set", |m| m.label())
