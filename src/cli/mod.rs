@@ -171,15 +171,15 @@ pub enum AdminCommand {
     },
     /// List a program's partner groups, the default first.
     ListGroups { program_id: i64 },
-    /// Create a partner group: name=… [rewards:='{"sale":{…},"lead":null}']
-    /// [commission_hold_days:=N] (without rewards, a copy of the default group's)
+    /// Create a partner group: name=… [rewards:='{"sale":{…},"lead":{…}}'] (without
+    /// rewards, a copy of the default group's)
     AddGroup {
         program_id: i64,
         fields: Vec<String>,
     },
     /// Show a partner group.
     GetGroup { id: i64 },
-    /// Change a partner group: [name=…] [rewards:='{…}'] [commission_hold_days:=N|null]
+    /// Change a partner group: [name=…] [rewards:='{…}']
     UpdateGroup { id: i64, fields: Vec<String> },
     /// Delete a partner group (not the default one, and only once it has no partners).
     DeleteGroup { id: i64 },

@@ -9,6 +9,7 @@ use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
 use super::{answer, run_on, Paging};
+use crate::app::money::bonuses::BonusBody;
 use crate::app::money::exports::{self, PayoutFormat};
 use crate::app::money::payouts::{CommissionParams, MarkPaidBody, RejectBody};
 use crate::app::App;
@@ -68,6 +69,17 @@ pub enum CommissionsCommand {
         id: i64,
         #[arg(long)]
         reason: String,
+    },
+    /// Give an approved partner of a program a bonus, due at once.
+    Bonus {
+        program_id: i64,
+        partner_id: i64,
+        /// In the program's currency's minor units.
+        #[arg(long)]
+        amount_cents: i64,
+        /// What it is for, as the partner reads it.
+        #[arg(long)]
+        description: String,
     },
     /// The partners' pending, approved and paid amounts in a program.
     Balances {
@@ -176,6 +188,22 @@ impl CommissionsCommand {
                     .await,
             )
             .map(Some),
+            CommissionsCommand::Bonus {
+                program_id,
+                partner_id,
+                amount_cents,
+                description,
+            } => {
+                let b = BonusBody {
+                    amount_cents,
+                    description,
+                };
+                answer(
+                    app.give_bonus(&Caller::operator(), program_id, partner_id, b)
+                        .await,
+                )
+                .map(Some)
+            }
             CommissionsCommand::Balances { program_id, paging } => answer(
                 app.balances(&Caller::operator(), program_id, &paging.page())
                     .await,

@@ -28,6 +28,7 @@ mod fuzz;
 mod geoip;
 mod groups;
 mod invite_mail;
+mod lead_rewards;
 mod lookup_cache;
 mod management;
 mod metrics;

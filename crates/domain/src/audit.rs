@@ -72,6 +72,8 @@ actions! {
     CommissionApproved = "commission.approved",
     /// A commission was rejected (details: the reason).
     CommissionRejected = "commission.rejected",
+    /// An owner gave a partner a bonus (details: partner, amount, description).
+    BonusCreated = "bonus.created",
     /// A payout was created.
     PayoutCreated = "payout.created",
     /// A payout was marked paid.

@@ -254,11 +254,24 @@ impl Deltas {
         cents: i64,
         currency: &str,
     ) {
+        self.count_commission(program_id, partner_id, sale_date, -cents, currency);
+    }
+
+    /// A commission of `cents` without a sale (a lead's, a bonus), counted on the day
+    /// `at` it was made.
+    pub fn count_commission(
+        &mut self,
+        program_id: i64,
+        partner_id: i64,
+        at: i64,
+        cents: i64,
+        currency: &str,
+    ) {
         let cents = money::hundredths(cents, currency);
-        self.rollup(program_id, day_of(sale_date)).commission_cents -= cents;
-        self.partner(partner_id, program_id).commission_cents -= cents;
-        self.partner_day(program_id, partner_id, day_of(sale_date))
-            .commission_cents -= cents;
+        self.rollup(program_id, day_of(at)).commission_cents += cents;
+        self.partner(partner_id, program_id).commission_cents += cents;
+        self.partner_day(program_id, partner_id, day_of(at))
+            .commission_cents += cents;
     }
 
     /// A partner joining a program.

@@ -415,5 +415,15 @@ pub fn verdict(facts: &SaleFacts<'_>, rules: &FraudRules) -> Verdict {
     }
 }
 
+/// The verdict of `rules` on a lead commission: only `self_referral` applies to a lead,
+/// on the customer's emails (`facts.customer_emails`) and the partner's.
+pub fn lead_verdict(facts: &SaleFacts<'_>, rules: &FraudRules) -> Verdict {
+    let mut only = FraudRules::all(Action::Off);
+    only.set(Rule::SelfReferral, rules.get(Rule::SelfReferral));
+    let mut v = verdict(facts, &only);
+    v.holding.retain(|&r| r == Rule::SelfReferral);
+    v
+}
+
 #[cfg(test)]
 mod tests;

@@ -119,9 +119,11 @@ pub struct CommissionState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conflict(pub String);
 
-/// How a new sale commission comes due.
+/// How a new commission comes due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Approval {
+    /// `approved` at once, with no hold: an owner's bonus.
+    Granted,
     /// `approved` once the program's hold period has passed (or earlier by an owner).
     AfterHold,
     /// `pending` until an owner approves it, whatever the hold period.
@@ -160,6 +162,11 @@ pub fn new_commission(approval: Approval) -> NewState {
             status: CommissionStatus::Rejected,
             manual_approval: false,
             reject_reason: Some(rule.as_str()),
+        },
+        Approval::Granted => NewState {
+            status: CommissionStatus::Approved,
+            manual_approval: false,
+            reject_reason: None,
         },
         Approval::AfterHold | Approval::ByOwner => NewState {
             status: CommissionStatus::Pending,
@@ -425,6 +432,15 @@ mod tests {
         assert_eq!(state.reject_reason, Some("disposable_email"));
         let plain = new_commission(Approval::AfterHold);
         assert_eq!((plain.status, plain.manual_approval), (Pending, false));
+    }
+
+    #[test]
+    fn a_granted_commission_is_approved_at_once() {
+        let bonus = new_commission(Approval::Granted);
+        assert_eq!(
+            (bonus.status, bonus.manual_approval, bonus.reject_reason),
+            (Approved, false, None)
+        );
     }
 
     #[test]

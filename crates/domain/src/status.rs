@@ -168,6 +168,10 @@ named_enum! {
         Sale = "sale",
         /// Takes back, from the next payout, what a refund after payment undid.
         Clawback = "clawback",
+        /// Earned by a customer's first lead, under the partner's group's lead reward.
+        Lead = "lead",
+        /// Given by an owner: due at once, paid with the next payout.
+        Bonus = "bonus",
     }
 }
 

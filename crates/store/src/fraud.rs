@@ -81,10 +81,12 @@ pub struct ReviewItem {
     pub currency: String,
     pub flags: Vec<CommissionFlag>,
     pub created_at: i64,
-    /// The sale's transaction id, amount and currency.
-    pub transaction_id: String,
-    pub sale_amount_cents: i64,
-    pub sale_currency: String,
+    /// What it is for, in words.
+    pub description: Option<String>,
+    /// The sale's transaction id, amount and currency; none for a lead commission.
+    pub transaction_id: Option<String>,
+    pub sale_amount_cents: Option<i64>,
+    pub sale_currency: Option<String>,
     /// The email the customer's lead gave.
     pub customer_email: Option<String>,
     /// The customer's latest click, if it had one.

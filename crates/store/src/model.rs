@@ -6,8 +6,8 @@ use serde::Serialize;
 use reftrack_domain::commission::{CommissionRule, Unearned};
 use reftrack_domain::lifecycle::Approval;
 use reftrack_domain::status::{
-    CommissionFlag, CouponStatus, CustomerStatus, LinkStatus, MembershipStatus, PartnerStatus,
-    PayoutMethod, Role,
+    CommissionFlag, CommissionKind, CouponStatus, CustomerStatus, LinkStatus, MembershipStatus,
+    PartnerStatus, PayoutMethod, Role,
 };
 use reftrack_domain::time::iso;
 
@@ -565,7 +565,12 @@ impl<'a> SaleEventRow<'a> {
 #[derive(Debug, Clone)]
 pub struct NewCommission<'a> {
     pub program_id: i64,
-    pub sale_id: i64,
+    /// What earned it: a sale, a lead, or an owner's bonus.
+    pub kind: CommissionKind,
+    /// The sale of a sale commission.
+    pub sale_id: Option<i64>,
+    /// The lead event of a lead commission.
+    pub lead_id: Option<i64>,
     pub partner_id: i64,
     pub partner_program_id: i64,
     pub amount_cents: i64,

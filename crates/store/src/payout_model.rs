@@ -35,9 +35,10 @@ pub struct CommissionFilter {
 pub struct CommissionRow {
     pub id: i64,
     pub partner_id: i64,
-    pub sale_id: i64,
-    /// The sale's transaction id.
-    pub transaction_id: String,
+    /// The sale that earned it; null for lead and bonus commissions.
+    pub sale_id: Option<i64>,
+    /// The sale's transaction id; null without a sale.
+    pub transaction_id: Option<String>,
     pub kind: CommissionKind,
     /// The partner group whose reward made it; null for clawbacks and for commissions
     /// recorded before groups existed.
@@ -143,7 +144,8 @@ pub struct CommissionLock {
     /// What it pays now, in cents.
     pub net_cents: i64,
     pub currency: String,
-    /// The date of its sale, whose day's figures count it.
+    /// The date of its sale (of its creation, without a sale), whose day's figures count
+    /// it.
     pub sale_date: i64,
 }
 

@@ -15,6 +15,7 @@ use super::fraud::FraudTx;
 use super::model::{
     ChargeSale, ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
     PartnerProgram, PartnerStanding, PaymentAccount, RecordedSale, RefundableSale, SaleEventRow,
+    SaleProgram,
 };
 use super::partners::PartnerTx;
 use super::payouts::PayoutTx;
@@ -89,6 +90,8 @@ pub trait Tx:
     /// A partner's emails: its contact email and its sign-in email, those it has.
     async fn partner_emails(&mut self, partner_id: i64) -> StoreResult<Vec<String>>;
 
+    /// A program's currency and fraud rules, as a lead's commission reads them.
+    async fn sale_program(&mut self, program_id: i64) -> StoreResult<Option<SaleProgram>>;
     /// The allowed origins of a program; `None` when it does not exist.
     async fn program_origins(&mut self, program_id: i64) -> StoreResult<Option<Vec<String>>>;
     /// The partner and date of the first real sale of a subscription in a program.

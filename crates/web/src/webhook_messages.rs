@@ -72,7 +72,7 @@ fn data_of(kind: EventType) -> (Value, &'static str) {
         ),
         EventType::CommissionCreated => (
             schema("CommissionRow"),
-            "A commission was created: with its sale, or as the clawback of a refund after payment.",
+            "A commission was created: with its sale or its lead, as an owner's bonus, or as the clawback of a refund after payment.",
         ),
         EventType::CommissionApproved => (
             schema("CommissionRow"),

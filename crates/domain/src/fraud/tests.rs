@@ -2,7 +2,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::lifecycle::{self, Approval};
-use crate::status::CommissionStatus;
+use crate::status::{CommissionFlag, CommissionStatus};
 
 fn facts() -> SaleFacts<'static> {
     SaleFacts {
@@ -128,16 +128,21 @@ fn fast_conversion_holds_under_ten_seconds_after_the_click() {
     assert!(!holds(Rule::FastConversion, &f(Some(i64::MIN))));
 }
 
-#[test]
-fn each_rule_flags_rejects_or_does_nothing() {
-    let all_facts = SaleFacts {
+/// Facts for which every rule holds.
+fn every_rule_holds() -> SaleFacts<'static> {
+    SaleFacts {
         customer_emails: vec!["ann@mailinator.com"],
         partner_emails: vec!["ann@mailinator.com"],
         ip_converted_before: true,
         ip_partner_signed_in: true,
         click_at: Some(999_999),
         at: 1_000_000,
-    };
+    }
+}
+
+#[test]
+fn each_rule_flags_rejects_or_does_nothing() {
+    let all_facts = every_rule_holds();
     for rule in Rule::ALL {
         let v = verdict(&all_facts, &one(rule, Action::Flag));
         assert_eq!(v.flags, vec![rule.flag()], "{rule}");
@@ -152,6 +157,25 @@ fn each_rule_flags_rejects_or_does_nothing() {
         assert_eq!(v.holding.len(), 5, "facts still hold");
         assert_eq!(lifecycle::approval(&v), Approval::AfterHold, "{rule}");
     }
+}
+
+#[test]
+fn a_lead_meets_only_the_self_referral_rule() {
+    let all_facts = every_rule_holds();
+    let v = lead_verdict(&all_facts, &FraudRules::all(Action::Reject));
+    assert_eq!(v.holding, vec![Rule::SelfReferral]);
+    assert_eq!(v.rejected_by, Some(Rule::SelfReferral));
+    let mut flag_all = FraudRules::all(Action::Reject);
+    flag_all.set(Rule::SelfReferral, Action::Flag);
+    let v = lead_verdict(&all_facts, &flag_all);
+    assert_eq!(v.flags, vec![CommissionFlag::SelfReferral]);
+    assert_eq!(v.rejected_by, None);
+    let other = SaleFacts {
+        customer_emails: vec!["bob@example.com"],
+        ..all_facts
+    };
+    let v = lead_verdict(&other, &FraudRules::all(Action::Reject));
+    assert!(v.flags.is_empty() && v.holding.is_empty());
 }
 
 fn action() -> impl Strategy<Value = Action> {

@@ -136,8 +136,8 @@ pub fn commissions_csv(rows: &[CommissionRow], header: bool) -> Vec<u8> {
         sheet.row([
             c.id.to_string(),
             c.partner_id.to_string(),
-            c.sale_id.to_string(),
-            c.transaction_id.clone(),
+            opt(c.sale_id),
+            opt(c.transaction_id.as_deref()),
             c.kind.to_string(),
             c.amount_cents.to_string(),
             c.currency.clone(),

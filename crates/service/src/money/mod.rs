@@ -1,7 +1,8 @@
 //! Money: commissions' changes, balances and payouts ([`payouts`]), and the files that
 //! carry them out (CSV, PayPal, Wise: [`exports`]); the fraud rules' review queue and the
-//! purge of the IPs they keep ([`review`]).
+//! purge of the IPs they keep ([`review`]); an owner's bonuses ([`bonuses`]).
 
+pub mod bonuses;
 pub mod exports;
 pub mod payouts;
 pub mod review;

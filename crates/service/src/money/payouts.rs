@@ -199,7 +199,7 @@ impl App {
     }
 
     /// One commission, read after a change to it.
-    async fn commission(&self, id: i64) -> Result<CommissionRow> {
+    pub(crate) async fn commission(&self, id: i64) -> Result<CommissionRow> {
         self.store
             .commission(id, self.now_ms())
             .await?

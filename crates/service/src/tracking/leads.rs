@@ -127,7 +127,98 @@ pub(super) async fn lead_flow(
     tx.record_events(customer.program_id, at, &[lead_created(lead_id)])
         .await?;
     deltas.count_lead(customer.program_id, Some(customer.partner_id), at);
+    if let Some(partner_id) = customer.partner_id {
+        let lead = Lead {
+            customer: &customer,
+            partner_id,
+            lead_id,
+            email: l.email.as_deref(),
+            at,
+        };
+        lead_commission(tx, deltas, lead).await?;
+    }
     Ok(())
+}
+
+/// An attributed customer's first lead, as its commission reads it.
+struct Lead<'a> {
+    customer: &'a Customer,
+    partner_id: i64,
+    lead_id: i64,
+    /// The email the lead gave, if any.
+    email: Option<&'a str>,
+    at: i64,
+}
+
+/// The commission of a lead under its partner's group's lead reward
+/// ([`rewards::lead_reward`]): made in the lead's transaction when the partner is approved
+/// in the program and its group has one. A customer leads once, so it earns once; the
+/// self-referral rule applies to it as to a sale.
+async fn lead_commission(tx: &mut dyn Tx, deltas: &mut Deltas, l: Lead<'_>) -> Result<()> {
+    let program_id = l.customer.program_id;
+    let Some(standing) = tx.partner_standing(l.partner_id, program_id, false).await? else {
+        return Ok(());
+    };
+    if !commission::partner_earns(standing.status) {
+        return Ok(());
+    }
+    let Some(program) = tx.sale_program(program_id).await? else {
+        return Ok(());
+    };
+    let lead_reward = standing.group.rewards.lead.as_ref();
+    let Some(earned) = rewards::lead_reward(lead_reward, &program.currency) else {
+        return Ok(());
+    };
+    let customer_emails: Vec<&str> = [l.customer.email.as_deref(), l.email]
+        .into_iter()
+        .flatten()
+        .collect();
+    let partner = if program.fraud_rules.is_on(Rule::SelfReferral) && !customer_emails.is_empty() {
+        tx.partner_emails(l.partner_id).await?
+    } else {
+        Vec::new()
+    };
+    let facts = SaleFacts {
+        customer_emails,
+        partner_emails: partner.iter().map(String::as_str).collect(),
+        at: l.at,
+        ..SaleFacts::default()
+    };
+    let verdict = fraud::lead_verdict(&facts, &program.fraud_rules);
+    let approval = lifecycle::approval(&verdict);
+    let commission = NewCommission {
+        program_id,
+        kind: CommissionKind::Lead,
+        sale_id: None,
+        lead_id: Some(l.lead_id),
+        partner_id: l.partner_id,
+        partner_program_id: standing.partner_program_id,
+        amount_cents: earned.amount_cents,
+        currency: &program.currency,
+        at: l.at,
+        flags: &verdict.flags,
+        approval,
+        group_id: Some(standing.group.group_id),
+        description: Some(&earned.description),
+    };
+    let id = tx.insert_commission(&commission).await?;
+    if !matches!(approval, lifecycle::Approval::Rejected(_)) {
+        deltas.count_commission(
+            program_id,
+            l.partner_id,
+            l.at,
+            earned.amount_cents,
+            &program.currency,
+        );
+    }
+    tx.record_events(program_id, l.at, &[commission_created(id)])
+        .await?;
+    Ok(())
+}
+
+/// The event of a new commission.
+pub(super) fn commission_created(id: i64) -> Event {
+    Event::new(EventType::CommissionCreated, Subject::Commission(id))
 }
 
 /// The event of a lead.

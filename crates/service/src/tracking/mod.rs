@@ -35,7 +35,7 @@ use reftrack_domain::lifecycle::{self, RefundEffect};
 use reftrack_domain::money;
 use reftrack_domain::refund::{self, RefundStatus};
 use reftrack_domain::rewards::{self, SaleReward};
-use reftrack_domain::status::{CustomerStatus, LinkStatus};
+use reftrack_domain::status::{CommissionKind, CustomerStatus, LinkStatus};
 use reftrack_domain::webhooks::EventType;
 use reftrack_store::tx::Tx;
 use reftrack_store::webhooks::{sale_recorded, Event, Subject};

@@ -268,7 +268,9 @@ pub(crate) async fn sale_flow(
         let approval = lifecycle::approval(&verdict);
         let commission = NewCommission {
             program_id: s.program.id,
-            sale_id,
+            kind: CommissionKind::Sale,
+            sale_id: Some(sale_id),
+            lead_id: None,
             partner_id,
             partner_program_id: standing.partner_program_id,
             amount_cents: earned.amount_cents,

@@ -88,7 +88,7 @@ impl<DB: Engine> FraudTx for WriteConnection<DB> {
 /// The columns of a [`ReviewItem`], for [`review_item`].
 const REVIEW_COLUMNS: &str = "c.id, c.partner_id, pa.name AS partner_name, \
     c.amount_cents - c.reversed_cents AS amount_cents, c.currency, c.flags, c.created_at, \
-    s.processor_event_id AS transaction_id, s.amount_cents AS sale_amount_cents, \
+    c.description, s.processor_event_id AS transaction_id, s.amount_cents AS sale_amount_cents, \
     s.currency AS sale_currency, k.email AS customer_email, e.ip, e.geo_country, \
     e.device_type, e.device_os, e.browser_name, e.referrer_url, e.click_timestamp";
 
@@ -102,6 +102,7 @@ fn review_item<DB: Engine>(r: &Rec<DB>) -> StoreResult<ReviewItem> {
         currency: r.try_get("currency")?,
         flags: flags(r, "flags")?,
         created_at: r.try_get("created_at")?,
+        description: r.try_get("description")?,
         transaction_id: r.try_get("transaction_id")?,
         sale_amount_cents: r.try_get("sale_amount_cents")?,
         sale_currency: r.try_get("sale_currency")?,
@@ -127,10 +128,11 @@ impl<DB: Engine> FraudStore for SqlStore<DB> {
         let sql = format!(
             "SELECT {REVIEW_COLUMNS} FROM commissions c \
              JOIN partners pa ON pa.id = c.partner_id \
-             JOIN affiliate_sale_events s ON s.id = c.sale_id \
-             LEFT JOIN customers k ON k.id = s.customer_id \
+             LEFT JOIN affiliate_sale_events s ON s.id = c.sale_id \
+             LEFT JOIN affiliate_lead_events le ON le.id = c.lead_id \
+             LEFT JOIN customers k ON k.id = COALESCE(s.customer_id, le.customer_id) \
              LEFT JOIN affiliate_click_events e ON e.id = (SELECT MAX(l.id) \
-             FROM affiliate_click_events l WHERE l.customer_id = s.customer_id) \
+             FROM affiliate_click_events l WHERE l.customer_id = k.id) \
              WHERE c.program_id = $1 AND {} ORDER BY c.id LIMIT $2",
             rules::held_for_review("c.")
         );

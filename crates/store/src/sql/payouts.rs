@@ -129,7 +129,7 @@ fn select_commissions() -> String {
          {status} AS status, c.original_commission_id, c.reject_reason, c.created_at, \
          {approved_at} AS approved_at, c.paid_at, c.payout_id, c.flags \
          FROM commissions c JOIN programs p ON p.id = c.program_id \
-         JOIN affiliate_sale_events s ON s.id = c.sale_id"
+         LEFT JOIN affiliate_sale_events s ON s.id = c.sale_id"
     )
 }
 
@@ -298,9 +298,9 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
         let sql = format!(
             "SELECT c.program_id, c.partner_id, {status} AS status, \
              c.payout_id IS NOT NULL AS held, c.amount_cents - c.reversed_cents AS net, \
-             c.currency, s.sale_date FROM commissions c \
+             c.currency, COALESCE(s.sale_date, c.created_at) AS sale_date FROM commissions c \
              JOIN programs p ON p.id = c.program_id \
-             JOIN affiliate_sale_events s ON s.id = c.sale_id WHERE c.id = $2"
+             LEFT JOIN affiliate_sale_events s ON s.id = c.sale_id WHERE c.id = $2"
         );
         let row = stmt::<DB>(&sql)
             .bind(now)

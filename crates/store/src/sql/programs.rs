@@ -211,16 +211,21 @@ pub(super) fn program_from_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<Program> 
             (Some(hash), Some(until)) => Some((hash, until)),
             _ => None,
         },
-        fraud_rules: match r.try_get::<Option<String>>("fraud_rules")? {
-            // NULL: a program whose rules were never changed has the defaults.
-            None => FraudRules::default(),
-            Some(text) => FraudRules::from_json(&text).map_err(|e| {
-                StoreError::Other(anyhow::anyhow!("column fraud_rules is unreadable: {e}"))
-            })?,
-        },
+        fraud_rules: stored_fraud_rules(r.try_get("fraud_rules")?)?,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
+}
+
+/// The fraud rules of a program's `fraud_rules` column.
+pub(super) fn stored_fraud_rules(text: Option<String>) -> StoreResult<FraudRules> {
+    match text {
+        // NULL: a program whose rules were never changed has the defaults.
+        None => Ok(FraudRules::default()),
+        Some(text) => FraudRules::from_json(&text).map_err(|e| {
+            StoreError::Other(anyhow::anyhow!("column fraud_rules is unreadable: {e}"))
+        }),
+    }
 }
 
 /// The stored form of a commission rule: `commission_type`, `commission_bps`,

@@ -17,6 +17,16 @@ fn day(number: i64) -> String {
     day_of(number * DAY_MS)
 }
 
+/// The commissions the figures count, `c`: every one not rejected, but those of test
+/// sales. A `FROM` clause with its `WHERE`.
+const COUNTED_COMMISSIONS: &str = "FROM commissions c \
+    LEFT JOIN affiliate_sale_events s ON s.id = c.sale_id \
+    WHERE NOT COALESCE(s.is_test, FALSE) AND c.status <> 'rejected'";
+
+/// The day a commission `c` counts on: its sale's, else its creation's (a lead or a
+/// bonus).
+const COMMISSION_DATE: &str = "COALESCE(s.sale_date, c.created_at)";
+
 /// The real attributed leads `l (program_id, at, partner_id)`, each with the partner its
 /// customer had then: the one of the customer's latest click before it (a later click
 /// may have moved the customer since), or, when none is earlier by the clock, of the
@@ -156,10 +166,9 @@ async fn recompute<DB: Engine>(
     }
 
     let rows = stmt::<DB>(&format!(
-        "SELECT s.program_id, s.sale_date / {DAY_MS}, s.currency, \
-         CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) \
-         FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id \
-         WHERE NOT s.is_test AND c.status <> 'rejected' GROUP BY 1, 2, 3",
+        "SELECT c.program_id, {COMMISSION_DATE} / {DAY_MS}, c.currency, \
+         CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) {COUNTED_COMMISSIONS} \
+         GROUP BY 1, 2, 3",
     ))
     .fetch_all(&mut *conn)
     .await?;
@@ -233,12 +242,11 @@ async fn recompute<DB: Engine>(
             p.revenue_cents += money::hundredths(r.try_get_at(4)?, &currency);
         }
     }
-    let rows = stmt::<DB>(
-        "SELECT c.partner_id, c.program_id, s.currency, \
-         CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) \
-         FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id \
-         WHERE NOT s.is_test AND c.status <> 'rejected' GROUP BY 1, 2, 3",
-    )
+    let rows = stmt::<DB>(&format!(
+        "SELECT c.partner_id, c.program_id, c.currency, \
+         CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) {COUNTED_COMMISSIONS} \
+         GROUP BY 1, 2, 3",
+    ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
@@ -317,10 +325,9 @@ async fn recompute_partner_days<DB: Engine>(
         d.revenue_cents += money::hundredths(r.try_get_at(5)?, &currency);
     }
     let rows = stmt::<DB>(&format!(
-        "SELECT s.program_id, c.partner_id, s.sale_date / {DAY_MS}, s.currency, \
-         CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) \
-         FROM commissions c JOIN affiliate_sale_events s ON s.id = c.sale_id \
-         WHERE NOT s.is_test AND c.status <> 'rejected' GROUP BY 1, 2, 3, 4",
+        "SELECT c.program_id, c.partner_id, {COMMISSION_DATE} / {DAY_MS}, c.currency, \
+         CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) {COUNTED_COMMISSIONS} \
+         GROUP BY 1, 2, 3, 4",
     ))
     .fetch_all(&mut *conn)
     .await?;

@@ -1,9 +1,11 @@
 //! The management API, under `/api/admin`, behind the admin token or a dashboard session
 //! ([`Manager`]): workspaces, their members and the dashboard users ([`workspaces`]),
 //! programs ([`programs`]), partners and their standing in programs ([`partners`]), and
-//! referral links ([`links`]), with their lists. Handlers validate their bodies and call the
+//! referral links ([`links`]), with their lists; partner groups ([`groups`]) and bonuses
+//! ([`bonuses`]). Handlers validate their bodies and call the
 //! service layer ([`reftrack_service::programs`], [`reftrack_service::programs::management`]).
 
+pub mod bonuses;
 pub mod groups;
 pub mod links;
 pub mod partners;
@@ -52,6 +54,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(workspaces::list_users))
         .routes(routes!(partners::list_program_partners))
         .routes(routes!(partners::set_program_partner_status))
+        .routes(routes!(bonuses::create_bonus))
         .routes(routes!(groups::list_groups, groups::create_group))
         .routes(routes!(
             groups::get_group,

@@ -14,7 +14,7 @@ use crate::error::{StoreError, StoreResult};
 use crate::groups::GroupRewards;
 use crate::model::{
     ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
-    PartnerProgram, PartnerStanding, RecordedSale, SaleEventRow,
+    PartnerProgram, PartnerStanding, RecordedSale, SaleEventRow, SaleProgram,
 };
 use crate::tx::Tx;
 use reftrack_domain::commission::Unearned;
@@ -209,8 +209,9 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         Ok(stmt::<DB>(
             "INSERT INTO commissions (program_id, sale_id, partner_id, partner_program_id, \
              amount_cents, currency, status, flags, manual_approval, created_at, updated_at, \
-             reject_reason, group_id, description) \
-             VALUES ($1, $2, $3, $4, $5, $6, $10, $8, $9, $7, $7, $11, $12, $13) RETURNING id",
+             reject_reason, group_id, description, kind, lead_id, approved_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $10, $8, $9, $7, $7, $11, $12, $13, $14, $15, \
+             CASE WHEN $10 = 'approved' THEN $7 END) RETURNING id",
         )
         .bind(c.program_id)
         .bind(c.sale_id)
@@ -225,6 +226,8 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .bind(state.reject_reason)
         .bind(c.group_id)
         .bind(c.description)
+        .bind(c.kind.as_str())
+        .bind(c.lead_id)
         .scalar(&mut *self.conn)
         .await?)
     }
@@ -291,6 +294,19 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         let (email, account): (Option<String>, Option<String>) =
             (r.try_get_at(0)?, r.try_get_at(1)?);
         Ok(email.into_iter().chain(account).collect())
+    }
+
+    async fn sale_program(&mut self, program_id: i64) -> StoreResult<Option<SaleProgram>> {
+        let row = stmt::<DB>("SELECT currency, fraud_rules FROM programs WHERE id = $1")
+            .bind(program_id)
+            .fetch_optional(&mut *self.conn)
+            .await?;
+        let Some(r) = row else { return Ok(None) };
+        Ok(Some(SaleProgram {
+            id: program_id,
+            currency: r.try_get_at(0)?,
+            fraud_rules: super::programs::stored_fraud_rules(r.try_get_at(1)?)?,
+        }))
     }
 
     async fn program_origins(&mut self, program_id: i64) -> StoreResult<Option<Vec<String>>> {
