@@ -236,8 +236,8 @@ async fn groups_are_created_changed_and_deleted_by_their_rules(app: TestApp) {
             "rewards.lead.type",
         ),
         (
-            json!({"name": "x", "rewards": {"lead": {"type": "flat", "amount_cents": 200}}}),
-            "rewards.lead: lead rewards are not available yet",
+            json!({"name": "x", "rewards": {"lead": {"type": "flat", "amount_cents": -1}}}),
+            "rewards.lead.amount_cents",
         ),
         (
             json!({"name": "x", "rewards": {"sale": {"type": "percentage", "percent": 0}}}),
@@ -263,17 +263,31 @@ async fn groups_are_created_changed_and_deleted_by_their_rules(app: TestApp) {
         let r = create_group(&app, &seed, body.clone()).await.expect(400);
         assert!(r.error().starts_with(field), "{body}: {}", r.error());
     }
-    // Renamed, its hold set; then the partner joins it and it cannot be deleted.
+    // A group's own hold is refused while commissions follow the program's.
+    let held = app
+        .admin(
+            "PATCH",
+            &format!("/groups/{id}"),
+            Some(json!({"commission_hold_days": 7})),
+        )
+        .await
+        .expect(400);
+    assert!(
+        held.error().starts_with("commission_hold_days"),
+        "{}",
+        held.error()
+    );
+    // Renamed; then the partner joins it and it cannot be deleted.
     let changed = app
         .admin(
             "PATCH",
             &format!("/groups/{id}"),
-            Some(json!({"name": "Creators", "commission_hold_days": 7})),
+            Some(json!({"name": "Creators", "commission_hold_days": null})),
         )
         .await
         .expect(200);
     assert_eq!(changed.body["name"], "Creators");
-    assert_eq!(changed.body["commission_hold_days"], 7);
+    assert_eq!(changed.body["commission_hold_days"], Value::Null);
     move_partner(&app, &seed, seed.partner_id, id)
         .await
         .expect(200);
@@ -644,7 +658,7 @@ async fn cli_manages_groups() {
     ]);
     assert!(ok, "{out}");
     let id = out["id"].as_i64().unwrap().to_string();
-    let (ok, out) = run(&["update-group", &id, "name=Gold", "commission_hold_days:=3"]);
+    let (ok, out) = run(&["update-group", &id, "name=Gold"]);
     assert!(ok, "{out}");
     assert_eq!(out["name"], "Gold");
     let (ok, out) = run(&["set-partner-status", "1", "1", &format!("group_id:={id}")]);

@@ -1,8 +1,9 @@
 // Headless Chromium tests of partner groups in the owner's dashboard and the portal: the
 // partners page shows each partner's group and moves it to another with the keyboard,
-// the partner's page says its group; the partner's overview states its group's reward
-// with its modifiers in words, and its commissions page says what each commission is
-// for. Pages are photographed at 1280 and 375 px (app-groups-*.png, portal-groups-*.png);
+// the partner's page says its group and gives it a bonus; a group's form sets its sale
+// and lead rewards; the partner's overview states its group's reward with its modifiers
+// in words, and its commissions page says what each commission is for. Pages are
+// photographed at 1280 and 375 px (app-group*.png, app-bonus*.png, portal-groups-*.png);
 // no page may log a console error or fail a request.
 
 import { test } from 'node:test';
@@ -112,6 +113,7 @@ test('an owner creates a group and sets its reward with a modifier; a wrong valu
   await expecting(400, () => Promise.all([page.waitForURL(/\/groups\/\d+$/), page.getByRole('button', { name: 'Save group' }).click()]));
   assert.match(await page.locator('#f-m0_c0_operator-error').textContent(), /gte/);
   await page.getByLabel('Modifier 1 condition 1: comparison').selectOption('gte');
+  await page.getByLabel(/first lead earns/).fill('2.00');
   await Promise.all([page.waitForURL(/done=group-saved$/), page.getByRole('button', { name: 'Save group' }).click()]);
   const groups = (await admin('GET', `/programs/${prog.id}/groups`)).data;
   const resellers = groups.find((g) => g.name === 'Resellers');
@@ -119,11 +121,50 @@ test('an owner creates a group and sets its reward with a modifier; a wrong valu
     type: 'percentage', percent: 25, max_duration_months: null,
     modifiers: [{ conditions: [{ attribute: 'partner_sales', operator: 'gte', value: 10 }], type: 'percentage', percent: 35 }],
   });
+  assert.deepEqual(resellers.rewards.lead, { type: 'flat', amount_cents: 200 });
   await page.goto(`${api}/app/programs/${prog.id}/groups`);
   assert.match(await page.locator(`[data-group="${resellers.id}"]`).textContent(), /35% after 10 sales/);
+  assert.match(await page.locator(`[data-group="${resellers.id}"]`).textContent(), /\$2\.00 per signup/);
   // Deleted, as it has no partners.
   await page.goto(`${api}/app/programs/${prog.id}/groups/${resellers.id}`);
   await Promise.all([page.waitForURL(/done=group-deleted$/), page.getByRole('button', { name: 'Delete group' }).click()]);
   assert.equal((await admin('GET', `/programs/${prog.id}/groups`)).data.length, 1);
+  assert.deepEqual(problems(), []);
+});
+
+test('an owner gives a partner a bonus from its page; a wrong amount is marked beside its field', async () => {
+  const ws = await admin('POST', '/workspaces', { name: 'Bonus Co' });
+  const prog = await admin('POST', '/programs', { workspace_id: ws.id, name: 'Bonus Partners' });
+  const partner = await admin('POST', '/partners', { name: 'Bea Bonus', code: 'bea' });
+  await admin('POST', `/programs/${prog.id}/partners`, { partner_id: partner.id, status: 'approved' });
+  const owner = await admin('POST', '/users', { email: 'owner@bonus.test', password: PASSWORD, name: 'Bo Owner' });
+  await admin('POST', `/workspaces/${ws.id}/members`, { user_id: owner.id, role: 'owner' });
+  const { page, problems, expecting } = await browse();
+  await page.goto(`${api}/app/login`);
+  await page.getByLabel('Email').fill('owner@bonus.test');
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(/\/app/);
+  await page.goto(`${api}/app/programs/${prog.id}/partners/${partner.id}`);
+  await page.getByLabel('Amount').fill('lots');
+  await page.getByLabel('Description').fill('Launch week');
+  await expecting(400, () => Promise.all([page.waitForURL(/\/bonuses$/), page.getByRole('button', { name: 'Give bonus' }).click()]));
+  assert.match(await page.locator('#f-amount-error').textContent(), /above 0/);
+  assert.equal(await page.getByLabel('Description').inputValue(), 'Launch week', 'what was typed stays');
+  await shoot(page, 'app-bonus-error');
+  // With the keyboard: the amount, then Enter in the form.
+  await page.getByLabel('Amount').fill('25.00');
+  await page.getByLabel('Description').focus();
+  await Promise.all([page.waitForURL(/done=bonus/), page.keyboard.press('Enter')]);
+  assert.match(await page.locator('.notice').textContent(), /bonus is given/);
+  await shoot(page, 'app-bonus');
+  const rows = (await admin('GET', `/programs/${prog.id}/commissions`)).data;
+  assert.equal(rows.length, 1);
+  assert.equal(rows[0].kind, 'bonus');
+  assert.equal(rows[0].status, 'approved');
+  assert.equal(rows[0].amount_cents, 2500);
+  await page.goto(`${api}/app/programs/${prog.id}/commissions`);
+  assert.match(await page.locator('table').textContent(), /Bonus: Launch week/);
+  await shoot(page, 'app-bonus-commissions');
   assert.deepEqual(problems(), []);
 });

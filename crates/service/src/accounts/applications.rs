@@ -9,9 +9,9 @@ impl App {
         match self.store.program(program_id).await {
             Ok(p) if p.applications_open => {
                 // An applicant joins the default group: its reward is what it would earn.
-                let sale = self.group_sale_reward(p.id, None).await?;
+                let rewards = self.group_rewards(p.id, None).await?;
                 Ok(OpenProgram {
-                    terms: ProgramTerms::of(&p, sale.as_ref()),
+                    terms: ProgramTerms::of(&p, &rewards),
                     id: p.id,
                     name: p.name,
                     workspace_id: p.workspace_id,

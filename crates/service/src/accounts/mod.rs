@@ -43,7 +43,7 @@ use crate::two_factor::{Account, SecondFactor};
 use crate::{App, Error, Listed, Result};
 use reftrack_domain::access::Access;
 use reftrack_domain::commission::CommissionRule;
-use reftrack_domain::rewards::{Reward, RewardKind, Rewards};
+use reftrack_domain::rewards::{RewardKind, Rewards};
 use reftrack_domain::status::{LinkStatus, MembershipStatus, PartnerStatus};
 use reftrack_domain::webhooks::EventType;
 use reftrack_store::partners::{

@@ -140,11 +140,11 @@ impl App {
         self.approved_in(partner_id, program_id).await?;
         let p = self.store.program(program_id).await?;
         let record = self.store.partner_program(program_id, partner_id).await?;
-        let sale = self
-            .group_sale_reward(program_id, Some(record.group_id))
+        let rewards = self
+            .group_rewards(program_id, Some(record.group_id))
             .await?;
         Ok(PartnerProgramView {
-            terms: ProgramTerms::of(&p, sale.as_ref()),
+            terms: ProgramTerms::of(&p, &rewards),
             id: p.id,
             name: p.name,
             currency: p.currency,
@@ -210,12 +210,12 @@ impl App {
 }
 
 impl App {
-    /// The sale reward of a program's group `group_id`, or of its default group.
-    pub(crate) async fn group_sale_reward(
+    /// The rewards of a program's group `group_id`, or of its default group.
+    pub(crate) async fn group_rewards(
         &self,
         program_id: i64,
         group_id: Option<i64>,
-    ) -> Result<Option<Reward>> {
+    ) -> Result<Rewards> {
         let groups = self.store.groups(program_id).await?;
         let group = groups
             .iter()
@@ -228,6 +228,6 @@ impl App {
                 anyhow::anyhow!("stored rewards: {e}"),
             )
         })?;
-        Ok(rewards.sale)
+        Ok(rewards)
     }
 }

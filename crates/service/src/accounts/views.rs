@@ -43,8 +43,8 @@ pub struct ProgramTerms {
     /// What a sale earns under the partner's group's sale reward, before its modifiers;
     /// `None`: the group pays nothing for sales.
     pub commission: Option<CommissionRule>,
-    /// The reward's modifiers in a partner's words (`40% on product prod_enterprise`),
-    /// first match first.
+    /// The sale reward's modifiers in a partner's words (`40% on product prod_enterprise`),
+    /// first match first, then the lead reward's (`$2.00 per signup`).
     pub modifiers: Vec<String>,
     /// Days the browser tracker remembers a click (`docs/decisions.md`, "The attribution
     /// window").
@@ -61,18 +61,22 @@ pub struct ProgramTerms {
 
 impl ProgramTerms {
     /// The terms of `program` for a partner whose group's sale reward is `sale`.
-    pub fn of(program: &Program, sale: Option<&Reward>) -> ProgramTerms {
+    pub fn of(program: &Program, rewards: &Rewards) -> ProgramTerms {
+        let sale = rewards.sale.as_ref();
+        let sale_modifiers = sale
+            .map(|r| r.words(RewardKind::Sale, &program.currency))
+            .unwrap_or_default()
+            .into_iter()
+            .skip(1);
+        let lead = rewards
+            .lead
+            .as_ref()
+            .map(|r| r.words(RewardKind::Lead, &program.currency))
+            .unwrap_or_default();
         ProgramTerms {
             currency: program.currency.clone(),
             commission: sale.map(|r| r.rule),
-            modifiers: sale
-                .map(|r| {
-                    r.words(RewardKind::Sale, &program.currency)
-                        .into_iter()
-                        .skip(1)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            modifiers: sale_modifiers.chain(lead).collect(),
             cookie_window_days: program.cookie_window_days,
             recurring_commission_months: sale.and_then(|r| r.max_duration_months),
             commission_hold_days: program.commission_hold_days,

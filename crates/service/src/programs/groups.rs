@@ -39,18 +39,19 @@ pub struct GroupPatchBody {
     pub commission_hold_days: Option<Option<i64>>,
 }
 
-/// The body's rewards, validated, or the error naming the wrong field. Lead rewards are
-/// refused until leads earn commissions: a reward that silently paid nothing would
-/// mislead the owner who set it.
+/// The body's rewards, validated, or the error naming the wrong field.
 pub fn rewards_of(value: &serde_json::Value) -> Result<Rewards> {
-    let rewards =
-        Rewards::from_json(value, "rewards").map_err(|e| Error::invalid(e.to_string()))?;
-    if rewards.lead.is_some() {
-        return Err(Error::invalid(
-            "rewards.lead: lead rewards are not available yet; send null",
-        ));
-    }
-    Ok(rewards)
+    Rewards::from_json(value, "rewards").map_err(|e| Error::invalid(e.to_string()))
+}
+
+/// A group's own hold, which commissions do not follow yet: the program's hold applies
+/// to every group, so any value is refused rather than stored and silently ignored.
+fn group_hold(days: i64) -> Result<i64> {
+    hold_days(days)?;
+    Err(Error::invalid(
+        "commission_hold_days: a group's own hold is not available yet; send null \
+         (the program's hold applies to every group)",
+    ))
 }
 
 impl GroupBody {
@@ -59,7 +60,7 @@ impl GroupBody {
         refusals([
             Some(name("name", &self.name, MAX_GROUP_NAME).map(drop)),
             self.rewards.as_ref().map(|r| rewards_of(r).map(drop)),
-            self.commission_hold_days.map(|d| hold_days(d).map(drop)),
+            self.commission_hold_days.map(|d| group_hold(d).map(drop)),
         ])
     }
 }
@@ -94,7 +95,7 @@ impl App {
             program_id,
             name: name("name", &b.name, MAX_GROUP_NAME)?,
             rewards: b.rewards.as_ref().map(rewards_of).transpose()?,
-            commission_hold_days: b.commission_hold_days.map(hold_days).transpose()?,
+            commission_hold_days: b.commission_hold_days.map(group_hold).transpose()?,
         };
         self.program(program_id).await?;
         let at = self.now_ms();
@@ -134,7 +135,7 @@ impl App {
             rewards: b.rewards.as_ref().map(rewards_of).transpose()?,
             commission_hold_days: b
                 .commission_hold_days
-                .map(|d| d.map(hold_days).transpose())
+                .map(|d| d.map(group_hold).transpose())
                 .transpose()?,
         };
         let at = self.now_ms();

@@ -12,11 +12,12 @@ use super::session::Signed;
 use crate::downloads::csv_stream;
 use crate::pages::session::see_other;
 use crate::pages::view::{
-    place_error, render, show_refused, Chrome, Field, Moment, PageError, PageResult, Posted,
-    ProgramId, Query, Refusal, COMMISSION_STATUSES,
+    commission_what, place_error, render, show_refused, Chrome, Field, Moment, PageError,
+    PageResult, Posted, ProgramId, Query, Refusal, COMMISSION_STATUSES,
 };
 use crate::AppState;
 use reftrack_domain::money::display_amount;
+use reftrack_domain::status::CommissionKind;
 use reftrack_service as app;
 use reftrack_service::money::exports::{self};
 use reftrack_service::money::payouts::{CommissionParams, RejectBody};
@@ -71,7 +72,10 @@ struct CommissionView {
     created: Moment,
     partner_id: i64,
     partner: String,
-    transaction_id: String,
+    /// What it is for, in words.
+    what: String,
+    /// Its sale's transaction id, when it has a sale.
+    transaction_id: Option<String>,
     amount: String,
     status: &'static str,
     clawback: bool,
@@ -106,8 +110,9 @@ fn commission_view(c: CommissionRow, names: &HashMap<i64, String>) -> Commission
         can_approve: status == "pending",
         can_reject: (status == "pending" || status == "approved")
             && !held
-            && c.kind.as_str() == "sale",
+            && c.kind != CommissionKind::Clawback,
         clawback: c.kind.as_str() == "clawback",
+        what: commission_what(&c),
         reject_reason: c.reject_reason,
         payout_id: c.payout_id,
         transaction_id: c.transaction_id,

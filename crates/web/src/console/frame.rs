@@ -287,6 +287,7 @@ pub(super) fn notice(done: Option<&str>) -> Option<&'static str> {
         "group-created" => "The group is created with the default group's reward. Set its own below.",
         "group-saved" => "The group is saved: its reward applies to the sales recorded from now on.",
         "group-deleted" => "The group is deleted.",
+        "bonus" => "The bonus is given: it is due now and goes with the partner's next payout.",
         "link" => "The link is created.",
         "link-status" => "The link's status is changed.",
         "partner-saved" => "The partner's details are saved.",

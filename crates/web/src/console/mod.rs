@@ -75,6 +75,10 @@ pub fn router() -> Router<AppState> {
         ),
         ("/partners/{partner_id}/status", post(partners::set_status)),
         ("/partners/{partner_id}/group", post(partners::set_group)),
+        (
+            "/partners/{partner_id}/bonuses",
+            post(partners::create_bonus),
+        ),
         ("/groups", get(groups::list).post(groups::create)),
         ("/groups/{group_id}", get(groups::detail).post(groups::save)),
         ("/groups/{group_id}/delete", post(groups::delete)),

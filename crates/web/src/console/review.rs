@@ -39,8 +39,10 @@ struct ItemView {
     partner: String,
     amount: String,
     reasons: Vec<&'static str>,
-    transaction_id: String,
-    sale_amount: String,
+    /// What it is for, in words.
+    what: String,
+    /// Its sale's transaction id and amount; none for a lead's commission.
+    sale: Option<(String, String)>,
     customer_email: Option<String>,
     click: Option<ClickView>,
     reason: Field,
@@ -65,8 +67,11 @@ fn item_view(i: ReviewItem) -> ItemView {
         partner: i.partner_name,
         amount: display_amount(i.amount_cents, &i.currency),
         reasons: i.flags.iter().map(|f| Rule::of_flag(*f).reason()).collect(),
-        transaction_id: i.transaction_id,
-        sale_amount: display_amount(i.sale_amount_cents, &i.sale_currency),
+        what: i.description.unwrap_or_else(|| "Sale".into()),
+        sale: match (i.transaction_id, i.sale_amount_cents, i.sale_currency) {
+            (Some(t), Some(cents), Some(currency)) => Some((t, display_amount(cents, &currency))),
+            _ => None,
+        },
         customer_email: i.customer_email,
         click: i.click.map(|c| {
             let device: Vec<String> = [c.device_type, c.device_os, c.browser]

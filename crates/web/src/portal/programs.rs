@@ -11,7 +11,7 @@ use super::view::{
     PageResult, Posted, ProgramId, Query, Section,
 };
 use crate::downloads::csv_stream;
-use crate::pages::view::{share_text, COMMISSION_STATUSES};
+use crate::pages::view::{commission_what, share_text, COMMISSION_STATUSES};
 use crate::AppState;
 use reftrack_domain::money::display_amount;
 use reftrack_domain::status::{CommissionFlag, LinkStatus};
@@ -222,7 +222,7 @@ struct CommissionView {
     created: Moment,
     /// What it is for: the rule that made it in words, else its kind.
     what: String,
-    transaction_id: String,
+    transaction_id: Option<String>,
     amount: String,
     status: &'static str,
     clawback: bool,
@@ -275,13 +275,7 @@ pub(super) async fn commissions(
         .into_iter()
         .map(|c| CommissionView {
             created: Moment::of(c.created_at),
-            what: c
-                .description
-                .clone()
-                .unwrap_or_else(|| match c.kind.as_str() {
-                    "clawback" => "Refund taken back".to_string(),
-                    _ => "Sale".to_string(),
-                }),
+            what: commission_what(&c),
             amount: display_amount(c.amount_cents, &c.currency),
             status: c.status.as_str(),
             clawback: c.kind.as_str() == "clawback",

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use crate::pages::view::Posted;
 use reftrack_domain::commission::CommissionRule;
 use reftrack_domain::money::{major_units_text, parse_major_units};
-use reftrack_domain::rewards::{Attribute, ConditionValue, Operator, Reward, RewardKind};
+use reftrack_domain::rewards::{Attribute, ConditionValue, Operator, Reward, RewardKind, Rewards};
 
 /// Modifier rows the form shows beyond a reward's own.
 const SPARE_MODIFIERS: usize = 2;
@@ -83,7 +83,12 @@ pub(super) struct RewardForm {
     pub(super) amount: Input,
     pub(super) months: Input,
     pub(super) modifiers: Vec<ModifierRow>,
+    /// The lead reward's flat amount; empty: a lead earns nothing.
+    pub(super) lead: Input,
 }
+
+/// The label of the lead reward's input.
+const LEAD_LABEL: &str = "A customer's first lead earns (a flat amount; empty: nothing)";
 
 const KINDS: [(&str, &str); 3] = [
     ("percentage", "A percentage of the sale"),
@@ -193,8 +198,8 @@ fn modifier_row(
 }
 
 impl RewardForm {
-    /// The form showing a group's sale reward.
-    pub(super) fn of(sale: Option<&Reward>, currency: &str) -> RewardForm {
+    /// The form showing a group's sale and lead rewards.
+    pub(super) fn of(sale: Option<&Reward>, lead: Option<&Reward>, currency: &str) -> RewardForm {
         let (kind, amount) = match sale {
             Some(r) => rule_text(r.rule, currency),
             None => ("none", String::new()),
@@ -247,6 +252,12 @@ impl RewardForm {
                 months,
             ),
             modifiers,
+            lead: Input::text(
+                "lead_amount".into(),
+                LEAD_LABEL.into(),
+                lead.map(|r| rule_text(r.rule, currency).1)
+                    .unwrap_or_default(),
+            ),
         }
     }
 
@@ -301,11 +312,21 @@ impl RewardForm {
                 form.get("sale_months"),
             ),
             modifiers,
+            lead: Input::text(
+                "lead_amount".into(),
+                LEAD_LABEL.into(),
+                form.get("lead_amount"),
+            ),
         }
     }
 
     fn input_mut(&mut self, name: &str) -> Option<&mut Input> {
-        let mut all: Vec<&mut Input> = vec![&mut self.kind, &mut self.amount, &mut self.months];
+        let mut all: Vec<&mut Input> = vec![
+            &mut self.kind,
+            &mut self.amount,
+            &mut self.months,
+            &mut self.lead,
+        ];
         for m in &mut self.modifiers {
             all.push(&mut m.kind);
             all.push(&mut m.amount);
@@ -334,6 +355,7 @@ impl RewardForm {
         self.kind.error.is_some()
             || self.amount.error.is_some()
             || self.months.error.is_some()
+            || self.lead.error.is_some()
             || self.modifiers.iter().any(|m| {
                 m.kind.error.is_some()
                     || m.amount.error.is_some()
@@ -358,8 +380,11 @@ impl Origin {
     /// …`), with the message to show beside it.
     pub(super) fn input_of(&self, refusal: &str) -> Option<(String, String)> {
         let (path, message) = refusal.split_once(": ")?;
-        let rest = path.strip_prefix("rewards.sale")?;
         let message = message.to_string();
+        if path.starts_with("rewards.lead") {
+            return Some(("lead_amount".into(), message));
+        }
+        let rest = path.strip_prefix("rewards.sale")?;
         if rest.is_empty() || rest == ".type" {
             return Some(("sale_kind".into(), message));
         }
@@ -468,9 +493,22 @@ pub(super) fn rewards_of(
 ) -> Result<(Value, Origin), Vec<(String, String)>> {
     let mut errors = Vec::new();
     let mut origin = Origin::default();
+    let lead = match form.text("lead_amount") {
+        None => Value::Null,
+        Some(amount) => match rule_fields("flat", &amount, currency) {
+            Ok(map) => Value::Object(map),
+            Err(e) => {
+                errors.push(("lead_amount".to_string(), e));
+                Value::Null
+            }
+        },
+    };
     let kind = form.get("sale_kind");
     if kind == "none" {
-        return Ok((json!({"sale": null, "lead": null}), origin));
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        return Ok((json!({"sale": null, "lead": lead}), origin));
     }
     let mut sale = match rule_fields(&kind, &form.get("sale_amount"), currency) {
         Ok(map) => map,
@@ -557,15 +595,20 @@ pub(super) fn rewards_of(
         return Err(errors);
     }
     sale.insert("modifiers".into(), Value::Array(modifiers));
-    Ok((json!({"sale": Value::Object(sale), "lead": null}), origin))
+    Ok((json!({"sale": Value::Object(sale), "lead": lead}), origin))
 }
 
-/// A group's sale reward in a partner's words, one line each ([`Reward::words`]).
-pub(super) fn reward_words(sale: Option<&Reward>, currency: &str) -> Vec<String> {
-    match sale {
+/// A group's rewards in a partner's words, one line each ([`Reward::words`]): the sale
+/// reward's, then the lead reward's.
+pub(super) fn reward_words(rewards: &Rewards, currency: &str) -> Vec<String> {
+    let mut words = match &rewards.sale {
         Some(r) => r.words(RewardKind::Sale, currency),
         None => vec!["Nothing for sales".into()],
+    };
+    if let Some(lead) = &rewards.lead {
+        words.extend(lead.words(RewardKind::Lead, currency));
     }
+    words
 }
 
 #[cfg(test)]
@@ -625,7 +668,24 @@ mod tests {
             origin.input_of("rewards.sale.percent: too big"),
             Some(("sale_amount".into(), "too big".into()))
         );
+        assert_eq!(
+            origin.input_of("rewards.lead.amount_cents: too big"),
+            Some(("lead_amount".into(), "too big".into()))
+        );
         assert_eq!(origin.input_of("name must be 1 to 100 characters"), None);
+    }
+
+    #[test]
+    fn a_lead_amount_becomes_a_flat_lead_reward() {
+        let form = posted(&[("sale_kind", "none"), ("lead_amount", "2.50")]);
+        let (value, _) = rewards_of(&form, "usd").expect("readable");
+        assert_eq!(
+            value,
+            json!({"sale": null, "lead": {"type": "flat", "amount_cents": 250}})
+        );
+        let form = posted(&[("sale_kind", "none"), ("lead_amount", "two")]);
+        let errors = rewards_of(&form, "usd").unwrap_err();
+        assert_eq!(errors[0].0, "lead_amount");
     }
 
     #[test]
@@ -641,9 +701,13 @@ mod tests {
             ("m0_c0_attribute", "amount_cents"),
             ("m0_c0_operator", "gt"),
             ("m0_c0_value", "lots"),
+            ("lead_amount", "free"),
         ]);
         let errors = rewards_of(&form, "usd").unwrap_err();
         let names: Vec<&str> = errors.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["sale_amount", "sale_months", "m0_c0_value"]);
+        assert_eq!(
+            names,
+            ["lead_amount", "sale_amount", "sale_months", "m0_c0_value"]
+        );
     }
 }

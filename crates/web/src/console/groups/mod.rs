@@ -1,5 +1,5 @@
 //! A program's partner groups, under its Partners tab: the list (each group's reward in
-//! words, its partners, a new group), and a group's page (its name, hold and sale reward
+//! words, its partners, a new group), and a group's page (its name and rewards
 //! with its modifiers in a form that works without script, each refused input marked
 //! beside it; its deletion). The rules are the service's
 //! ([`reftrack_service::programs::groups`]).
@@ -17,7 +17,7 @@ use crate::pages::view::{
 };
 use crate::AppState;
 use form::{reward_words, rewards_of, RewardForm};
-use reftrack_domain::rewards::{Reward, Rewards};
+use reftrack_domain::rewards::Rewards;
 use reftrack_service as app;
 use reftrack_service::programs::groups::{GroupBody, GroupPatchBody};
 use reftrack_store::{Group, Record};
@@ -36,10 +36,8 @@ fn group_href(id: i64, group_id: i64) -> String {
 }
 
 /// A group's sale reward, read from its stored rewards.
-fn sale_of(g: &Group) -> Option<Reward> {
-    Rewards::from_json(&g.rewards, "rewards")
-        .ok()
-        .and_then(|r| r.sale)
+fn group_rewards(g: &Group) -> Rewards {
+    Rewards::from_json(&g.rewards, "rewards").unwrap_or_default()
 }
 
 /// A group as the list shows it.
@@ -48,10 +46,8 @@ struct GroupRow {
     name: String,
     is_default: bool,
     partners: i64,
-    /// Its sale reward in a partner's words, base first.
+    /// Its rewards in a partner's words, the sale reward's base first.
     words: Vec<String>,
-    /// Its hold in days, or the program's.
-    hold: String,
 }
 
 #[derive(Template)]
@@ -76,10 +72,7 @@ async fn groups_page(s: &AppState, frame: Frame) -> app::Result<GroupsPage> {
                 name: g.name.clone(),
                 is_default: g.is_default,
                 partners: g.partner_count,
-                words: reward_words(sale_of(g).as_ref(), &currency),
-                hold: g
-                    .commission_hold_days
-                    .map_or_else(|| "the program's".into(), |d| format!("{d} days")),
+                words: reward_words(&group_rewards(g), &currency),
             })
             .collect(),
         name: Field::new("name", "Name"),
@@ -133,7 +126,6 @@ struct GroupPage {
     is_default: bool,
     partners: i64,
     name: Field,
-    hold: Field,
     reward: RewardForm,
     form_error: Option<String>,
     /// The program's currency, for the amounts' hint.
@@ -156,12 +148,10 @@ fn group_page(frame: Frame, g: &Group) -> GroupPage {
         is_default: g.is_default,
         partners: g.partner_count,
         name: Field::new("name", "Name").with(g.name.clone()),
-        hold: Field::new("commission_hold_days", "Hold (days)").with(
-            g.commission_hold_days
-                .map(|d| d.to_string())
-                .unwrap_or_default(),
-        ),
-        reward: RewardForm::of(sale_of(g).as_ref(), &currency),
+        reward: {
+            let r = group_rewards(g);
+            RewardForm::of(r.sale.as_ref(), r.lead.as_ref(), &currency)
+        },
         form_error: None,
         currency: currency.to_ascii_uppercase(),
         chrome: frame.chrome,
@@ -181,7 +171,7 @@ pub(super) async fn detail(
     Ok(ok(&group_page(frame, &g)))
 }
 
-/// `POST /app/programs/{id}/groups/{group_id}`: its name, hold and sale reward; a refusal
+/// `POST /app/programs/{id}/groups/{group_id}`: its name and rewards; a refusal
 /// shows the form as sent with the error beside its input, and nothing is stored.
 pub(super) async fn save(
     State(s): State<AppState>,
@@ -196,34 +186,21 @@ pub(super) async fn save(
     let caller = frame.caller.clone();
     let mut page = group_page(frame, &g);
     page.name = page.name.with(form.get("name"));
-    page.hold = page.hold.with(form.get("commission_hold_days"));
     page.reward = RewardForm::posted(&form);
-    let hold = match form.text("commission_hold_days") {
-        None => Some(None),
-        Some(d) => match d.parse::<i64>() {
-            Ok(d) => Some(Some(d)),
-            Err(_) => {
-                page.hold.error = Some(
-                    "Enter a whole number of days, or leave it empty for the program's".into(),
-                );
-                None
-            }
-        },
-    };
     let read = rewards_of(&form, &currency);
     if let Err(errors) = &read {
         for (name, message) in errors {
             page.reward.refuse(name, message);
         }
     }
-    let (Ok((rewards, origin)), Some(hold)) = (read, hold) else {
+    let Ok((rewards, origin)) = read else {
         page.form_error = Some("Some fields need a change: see below.".into());
         return Ok(render(StatusCode::BAD_REQUEST, &page));
     };
     let b = GroupPatchBody {
         name: Some(form.get("name")),
         rewards: Some(rewards),
-        commission_hold_days: Some(hold),
+        commission_hold_days: None,
     };
     let refused = match s.app.update_group(&caller, group_id, b).await.refused()? {
         Ok(_) => return Ok(done(&group_href(id, group_id), "group-saved")),
@@ -234,7 +211,6 @@ pub(super) async fn save(
         _ if refused.starts_with("name") || refused.contains("group with this name") => {
             page.name.error = Some(refused);
         }
-        _ if refused.starts_with("commission_hold_days") => page.hold.error = Some(refused),
         _ => page.form_error = Some(refused),
     }
     if page.reward.has_errors() && page.form_error.is_none() {

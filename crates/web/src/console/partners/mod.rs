@@ -4,9 +4,11 @@
 //! archived, active again) with their coupon codes (new, archived after a
 //! confirmation), details and invite link.
 
+mod bonus;
 mod links;
 mod partner;
 
+pub(super) use bonus::create_bonus;
 pub(super) use links::{archive_coupon, create_coupon, create_link, set_link_status};
 pub(super) use partner::{detail, edit, invite};
 

@@ -53,6 +53,11 @@ pub(super) struct PartnerPage {
     pub(super) coupon_code: Field,
     pub(super) promotion_code: Field,
     pub(super) coupon_error: Option<String>,
+    /// A bonus's amount (in the program's currency, major units) and description.
+    pub(super) bonus_amount: Field,
+    pub(super) bonus_hint: String,
+    pub(super) bonus_description: Field,
+    pub(super) bonus_error: Option<String>,
     pub(super) here: String,
 }
 
@@ -195,6 +200,13 @@ pub(super) async fn partner_page(
         coupon_code: Field::new("code", "Coupon code"),
         promotion_code: Field::new("stripe_promotion_code", "Stripe promotion code"),
         coupon_error: None,
+        bonus_amount: Field::new("amount", "Amount"),
+        bonus_hint: format!(
+            "In {}, such as 25.00.",
+            frame.program.currency.to_ascii_uppercase()
+        ),
+        bonus_description: Field::new("description", "Description"),
+        bonus_error: None,
         here: partner_href(id, partner_id),
         chrome: frame.chrome,
         head: frame.head,

@@ -149,6 +149,20 @@ pub const COMMISSION_STATUSES: [(&str, &str); 6] = [
     ("rejected", "Rejected"),
 ];
 
+/// What a commission is for, in words: its description, else its kind's.
+pub fn commission_what(c: &reftrack_store::CommissionRow) -> String {
+    use reftrack_domain::status::CommissionKind;
+    c.description.clone().unwrap_or_else(|| {
+        match c.kind {
+            CommissionKind::Clawback => "Refund taken back",
+            CommissionKind::Lead => "Lead",
+            CommissionKind::Bonus => "Bonus",
+            CommissionKind::Sale => "Sale",
+        }
+        .to_string()
+    })
+}
+
 /// What a partner shares for its link `short_link` in a program whose site is at
 /// `origins` (the first): an address on that site, or, without one, the `aff` parameter
 /// to add to any page of the site that carries the tracker.
