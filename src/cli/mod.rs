@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::app::programs::management::LinkParams;
+use crate::app::programs::management::{LinkParams, ProgramPartnerParams};
 use crate::app::{App, Caller, PageParams};
 use crate::config::{DatabaseArgs, MailArgs, WebhookArgs};
 use crate::domain::time::SystemClock;
@@ -166,6 +166,9 @@ pub enum AdminCommand {
         /// pending, approved, rejected or banned.
         #[arg(long)]
         status: Option<String>,
+        /// Only the partners of this group.
+        #[arg(long)]
+        group_id: Option<String>,
         #[command(flatten)]
         page: payouts::PageOptions,
     },
@@ -321,10 +324,12 @@ impl AdminCommand {
             ListProgramPartners {
                 program_id,
                 status,
+                group_id,
                 page,
             } if page.csv => {
+                let filter = ProgramPartnerParams { status, group_id };
                 let chunks = app
-                    .export_program_partners(caller, program_id, status.as_deref())
+                    .export_program_partners(caller, program_id, &filter)
                     .await;
                 payouts::print_chunks(chunks, crate::app::money::exports::program_partners_csv)
                     .await
@@ -353,11 +358,15 @@ impl AdminCommand {
             ListProgramPartners {
                 program_id,
                 status,
+                group_id,
                 page,
-            } => answer(
-                app.program_partners(caller, program_id, status.as_deref(), &page.paging.page())
-                    .await,
-            ),
+            } => {
+                let filter = ProgramPartnerParams { status, group_id };
+                answer(
+                    app.program_partners(caller, program_id, &filter, &page.paging.page())
+                        .await,
+                )
+            }
             SetPartnerStatus {
                 program_id,
                 partner_id,

@@ -293,6 +293,30 @@ async fn groups_are_created_changed_and_deleted_by_their_rules(app: TestApp) {
         .expect(200);
     let listed = groups(&app, &seed).await;
     assert_eq!(listed[1]["partner_count"], 1);
+    // The partner list filters on the group.
+    let (bob, _) = app.add_partner(&seed, "bob").await;
+    let of_group = |group: i64| {
+        let app = &app;
+        let path = format!("/programs/{}/partners?group_id={group}", seed.program_id);
+        async move {
+            let r = app.admin("GET", &path, None).await.expect(200);
+            r.body["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["partner_id"].as_i64().unwrap())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(of_group(id).await, [seed.partner_id]);
+    assert_eq!(of_group(listed[0]["id"].as_i64().unwrap()).await, [bob]);
+    app.admin(
+        "GET",
+        &format!("/programs/{}/partners?group_id=x", seed.program_id),
+        None,
+    )
+    .await
+    .expect(400);
     let held = app
         .admin("DELETE", &format!("/groups/{id}"), None)
         .await

@@ -15,6 +15,7 @@ mod admin_api;
 mod audit_log;
 mod backup;
 mod bad_input;
+mod bounties;
 mod click_waits;
 mod connections;
 mod console;

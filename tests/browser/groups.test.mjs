@@ -52,6 +52,12 @@ test('an owner moves a partner to another group; the partner reads its reward', 
   await page.goto(`${api}/app/programs/${prog.id}/partners/${partner.id}`);
   assert.match(await page.locator('.meta').first().textContent(), /group VIP/);
   await shoot(page, 'app-groups-partner');
+  // The Groups page leads to each group's partners.
+  await page.goto(`${api}/app/programs/${prog.id}/groups`);
+  await Promise.all([page.waitForURL(/\/partners\?group=\d+$/), page.getByRole('link', { name: '1 partner of VIP' }).click()]);
+  assert.match(await page.locator('[data-group-filter]').textContent(), /Only the partners of the group VIP/);
+  assert.equal(await page.locator('tbody tr').count(), 1);
+  await shoot(page, 'app-groups-filtered');
   assert.deepEqual(problems(), []);
 
   // The partner: a sale of the enterprise product earns the first modifier's 40 %.

@@ -74,6 +74,12 @@ actions! {
     CommissionRejected = "commission.rejected",
     /// An owner gave a partner a bonus (details: partner, amount, description).
     BonusCreated = "bonus.created",
+    /// A bounty was created.
+    BountyCreated = "bounty.created",
+    /// A bounty's name, goal, amount, groups or window changed (details: old and new).
+    BountyUpdated = "bounty.updated",
+    /// A bounty was archived: it makes no new awards.
+    BountyArchived = "bounty.archived",
     /// A payout was created.
     PayoutCreated = "payout.created",
     /// A payout was marked paid.
@@ -264,6 +270,9 @@ impl Target {
     }
     pub fn group(id: i64) -> Target {
         Target { kind: "group", id }
+    }
+    pub fn bounty(id: i64) -> Target {
+        Target { kind: "bounty", id }
     }
     pub fn webhook_endpoint(id: i64) -> Target {
         Target {

@@ -3,6 +3,7 @@
 pub mod access;
 pub mod attribution;
 pub mod audit;
+pub mod bounties;
 pub mod click_id;
 pub mod commission;
 pub mod figures;

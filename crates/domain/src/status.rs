@@ -172,6 +172,8 @@ named_enum! {
         Lead = "lead",
         /// Given by an owner: due at once, paid with the next payout.
         Bonus = "bonus",
+        /// Earned by reaching a bounty's goal.
+        Bounty = "bounty",
     }
 }
 

@@ -80,6 +80,17 @@ pub fn iso(ms: i64) -> String {
         .to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+/// The instant an owner typed: an RFC 3339 timestamp (`2026-12-01T00:00:00Z`) or a date
+/// (`2026-12-01`, its midnight UTC); `None` when it is neither.
+pub fn parse_instant(text: &str) -> Option<i64> {
+    let text = text.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Some(t.timestamp_millis());
+    }
+    let date = NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?;
+    Some(date.and_hms_opt(0, 0, 0)?.and_utc().timestamp_millis())
+}
+
 /// Adds whole calendar months to an instant (clamped to the month's last day).
 pub fn add_months(ms: i64, months: u32) -> i64 {
     let dt = DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default();
@@ -98,6 +109,21 @@ mod tests {
         assert_eq!(day_of(1_772_409_599_999), "2026-03-01");
         assert_eq!(day_of(1_772_409_600_000), "2026-03-02");
         assert_eq!(iso(1_772_409_600_000), "2026-03-02T00:00:00.000Z");
+    }
+
+    #[test]
+    fn an_instant_is_a_timestamp_or_a_dates_midnight() {
+        assert_eq!(parse_instant("2026-03-02"), Some(1_772_409_600_000));
+        assert_eq!(
+            parse_instant("2026-03-02T01:00:00+01:00"),
+            Some(1_772_409_600_000)
+        );
+        assert_eq!(
+            parse_instant("2026-03-02T00:00:00.000Z"),
+            Some(1_772_409_600_000)
+        );
+        assert_eq!(parse_instant("next week"), None);
+        assert_eq!(parse_instant("2026-02-30"), None);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! answering each only once that transaction is committed and durable.
 
 pub mod audit;
+pub mod bounties;
 pub mod committer;
 pub mod dashboard_model;
 pub mod error;
@@ -33,12 +34,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use audit::{AuditEntry, AuditFilter, AuditOf, AuditRow, AuditStore, AuditTx};
+pub use bounties::{BountyEarner, BountyRow, BountyStore, BountyTx, NewBounty, PartnerBounty};
 pub use dashboard_model::*;
 pub use error::{StoreError, StoreResult};
 pub use fraud::{FraudStore, FraudTx, ReviewClick, ReviewItem};
 pub use groups::{Group, GroupPatch, GroupRewards, GroupStore, NewGroup};
 pub use management::{
-    LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record, TopPartner,
+    LinkFilter, ManagementReads, MembershipView, ProgramPartnerFilter, ProgramPartnerRow, Record,
+    TopPartner,
 };
 pub use model::*;
 pub use partners::{PartnerAccounts, PartnerTx, TokenGrant};
@@ -90,6 +93,7 @@ pub trait Store:
     + AuditStore
     + TwoFactorStore
     + FraudStore
+    + BountyStore
     + GroupStore
     + Send
     + Sync

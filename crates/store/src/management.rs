@@ -12,6 +12,13 @@ use super::model::{iso_ms, Link, MemberRow, Partner, Program, Workspace};
 use super::payout_model::Page;
 use reftrack_domain::status::{LinkStatus, MembershipStatus, PartnerStatus, Role};
 
+/// Which of a program's partners a list holds: those of a standing, of a group.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProgramPartnerFilter {
+    pub status: Option<PartnerStatus>,
+    pub group_id: Option<i64>,
+}
+
 /// A record of the management API by id, for finding the workspaces it belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Record {
@@ -26,6 +33,8 @@ pub enum Record {
     Webhook(i64),
     /// A partner group of a program.
     Group(i64),
+    /// A bounty of a program.
+    Bounty(i64),
 }
 
 impl Record {
@@ -45,6 +54,7 @@ impl Record {
             Record::Payout(_) => "Payout",
             Record::Webhook(_) => "Webhook",
             Record::Group(_) => "Group",
+            Record::Bounty(_) => "Bounty",
         }
     }
 }
@@ -147,7 +157,7 @@ pub trait ManagementReads: Send + Sync {
     async fn program_partners(
         &self,
         program_id: i64,
-        status: Option<PartnerStatus>,
+        filter: ProgramPartnerFilter,
         page: Page,
     ) -> StoreResult<Vec<ProgramPartnerRow>>;
     /// One partner's row in a program, if it is in it.

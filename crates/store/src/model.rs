@@ -571,6 +571,8 @@ pub struct NewCommission<'a> {
     pub sale_id: Option<i64>,
     /// The lead event of a lead commission.
     pub lead_id: Option<i64>,
+    /// The bounty of a bounty commission.
+    pub bounty_id: Option<i64>,
     pub partner_id: i64,
     pub partner_program_id: i64,
     pub amount_cents: i64,

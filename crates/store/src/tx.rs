@@ -10,6 +10,7 @@
 use async_trait::async_trait;
 
 use super::audit::AuditTx;
+use super::bounties::BountyTx;
 use super::error::StoreResult;
 use super::fraud::FraudTx;
 use super::model::{
@@ -26,7 +27,7 @@ use reftrack_domain::status::PartnerStatus;
 /// batch's [`reftrack_domain::figures::Deltas`], which the committer applies once per batch.
 #[async_trait]
 pub trait Tx:
-    RefundTx + ProcessorTx + PayoutTx + PartnerTx + WebhookTx + AuditTx + FraudTx + Send
+    RefundTx + ProcessorTx + PayoutTx + PartnerTx + WebhookTx + AuditTx + FraudTx + BountyTx + Send
 {
     /// The customer holding `click_id`, in any program.
     async fn customer_by_click_id(&mut self, click_id: &str) -> StoreResult<Option<Customer>>;

@@ -29,7 +29,7 @@ use reftrack_service::money::exports;
 use reftrack_service::two_factor::SignInStep;
 use reftrack_service::Listed;
 use reftrack_store::partners::PartnerPayoutItem;
-use reftrack_store::CommissionRow;
+use reftrack_store::{CommissionRow, PartnerBounty};
 
 /// Routes under `/api/partner`.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -49,6 +49,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(partner_performance))
         .routes(routes!(partner_commissions))
         .routes(routes!(partner_payouts))
+        .routes(routes!(partner_bounties))
 }
 
 /// The management call that invites a partner, merged under `/api/admin`.
@@ -515,4 +516,31 @@ async fn partner_payouts(
 ) -> Result<Json<Listed<PartnerPayoutItem>>> {
     let page = read_list_query::<PageQuery>(raw.as_deref())?.page();
     Ok(Json(s.app.partner_payouts(p.partner_id, id, &page).await?))
+}
+
+/// The signed-in partner's bounties in a program: those its group may earn and those it
+/// earned, each with its `progress` (its value of the bounty's metric, counted in the
+/// bounty's window) and whether it is `earned`.
+#[utoipa::path(
+    get,
+    path = "/programs/{id}/bounties",
+    tag = "partners",
+    params(("id" = i64, Path, description = "Program id")),
+    security(("partner_session" = [])),
+    responses(
+        (status = 200, description = "The partner's bounties, newest first", body = Listed<PartnerBounty>),
+        (status = 401, description = "No valid partner session", body = ErrorBody),
+        (status = 403, description = "Not approved in this program", body = ErrorBody),
+        (status = 404, description = "Not in this program", body = ErrorBody),
+    ),
+)]
+async fn partner_bounties(
+    State(s): State<AppState>,
+    p: PartnerSession,
+    PathParams(id): PathParams<i64>,
+) -> Result<Json<Listed<PartnerBounty>>> {
+    Ok(Json(Listed {
+        data: s.app.partner_bounties(p.partner_id, id).await?,
+        next_cursor: None,
+    }))
 }

@@ -93,6 +93,7 @@ impl App {
                             kind: CommissionKind::Bonus,
                             sale_id: None,
                             lead_id: None,
+                            bounty_id: None,
                             partner_id,
                             partner_program_id: standing.partner_program_id,
                             amount_cents: b.amount_cents,

@@ -21,7 +21,8 @@ use reftrack_domain::status::{PartnerStatus, UnknownValue};
 use reftrack_domain::webhooks::EventType;
 use reftrack_store::webhooks::{Event, Subject};
 use reftrack_store::{
-    Link, LinkFilter, Partner, PartnerProgram, ProgramPartnerRow, Record, User, Workspace,
+    Link, LinkFilter, Partner, PartnerProgram, ProgramPartnerFilter, ProgramPartnerRow, Record,
+    User, Workspace,
 };
 
 /// The body of the call that changes a partner's standing in a program.
@@ -54,6 +55,23 @@ pub struct LinkParams {
     pub program_id: Option<String>,
     pub partner_id: Option<String>,
     pub status: Option<String>,
+}
+
+/// The filters of a program's partner list: `status` and `group_id`, as sent.
+#[derive(Debug, Clone, Default)]
+pub struct ProgramPartnerParams {
+    pub status: Option<String>,
+    pub group_id: Option<String>,
+}
+
+impl ProgramPartnerParams {
+    /// The filter, each value checked.
+    fn filter(&self) -> Result<ProgramPartnerFilter> {
+        Ok(ProgramPartnerFilter {
+            status: named_filter("status", self.status.as_deref())?,
+            group_id: id_filter("group_id", self.group_id.as_deref())?,
+        })
+    }
 }
 
 impl App {
@@ -130,38 +148,39 @@ impl App {
         Ok(listed(rows, page, |u| u.id))
     }
 
-    /// One page of a program's partners with their totals there.
+    /// One page of a program's partners with their totals there, of a standing and a
+    /// group when `filter` names them.
     pub async fn program_partners(
         &self,
         caller: &Caller,
         program_id: i64,
-        status: Option<&str>,
+        filter: &ProgramPartnerParams,
         page: &PageParams,
     ) -> Result<Listed<ProgramPartnerRow>> {
-        let status = named_filter("status", status)?;
+        let filter = filter.filter()?;
         let page = page.page()?;
         self.readable_program(caller, program_id).await?;
         let rows = self
             .store
-            .program_partners(program_id, status, probe(page))
+            .program_partners(program_id, filter, probe(page))
             .await?;
         Ok(listed(rows, page, |r| r.record_id))
     }
 
-    /// Every partner of a program with `status`, in chunks (see
+    /// Every partner of a program `filter` names, in chunks (see
     /// [`Self::export_commissions`]).
     pub async fn export_program_partners(
         &self,
         caller: &Caller,
         program_id: i64,
-        status: Option<&str>,
+        filter: &ProgramPartnerParams,
     ) -> Result<BoxStream<'static, Result<Vec<ProgramPartnerRow>>>> {
-        let status: Option<PartnerStatus> = named_filter("status", status)?;
+        let filter = filter.filter()?;
         self.readable_program(caller, program_id).await?;
         Ok(chunks(
             self.store.clone(),
             move |store, page| {
-                async move { store.program_partners(program_id, status, page).await }.boxed()
+                async move { store.program_partners(program_id, filter, page).await }.boxed()
             },
             |r: &ProgramPartnerRow| r.record_id,
         ))

@@ -4,6 +4,7 @@
 //! (with the texts a client reads), issue secrets, stamp times and keep the lookup
 //! caches true.
 
+pub mod bounties;
 pub mod coupons;
 pub mod first_run;
 pub mod groups;

@@ -128,6 +128,15 @@ pub(super) async fn lead_flow(
         .await?;
     deltas.count_lead(customer.program_id, Some(customer.partner_id), at);
     if let Some(partner_id) = customer.partner_id {
+        count_bounties(
+            tx,
+            deltas,
+            customer.program_id,
+            partner_id,
+            Progress::Lead,
+            at,
+        )
+        .await?;
         let lead = Lead {
             customer: &customer,
             partner_id,
@@ -191,6 +200,7 @@ async fn lead_commission(tx: &mut dyn Tx, deltas: &mut Deltas, l: Lead<'_>) -> R
         kind: CommissionKind::Lead,
         sale_id: None,
         lead_id: Some(l.lead_id),
+        bounty_id: None,
         partner_id: l.partner_id,
         partner_program_id: standing.partner_program_id,
         amount_cents: earned.amount_cents,

@@ -10,6 +10,7 @@ pub mod load;
 pub mod redirect;
 pub mod stripe;
 
+mod bounties;
 mod calls;
 mod clicks;
 mod commands;
@@ -27,6 +28,7 @@ use tokio::sync::oneshot;
 
 use crate::{answer_or_alone, App, Error, Result};
 use reftrack_domain::attribution::{self, AffError, SaleSource};
+use reftrack_domain::bounties::Progress;
 use reftrack_domain::click_id;
 use reftrack_domain::commission::{self, Unearned};
 use reftrack_domain::figures::{Deltas, RefundFigures, SaleFigures};
@@ -46,6 +48,7 @@ use reftrack_store::{
     SaleProgram, Store,
 };
 
+use bounties::count_bounties;
 use clicks::*;
 pub use commands::*;
 use leads::*;

@@ -86,6 +86,13 @@ pub(crate) async fn refund_flow(
         }
     }
     if !r.test_mode {
+        if let Some(partner_id) = sale.partner_id {
+            let refunded = Progress::Refund {
+                refund_cents: plan.refund_cents,
+                full: plan.fully_refunded,
+            };
+            count_bounties(tx, deltas, program_id, partner_id, refunded, sale.sale_date).await?;
+        }
         tx.record_events(program_id, at, &events).await?;
         deltas.count_refund(RefundFigures {
             program_id,

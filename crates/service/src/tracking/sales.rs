@@ -271,6 +271,7 @@ pub(crate) async fn sale_flow(
             kind: CommissionKind::Sale,
             sale_id: Some(sale_id),
             lead_id: None,
+            bounty_id: None,
             partner_id,
             partner_program_id: standing.partner_program_id,
             amount_cents: earned.amount_cents,
@@ -295,6 +296,10 @@ pub(crate) async fn sale_flow(
         tx.record_conversion_ip(partner_id, c.id, s.at).await?;
     }
     tx.mark_converted(c.id, s.at).await?;
+    let sold = Progress::Sale {
+        amount_cents: s.amount_cents,
+    };
+    count_bounties(tx, deltas, s.program.id, partner_id, sold, s.at).await?;
     let outcome = SaleOutcome {
         sale_id,
         commission_id,

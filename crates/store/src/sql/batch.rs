@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use async_trait::async_trait;
 use sqlx::Database;
 
-use super::engine::{Engine, Query, ReadRow};
+use super::engine::{stmt, Engine, Query, ReadRow};
 use super::groups::RewardsCache;
 use super::rows::{self, Rows, Value};
 use super::rules::{self as rule_sql, NO_DISPOSABLE_EMAIL};
@@ -304,9 +304,20 @@ pub async fn decide_plain_sales<DB: Engine>(
     // read (partner sign-ins are not written by sales, and the batch's new clicks are in
     // before its sales are resolved).
     let mut converted_from: HashSet<(i64, String)> = HashSet::new();
+    // A sale of a program with a live bounty moves the bounty's counts, which only its
+    // own flow writes: it is left to its job.
+    let bountied: HashSet<i64> =
+        stmt::<DB>("SELECT DISTINCT program_id FROM bounties WHERE NOT archived")
+            .scalar_all(&mut *conn)
+            .await?
+            .into_iter()
+            .collect();
     let mut taken = Vec::new();
     for (i, (s, row)) in sales.iter().zip(found).enumerate() {
         let Some(row) = row else { continue };
+        if bountied.contains(&s.program.id) {
+            continue;
+        }
         let (Some(_), Some(_), Some(group_id), Some(version), Some(text), false) = (
             row.partner_id,
             row.pp_id,

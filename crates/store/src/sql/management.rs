@@ -10,7 +10,8 @@ use super::programs::{program_from_row, PROGRAM_COLUMNS};
 use super::{keyset, params, SqlStore};
 use crate::error::StoreResult;
 use crate::management::{
-    LinkFilter, ManagementReads, MembershipView, ProgramPartnerRow, Record, TopPartner,
+    LinkFilter, ManagementReads, MembershipView, ProgramPartnerFilter, ProgramPartnerRow, Record,
+    TopPartner,
 };
 use crate::model::{Link, MemberRow, Partner, Program, Workspace};
 use crate::payout_model::Page;
@@ -92,6 +93,7 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
             Record::Webhook(id) => (of_program("webhook_endpoints"), id),
             Record::Payout(id) => (of_program("payouts"), id),
             Record::Group(id) => (of_program("partner_groups"), id),
+            Record::Bounty(id) => (of_program("bounties"), id),
         };
         Ok(stmt::<DB>(&sql)
             .bind(id)
@@ -164,18 +166,20 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
     async fn program_partners(
         &self,
         program_id: i64,
-        status: Option<PartnerStatus>,
+        filter: ProgramPartnerFilter,
         page: Page,
     ) -> StoreResult<Vec<ProgramPartnerRow>> {
         let sql = format!(
             "{PROGRAM_PARTNER_ROWS} WHERE pp.program_id = $1 \
-             AND ($2 IS NULL OR pp.status = $2) AND {keyset}",
+             AND ($2 IS NULL OR pp.status = $2) AND ($5 IS NULL OR pp.group_id = $5) \
+             AND {keyset}",
             keyset = keyset("pp.id", 3),
         );
         Ok(stmt::<DB>(&sql)
             .bind(program_id)
-            .bind(status.map(PartnerStatus::as_str))
+            .bind(filter.status.map(PartnerStatus::as_str))
             .page(page)
+            .bind(filter.group_id)
             .records(&mut *self.read.acquire().await?)
             .await?)
     }

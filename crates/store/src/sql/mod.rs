@@ -14,6 +14,7 @@
 
 pub(crate) mod audit;
 pub mod batch;
+mod bounties;
 pub mod counters;
 mod coupons;
 pub mod engine;

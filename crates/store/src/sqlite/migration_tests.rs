@@ -52,6 +52,7 @@ async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
             (21, "payout details changed".to_string()),
             (23, "partner groups".to_string()),
             (24, "commissions without sale".to_string()),
+            (25, "bounties".to_string()),
         ]
     );
     reopened.close().await;

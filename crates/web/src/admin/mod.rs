@@ -1,11 +1,12 @@
 //! The management API, under `/api/admin`, behind the admin token or a dashboard session
 //! ([`Manager`]): workspaces, their members and the dashboard users ([`workspaces`]),
 //! programs ([`programs`]), partners and their standing in programs ([`partners`]), and
-//! referral links ([`links`]), with their lists; partner groups ([`groups`]) and bonuses
-//! ([`bonuses`]). Handlers validate their bodies and call the
+//! referral links ([`links`]), with their lists; partner groups ([`groups`]), bonuses
+//! ([`bonuses`]) and bounties ([`bounties`]). Handlers validate their bodies and call the
 //! service layer ([`reftrack_service::programs`], [`reftrack_service::programs::management`]).
 
 pub mod bonuses;
+pub mod bounties;
 pub mod groups;
 pub mod links;
 pub mod partners;
@@ -60,6 +61,12 @@ pub fn router() -> OpenApiRouter<AppState> {
             groups::get_group,
             groups::update_group,
             groups::delete_group
+        ))
+        .routes(routes!(bounties::list_bounties, bounties::create_bounty))
+        .routes(routes!(
+            bounties::get_bounty,
+            bounties::update_bounty,
+            bounties::archive_bounty
         ))
         .routes(routes!(links::list_links))
 }

@@ -14,7 +14,7 @@ use crate::extract::{read_list_query, JsonBody, PathParams};
 use crate::paging::{ListQuery, PageQuery};
 use crate::AppState;
 use reftrack_service::money::exports;
-use reftrack_service::programs::management::PartnerStatusBody;
+use reftrack_service::programs::management::{PartnerStatusBody, ProgramPartnerParams};
 use reftrack_service::programs::{PartnerBody, PartnerPatchBody, ProgramPartnerBody};
 use reftrack_service::Listed;
 use reftrack_store::{Partner, PartnerProgram, ProgramPartnerRow};
@@ -33,6 +33,8 @@ pub struct PartnerQuery {
 pub struct ProgramPartnerQuery {
     /// `approved`, `pending`, `rejected` or `banned`.
     pub status: Option<String>,
+    /// Only the partners of this group of the program.
+    pub group_id: Option<String>,
 }
 
 /// Create a partner.
@@ -155,10 +157,13 @@ pub(super) async fn list_program_partners(
 ) -> Result<Response> {
     let list: ListQuery = read_list_query(raw.as_deref())?;
     let q: ProgramPartnerQuery = read_list_query(raw.as_deref())?;
-    let status = q.status.as_deref();
+    let filter = ProgramPartnerParams {
+        status: q.status,
+        group_id: q.group_id,
+    };
     list.page_or_csv(
-        s.app.program_partners(&caller, id, status, &list.page()),
-        s.app.export_program_partners(&caller, id, status),
+        s.app.program_partners(&caller, id, &filter, &list.page()),
+        s.app.export_program_partners(&caller, id, &filter),
         format!("program-{id}-partners.csv"),
         exports::program_partners_csv,
     )

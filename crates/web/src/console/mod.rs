@@ -19,6 +19,7 @@
 
 mod audit;
 mod auth;
+mod bounties;
 mod commissions;
 mod events;
 mod first_run;
@@ -82,6 +83,12 @@ pub fn router() -> Router<AppState> {
         ("/groups", get(groups::list).post(groups::create)),
         ("/groups/{group_id}", get(groups::detail).post(groups::save)),
         ("/groups/{group_id}/delete", post(groups::delete)),
+        ("/bounties", get(bounties::list).post(bounties::create)),
+        (
+            "/bounties/{bounty_id}",
+            get(bounties::detail).post(bounties::save),
+        ),
+        ("/bounties/{bounty_id}/archive", post(bounties::archive)),
         ("/partners/{partner_id}/invite", post(partners::invite)),
         ("/partners/{partner_id}/links", post(partners::create_link)),
         (

@@ -17,9 +17,11 @@ use super::view::{
 use crate::pages::chart::{self, Chart, Series};
 use crate::pages::range::{self, RangePicker};
 use crate::{AppState, Error};
+use reftrack_domain::bounties::{goal_words, offer_words, Metric};
 use reftrack_domain::metrics;
 use reftrack_domain::money::{display_amount, from_hundredths};
 use reftrack_domain::status::PartnerStatus;
+use reftrack_domain::time::day_of;
 use reftrack_service as app;
 use reftrack_service::accounts::{PartnerLink, PartnerProgramView};
 use reftrack_service::PageParams;
@@ -64,6 +66,23 @@ struct Approved {
     can_create: bool,
     picker: RangePicker,
     chart: Chart,
+    /// The bounties the partner's group may earn, and those it earned.
+    bounties: Vec<BountyView>,
+}
+
+/// A bounty as the partner's overview shows it.
+struct BountyView {
+    name: String,
+    /// `Reach 3 sales to earn $50.00`.
+    words: String,
+    /// `2 of 3 sales`.
+    progress: String,
+    /// The value and the goal, for the progress bar (the value capped at the goal).
+    value: i64,
+    goal: i64,
+    earned: bool,
+    /// Until when it counts, if it ends.
+    ends: Option<String>,
 }
 
 /// What the partner shares for one of its links, as on the links page.
@@ -226,5 +245,41 @@ async fn approved(
         can_create: program.partner_links_allowed,
         picker,
         chart: chart::chart(&days, &series, &program.currency),
+        bounties: bounty_views(s, partner_id, program).await?,
     })
+}
+
+/// The partner's bounties in `program`, with its progress towards each.
+async fn bounty_views(
+    s: &AppState,
+    partner_id: i64,
+    program: &PartnerProgramView,
+) -> app::Result<Vec<BountyView>> {
+    let currency = &program.currency;
+    Ok(s.app
+        .partner_bounties(partner_id, program.id)
+        .await?
+        .into_iter()
+        .map(|b| {
+            let goal = goal_words(b.bounty.metric, b.bounty.threshold, currency);
+            let done = match b.bounty.metric {
+                Metric::RevenueCents => display_amount(b.progress.max(0), currency),
+                _ => b.progress.max(0).to_string(),
+            };
+            BountyView {
+                words: offer_words(
+                    b.bounty.metric,
+                    b.bounty.threshold,
+                    b.bounty.amount_cents,
+                    currency,
+                ),
+                progress: format!("{done} of {goal}"),
+                value: b.progress.clamp(0, b.bounty.threshold),
+                goal: b.bounty.threshold,
+                earned: b.earned,
+                ends: b.bounty.ends_at.map(day_of),
+                name: b.bounty.name,
+            }
+        })
+        .collect())
 }

@@ -209,9 +209,9 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         Ok(stmt::<DB>(
             "INSERT INTO commissions (program_id, sale_id, partner_id, partner_program_id, \
              amount_cents, currency, status, flags, manual_approval, created_at, updated_at, \
-             reject_reason, group_id, description, kind, lead_id, approved_at) \
+             reject_reason, group_id, description, kind, lead_id, approved_at, bounty_id) \
              VALUES ($1, $2, $3, $4, $5, $6, $10, $8, $9, $7, $7, $11, $12, $13, $14, $15, \
-             CASE WHEN $10 = 'approved' THEN $7 END) RETURNING id",
+             CASE WHEN $10 = 'approved' THEN $7 END, $16) RETURNING id",
         )
         .bind(c.program_id)
         .bind(c.sale_id)
@@ -228,6 +228,7 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .bind(c.description)
         .bind(c.kind.as_str())
         .bind(c.lead_id)
+        .bind(c.bounty_id)
         .scalar(&mut *self.conn)
         .await?)
     }

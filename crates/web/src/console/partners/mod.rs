@@ -29,7 +29,7 @@ use crate::AppState;
 use reftrack_domain::money::display_amount;
 use reftrack_domain::status::PartnerStatus;
 use reftrack_service as app;
-use reftrack_service::programs::management::PartnerStatusBody;
+use reftrack_service::programs::management::{PartnerStatusBody, ProgramPartnerParams};
 use reftrack_service::programs::{LinkBody, PartnerBody, ProgramPartnerBody};
 use reftrack_store::{ProgramPartnerRow, Record};
 
@@ -172,6 +172,8 @@ struct PartnersPage {
     statuses: Vec<NavItem>,
     /// The status filter's words ("pending", …), empty for all.
     status: String,
+    /// The group whose partners alone the page shows, if any.
+    group_filter: Option<(i64, String)>,
     rows: Vec<PartnerRow>,
     /// The program's groups: a partner's control moves it to another.
     groups: Vec<GroupOption>,
@@ -204,32 +206,44 @@ async fn partners_page(s: &AppState, frame: Frame, q: &Posted) -> app::Result<Pa
         .text("status")
         .filter(|v| STATUSES.iter().any(|(s, _)| s == v))
         .unwrap_or_default();
+    let groups = group_options(s, &frame).await?;
+    // A group of the program, when the page shows only its partners.
+    let group = q
+        .text("group")
+        .and_then(|g| groups.iter().find(|o| o.id.to_string() == g));
+    let filter = ProgramPartnerParams {
+        status: Some(status.clone()).filter(|s| !s.is_empty()),
+        group_id: group.map(|g| g.id.to_string()),
+    };
     let listed = s
         .app
-        .program_partners(
-            &frame.caller,
-            id,
-            Some(status.as_str()).filter(|s| !s.is_empty()),
-            &q.page(),
-        )
+        .program_partners(&frame.caller, id, &filter, &q.page())
         .await?;
     let base = Tab::Partners.href(id);
-    let filtered = if status.is_empty() {
+    let mut query: Vec<String> = Vec::new();
+    if !status.is_empty() {
+        query.push(format!("status={status}"));
+    }
+    if let Some(g) = group {
+        query.push(format!("group={}", g.id));
+    }
+    let filtered = if query.is_empty() {
         base.clone()
     } else {
-        format!("{base}?status={status}")
+        format!("{base}?{}", query.join("&"))
     };
-    let sep = if status.is_empty() { '?' } else { '&' };
+    let sep = if query.is_empty() { '?' } else { '&' };
     let currency = frame.program.currency.clone();
-    let groups = group_options(s, &frame).await?;
+    let group_filter = group.map(|g| (g.id, g.name.clone()));
     Ok(PartnersPage {
         statuses: STATUSES
             .iter()
             .map(|(v, label)| NavItem {
-                href: if v.is_empty() {
-                    base.clone()
-                } else {
-                    format!("{base}?status={v}")
+                href: match (v.is_empty(), group) {
+                    (true, None) => base.clone(),
+                    (true, Some(g)) => format!("{base}?group={}", g.id),
+                    (false, None) => format!("{base}?status={v}"),
+                    (false, Some(g)) => format!("{base}?status={v}&group={}", g.id),
                 },
                 label: (*label).into(),
                 current: *v == status,
@@ -250,6 +264,7 @@ async fn partners_page(s: &AppState, frame: Frame, q: &Posted) -> app::Result<Pa
             None => filtered,
         },
         status,
+        group_filter,
         name: Field::new("name", "Name"),
         email: Field::new("email", "Email"),
         code: Field::new("code", "Code"),

@@ -157,6 +157,7 @@ pub fn commission_what(c: &reftrack_store::CommissionRow) -> String {
             CommissionKind::Clawback => "Refund taken back",
             CommissionKind::Lead => "Lead",
             CommissionKind::Bonus => "Bonus",
+            CommissionKind::Bounty => "Bounty",
             CommissionKind::Sale => "Sale",
         }
         .to_string()
