@@ -263,31 +263,17 @@ async fn groups_are_created_changed_and_deleted_by_their_rules(app: TestApp) {
         let r = create_group(&app, &seed, body.clone()).await.expect(400);
         assert!(r.error().starts_with(field), "{body}: {}", r.error());
     }
-    // A group's own hold is refused while commissions follow the program's.
-    let held = app
-        .admin(
-            "PATCH",
-            &format!("/groups/{id}"),
-            Some(json!({"commission_hold_days": 7})),
-        )
-        .await
-        .expect(400);
-    assert!(
-        held.error().starts_with("commission_hold_days"),
-        "{}",
-        held.error()
-    );
-    // Renamed; then the partner joins it and it cannot be deleted.
+    // Renamed, its hold set; then the partner joins it and it cannot be deleted.
     let changed = app
         .admin(
             "PATCH",
             &format!("/groups/{id}"),
-            Some(json!({"name": "Creators", "commission_hold_days": null})),
+            Some(json!({"name": "Creators", "commission_hold_days": 7})),
         )
         .await
         .expect(200);
     assert_eq!(changed.body["name"], "Creators");
-    assert_eq!(changed.body["commission_hold_days"], Value::Null);
+    assert_eq!(changed.body["commission_hold_days"], 7);
     move_partner(&app, &seed, seed.partner_id, id)
         .await
         .expect(200);
@@ -682,7 +668,7 @@ async fn cli_manages_groups() {
     ]);
     assert!(ok, "{out}");
     let id = out["id"].as_i64().unwrap().to_string();
-    let (ok, out) = run(&["update-group", &id, "name=Gold"]);
+    let (ok, out) = run(&["update-group", &id, "name=Gold", "commission_hold_days:=3"]);
     assert!(ok, "{out}");
     assert_eq!(out["name"], "Gold");
     let (ok, out) = run(&["set-partner-status", "1", "1", &format!("group_id:={id}")]);
@@ -697,4 +683,75 @@ async fn cli_manages_groups() {
         out["error"],
         "The group still has partners: move them to another group first"
     );
+}
+
+on_both_backends!(a_groups_own_hold_decides_when_its_commissions_are_due);
+async fn a_groups_own_hold_decides_when_its_commissions_are_due(app: TestApp) {
+    const DAY: i64 = 86_400_000;
+    let clock = std::sync::Arc::new(reftrack::domain::time::ManualClock::at(1_772_445_600_000));
+    let app = app.with_clock(clock.clone());
+    let seed = app
+        .seed_with(json!({"commission_hold_days": 30, "min_payout_cents": 0}))
+        .await;
+    let fast = create_group(
+        &app,
+        &seed,
+        json!({"name": "Fast", "commission_hold_days": 7}),
+    )
+    .await
+    .expect(201)
+    .body["id"]
+        .as_i64()
+        .unwrap();
+    let (bob, bob_link) = app.add_partner(&seed, "bob").await;
+    move_partner(&app, &seed, bob, fast).await.expect(200);
+    for id in [seed.partner_id, bob] {
+        app.admin(
+            "PATCH",
+            &format!("/partners/{id}"),
+            Some(json!({"payout_method": "paypal", "payout_email": format!("p{id}@example.com")})),
+        )
+        .await
+        .expect(200);
+    }
+    let alice_sale = sale(&app, &seed, "a1", 10_000, json!({})).await;
+    let bob_sale = sale_through(&app, &seed, &bob_link, "b1", 10_000, json!({})).await;
+    clock.advance(8 * DAY);
+    // Read at eight days: Bob's is due by its group's 7 days, Alice's waits for the program's 30.
+    assert_eq!(
+        commission_of(&app, &seed, &bob_sale).await["status"],
+        "approved"
+    );
+    assert_eq!(
+        commission_of(&app, &seed, &alice_sale).await["status"],
+        "pending"
+    );
+    // The approval job and a payout follow the same holds.
+    assert_eq!(app.state.app.approve_due_commissions().await.unwrap(), 1);
+    let payout = app
+        .admin(
+            "POST",
+            &format!("/programs/{}/payouts", seed.program_id),
+            None,
+        )
+        .await
+        .expect(201);
+    let items = payout.body["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0]["partner_id"], bob);
+    // A group without its own hold follows the program's.
+    app.admin(
+        "PATCH",
+        &format!("/groups/{fast}"),
+        Some(json!({"commission_hold_days": null})),
+    )
+    .await
+    .expect(200);
+    let later = sale_through(&app, &seed, &bob_link, "b2", 10_000, json!({})).await;
+    clock.advance(8 * DAY);
+    assert_eq!(
+        commission_of(&app, &seed, &later).await["status"],
+        "pending"
+    );
+    assert_eq!(app.state.app.approve_due_commissions().await.unwrap(), 0);
 }

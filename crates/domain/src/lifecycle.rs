@@ -27,6 +27,12 @@ pub fn hold_ms(hold_days: i64) -> i64 {
     hold_days.saturating_mul(DAY_MS)
 }
 
+/// The hold of a commission made under a group whose own hold is `group_days` (`None`:
+/// the program's), in a program whose hold is `program_ms`.
+pub fn commission_hold_ms(group_days: Option<i64>, program_ms: i64) -> i64 {
+    group_days.map_or(program_ms, hold_ms)
+}
+
 /// Whether a commission recorded at `created_at` is past a hold of `hold_ms` at `now`.
 pub fn hold_passed(created_at: i64, hold_ms: i64, now: i64) -> bool {
     created_at <= now.saturating_sub(hold_ms)

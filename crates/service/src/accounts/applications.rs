@@ -9,9 +9,9 @@ impl App {
         match self.store.program(program_id).await {
             Ok(p) if p.applications_open => {
                 // An applicant joins the default group: its reward is what it would earn.
-                let rewards = self.group_rewards(p.id, None).await?;
+                let (rewards, hold) = self.group_rewards(p.id, None).await?;
                 Ok(OpenProgram {
-                    terms: ProgramTerms::of(&p, &rewards),
+                    terms: ProgramTerms::of(&p, &rewards, hold),
                     id: p.id,
                     name: p.name,
                     workspace_id: p.workspace_id,

@@ -140,11 +140,11 @@ impl App {
         self.approved_in(partner_id, program_id).await?;
         let p = self.store.program(program_id).await?;
         let record = self.store.partner_program(program_id, partner_id).await?;
-        let rewards = self
+        let (rewards, hold) = self
             .group_rewards(program_id, Some(record.group_id))
             .await?;
         Ok(PartnerProgramView {
-            terms: ProgramTerms::of(&p, &rewards),
+            terms: ProgramTerms::of(&p, &rewards, hold),
             id: p.id,
             name: p.name,
             currency: p.currency,
@@ -210,12 +210,13 @@ impl App {
 }
 
 impl App {
-    /// The rewards of a program's group `group_id`, or of its default group.
+    /// The rewards and own hold (days; `None`: the program's) of a program's group
+    /// `group_id`, or of its default group.
     pub(crate) async fn group_rewards(
         &self,
         program_id: i64,
         group_id: Option<i64>,
-    ) -> Result<Rewards> {
+    ) -> Result<(Rewards, Option<i64>)> {
         let groups = self.store.groups(program_id).await?;
         let group = groups
             .iter()
@@ -228,6 +229,6 @@ impl App {
                 anyhow::anyhow!("stored rewards: {e}"),
             )
         })?;
-        Ok(rewards)
+        Ok((rewards, group.commission_hold_days))
     }
 }

@@ -53,15 +53,17 @@ pub struct ProgramTerms {
     /// `None` for ever, `Some(0)` never
     /// ([`recurring_earns`](reftrack_domain::commission::recurring_earns)).
     pub recurring_commission_months: Option<i64>,
-    /// Days a commission stays pending before it is due.
+    /// Days a commission stays pending before it is due: the partner's group's hold, else
+    /// the program's.
     pub commission_hold_days: i64,
     /// The smallest due balance a payout pays, in the currency's smallest unit.
     pub min_payout_cents: i64,
 }
 
 impl ProgramTerms {
-    /// The terms of `program` for a partner whose group's sale reward is `sale`.
-    pub fn of(program: &Program, rewards: &Rewards) -> ProgramTerms {
+    /// The terms of `program` for a partner whose group has `rewards` and its own hold of
+    /// `hold_days` (`None`: the program's).
+    pub fn of(program: &Program, rewards: &Rewards, hold_days: Option<i64>) -> ProgramTerms {
         let sale = rewards.sale.as_ref();
         let sale_modifiers = sale
             .map(|r| r.words(RewardKind::Sale, &program.currency))
@@ -79,7 +81,7 @@ impl ProgramTerms {
             modifiers: sale_modifiers.chain(lead).collect(),
             cookie_window_days: program.cookie_window_days,
             recurring_commission_months: sale.and_then(|r| r.max_duration_months),
-            commission_hold_days: program.commission_hold_days,
+            commission_hold_days: hold_days.unwrap_or(program.commission_hold_days),
             min_payout_cents: program.min_payout_cents,
         }
     }

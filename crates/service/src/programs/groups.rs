@@ -44,23 +44,13 @@ pub fn rewards_of(value: &serde_json::Value) -> Result<Rewards> {
     Rewards::from_json(value, "rewards").map_err(|e| Error::invalid(e.to_string()))
 }
 
-/// A group's own hold, which commissions do not follow yet: the program's hold applies
-/// to every group, so any value is refused rather than stored and silently ignored.
-fn group_hold(days: i64) -> Result<i64> {
-    hold_days(days)?;
-    Err(Error::invalid(
-        "commission_hold_days: a group's own hold is not available yet; send null \
-         (the program's hold applies to every group)",
-    ))
-}
-
 impl GroupBody {
     /// Every field the body gets wrong, in the form's order.
     pub fn problems(&self) -> Vec<String> {
         refusals([
             Some(name("name", &self.name, MAX_GROUP_NAME).map(drop)),
             self.rewards.as_ref().map(|r| rewards_of(r).map(drop)),
-            self.commission_hold_days.map(|d| group_hold(d).map(drop)),
+            self.commission_hold_days.map(|d| hold_days(d).map(drop)),
         ])
     }
 }
@@ -95,7 +85,7 @@ impl App {
             program_id,
             name: name("name", &b.name, MAX_GROUP_NAME)?,
             rewards: b.rewards.as_ref().map(rewards_of).transpose()?,
-            commission_hold_days: b.commission_hold_days.map(group_hold).transpose()?,
+            commission_hold_days: b.commission_hold_days.map(hold_days).transpose()?,
         };
         self.program(program_id).await?;
         let at = self.now_ms();
@@ -135,7 +125,7 @@ impl App {
             rewards: b.rewards.as_ref().map(rewards_of).transpose()?,
             commission_hold_days: b
                 .commission_hold_days
-                .map(|d| d.map(group_hold).transpose())
+                .map(|d| d.map(hold_days).transpose())
                 .transpose()?,
         };
         let at = self.now_ms();

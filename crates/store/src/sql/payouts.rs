@@ -20,9 +20,14 @@ use crate::payouts::{PayoutReads, PayoutTx};
 use reftrack_domain::lifecycle::{self, CommissionState};
 use reftrack_domain::status::{CommissionStatus, PayoutStatus};
 
+/// A commission `c`'s hold: its group's own, else its program `p`'s.
+fn hold_now() -> String {
+    rules::hold_of("c.", &rules::hold_ms("p."))
+}
+
 /// A commission `c`'s status at `$1`, its program `p` joined.
 pub(super) fn status_now() -> String {
-    rules::status_at("c.", &rules::hold_ms("p."), "$1")
+    rules::status_at("c.", &hold_now(), "$1")
 }
 
 /// The pending, approved and paid sums of commissions `c` (net of what refunds took
@@ -120,7 +125,7 @@ pub(super) async fn payout_with_items<DB: Engine>(
 /// The commission rows of [`commission_row`], `$1` being now; a `WHERE` follows.
 fn select_commissions() -> String {
     let status = status_now();
-    let approved_at = rules::approved_at("c.", &rules::hold_ms("p."), "$1");
+    let approved_at = rules::approved_at("c.", &hold_now(), "$1");
     format!(
         "SELECT c.id, c.partner_id, c.sale_id, s.processor_event_id AS transaction_id, \
          c.kind, c.group_id, c.description, \
@@ -281,14 +286,25 @@ impl<DB: Engine> PayoutReads for SqlStore<DB> {
     }
 }
 
-/// Whether a commission (its columns prefixed by `prefix`) is due and no payout holds it,
-/// in the program's currency `$4`: recorded as approved, or pending past its hold (`$5`
-/// milliseconds before now, `$1`) and not waiting for an owner.
+/// Whether a commission (its columns prefixed by `prefix`, `""` for the unaliased table) is
+/// due and no payout holds it, in the program's currency `$4`: recorded as approved, or
+/// pending past its hold (its group's own, else the program's `$5` milliseconds, before
+/// now, `$1`) and not waiting for an owner.
 fn due_unheld(prefix: &str) -> String {
     format!(
         "{prefix}currency = $4 AND {}",
-        rules::payout_may_take(prefix, "$5", "$1")
+        rules::payout_may_take(prefix, &rules::hold_of(qualified(prefix), "$5"), "$1")
     )
+}
+
+/// The prefix that names a commission's columns inside a subquery: the alias, or the
+/// table's name when it has none.
+fn qualified(prefix: &str) -> &str {
+    if prefix.is_empty() {
+        "commissions."
+    } else {
+        prefix
+    }
 }
 
 #[async_trait]
@@ -375,11 +391,23 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
         now: i64,
         most: Option<i64>,
     ) -> StoreResult<Vec<i64>> {
+        // The program's hold is `$1`; a commission whose group has its own follows that.
+        // The shortest hold of the program's commissions bounds `created_at` as well, so
+        // that the index on (program, created_at) of pending commissions serves the job.
+        let shortest: Option<i64> = stmt::<DB>(
+            "SELECT MIN(commission_hold_days) FROM partner_groups WHERE program_id = $1",
+        )
+        .bind(program_id)
+        .scalar(&mut *self.conn)
+        .await?;
+        let shortest = shortest.map_or(hold_ms, |d| lifecycle::hold_ms(d).min(hold_ms));
+        let bound = if most.is_some() { "$5" } else { "$4" };
+        let hold = rules::hold_of("commissions.", "$1");
         let due = format!(
-            "program_id = $3 AND {}",
-            rules::approved_by_hold("", "$1", "$2")
+            "program_id = $3 AND created_at <= $2 - {bound} AND {}",
+            rules::approved_by_hold("", &hold, "$2")
         );
-        let approved_at = rules::approved_at("", "$1", "$2");
+        let approved_at = rules::approved_at("", &hold, "$2");
         let sql = match most {
             None => format!(
                 "UPDATE commissions SET status = 'approved', approved_at = {approved_at}, \
@@ -395,6 +423,7 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
         if let Some(most) = most {
             query = query.bind(most);
         }
+        let query = query.bind(shortest);
         Ok(query.scalar_all(&mut *self.conn).await?)
     }
 
@@ -443,7 +472,7 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
         now: i64,
     ) -> StoreResult<u64> {
         let (due, due_c) = (due_unheld(""), due_unheld("c."));
-        let approved_at = rules::approved_at("", "$5", "$1");
+        let approved_at = rules::approved_at("", &rules::hold_of("commissions.", "$5"), "$1");
         let pays = rules::payout_pays(
             "pp.status",
             "pa.payout_email",

@@ -20,6 +20,25 @@ pub fn hold_ms(p: &str) -> String {
     format!("({p}commission_hold_days * {DAY_MS})")
 }
 
+/// The hold in milliseconds of a commission whose group's own hold is `group_days` days
+/// (NULL: none), in a program whose hold is `program_ms`:
+/// [`lifecycle::commission_hold_ms`](reftrack_domain::lifecycle::commission_hold_ms).
+pub fn commission_hold(group_days: &str, program_ms: &str) -> String {
+    format!("COALESCE({group_days} * {DAY_MS}, {program_ms})")
+}
+
+/// The own hold in days of commission `c`'s group, NULL when it has none (or the
+/// commission has no group): the `group_days` of [`commission_hold`].
+pub fn group_hold_days(c: &str) -> String {
+    format!("(SELECT g.commission_hold_days FROM partner_groups g WHERE g.id = {c}group_id)")
+}
+
+/// The hold of commission `c` (`"commissions."` for an unaliased table) in its program,
+/// whose hold is `program_ms`: its group's own hold, else the program's.
+pub fn hold_of(c: &str, program_ms: &str) -> String {
+    commission_hold(&group_hold_days(c), program_ms)
+}
+
 /// The day number of the timestamp `at` (milliseconds), which
 /// [`time::day_of`](reftrack_domain::time::day_of) names: days since the epoch, UTC.
 pub fn day_number(at: &str) -> String {

@@ -106,6 +106,26 @@ async fn hold_and_day<DB: Engine>(conn: &mut DB::Connection) {
         let got: i64 = stmt::<DB>(&sql).bind(days).scalar(conn).await.unwrap();
         assert_eq!(got, lifecycle::hold_ms(days), "hold_ms of {days} days");
     }
+    let sql = format!(
+        "SELECT {} FROM (SELECT CAST($1 AS BIGINT) AS own, CAST($2 AS BIGINT) AS program) h",
+        commission_hold("h.own", "h.program")
+    );
+    for group in [None, Some(0), Some(7), Some(365)] {
+        for program_days in [0, 30] {
+            let program = lifecycle::hold_ms(program_days);
+            let got: i64 = stmt::<DB>(&sql)
+                .bind(group)
+                .bind(program)
+                .scalar(conn)
+                .await
+                .unwrap();
+            let rust = lifecycle::commission_hold_ms(group, program);
+            assert_eq!(
+                got, rust,
+                "commission_hold of {group:?} and {program_days} days"
+            );
+        }
+    }
     let sql = format!("SELECT {}", day_number("$1"));
     for at in [
         0,

@@ -1,5 +1,5 @@
 //! A program's partner groups, under its Partners tab: the list (each group's reward in
-//! words, its partners, a new group), and a group's page (its name and rewards
+//! words, its partners, a new group), and a group's page (its name, hold and rewards
 //! with its modifiers in a form that works without script, each refused input marked
 //! beside it; its deletion). The rules are the service's
 //! ([`reftrack_service::programs::groups`]).
@@ -48,6 +48,8 @@ struct GroupRow {
     partners: i64,
     /// Its rewards in a partner's words, the sale reward's base first.
     words: Vec<String>,
+    /// Its hold in days, or the program's.
+    hold: String,
 }
 
 #[derive(Template)]
@@ -73,6 +75,9 @@ async fn groups_page(s: &AppState, frame: Frame) -> app::Result<GroupsPage> {
                 is_default: g.is_default,
                 partners: g.partner_count,
                 words: reward_words(&group_rewards(g), &currency),
+                hold: g
+                    .commission_hold_days
+                    .map_or_else(|| "the program's".into(), |d| format!("{d} days")),
             })
             .collect(),
         name: Field::new("name", "Name"),
@@ -126,6 +131,7 @@ struct GroupPage {
     is_default: bool,
     partners: i64,
     name: Field,
+    hold: Field,
     reward: RewardForm,
     form_error: Option<String>,
     /// The program's currency, for the amounts' hint.
@@ -148,6 +154,11 @@ fn group_page(frame: Frame, g: &Group) -> GroupPage {
         is_default: g.is_default,
         partners: g.partner_count,
         name: Field::new("name", "Name").with(g.name.clone()),
+        hold: Field::new("commission_hold_days", "Hold (days)").with(
+            g.commission_hold_days
+                .map(|d| d.to_string())
+                .unwrap_or_default(),
+        ),
         reward: {
             let r = group_rewards(g);
             RewardForm::of(r.sale.as_ref(), r.lead.as_ref(), &currency)
@@ -171,7 +182,7 @@ pub(super) async fn detail(
     Ok(ok(&group_page(frame, &g)))
 }
 
-/// `POST /app/programs/{id}/groups/{group_id}`: its name and rewards; a refusal
+/// `POST /app/programs/{id}/groups/{group_id}`: its name, hold and rewards; a refusal
 /// shows the form as sent with the error beside its input, and nothing is stored.
 pub(super) async fn save(
     State(s): State<AppState>,
@@ -186,21 +197,34 @@ pub(super) async fn save(
     let caller = frame.caller.clone();
     let mut page = group_page(frame, &g);
     page.name = page.name.with(form.get("name"));
+    page.hold = page.hold.with(form.get("commission_hold_days"));
     page.reward = RewardForm::posted(&form);
+    let hold = match form.text("commission_hold_days") {
+        None => Some(None),
+        Some(d) => match d.parse::<i64>() {
+            Ok(d) => Some(Some(d)),
+            Err(_) => {
+                page.hold.error = Some(
+                    "Enter a whole number of days, or leave it empty for the program's".into(),
+                );
+                None
+            }
+        },
+    };
     let read = rewards_of(&form, &currency);
     if let Err(errors) = &read {
         for (name, message) in errors {
             page.reward.refuse(name, message);
         }
     }
-    let Ok((rewards, origin)) = read else {
+    let (Ok((rewards, origin)), Some(hold)) = (read, hold) else {
         page.form_error = Some("Some fields need a change: see below.".into());
         return Ok(render(StatusCode::BAD_REQUEST, &page));
     };
     let b = GroupPatchBody {
         name: Some(form.get("name")),
         rewards: Some(rewards),
-        commission_hold_days: None,
+        commission_hold_days: Some(hold),
     };
     let refused = match s.app.update_group(&caller, group_id, b).await.refused()? {
         Ok(_) => return Ok(done(&group_href(id, group_id), "group-saved")),
@@ -211,6 +235,7 @@ pub(super) async fn save(
         _ if refused.starts_with("name") || refused.contains("group with this name") => {
             page.name.error = Some(refused);
         }
+        _ if refused.starts_with("commission_hold_days") => page.hold.error = Some(refused),
         _ => page.form_error = Some(refused),
     }
     if page.reward.has_errors() && page.form_error.is_none() {
