@@ -182,10 +182,24 @@ pub enum AdminCommand {
     },
     /// Show a partner group.
     GetGroup { id: i64 },
-    /// Change a partner group: [name=…] [rewards:='{…}']
+    /// Change a partner group: [name=…] [rewards:='{…}'] [commission_hold_days:=N|null]
     UpdateGroup { id: i64, fields: Vec<String> },
     /// Delete a partner group (not the default one, and only once it has no partners).
     DeleteGroup { id: i64 },
+    /// List a program's bounties, newest first.
+    ListBounties { program_id: i64 },
+    /// Create a bounty: name=… metric=sales|leads|revenue_cents threshold:=N
+    /// amount_cents:=N [group_ids:='[1,2]'] [starts_at=2026-12-01] [ends_at=…]
+    AddBounty {
+        program_id: i64,
+        fields: Vec<String>,
+    },
+    /// Show a bounty.
+    GetBounty { id: i64 },
+    /// Change a bounty: any field of add-bounty (starts_at:=null, ends_at:=null clear them).
+    UpdateBounty { id: i64, fields: Vec<String> },
+    /// Archive a bounty: it makes no new awards.
+    ArchiveBounty { id: i64 },
     /// Change a partner's status in a program, or move it to another group:
     /// [status=approved|rejected|banned|pending] [group_id:=N]
     SetPartnerStatus {
@@ -483,6 +497,15 @@ impl AdminCommand {
                 answer(app.update_group(caller, id, body(&fields)?).await)
             }
             DeleteGroup { id } => answer(app.delete_group(caller, id).await),
+            ListBounties { program_id } => answer(app.list_bounties(caller, program_id).await),
+            AddBounty { program_id, fields } => {
+                answer(app.create_bounty(caller, program_id, body(&fields)?).await)
+            }
+            GetBounty { id } => answer(app.bounty(caller, id).await),
+            UpdateBounty { id, fields } => {
+                answer(app.update_bounty(caller, id, body(&fields)?).await)
+            }
+            ArchiveBounty { id } => answer(app.archive_bounty(caller, id).await),
             AddWebhook { program_id, fields } => {
                 answer(app.create_webhook(caller, program_id, body(&fields)?).await)
             }

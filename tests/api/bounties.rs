@@ -498,3 +498,63 @@ async fn two_processes_award_a_bounty_once() {
     })
     .await;
 }
+
+/// `reftrack admin list-bounties`, `add-bounty`, `get-bounty`, `update-bounty` and
+/// `archive-bounty` call the API's operations, with its refusals.
+#[tokio::test]
+async fn cli_manages_bounties() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
+    let env = [("REFTRACK_DATABASE_URL", db.as_str())];
+    let run = |args: &[&str]| {
+        let (ok, text) = crate::common::server::outcome(
+            crate::common::server::command(&env).arg("admin").args(args),
+        );
+        (
+            ok,
+            serde_json::from_str::<Value>(&text).unwrap_or(json!({"text": text})),
+        )
+    };
+    let migrated = crate::common::server::command(&env)
+        .arg("migrate")
+        .status()
+        .unwrap();
+    assert!(migrated.success());
+    assert!(run(&["create-workspace", "name=W"]).0);
+    assert!(run(&["create-program", "workspace_id:=1", "name=P"]).0);
+    let (ok, out) = run(&[
+        "add-bounty",
+        "1",
+        "name=Ten sales",
+        "metric=sales",
+        "threshold:=10",
+        "amount_cents:=5000",
+        "starts_at=2026-12-01",
+    ]);
+    assert!(ok, "{out}");
+    assert_eq!(out["starts_at"], "2026-12-01T00:00:00.000Z");
+    let id = out["id"].as_i64().unwrap().to_string();
+    let (ok, out) = run(&[
+        "add-bounty",
+        "1",
+        "name=x",
+        "metric=clicks",
+        "threshold:=1",
+        "amount_cents:=1",
+    ]);
+    assert!(!ok);
+    assert!(out.to_string().contains("metric"), "{out}");
+    let (ok, out) = run(&["update-bounty", &id, "threshold:=12", "starts_at:=null"]);
+    assert!(ok, "{out}");
+    assert_eq!(out["threshold"], 12);
+    assert_eq!(out["starts_at"], Value::Null);
+    let (ok, out) = run(&["list-bounties", "1"]);
+    assert!(ok);
+    assert_eq!(out["data"][0]["name"], "Ten sales");
+    let (ok, out) = run(&["archive-bounty", &id]);
+    assert!(ok);
+    assert_eq!(out["archived"], true);
+    let (ok, out) = run(&["get-bounty", &id]);
+    assert!(ok);
+    assert_eq!(out["archived"], true);
+}

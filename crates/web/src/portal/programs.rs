@@ -11,7 +11,7 @@ use super::view::{
     PageResult, Posted, ProgramId, Query, Section,
 };
 use crate::downloads::csv_stream;
-use crate::pages::view::{commission_what, share_text, COMMISSION_STATUSES};
+use crate::pages::view::{commission_what, kind_label, share_text, COMMISSION_STATUSES};
 use crate::AppState;
 use reftrack_domain::money::display_amount;
 use reftrack_domain::status::{CommissionFlag, LinkStatus};
@@ -222,6 +222,8 @@ struct CommissionView {
     created: Moment,
     /// What it is for: the rule that made it in words, else its kind.
     what: String,
+    /// Its kind in words: sale, lead, bonus, bounty or a refund taken back.
+    kind: &'static str,
     transaction_id: Option<String>,
     amount: String,
     status: &'static str,
@@ -276,6 +278,7 @@ pub(super) async fn commissions(
         .map(|c| CommissionView {
             created: Moment::of(c.created_at),
             what: commission_what(&c),
+            kind: kind_label(c.kind),
             amount: display_amount(c.amount_cents, &c.currency),
             status: c.status.as_str(),
             clawback: c.kind.as_str() == "clawback",

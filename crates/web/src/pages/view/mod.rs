@@ -149,19 +149,23 @@ pub const COMMISSION_STATUSES: [(&str, &str); 6] = [
     ("rejected", "Rejected"),
 ];
 
+/// A commission's kind in words.
+pub fn kind_label(kind: reftrack_domain::status::CommissionKind) -> &'static str {
+    use reftrack_domain::status::CommissionKind;
+    match kind {
+        CommissionKind::Sale => "Sale",
+        CommissionKind::Lead => "Lead",
+        CommissionKind::Bonus => "Bonus",
+        CommissionKind::Bounty => "Bounty",
+        CommissionKind::Clawback => "Refund taken back",
+    }
+}
+
 /// What a commission is for, in words: its description, else its kind's.
 pub fn commission_what(c: &reftrack_store::CommissionRow) -> String {
-    use reftrack_domain::status::CommissionKind;
-    c.description.clone().unwrap_or_else(|| {
-        match c.kind {
-            CommissionKind::Clawback => "Refund taken back",
-            CommissionKind::Lead => "Lead",
-            CommissionKind::Bonus => "Bonus",
-            CommissionKind::Bounty => "Bounty",
-            CommissionKind::Sale => "Sale",
-        }
-        .to_string()
-    })
+    c.description
+        .clone()
+        .unwrap_or_else(|| kind_label(c.kind).to_string())
 }
 
 /// What a partner shares for its link `short_link` in a program whose site is at
