@@ -110,6 +110,10 @@ async fn bounties_are_created_changed_and_archived_by_their_rules(app: TestApp) 
             "ends_at",
         ),
         (json!({"group_ids": [foreign_group]}), "group_ids"),
+        (
+            json!({"group_ids": (1..=101).collect::<Vec<i64>>()}),
+            "group_ids",
+        ),
     ] {
         let mut body = ok.clone();
         for (k, v) in change.as_object().unwrap() {

@@ -22,7 +22,7 @@ pub struct BountyBody {
     pub threshold: i64,
     /// What it pays, in the program's currency's minor units (1 to 100000000).
     pub amount_cents: i64,
-    /// The groups whose partners may earn it; empty or absent: every group.
+    /// The groups whose partners may earn it (at most 100); empty or absent: every group.
     #[serde(default)]
     pub group_ids: Option<Vec<i64>>,
     /// When it starts counting: an RFC 3339 date-time or a date (its midnight UTC);
@@ -125,7 +125,7 @@ impl App {
             metric: metric(&b.metric)?,
             threshold: b.threshold,
             amount_cents: b.amount_cents,
-            group_ids: dedup(b.group_ids.unwrap_or_default()),
+            group_ids: dedup(b.group_ids.unwrap_or_default())?,
             starts_at: instant("starts_at", b.starts_at.as_deref())?,
             ends_at: instant("ends_at", b.ends_at.as_deref())?,
         };
@@ -203,6 +203,7 @@ impl App {
             .map(|n| name("name", n, bounties::MAX_NAME))
             .transpose()?;
         let metric_of = b.metric.as_deref().map(metric).transpose()?;
+        let groups_of = b.group_ids.map(dedup).transpose()?;
         let starts = b
             .starts_at
             .map(|s| instant("starts_at", s.as_deref()))
@@ -234,8 +235,8 @@ impl App {
                 if let Some(a) = b.amount_cents {
                     new.amount_cents = a;
                 }
-                if let Some(g) = b.group_ids {
-                    new.group_ids = dedup(g);
+                if let Some(g) = groups_of {
+                    new.group_ids = g;
                 }
                 if let Some(s) = starts {
                     new.starts_at = s;
@@ -334,10 +335,19 @@ impl App {
     }
 }
 
-/// `ids` without repeats, in their order.
-fn dedup(ids: Vec<i64>) -> Vec<i64> {
+/// The most groups a bounty names.
+pub const MAX_BOUNTY_GROUPS: usize = 100;
+
+/// `ids` without repeats, in their order; 400 past [`MAX_BOUNTY_GROUPS`].
+fn dedup(ids: Vec<i64>) -> Result<Vec<i64>> {
     let mut seen = std::collections::HashSet::new();
-    ids.into_iter().filter(|id| seen.insert(*id)).collect()
+    let ids: Vec<i64> = ids.into_iter().filter(|id| seen.insert(*id)).collect();
+    if ids.len() > MAX_BOUNTY_GROUPS {
+        return Err(Error::invalid(format!(
+            "group_ids must name at most {MAX_BOUNTY_GROUPS} groups"
+        )));
+    }
+    Ok(ids)
 }
 
 /// 400 when a group of `group_ids` is not one of the program's.
