@@ -168,13 +168,13 @@ async fn lead_commission(tx: &mut dyn Tx, deltas: &mut Deltas, l: Lead<'_>) -> R
     let Some(standing) = tx.partner_standing(l.partner_id, program_id, false).await? else {
         return Ok(());
     };
-    if !commission::partner_earns(standing.status) {
+    let lead_reward = standing.group.rewards.lead.as_ref();
+    if !commission::partner_earns(standing.status) || lead_reward.is_none() {
         return Ok(());
     }
     let Some(program) = tx.sale_program(program_id).await? else {
         return Ok(());
     };
-    let lead_reward = standing.group.rewards.lead.as_ref();
     let Some(earned) = rewards::lead_reward(lead_reward, &program.currency) else {
         return Ok(());
     };
