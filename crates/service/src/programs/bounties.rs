@@ -187,6 +187,12 @@ impl App {
         Ok(out)
     }
 
+    /// The partners that earned a bounty the caller may read, first earner first.
+    pub async fn bounty_earners(&self, caller: &Caller, id: i64) -> Result<Vec<BountyEarner>> {
+        self.allow(caller, Record::Bounty(id), Access::Read).await?;
+        Ok(self.store.bounty_earners(id).await?)
+    }
+
     /// Changes a bounty's fields. The change applies to the events recorded from now on;
     /// the awards made stay. An archived bounty is not changed (409).
     pub async fn update_bounty(

@@ -18,7 +18,9 @@ pub(super) async fn count_bounties(
     at: i64,
 ) -> Result<()> {
     let bounties = tx.live_bounties(program_id).await?;
+    // Read once, and only when a bounty is reached.
     let mut standing = None;
+    let mut program = None;
     for b in bounties.iter().filter(|b| b.counts_at(at)) {
         let step = progress.step(b.metric);
         if step == 0 {
@@ -36,7 +38,10 @@ pub(super) async fn count_bounties(
         if !b.awards(s.group.group_id, approved, value, earned) {
             continue;
         }
-        let Some(program) = tx.sale_program(program_id).await? else {
+        if program.is_none() {
+            program = tx.sale_program(program_id).await?;
+        }
+        let Some(program) = program.as_ref() else {
             continue;
         };
         let description = rewards::bounty_description(&b.name);

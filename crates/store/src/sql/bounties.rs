@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::engine::{stmt, Engine, Rec};
 use super::write::WriteConnection;
-use super::SqlStore;
+use super::{params, SqlStore};
 use crate::bounties::{BountyEarner, BountyRow, BountyStore, BountyTx, NewBounty, PartnerBounty};
 use crate::error::{StoreError, StoreResult};
 use reftrack_domain::bounties::{Bounty, Metric};
@@ -227,17 +227,24 @@ impl<DB: Engine> BountyTx for WriteConnection<DB> {
         program_id: i64,
         group_ids: &[i64],
     ) -> StoreResult<Vec<i64>> {
-        let mut foreign = Vec::new();
-        for &id in group_ids {
-            let ours = stmt::<DB>("SELECT 1 FROM partner_groups WHERE id = $1 AND program_id = $2")
-                .bind(id)
-                .bind(program_id)
-                .has_row(&mut *self.conn)
-                .await?;
-            if !ours {
-                foreign.push(id);
-            }
+        if group_ids.is_empty() {
+            return Ok(Vec::new());
         }
+        // One statement for the list, as the payout statements read their partners.
+        let sql = format!(
+            "SELECT id FROM partner_groups WHERE program_id = $1 AND id IN ({})",
+            params(2, group_ids.len())
+        );
+        let mut q = stmt::<DB>(&sql).bind(program_id);
+        for id in group_ids {
+            q = q.bind(*id);
+        }
+        let ours: Vec<i64> = q.scalar_all(&mut *self.conn).await?;
+        let foreign = group_ids
+            .iter()
+            .copied()
+            .filter(|id| !ours.contains(id))
+            .collect();
         Ok(foreign)
     }
 }

@@ -19,7 +19,7 @@ use reftrack_domain::money::{major_units_text, parse_major_units};
 use reftrack_domain::time::day_of;
 use reftrack_service as app;
 use reftrack_service::programs::bounties::{BountyBody, BountyPatchBody};
-use reftrack_store::{BountyRow, Group, Record};
+use reftrack_store::{BountyEarner, BountyRow, Group, Record};
 
 fn list_href(id: i64) -> String {
     format!("/app/programs/{id}/bounties")
@@ -261,6 +261,14 @@ fn card(
     }
 }
 
+/// The partners that earned a bounty, as its card lists them.
+fn earner_rows(earners: Vec<BountyEarner>) -> Vec<(i64, String, Moment)> {
+    earners
+        .into_iter()
+        .map(|e| (e.partner_id, e.partner_name, Moment::of(e.earned_at)))
+        .collect()
+}
+
 async fn bounties_page(s: &AppState, frame: Frame) -> app::Result<BountiesPage> {
     let currency = frame.program.currency.clone();
     let groups = s
@@ -273,21 +281,8 @@ async fn bounties_page(s: &AppState, frame: Frame) -> app::Result<BountiesPage> 
         .bounties_with_earners(&frame.caller, frame.program.id)
         .await?;
     let bounties = listed
-        .iter()
-        .map(|b| {
-            let earners = b
-                .earners
-                .iter()
-                .map(|e| {
-                    (
-                        e.partner_id,
-                        e.partner_name.clone(),
-                        Moment::of(e.earned_at),
-                    )
-                })
-                .collect();
-            card(&b.bounty, earners, &groups, &currency)
-        })
+        .into_iter()
+        .map(|b| card(&b.bounty, earner_rows(b.earners), &groups, &currency))
         .collect();
     Ok(BountiesPage {
         bounties,
@@ -347,19 +342,7 @@ async fn bounty_page(s: &AppState, frame: Frame, b: &BountyRow) -> app::Result<B
         .list_groups(&frame.caller, frame.program.id)
         .await?
         .data;
-    let earners = s
-        .app
-        .bounties_with_earners(&frame.caller, frame.program.id)
-        .await?
-        .into_iter()
-        .find(|x| x.bounty.id == b.id)
-        .map(|x| {
-            x.earners
-                .into_iter()
-                .map(|e| (e.partner_id, e.partner_name, Moment::of(e.earned_at)))
-                .collect()
-        })
-        .unwrap_or_default();
+    let earners = earner_rows(s.app.bounty_earners(&frame.caller, b.id).await?);
     Ok(BountyPage {
         id: b.id,
         card: card(b, earners, &groups, &currency),
