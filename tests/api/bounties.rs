@@ -73,15 +73,6 @@ async fn mine(app: &TestApp, auth: &str, program_id: i64) -> Vec<Value> {
         .clone()
 }
 
-#[track_caller]
-fn assert_clean(r: &reftrack::verify::Report) {
-    assert!(
-        r.ok(),
-        "verify found problems: {}",
-        serde_json::to_string_pretty(&r.to_json()).unwrap()
-    );
-}
-
 on_both_backends!(bounties_are_created_changed_and_archived_by_their_rules);
 async fn bounties_are_created_changed_and_archived_by_their_rules(app: TestApp) {
     let seed = app.seed().await;
@@ -508,22 +499,13 @@ async fn two_processes_award_a_bounty_once() {
 #[tokio::test]
 async fn cli_manages_bounties() {
     let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
-    let env = [("REFTRACK_DATABASE_URL", db.as_str())];
+    let db = crate::common::server::migrated_cli_db(dir.path());
     let run = |args: &[&str]| {
-        let (ok, text) = crate::common::server::outcome(
-            crate::common::server::command(&env).arg("admin").args(args),
-        );
-        (
-            ok,
-            serde_json::from_str::<Value>(&text).unwrap_or(json!({"text": text})),
-        )
+        let admin: Vec<&str> = std::iter::once("admin")
+            .chain(args.iter().copied())
+            .collect();
+        crate::common::server::cli(&db, &admin)
     };
-    let migrated = crate::common::server::command(&env)
-        .arg("migrate")
-        .status()
-        .unwrap();
-    assert!(migrated.success());
     assert!(run(&["create-workspace", "name=W"]).0);
     assert!(run(&["create-program", "workspace_id:=1", "name=P"]).0);
     let (ok, out) = run(&[

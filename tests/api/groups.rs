@@ -625,20 +625,13 @@ async fn concurrent_sales_count_each_earlier_sale_exactly_once(app: TestApp) {
 #[tokio::test]
 async fn cli_manages_groups() {
     let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
+    let db = crate::common::server::migrated_cli_db(dir.path());
     let run = |args: &[&str]| {
-        let (ok, text) = crate::common::server::outcome(
-            crate::common::server::command(&[("REFTRACK_DATABASE_URL", db.as_str())])
-                .arg("admin")
-                .args(args),
-        );
-        (ok, serde_json::from_str::<Value>(&text).unwrap())
+        let admin: Vec<&str> = std::iter::once("admin")
+            .chain(args.iter().copied())
+            .collect();
+        crate::common::server::cli(&db, &admin)
     };
-    let migrated = crate::common::server::command(&[("REFTRACK_DATABASE_URL", db.as_str())])
-        .arg("migrate")
-        .status()
-        .unwrap();
-    assert!(migrated.success());
     assert!(run(&["create-workspace", "name=W"]).0);
     assert!(run(&["create-program", "workspace_id:=1", "name=P"]).0);
     assert!(run(&["create-partner", "name=A", "code=a"]).0);

@@ -97,15 +97,6 @@ async fn created_events(app: &TestApp) -> i64 {
         .await
 }
 
-#[track_caller]
-fn assert_clean(r: &reftrack::verify::Report) {
-    assert!(
-        r.ok(),
-        "verify found problems: {}",
-        serde_json::to_string_pretty(&r.to_json()).unwrap()
-    );
-}
-
 on_both_backends!(a_lead_reward_pays_each_customers_first_lead_once);
 async fn a_lead_reward_pays_each_customers_first_lead_once(app: TestApp) {
     let seed = app.seed().await;
@@ -405,19 +396,14 @@ async fn a_bonus_is_due_at_once_and_paid_with_the_next_payout(app: TestApp) {
 #[tokio::test]
 async fn the_command_line_gives_a_bonus() {
     let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
-    let env = [("REFTRACK_DATABASE_URL", db.as_str())];
+    let db = crate::common::server::migrated_cli_db(dir.path());
     let admin = |args: &[&str]| {
-        let (ok, text) = crate::common::server::outcome(
-            crate::common::server::command(&env).arg("admin").args(args),
-        );
-        assert!(ok, "{text}");
+        let admin: Vec<&str> = std::iter::once("admin")
+            .chain(args.iter().copied())
+            .collect();
+        let (ok, out) = crate::common::server::cli(&db, &admin);
+        assert!(ok, "{out}");
     };
-    let migrated = crate::common::server::command(&env)
-        .arg("migrate")
-        .status()
-        .unwrap();
-    assert!(migrated.success());
     admin(&["create-workspace", "name=W"]);
     admin(&["create-program", "workspace_id:=1", "name=P"]);
     admin(&["create-partner", "name=A", "code=a"]);
@@ -428,24 +414,26 @@ async fn the_command_line_gives_a_bonus() {
         "status=approved",
     ]);
     let bonus = |amount: &str| {
-        crate::common::server::outcome(crate::common::server::command(&env).args([
-            "commissions",
-            "bonus",
-            "1",
-            "1",
-            "--amount-cents",
-            amount,
-            "--description",
-            "Webinar",
-        ]))
+        crate::common::server::cli(
+            &db,
+            &[
+                "commissions",
+                "bonus",
+                "1",
+                "1",
+                "--amount-cents",
+                amount,
+                "--description",
+                "Webinar",
+            ],
+        )
     };
-    let (ok, text) = bonus("700");
-    assert!(ok, "{text}");
-    let row: Value = serde_json::from_str(&text).unwrap();
+    let (ok, row) = bonus("700");
+    assert!(ok, "{row}");
     assert_eq!(row["kind"], "bonus");
     assert_eq!(row["amount_cents"], 700);
     assert_eq!(row["description"], "Bonus: Webinar");
-    let (ok, text) = bonus("0");
+    let (ok, out) = bonus("0");
     assert!(!ok);
-    assert!(text.contains("amount_cents"), "{text}");
+    assert!(out.to_string().contains("amount_cents"), "{out}");
 }

@@ -13,15 +13,6 @@ async fn report(app: &TestApp) -> reftrack::verify::Report {
     reftrack::verify::check(&*app.store).await.unwrap()
 }
 
-#[track_caller]
-fn assert_clean(r: &reftrack::verify::Report) {
-    assert!(
-        r.ok(),
-        "verify found problems: {}",
-        serde_json::to_string_pretty(&r.to_json()).unwrap()
-    );
-}
-
 async fn lead(app: &TestApp, token: &str, click_id: &str, key: &str) {
     app.post_auth(
         LEAD,

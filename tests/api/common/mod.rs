@@ -574,6 +574,16 @@ pub async fn reftrack_exec(url: &str, sql: &str) {
     }
 }
 
+/// Asserts that `reftrack verify` found nothing wrong, printing what it found otherwise.
+#[track_caller]
+pub fn assert_clean(r: &reftrack::verify::Report) {
+    assert!(
+        r.ok(),
+        "verify found problems: {}",
+        serde_json::to_string_pretty(&r.to_json()).unwrap()
+    );
+}
+
 /// What [`TestApp::seed`] created.
 #[derive(Debug, Clone)]
 pub struct Seed {

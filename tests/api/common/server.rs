@@ -21,6 +21,25 @@ pub struct Server {
     readers: Vec<std::thread::JoinHandle<()>>,
 }
 
+/// A SQLite database in `dir`, migrated by the binary, for the command-line tests: its URL.
+pub fn migrated_cli_db(dir: &std::path::Path) -> String {
+    let db = format!("sqlite://{}", dir.join("cli.db").display());
+    let migrated = command(&[("REFTRACK_DATABASE_URL", db.as_str())])
+        .arg("migrate")
+        .status()
+        .unwrap();
+    assert!(migrated.success());
+    db
+}
+
+/// `reftrack ARGS` on the database `db`: whether it succeeded, and what it printed (its
+/// output on success, else its error) as JSON, `{"text": …}` when that is not JSON.
+pub fn cli(db: &str, args: &[&str]) -> (bool, serde_json::Value) {
+    let (ok, text) = outcome(command(&[("REFTRACK_DATABASE_URL", db)]).args(args));
+    let out = serde_json::from_str(&text).unwrap_or(serde_json::json!({ "text": text }));
+    (ok, out)
+}
+
 /// A command for the binary with no `REFTRACK_*` variable but those given.
 pub fn command(env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(BIN);
