@@ -37,6 +37,8 @@ pub enum Command {
     Commissions(crate::cli::payouts::CommissionsArgs),
     /// Payouts: create, list, show, mark-paid, cancel, export (CSV, PayPal, Wise).
     Payouts(crate::cli::payouts::PayoutsArgs),
+    /// Exchange rates: import the European Central Bank's reference-rate CSV.
+    Rates(crate::cli::rates::RatesArgs),
     /// Recompute every rollup and counter from the raw events and check cross-record
     /// invariants; prints a JSON report and exits non-zero when anything drifted.
     Verify(DatabaseArgs),

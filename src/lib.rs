@@ -110,6 +110,7 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
         ),
     }
     let approvals = tokio::spawn(record_approvals(app.clone()));
+    let conversions = tokio::spawn(convert_waiting_sales(app.clone()));
     let webhooks = crate::app::webhooks::worker::Worker::spawn(app.clone());
     let mut state = AppState::new(app, clients)
         .with_rate_limits(args.rate_limits)
@@ -162,6 +163,7 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
         }
     };
     approvals.abort();
+    conversions.abort();
     if let Some(server) = metrics_server {
         server.abort();
     }
@@ -220,6 +222,33 @@ async fn record_approvals(app: Arc<App>) {
                 }
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// Every 30 seconds, and at once when rates are stored through this process, converts the
+/// sales waiting for an exchange rate that the stored rates now convert
+/// ([`App::convert_waiting_sales`]): a rate stored by another process (a second server, or
+/// `reftrack rates import`) converts its sales within a minute. Each process runs it;
+/// each sale is converted once.
+async fn convert_waiting_sales(app: Arc<App>) {
+    let mut every = tokio::time::interval(Duration::from_secs(30));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            () = app.rates_arrived().notified() => {}
+        }
+        match app.convert_waiting_sales().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                sales = n,
+                "converted sales that waited for an exchange rate"
+            ),
+            Err(e) => tracing::warn!(
+                error = %e,
+                "converting sales waiting for a rate failed; retrying in 30 seconds"
+            ),
         }
     }
 }

@@ -28,6 +28,7 @@ async fn main() -> ExitCode {
             answered(reftrack::cli::payouts::run_commissions(args).await)
         }
         Some(Command::Payouts(args)) => answered(reftrack::cli::payouts::run_payouts(args).await),
+        Some(Command::Rates(args)) => answered(reftrack::cli::rates::run_rates(args).await),
         Some(Command::Verify(db)) => match reftrack::verify::run(&db.database_url).await {
             Ok(report) => {
                 if let Err(e) = reftrack::cli::print_json(&report.to_json()) {

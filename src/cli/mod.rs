@@ -6,6 +6,7 @@
 //! boolean, null, object or list).
 
 pub mod payouts;
+pub mod rates;
 
 use std::sync::Arc;
 

@@ -21,6 +21,7 @@ mod connections;
 mod console;
 mod coupons;
 mod crash;
+mod currencies;
 mod dashboard_auth;
 mod dashboard_reports;
 mod deploy;

@@ -959,23 +959,26 @@ async fn only_approved_partners_earn_commission(app: TestApp) {
     assert!(report.ok(), "{}", report.to_json());
 }
 
-on_both_backends!(a_commission_in_another_currency_is_in_no_balance_or_payout);
-async fn a_commission_in_another_currency_is_in_no_balance_or_payout(app: TestApp) {
+on_both_backends!(a_sale_in_another_currency_is_paid_once_converted);
+async fn a_sale_in_another_currency_is_paid_once_converted(app: TestApp) {
     let (app, seed, clock) = setup(app).await;
     let p = seed.program_id;
     sale(&app, &seed, &seed.short_link, "usd-1", 10_000).await; // 2000
+    let sold_on = reftrack::domain::time::day_of(app.state.app.now_ms());
     let click_id = app.click(&seed.short_link).await;
     app.post_auth("/api/v1/track/sale", &seed.api_token, json!({"transaction_id": "eur-1", "amount_cents": 5_000, "currency": "EUR", "click_id": click_id}))
         .await
         .expect(200);
     clock.advance(31 * DAY);
-    // The program pays in dollars: the euro commission is listed with its currency,
-    // and neither balances nor payouts count it.
+    // No rate yet: the commission is in dollars, waits with amount 0, is not approved by
+    // the hold, and neither balances nor payouts count it.
     let eur = commission_of(&app, &seed, "eur-1").await;
     assert_eq!(
         (eur["currency"].as_str(), eur["amount_cents"].as_i64()),
-        (Some("eur"), Some(1_000))
+        (Some("usd"), Some(0))
     );
+    assert_eq!(eur["awaiting_rate"], true);
+    assert_eq!(eur["status"], "pending");
     assert_eq!(balance(&app, &seed, seed.partner_id).await, (0, 2_000, 0));
     let created = app
         .admin("POST", &format!("/programs/{p}/payouts"), None)
@@ -986,5 +989,23 @@ async fn a_commission_in_another_currency_is_in_no_balance_or_payout(app: TestAp
         commission_of(&app, &seed, "eur-1").await["payout_id"],
         Value::Null
     );
-    assert_eq!(balance(&app, &seed, seed.partner_id).await, (0, 2_000, 0));
+    // The rate of the sale's day arrives: €50.00 is $55.00, 20 % of it $11.00, past its
+    // hold, in the next payout.
+    app.admin(
+        "POST",
+        "/exchange-rates",
+        Some(json!({"rates": [{"date": sold_on, "base": "eur", "quote": "usd", "rate": 1.1}]})),
+    )
+    .await
+    .expect(200);
+    assert_eq!(app.state.app.convert_waiting_sales().await.unwrap(), 1);
+    let eur = commission_of(&app, &seed, "eur-1").await;
+    assert_eq!(eur["amount_cents"], 1_100);
+    assert_eq!(eur["status"], "approved");
+    assert_eq!(balance(&app, &seed, seed.partner_id).await, (0, 3_100, 0));
+    let next = app
+        .admin("POST", &format!("/programs/{p}/payouts"), None)
+        .await
+        .expect(201);
+    assert_eq!(next.body["total_cents"], 1_100);
 }

@@ -442,6 +442,14 @@ on_both_backends!(zero_decimal_camel_case_and_ignored_events);
 async fn zero_decimal_camel_case_and_ignored_events(app: TestApp) {
     let (seed, click_id) = setup(&app, "bob").await;
     let camel = json!({"trackerClickId": click_id, "trackerCustomerKey": "bob", "programId": seed.program_id.to_string()}).to_string();
+    let today = reftrack::domain::time::day_of(app.state.app.now_ms());
+    app.admin(
+        "POST",
+        "/exchange-rates",
+        Some(json!({"rates": [{"date": today, "base": "usd", "quote": "jpy", "rate": 100}]})),
+    )
+    .await
+    .expect(200);
     let body = fixture(
         "checkout.session.completed.payment",
         &[("CURRENCY", "jpy"), ("METADATA", &camel)],
@@ -450,16 +458,17 @@ async fn zero_decimal_camel_case_and_ignored_events(app: TestApp) {
         outcome(&deliver(&app, seed.program_id, &body).await.expect(200)),
         "sale recorded"
     );
-    // ¥4999 is 4999 yen: the figures (hundredths of the major unit) are not divided.
-    assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_sale_events WHERE currency = 'jpy' AND amount_cents = 4999").await, 1);
+    // ¥4999 is 4999 yen (a zero-decimal currency); at 100 yen to the dollar it counts
+    // $49.99 in the dollar program, which earns 30 % of it.
+    assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_sale_events WHERE currency = 'jpy' AND amount_cents = 4999 AND converted_amount_cents = 4999").await, 1);
     assert_eq!(
         app.count("SELECT revenue_cents FROM daily_rollups").await,
-        499_900
+        4_999
     );
     assert_eq!(
         app.count("SELECT commission_cents FROM daily_rollups")
             .await,
-        150_000
+        1_500
     );
     // Unhandled types, metadata of another program, no metadata: 200, nothing recorded.
     let other = fixture(

@@ -9,8 +9,9 @@ const REFUND: &str = "/api/v1/track/refund";
 
 on_both_backends!(sale_records_event_commission_conversion_and_counters);
 async fn sale_records_event_commission_conversion_and_counters(app: TestApp) {
+    // A program in euros: the sale is in its currency.
     let seed = app
-        .seed_with(json!({"commission": {"type": "percentage", "percent": 30}}))
+        .seed_with(json!({"commission": {"type": "percentage", "percent": 30}, "currency": "eur"}))
         .await;
     let click_id = app.lead(&seed, "user_42").await;
     let r = app
@@ -68,7 +69,7 @@ async fn sale_records_event_commission_conversion_and_counters(app: TestApp) {
     assert_eq!(app.count("SELECT conversions FROM daily_rollups").await, 1);
     assert_eq!(app.count("SELECT sales FROM daily_rollups").await, 2);
     // The program's currency is the default.
-    assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_sale_events WHERE processor_event_id = 'txn_2' AND currency = 'usd'").await, 1);
+    assert_eq!(app.count("SELECT COUNT(*) FROM affiliate_sale_events WHERE processor_event_id = 'txn_2' AND currency = 'eur'").await, 1);
 }
 
 on_both_backends!(sale_validation_and_auth);
@@ -759,7 +760,7 @@ async fn concurrent_sales_answer_and_count_as_one_by_one(app: TestApp) {
     // that resolve plainly, one by one for the rest): every answer and figure must be
     // what sequential sales give.
     let seed = app
-        .seed_with(json!({"commission": {"type": "percentage", "percent": 30}}))
+        .seed_with(json!({"commission": {"type": "percentage", "percent": 30}, "currency": "eur"}))
         .await;
     let other = app.seed().await;
     for i in 0..12 {

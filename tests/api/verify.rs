@@ -49,6 +49,15 @@ async fn verify_is_clean_after_every_kind_of_traffic(app: TestApp) {
     .await;
     let renewal = sale(&app, &a.api_token, json!({"transaction_id": "t2", "amount_cents": 2500, "customer_key": "u1", "is_recurring": true})).await;
     assert_eq!(renewal.body["commission_id"], Value::Null);
+    // A sale in euros, converted at the day's rate.
+    let today = reftrack::domain::time::day_of(app.state.app.now_ms());
+    app.admin(
+        "POST",
+        "/exchange-rates",
+        Some(json!({"rates": [{"date": today, "base": "eur", "quote": "usd", "rate": 1.1}]})),
+    )
+    .await
+    .expect(200);
     sale(&app, &a.api_token, json!({"transaction_id": "t3", "amount_cents": 5000, "customer_key": "u1", "currency": "eur"})).await;
     app.post_auth(
         REFUND,
@@ -143,7 +152,7 @@ async fn verify_is_clean_after_every_kind_of_traffic(app: TestApp) {
     .expect(201);
     app.click("carol").await;
 
-    // Yen: figures are scaled to hundredths of the major unit.
+    // Yen: figures count whole yen, the program's minor unit.
     let c4 = app.click(&b.short_link).await;
     lead(&app, &b.api_token, &c4, "y1").await;
     sale(
@@ -171,8 +180,8 @@ async fn verify_is_clean_after_every_kind_of_traffic(app: TestApp) {
     assert_eq!(json["ok"], true);
     assert_eq!(json["checked"]["referral_links"], 4);
 
-    // The migration that created the partners' daily rollups computed them for the
-    // events recorded before it the way the write path keeps them.
+    // The migrations that created the partners' daily rollups and rescaled them computed
+    // them for the events recorded before them the way the write path keeps them.
     let url = &app.database_url;
     reftrack_exec(url, "DELETE FROM partner_daily_rollups").await;
     assert!(!report(&app).await.ok());
@@ -182,6 +191,18 @@ async fn verify_is_clean_after_every_kind_of_traffic(app: TestApp) {
         include_str!("../../migrations/postgres/0010_partner_rollups.sql")
     };
     for statement in migration.split(';').filter(|s| s.contains("INSERT INTO")) {
+        reftrack_exec(url, statement).await;
+    }
+    // Then migration 0026 moved them from hundredths to the program currency's units.
+    let currencies = if url.starts_with("sqlite:") {
+        include_str!("../../migrations/sqlite/0026_currencies.sql")
+    } else {
+        include_str!("../../migrations/postgres/0026_currencies.sql")
+    };
+    for statement in currencies
+        .split(';')
+        .filter(|s| s.contains("UPDATE partner_daily_rollups"))
+    {
         reftrack_exec(url, statement).await;
     }
     assert_clean(&report(&app).await);

@@ -2,12 +2,11 @@
 //! and per partner in a program, running totals per partner-program record, click
 //! counters per link. Increments are
 //! folded per write batch ([`Deltas`]) and applied once before the batch commits, in the
-//! same transaction as the events they count. Amounts are kept in hundredths of the
-//! currency's major unit (see [`crate::money::hundredths`]).
+//! same transaction as the events they count. Amounts are in minor units of the
+//! program's currency: a sale in another currency counts its converted amount.
 
 use std::collections::BTreeMap;
 
-use crate::money;
 use crate::time::day_of;
 
 /// Declares a struct of `i64` counters (`Default`, compared by value) that adds another
@@ -126,7 +125,7 @@ impl Deltas {
         self.partners.entry((partner_id, program_id)).or_default()
     }
 
-    /// What these increments add to the sales and revenue (hundredths) of `partner_id` in
+    /// What these increments add to the sales and revenue (minor units) of `partner_id` in
     /// `program_id`, not yet in its counters.
     pub fn partner_pending(&self, partner_id: i64, program_id: i64) -> (i64, i64) {
         self.partners
@@ -199,10 +198,8 @@ impl Deltas {
 
     /// A recorded real sale of `amount_cents` earning `commission_cents`; `converts` when
     /// it is the customer's first purchase.
-    pub fn count_sale(&mut self, sale: SaleFigures<'_>) {
-        // Figures are kept in hundredths of the major unit, whatever the currency.
-        let revenue = money::hundredths(sale.amount_cents, sale.currency);
-        let commission = money::hundredths(sale.commission_cents, sale.currency);
+    pub fn count_sale(&mut self, sale: SaleFigures) {
+        let (revenue, commission) = (sale.amount_cents, sale.commission_cents);
         let r = self.rollup(sale.program_id, day_of(sale.at));
         r.revenue_cents += revenue;
         r.sales += 1;
@@ -224,10 +221,9 @@ impl Deltas {
 
     /// A refund of a real sale: what it takes back leaves the figures of the sale's own
     /// day; a full refund also takes the sale out of the sales count.
-    pub fn count_refund(&mut self, refund: RefundFigures<'_>) {
+    pub fn count_refund(&mut self, refund: RefundFigures) {
         let full = i64::from(refund.full);
-        let refunded = money::hundredths(refund.refunded_cents, refund.currency);
-        let deducted = money::hundredths(refund.deducted_cents, refund.currency);
+        let (refunded, deducted) = (refund.refunded_cents, refund.deducted_cents);
         let d = self.rollup(refund.program_id, day_of(refund.sale_date));
         d.revenue_cents -= refunded;
         d.sales -= full;
@@ -252,26 +248,42 @@ impl Deltas {
         partner_id: i64,
         sale_date: i64,
         cents: i64,
-        currency: &str,
     ) {
-        self.count_commission(program_id, partner_id, sale_date, -cents, currency);
+        self.count_commission(program_id, partner_id, sale_date, -cents);
     }
 
     /// A commission of `cents` without a sale (a lead's, a bonus), counted on the day
     /// `at` it was made.
-    pub fn count_commission(
-        &mut self,
-        program_id: i64,
-        partner_id: i64,
-        at: i64,
-        cents: i64,
-        currency: &str,
-    ) {
-        let cents = money::hundredths(cents, currency);
+    pub fn count_commission(&mut self, program_id: i64, partner_id: i64, at: i64, cents: i64) {
         self.rollup(program_id, day_of(at)).commission_cents += cents;
         self.partner(partner_id, program_id).commission_cents += cents;
         self.partner_day(program_id, partner_id, day_of(at))
             .commission_cents += cents;
+    }
+
+    /// A sale in another currency converted after it was recorded (it waited for a
+    /// rate): its revenue and its commission, net of what refunds took back meanwhile,
+    /// join the figures of its own day; it was counted as a sale when recorded.
+    pub fn count_converted(
+        &mut self,
+        program_id: i64,
+        partner_id: Option<i64>,
+        sale_date: i64,
+        revenue_cents: i64,
+        commission_cents: i64,
+    ) {
+        let day = day_of(sale_date);
+        let r = self.rollup(program_id, day.clone());
+        r.revenue_cents += revenue_cents;
+        r.commission_cents += commission_cents;
+        if let Some(partner_id) = partner_id {
+            let p = self.partner(partner_id, program_id);
+            p.revenue_cents += revenue_cents;
+            p.commission_cents += commission_cents;
+            let d = self.partner_day(program_id, partner_id, day);
+            d.revenue_cents += revenue_cents;
+            d.commission_cents += commission_cents;
+        }
     }
 
     /// A partner joining a program.
@@ -290,26 +302,24 @@ impl Deltas {
 
 /// What a recorded sale adds (see [`Deltas::count_sale`]).
 #[derive(Debug, Clone, Copy)]
-pub struct SaleFigures<'a> {
+pub struct SaleFigures {
     pub program_id: i64,
     pub partner_id: i64,
     pub at: i64,
     pub amount_cents: i64,
     pub commission_cents: i64,
-    pub currency: &'a str,
     pub converts: bool,
 }
 
 /// What a refund takes back (see [`Deltas::count_refund`]).
 #[derive(Debug, Clone, Copy)]
-pub struct RefundFigures<'a> {
+pub struct RefundFigures {
     pub program_id: i64,
     pub partner_id: Option<i64>,
     /// When the refunded sale was made: its day's figures change.
     pub sale_date: i64,
     pub refunded_cents: i64,
     pub deducted_cents: i64,
-    pub currency: &'a str,
     pub full: bool,
 }
 
@@ -353,7 +363,6 @@ mod tests {
             at: day,
             amount_cents: 1000,
             commission_cents: 200,
-            currency: "usd",
             converts: true,
         });
         d.count_refund(RefundFigures {
@@ -362,7 +371,6 @@ mod tests {
             sale_date: day,
             refunded_cents: 1000,
             deducted_cents: 200,
-            currency: "usd",
             full: true,
         });
         let three = d.partner_days[&(1, 3, day_of(day))];
@@ -379,5 +387,30 @@ mod tests {
         );
         assert_eq!(d.partner_days[&(1, 4, day_of(day))].clicks, 1);
         assert_eq!(d.partner_days.len(), 2);
+    }
+
+    #[test]
+    fn a_converted_sale_adds_its_revenue_on_its_own_day_without_a_second_sale() {
+        let mut d = Deltas::default();
+        let day = 1_780_000_000_000;
+        d.count_sale(SaleFigures {
+            program_id: 1,
+            partner_id: 3,
+            at: day,
+            amount_cents: 0,
+            commission_cents: 0,
+            converts: true,
+        });
+        d.count_converted(1, Some(3), day + 5, 7_746, 1_549);
+        let r = d.rollups[&(1, day_of(day))];
+        assert_eq!(
+            (r.sales, r.revenue_cents, r.commission_cents),
+            (1, 7_746, 1_549)
+        );
+        let p = d.partners[&(3, 1)];
+        assert_eq!(
+            (p.sales, p.revenue_cents, p.commission_cents),
+            (1, 7_746, 1_549)
+        );
     }
 }

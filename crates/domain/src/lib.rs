@@ -6,6 +6,7 @@ pub mod audit;
 pub mod bounties;
 pub mod click_id;
 pub mod commission;
+pub mod currency;
 pub mod figures;
 pub mod fraud;
 pub mod lifecycle;

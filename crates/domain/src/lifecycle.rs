@@ -118,6 +118,9 @@ pub struct CommissionState {
     pub status: CommissionStatus,
     /// Whether a payout (pending or paid) holds it.
     pub held: bool,
+    /// Whether it waits for an exchange rate (its sale's currency is not the program's
+    /// and no rate was known): its amount is not decided yet.
+    pub awaiting_rate: bool,
 }
 
 /// A requested change that the commission's or payout's state does not allow; the text
@@ -182,8 +185,15 @@ pub fn new_commission(approval: Approval) -> NewState {
     }
 }
 
-/// `pending` → `approved`, ahead of the hold.
+/// `pending` → `approved`, ahead of the hold; not while it waits for an exchange rate.
 pub fn approve(c: CommissionState) -> Result<CommissionStatus, Conflict> {
+    if c.awaiting_rate {
+        return Err(Conflict(
+            "The commission is waiting for an exchange rate; it can be approved once its sale \
+             is converted"
+                .into(),
+        ));
+    }
     match c.status {
         CommissionStatus::Pending => Ok(CommissionStatus::Approved),
         other => Err(Conflict(format!(
@@ -369,7 +379,21 @@ mod tests {
     }
 
     fn c(status: CommissionStatus, held: bool) -> CommissionState {
-        CommissionState { status, held }
+        CommissionState {
+            status,
+            held,
+            awaiting_rate: false,
+        }
+    }
+
+    #[test]
+    fn a_commission_waiting_for_a_rate_cannot_be_approved_but_can_be_rejected() {
+        let waiting = CommissionState {
+            awaiting_rate: true,
+            ..c(Pending, false)
+        };
+        assert!(approve(waiting).unwrap_err().0.contains("exchange rate"));
+        assert_eq!(reject(waiting), Ok(Rejected));
     }
 
     #[test]

@@ -1,82 +1,41 @@
-//! Money: integer cents inside, dollars with two decimals outside.
+//! Money: integer minor units inside; major units with the currency's decimals outside
+//! ([`currency::decimals`]).
 
-/// Cents as dollars, rounded to two decimals for JSON output.
-pub fn dollars(cents: i64) -> f64 {
-    // Exact for any realistic amount: cents are integers, so /100 then round(2) is stable.
-    (cents as f64 / 100.0 * 100.0).round() / 100.0
-}
+use crate::currency;
 
-/// Validates and normalises a currency code to three lower-case letters.
+/// Validates and normalises a currency code: an ISO 4217 currency ([`currency::is_known`])
+/// in lower case.
 pub fn normalize_currency(code: &str) -> Option<String> {
     let code = code.trim();
-    (code.len() == 3 && code.bytes().all(|b| b.is_ascii_alphabetic()))
-        .then(|| code.to_ascii_lowercase())
+    currency::is_known(code).then(|| code.to_ascii_lowercase())
 }
 
-/// Currencies whose smallest unit is the whole unit (no cents).
-pub fn is_zero_decimal(currency: &str) -> bool {
-    matches!(
-        currency.to_ascii_lowercase().as_str(),
-        "bif"
-            | "clp"
-            | "djf"
-            | "gnf"
-            | "jpy"
-            | "kmf"
-            | "krw"
-            | "mga"
-            | "pyg"
-            | "rwf"
-            | "ugx"
-            | "vnd"
-            | "vuv"
-            | "xaf"
-            | "xof"
-            | "xpf"
-    )
-}
-
-/// An amount in a currency's smallest unit, as hundredths of its major unit: the scale
-/// of every figure in the rollups, so that `/100` always gives major units. Cents stay
-/// as they are; a zero-decimal amount (¥1000) is multiplied by 100.
-pub fn hundredths(amount: i64, currency: &str) -> i64 {
-    if is_zero_decimal(currency) {
-        amount.saturating_mul(100)
-    } else {
-        amount
-    }
-}
-
-/// Hundredths of a currency's major unit (the scale of the rollups) in its smallest
-/// unit: the inverse of [`hundredths`].
-pub fn from_hundredths(hundredths: i64, currency: &str) -> i64 {
-    if is_zero_decimal(currency) {
-        hundredths / 100
-    } else {
-        hundredths
-    }
-}
-
-/// An amount in a currency's smallest unit, in major units with two decimals.
+/// An amount in a currency's smallest unit in major units, as a JSON number: divided by
+/// 1, 100 or 1000 as the currency's decimals say.
 pub fn major_units(amount: i64, currency: &str) -> f64 {
-    dollars(hundredths(amount, currency))
+    // Exact to the currency's decimals for any realistic amount.
+    let scale = currency::minor_per_major(currency) as f64;
+    (amount as f64 / scale * scale).round() / scale
 }
 
 /// An amount in a currency's smallest unit as a decimal string of major units, exactly
 /// (`12345` usd → `"123.45"`, `-5` usd → `"-0.05"`, `1000` jpy → `"1000"`): the amount
-/// columns of payout files.
+/// columns of payout files. Thousandths for a three-decimal currency (`1234` kwd →
+/// `"1.234"`).
 pub fn major_units_text(amount: i64, currency: &str) -> String {
-    if is_zero_decimal(currency) {
+    let places = currency::decimals(currency) as usize;
+    if places == 0 {
         return amount.to_string();
     }
     let sign = if amount < 0 { "-" } else { "" };
     let abs = amount.unsigned_abs();
-    format!("{sign}{}.{:02}", abs / 100, abs % 100)
+    let scale = currency::minor_per_major(currency) as u64;
+    format!("{sign}{}.{:0places$}", abs / scale, abs % scale)
 }
 
 /// A non-negative amount typed in major units (`50`, `50.5`, `1,250.00`) in the
-/// currency's smallest unit: at most two decimals, none for zero-decimal currencies;
-/// `None` when it is not such an amount.
+/// currency's smallest unit: at most as many decimals as the currency has
+/// ([`currency::decimals`]); `None` when it is not such an amount.
 pub fn parse_major_units(text: &str, currency: &str) -> Option<i64> {
     let text: String = text.trim().chars().filter(|c| *c != ',').collect();
     let (whole, fraction) = match text.split_once('.') {
@@ -84,7 +43,7 @@ pub fn parse_major_units(text: &str, currency: &str) -> Option<i64> {
         Some((w, f)) => (w, f),
         None => (text.as_str(), ""),
     };
-    let places = if is_zero_decimal(currency) { 0 } else { 2 };
+    let places = currency::decimals(currency) as usize;
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     if whole.is_empty() || !digits(whole) || !digits(fraction) || fraction.len() > places {
         return None;
@@ -93,9 +52,9 @@ pub fn parse_major_units(text: &str, currency: &str) -> Option<i64> {
     let fraction: i64 = if fraction.is_empty() {
         0
     } else {
-        format!("{fraction:0<2}").parse().ok()?
+        format!("{fraction:0<places$}").parse().ok()?
     };
-    let scale = if places == 0 { 1 } else { 100 };
+    let scale = currency::minor_per_major(currency);
     whole.checked_mul(scale)?.checked_add(fraction)
 }
 
@@ -150,6 +109,7 @@ mod tests {
         assert_eq!(display_amount(250, "chf"), "2.50 CHF");
         assert_eq!(display_amount(100_000_000, "krw"), "100,000,000 KRW");
         assert_eq!(display_amount(99_999, "usd"), "$999.99");
+        assert_eq!(display_amount(1_234_567, "kwd"), "1,234.567 KWD");
     }
 
     #[test]
@@ -160,14 +120,8 @@ mod tests {
         assert_eq!(major_units_text(100, "usd"), "1.00");
         assert_eq!(major_units_text(1_000, "JPY"), "1000");
         assert_eq!(major_units_text(i64::MIN, "usd"), "-92233720368547758.08");
-    }
-
-    #[test]
-    fn dollars_have_two_decimals() {
-        assert_eq!(dollars(12345), 123.45);
-        assert_eq!(dollars(5), 0.05);
-        assert_eq!(dollars(-250), -2.5);
-        assert_eq!(dollars(0), 0.0);
+        assert_eq!(major_units_text(1_234, "kwd"), "1.234");
+        assert_eq!(major_units_text(-5, "bhd"), "-0.005");
     }
 
     #[test]
@@ -176,18 +130,16 @@ mod tests {
         assert_eq!(normalize_currency(" eur ").as_deref(), Some("eur"));
         assert_eq!(normalize_currency("US"), None);
         assert_eq!(normalize_currency("U5D"), None);
-        assert!(is_zero_decimal("JPY"));
-        assert!(!is_zero_decimal("usd"));
+        assert_eq!(normalize_currency("XYZ"), None);
     }
 
     #[test]
-    fn zero_decimal_amounts_are_not_divided() {
-        assert_eq!(hundredths(1000, "jpy"), 100_000);
-        assert_eq!(major_units(1000, "JPY"), 1000.0);
-        assert_eq!(hundredths(1000, "usd"), 1000);
-        assert_eq!(from_hundredths(hundredths(1000, "jpy"), "jpy"), 1000);
-        assert_eq!(from_hundredths(1050, "usd"), 1050);
-        assert_eq!(major_units(1050, "usd"), 10.5);
+    fn major_units_divide_by_the_currency_scale() {
+        assert_eq!(major_units(12_345, "usd"), 123.45);
+        assert_eq!(major_units(5, "eur"), 0.05);
+        assert_eq!(major_units(-250, "usd"), -2.5);
+        assert_eq!(major_units(1_000, "JPY"), 1000.0);
+        assert_eq!(major_units(1_234, "kwd"), 1.234);
     }
 
     #[test]
@@ -201,5 +153,19 @@ mod tests {
             assert_eq!(parse_major_units(bad, "usd"), None, "{bad}");
         }
         assert_eq!(parse_major_units("10.5", "jpy"), None);
+        assert_eq!(parse_major_units("1.234", "kwd"), Some(1_234));
+        assert_eq!(parse_major_units("1.5", "bhd"), Some(1_500));
+        assert_eq!(parse_major_units("1.2345", "kwd"), None);
+    }
+
+    proptest::proptest! {
+        /// An amount written to a payout file or a page and read back is the same number
+        /// of minor units, in a currency of each scale.
+        #[test]
+        fn written_amounts_read_back_exactly(amount in 0_i64..i64::MAX / 10, pick in 0_usize..4) {
+            let currency = ["usd", "jpy", "kwd", "eur"][pick];
+            let text = major_units_text(amount, currency);
+            proptest::prop_assert_eq!(parse_major_units(&text, currency), Some(amount));
+        }
     }
 }

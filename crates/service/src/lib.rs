@@ -105,6 +105,11 @@ pub struct App {
     click_waits: tracking::ClickWaits,
     /// Click recordings going on after their wait ran out.
     detached_clicks: Arc<std::sync::atomic::AtomicUsize>,
+    /// The rate a sale converts at, by (day number, sale currency, program currency),
+    /// cached as the lookups above are ([`money::rates`]).
+    sale_rates: ReadCache<(i64, String, String), (rust_decimal::Decimal, String)>,
+    /// Wakes the conversion of waiting sales: rates were stored by this process.
+    rates_arrived: tokio::sync::Notify,
 }
 
 impl App {
@@ -127,6 +132,8 @@ impl App {
             load: tracking::load::Load::default(),
             click_waits: tracking::ClickWaits::default(),
             detached_clicks: Arc::default(),
+            sale_rates: ReadCache::new(1024, cache::TTL),
+            rates_arrived: tokio::sync::Notify::new(),
         }
     }
 

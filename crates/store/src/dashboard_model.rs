@@ -219,6 +219,24 @@ pub struct ConversionEvent {
     /// listing's JSON shape.
     #[serde(skip)]
     pub refunded_cents: i64,
+    /// A sale in another currency than the program's: its amount in the program's
+    /// currency (minor units). Absent for a sale in the program's currency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub converted_amount_cents: Option<i64>,
+    /// Program-currency units for one unit of the sale's currency, the rate it was
+    /// converted at. Absent for a sale in the program's currency.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::rates::rate_number_opt"
+    )]
+    #[schema(value_type = Option<f64>)]
+    pub exchange_rate: Option<String>,
+    /// The date of that rate, `YYYY-MM-DD`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_date: Option<String>,
+    /// A sale in another currency whose rate is not known yet; present only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub awaiting_rate: bool,
 }
 
 /// The partner an event is credited to: the click's, the lead's customer's or the

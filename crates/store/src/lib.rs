@@ -22,6 +22,7 @@ pub mod partners;
 pub mod payout_model;
 pub mod payouts;
 pub mod postgres;
+pub mod rates;
 pub mod sql;
 pub mod sqlite;
 pub mod two_factor;
@@ -47,6 +48,7 @@ pub use model::*;
 pub use partners::{PartnerAccounts, PartnerTx, TokenGrant};
 pub use payout_model::*;
 pub use payouts::{PayoutReads, PayoutTx};
+pub use rates::{ExchangeRateRow, ProgramRates, RateStore, RateTx, RateUsed};
 use reftrack_domain::status::{CouponStatus, LinkStatus, MembershipStatus, Role};
 pub use two_factor::{Account, TwoFactorRow, TwoFactorStore};
 pub use webhooks::{WebhookStore, WebhookTx};
@@ -95,6 +97,7 @@ pub trait Store:
     + FraudStore
     + BountyStore
     + GroupStore
+    + rates::RateStore
     + Send
     + Sync
     + 'static

@@ -112,9 +112,9 @@ pub struct TopPartner {
     pub leads: i64,
     pub sales: i64,
     /// Hundredths of the major unit, as the rollups keep them.
-    pub revenue_hundredths: i64,
+    pub revenue_figure: i64,
     /// Hundredths of the major unit.
-    pub commission_hundredths: i64,
+    pub commission_figure: i64,
 }
 
 /// Which links a list holds.

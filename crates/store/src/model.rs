@@ -236,8 +236,8 @@ pub struct PartnerStanding {
     pub group: crate::groups::GroupRewards,
     /// Its live sales in the program not fully refunded (the counter).
     pub sales: i64,
-    /// Their revenue net of refunds, in hundredths of the major unit (the counter).
-    pub revenue_hundredths: i64,
+    /// Their revenue net of refunds, in minor units of the program's currency (the counter).
+    pub revenue_figure: i64,
 }
 
 /// A referral link.
@@ -516,17 +516,53 @@ pub struct NewSale {
     pub promotion_code: Option<String>,
     /// The customer's email as the sale or the payment gives it.
     pub customer_email: Option<String>,
+    /// How its amount counts in the program's currency.
+    pub conversion: SaleConversion,
+}
+
+/// How a sale's amount counts in its program's currency.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SaleConversion {
+    /// The sale is in the program's currency.
+    Same,
+    /// Converted at a stored rate when it was recorded.
+    Converted {
+        /// The amount in the program's currency, minor units.
+        amount_cents: i64,
+        /// Program-currency units for one unit of the sale's currency, decimal text.
+        rate: String,
+        /// The date of that rate, `YYYY-MM-DD`.
+        rate_date: String,
+    },
+    /// No rate is known yet: recorded with `awaiting_rate`, converted when one arrives.
+    Awaiting,
 }
 
 impl NewSale {
-    /// Whether the committer may record this sale set-based with others: a live sale
-    /// outside a subscription and not flagged recurring, whose commission depends on
+    /// The sale's amount in the program's currency, minor units: 0 while it waits for a
+    /// rate (it then counts as a sale, without revenue).
+    pub fn program_amount(&self) -> i64 {
+        match &self.conversion {
+            SaleConversion::Same => self.amount_cents,
+            SaleConversion::Converted { amount_cents, .. } => *amount_cents,
+            SaleConversion::Awaiting => 0,
+        }
+    }
+
+    /// Whether the sale waits for an exchange rate.
+    pub fn awaits_rate(&self) -> bool {
+        self.conversion == SaleConversion::Awaiting
+    }
+
+    /// Whether the committer may record this sale set-based with others: a live sale in
+    /// its program's currency, outside a subscription and not flagged recurring, whose commission depends on
     /// nothing but its program and amount, and that names no coupon and no email (those
     /// may attribute it or flag it, which only its flow decides). Whatever the program's
     /// fraud rules: the set-based statements leave a sale any rule that is on may hold
     /// for to its own flow (`sql::rules`).
     pub fn is_plain(&self) -> bool {
         !self.is_test
+            && self.conversion == SaleConversion::Same
             && self.subscription_id.is_none()
             && !self.is_recurring
             && self.coupon_key.is_none()
@@ -586,6 +622,10 @@ pub struct NewCommission<'a> {
     pub group_id: Option<i64>,
     /// The rule that applied, in words ([`reftrack_domain::rewards::Earned`]).
     pub description: Option<&'a str>,
+    /// For the commission of a sale waiting for an exchange rate, what its reward
+    /// decision knew (JSON): it is stored with `awaiting_rate`, amount 0, and waits for
+    /// no hold until its amount is decided.
+    pub reward_facts: Option<&'a str>,
 }
 
 /// What a recorded sale produced.
@@ -606,7 +646,11 @@ pub struct RefundableSale {
     pub refunded_cents: i64,
     pub partner_id: Option<i64>,
     pub sale_date: i64,
+    /// The currency of its commission (the program's); the sale's own without one.
     pub currency: String,
+    /// Its amount in the program's currency (minor units); `None` while it waits for a
+    /// rate.
+    pub program_amount_cents: Option<i64>,
     /// Its sale commission, if it earned one.
     pub commission: Option<SaleCommission>,
 }

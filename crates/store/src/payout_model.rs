@@ -74,6 +74,9 @@ pub struct CommissionRow {
     /// `duplicate_ip`, `partner_ip`, `fast_conversion`); with the rule's action `flag` it
     /// stays pending until an owner approves or rejects it.
     pub flags: Vec<CommissionFlag>,
+    /// Its sale is in another currency and waits for an exchange rate: its amount is 0
+    /// until the rate arrives, and it cannot be approved or paid before.
+    pub awaiting_rate: bool,
 }
 
 /// A partner's money in a program, in cents.

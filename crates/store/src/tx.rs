@@ -27,7 +27,16 @@ use reftrack_domain::status::PartnerStatus;
 /// batch's [`reftrack_domain::figures::Deltas`], which the committer applies once per batch.
 #[async_trait]
 pub trait Tx:
-    RefundTx + ProcessorTx + PayoutTx + PartnerTx + WebhookTx + AuditTx + FraudTx + BountyTx + Send
+    RefundTx
+    + ProcessorTx
+    + PayoutTx
+    + PartnerTx
+    + WebhookTx
+    + AuditTx
+    + FraudTx
+    + BountyTx
+    + crate::rates::RateTx
+    + Send
 {
     /// The customer holding `click_id`, in any program.
     async fn customer_by_click_id(&mut self, click_id: &str) -> StoreResult<Option<Customer>>;

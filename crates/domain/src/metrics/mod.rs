@@ -275,12 +275,12 @@ pub fn percent(part: i64, whole: i64) -> f64 {
     hundredths(div_round(i128::from(part) * 10_000, i128::from(whole)))
 }
 
-/// `cents / count` in dollars with 2 decimals; 0 when `count` is 0 (average order value).
-pub fn average_dollars(cents: i64, count: i64) -> f64 {
+/// `minor / count`, rounded, in minor units; 0 when `count` is 0 (average order value).
+pub fn average_minor(minor: i64, count: i64) -> i64 {
     if count == 0 {
-        return 0.0;
+        return 0;
     }
-    hundredths(div_round(i128::from(cents), i128::from(count)))
+    div_round(i128::from(minor), i128::from(count)) as i64
 }
 
 /// Splits an inclusive millisecond range into the whole UTC days it covers and its

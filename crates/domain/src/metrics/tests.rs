@@ -186,10 +186,10 @@ fn rounding() {
     assert_eq!(percent(3, 3), 100.0);
     assert_eq!(percent(0, 0), 0.0);
     assert_eq!(percent(1, 8), 12.5);
-    assert_eq!(average_dollars(10_000, 3), 33.33);
-    assert_eq!(average_dollars(20_000, 3), 66.67);
-    assert_eq!(average_dollars(1, 2), 0.01);
-    assert_eq!(average_dollars(12_345, 0), 0.0);
+    assert_eq!(average_minor(10_000, 3), 3_333);
+    assert_eq!(average_minor(20_000, 3), 6_667);
+    assert_eq!(average_minor(1, 2), 1);
+    assert_eq!(average_minor(12_345, 0), 0);
 }
 
 #[test]

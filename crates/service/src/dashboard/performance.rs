@@ -9,8 +9,8 @@ use utoipa::ToSchema;
 
 use crate::access::Caller;
 use crate::{App, Error, Result};
-use reftrack_domain::metrics::{self, average_dollars, day_text, percent, trend, ResolvedRange};
-use reftrack_domain::money::dollars;
+use reftrack_domain::metrics::{self, average_minor, day_text, percent, trend, ResolvedRange};
+use reftrack_domain::money::major_units;
 use reftrack_domain::time::{date_of, iso};
 use reftrack_store::{DailyRollup, TopPartner};
 
@@ -140,8 +140,13 @@ fn trend_view(cur: i64, prev: i64) -> TrendView {
     }
 }
 
-/// The answer for `range` from its rollup `rows` (the range and the window before it).
-pub fn performance(range: &ResolvedRange, rows: &[DailyRollup]) -> PerformanceResponse {
+/// The answer for `range` from its rollup `rows` (the range and the window before it);
+/// money in major units of `currency`, the program's.
+pub fn performance(
+    range: &ResolvedRange,
+    rows: &[DailyRollup],
+    currency: &str,
+) -> PerformanceResponse {
     let current_from = day_text(range.current.from);
     let by_day: HashMap<&str, &DailyRollup> = rows.iter().map(|r| (r.day.as_str(), r)).collect();
     let (mut cur, mut prev) = (Totals::default(), Totals::default());
@@ -165,10 +170,10 @@ pub fn performance(range: &ResolvedRange, rows: &[DailyRollup]) -> PerformanceRe
                 clicks: r.clicks,
                 leads: r.leads,
                 conversions: r.conversions,
-                revenue: dollars(r.revenue_cents),
+                revenue: major_units(r.revenue_cents, currency),
                 partners: r.partners,
                 sales: 0,
-                commission: dollars(r.commission_cents),
+                commission: major_units(r.commission_cents, currency),
             }
         })
         .collect();
@@ -178,12 +183,15 @@ pub fn performance(range: &ResolvedRange, rows: &[DailyRollup]) -> PerformanceRe
             total_clicks: cur.clicks,
             total_leads: cur.leads,
             total_conversions: cur.conversions,
-            total_revenue: dollars(cur.revenue_cents),
+            total_revenue: major_units(cur.revenue_cents, currency),
             conversion_rate: percent(cur.conversions, cur.clicks),
-            average_order_value: average_dollars(cur.revenue_cents, cur.conversions),
+            average_order_value: major_units(
+                average_minor(cur.revenue_cents, cur.conversions),
+                currency,
+            ),
             total_partners: cur.partners,
             total_sales: cur.sales,
-            total_partners_commission: dollars(cur.commission_cents),
+            total_partners_commission: major_units(cur.commission_cents, currency),
             clicks_trend: trend_view(cur.clicks, prev.clicks),
             leads_trend: trend_view(cur.leads, prev.leads),
             conversions_trend: trend_view(cur.conversions, prev.conversions),
@@ -225,7 +233,8 @@ impl App {
         params: &PerformanceParams,
     ) -> Result<PerformanceResponse> {
         let (range, rows) = self.program_rollups(program_id, created_at, params).await?;
-        Ok(performance(&range, &rows))
+        let program = self.program(program_id).await?;
+        Ok(performance(&range, &rows, &program.currency))
     }
 
     /// The range `params` name for a program created at `created_at`, and the program's
@@ -258,7 +267,8 @@ impl App {
         params: &PerformanceParams,
     ) -> Result<PerformanceResponse> {
         let (range, rows) = self.partner_rollups(partner_id, program_id, params).await?;
-        Ok(performance(&range, &rows))
+        let program = self.program(program_id).await?;
+        Ok(performance(&range, &rows, &program.currency))
     }
 
     /// The range `params` name for a partner in a program where it is approved, and the

@@ -103,15 +103,10 @@ impl App {
                             approval: Approval::Granted,
                             group_id: None,
                             description: Some(&description),
+                            reward_facts: None,
                         })
                         .await?;
-                    deltas.count_commission(
-                        program_id,
-                        partner_id,
-                        at,
-                        b.amount_cents,
-                        &program.currency,
-                    );
+                    deltas.count_commission(program_id, partner_id, at, b.amount_cents);
                     let entry = Entry::new(
                         at,
                         &origin,

@@ -272,7 +272,6 @@ impl App {
                     c.partner_id,
                     c.sale_date,
                     c.net_cents,
-                    &c.currency,
                 );
                 Ok(())
             }

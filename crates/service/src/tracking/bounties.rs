@@ -61,16 +61,11 @@ pub(super) async fn count_bounties(
                 approval: lifecycle::Approval::AfterHold,
                 group_id: Some(s.group.group_id),
                 description: Some(&description),
+                reward_facts: None,
             })
             .await?;
         tx.mark_bounty_earned(b.id, partner_id).await?;
-        deltas.count_commission(
-            program_id,
-            partner_id,
-            at,
-            b.amount_cents,
-            &program.currency,
-        );
+        deltas.count_commission(program_id, partner_id, at, b.amount_cents);
         tx.record_events(program_id, at, &[commission_created(id)])
             .await?;
     }

@@ -209,7 +209,7 @@ impl App {
                 "Customer not found. Provide customer_key or click_id.",
             ));
         }
-        let sale = self.new_sale(program, s);
+        let sale = self.new_sale(program, s).await?;
         let again = sale.clone();
         answer_or_alone(
             &*self.store,
@@ -228,9 +228,15 @@ impl App {
 
     /// A sale as the store records it; its reward is decided where it is recorded, from
     /// its partner's group as the transaction reads it.
-    pub(crate) fn new_sale(&self, program: &Program, s: SaleCommand) -> NewSale {
+    /// A sale in another currency converts at the rate of its date, or waits for one
+    /// ([`crate::money::rates`]).
+    pub(crate) async fn new_sale(&self, program: &Program, s: SaleCommand) -> Result<NewSale> {
         let at = self.now_ms();
-        NewSale {
+        let currency = s.currency.unwrap_or_else(|| program.currency.clone());
+        let conversion = self
+            .sale_conversion(s.amount_cents, &currency, &program.currency, at)
+            .await?;
+        Ok(NewSale {
             program: SaleProgram {
                 id: program.id,
                 currency: program.currency.clone(),
@@ -239,7 +245,7 @@ impl App {
             generated_id: s.transaction_id.is_none(),
             transaction_id: s.transaction_id.unwrap_or_else(|| test_transaction_id(at)),
             amount_cents: s.amount_cents,
-            currency: s.currency.unwrap_or_else(|| program.currency.clone()),
+            currency,
             customer_key: s.customer_key,
             click_id: s.click_id,
             sale_type: s.sale_type,
@@ -252,7 +258,8 @@ impl App {
             coupon_key: s.coupon_code.as_deref().map(attribution::coupon_key),
             promotion_code: s.promotion_code,
             customer_email: s.customer_email,
-        }
+            conversion,
+        })
     }
 
     /// Refunds a sale of `program`, fully or partly, reversing its commission in

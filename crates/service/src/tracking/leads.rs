@@ -210,16 +210,11 @@ async fn lead_commission(tx: &mut dyn Tx, deltas: &mut Deltas, l: Lead<'_>) -> R
         approval,
         group_id: Some(standing.group.group_id),
         description: Some(&earned.description),
+        reward_facts: None,
     };
     let id = tx.insert_commission(&commission).await?;
     if !matches!(approval, lifecycle::Approval::Rejected(_)) {
-        deltas.count_commission(
-            program_id,
-            l.partner_id,
-            l.at,
-            earned.amount_cents,
-            &program.currency,
-        );
+        deltas.count_commission(program_id, l.partner_id, l.at, earned.amount_cents);
     }
     tx.record_events(program_id, l.at, &[commission_created(id)])
         .await?;

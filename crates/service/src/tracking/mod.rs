@@ -26,6 +26,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
+use crate::money::rates::facts::WaitingFacts;
 use crate::{answer_or_alone, App, Error, Result};
 use reftrack_domain::attribution::{self, AffError, SaleSource};
 use reftrack_domain::bounties::Progress;
@@ -34,7 +35,6 @@ use reftrack_domain::commission::{self, Unearned};
 use reftrack_domain::figures::{Deltas, RefundFigures, SaleFigures};
 use reftrack_domain::fraud::{self, Rule, SaleFacts, Verdict};
 use reftrack_domain::lifecycle::{self, RefundEffect};
-use reftrack_domain::money;
 use reftrack_domain::refund::{self, RefundStatus};
 use reftrack_domain::rewards::{self, SaleReward};
 use reftrack_domain::status::{CommissionKind, CustomerStatus, LinkStatus};

@@ -1,6 +1,7 @@
 //! A refund's flow.
 
 use super::*;
+use reftrack_domain::currency;
 
 /// A refund: full, partial or repeated, of a sale of the program.
 pub(crate) async fn refund_flow(
@@ -85,10 +86,17 @@ pub(crate) async fn refund_flow(
             RefundEffect::Clawback => {}
         }
     }
+    // What the refund takes of the sale's revenue in the program's currency: its share
+    // of the converted amount; nothing while the sale waits for a rate.
+    let refunded_in_program = sale.program_amount_cents.map_or(0, |converted| {
+        let after = sale.refunded_cents + plan.refund_cents;
+        currency::refunded_share(converted, sale.amount_cents, after)
+            - currency::refunded_share(converted, sale.amount_cents, sale.refunded_cents)
+    });
     if !r.test_mode {
         if let Some(partner_id) = sale.partner_id {
             let refunded = Progress::Refund {
-                refund_cents: plan.refund_cents,
+                refund_cents: refunded_in_program,
                 full: plan.fully_refunded,
             };
             count_bounties(tx, deltas, program_id, partner_id, refunded, sale.sale_date).await?;
@@ -98,9 +106,8 @@ pub(crate) async fn refund_flow(
             program_id,
             partner_id: sale.partner_id,
             sale_date: sale.sale_date,
-            refunded_cents: plan.refund_cents,
+            refunded_cents: refunded_in_program,
             deducted_cents,
-            currency: &sale.currency,
             full: plan.fully_refunded,
         });
     }

@@ -221,6 +221,8 @@ pub(crate) async fn sale_flow(
     let partner_id =
         partner_id.ok_or_else(|| Error::invalid("partnerId required to create commission"))?;
     let standing = partner_standing(tx, partner_id, s.program.id).await?;
+    // What the reward decision knew, kept for when a rate decides the amount.
+    let mut waiting: Option<WaitingFacts> = None;
     let reward = if commission::partner_earns(standing.status) {
         let country = match standing.group.rewards.sale.as_ref() {
             Some(r) if r.reads_country() => tx.customer_country(c.id).await?,
@@ -228,18 +230,18 @@ pub(crate) async fn sale_flow(
         };
         let (pending_sales, pending_revenue) = deltas.partner_pending(partner_id, s.program.id);
         let facts = rewards::SaleFacts {
-            amount_cents: s.amount_cents,
+            amount_cents: s.program_amount(),
             product_id: s.product_id.as_deref(),
             recurring: s.is_recurring,
             customer_country: country.as_deref(),
             partner_sales: standing.sales.saturating_add(pending_sales),
-            partner_revenue_cents: money::from_hundredths(
-                standing.revenue_hundredths.saturating_add(pending_revenue),
-                &s.program.currency,
-            ),
+            partner_revenue_cents: standing.revenue_figure.saturating_add(pending_revenue),
             first_sale_at,
             at: s.at,
         };
+        if s.awaits_rate() {
+            waiting = Some(WaitingFacts::of(&facts, country.as_deref()));
+        }
         rewards::sale_reward(
             standing.group.rewards.sale.as_ref(),
             &facts,
@@ -266,6 +268,16 @@ pub(crate) async fn sale_flow(
     let (commission_id, commission_cents) = if let SaleReward::Earns(earned) = reward {
         let verdict = commission_flags(tx, &c, &s, partner_id).await?;
         let approval = lifecycle::approval(&verdict);
+        let waiting = waiting.map(|w| w.with_approval(approval).to_json());
+        let description = match &waiting {
+            Some(_) => WaitingFacts::description(s.amount_cents, &s.currency),
+            None => earned.description.clone(),
+        };
+        let amount_cents = if waiting.is_some() {
+            0
+        } else {
+            earned.amount_cents
+        };
         let commission = NewCommission {
             program_id: s.program.id,
             kind: CommissionKind::Sale,
@@ -274,18 +286,19 @@ pub(crate) async fn sale_flow(
             bounty_id: None,
             partner_id,
             partner_program_id: standing.partner_program_id,
-            amount_cents: earned.amount_cents,
-            currency: &s.currency,
+            amount_cents,
+            currency: &s.program.currency,
             at: s.at,
             flags: &verdict.flags,
             approval,
             group_id: Some(standing.group.group_id),
-            description: Some(&earned.description),
+            description: Some(&description),
+            reward_facts: waiting.as_deref(),
         };
         // A commission created rejected counts in no figure, as one an owner rejected.
         let counted = match approval {
             lifecycle::Approval::Rejected(_) => 0,
-            _ => earned.amount_cents,
+            _ => amount_cents,
         };
         (Some(tx.insert_commission(&commission).await?), counted)
     } else {
@@ -297,7 +310,7 @@ pub(crate) async fn sale_flow(
     }
     tx.mark_converted(c.id, s.at).await?;
     let sold = Progress::Sale {
-        amount_cents: s.amount_cents,
+        amount_cents: s.program_amount(),
     };
     count_bounties(tx, deltas, s.program.id, partner_id, sold, s.at).await?;
     let outcome = SaleOutcome {
@@ -311,9 +324,8 @@ pub(crate) async fn sale_flow(
         program_id: s.program.id,
         partner_id,
         at: s.at,
-        amount_cents: s.amount_cents,
+        amount_cents: s.program_amount(),
         commission_cents,
-        currency: &s.currency,
         converts: c.first_purchase_date.is_none(),
     });
     Ok(outcome)

@@ -18,7 +18,7 @@ impl App {
         let at = self.now_ms();
         // A payment is recorded as the sale the tracking API would record.
         let sale = match &event.action {
-            Action::Sale(p) => Some(self.new_sale(program, payment_sale(p))),
+            Action::Sale(p) => Some(self.new_sale(program, payment_sale(p)).await?),
             _ => None,
         };
         let program_id = program.id;

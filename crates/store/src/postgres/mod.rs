@@ -171,6 +171,7 @@ impl Engine for Postgres {
     // Two workers claiming at once each skip the other's rows instead of waiting for
     // them and then claiming them again.
     const CLAIM_LOCK: &'static str = "FOR UPDATE OF d SKIP LOCKED";
+    const SALE_CLAIM_LOCK: &'static str = "FOR UPDATE OF s SKIP LOCKED";
     // Two refunds of one sale on two processes: the second reads what the first left.
     const SALE_LOCK: &'static str = "FOR UPDATE OF s";
     const ROW_LOCK: &'static str = "FOR UPDATE";

@@ -21,7 +21,7 @@ use crate::error::{StoreError, StoreResult};
 use crate::model::{NewClick, NewSale, SaleOutcome};
 use reftrack_domain::figures::{Deltas, SaleFigures};
 use reftrack_domain::fraud::Rule;
-use reftrack_domain::money;
+
 use reftrack_domain::rewards::{self, SaleFacts, SaleReward};
 
 /// The set-based statements of the group committer, each engine's own (its `batch`
@@ -375,7 +375,7 @@ pub async fn decide_plain_sales<DB: Engine>(
             recurring: false,
             customer_country: row.country.as_deref(),
             partner_sales: sales_before,
-            partner_revenue_cents: money::from_hundredths(revenue_before, &s.program.currency),
+            partner_revenue_cents: revenue_before,
             first_sale_at: None,
             at: s.at,
         };
@@ -388,7 +388,7 @@ pub async fn decide_plain_sales<DB: Engine>(
             key,
             (
                 sales_before.saturating_add(1),
-                revenue_before.saturating_add(money::hundredths(s.amount_cents, &s.currency)),
+                revenue_before.saturating_add(s.amount_cents),
             ),
         );
         decided.push(Decided {
@@ -410,7 +410,7 @@ pub async fn decide_plain_sales<DB: Engine>(
 
 /// Where several processes share the database, locks the partner-program records of the
 /// `taken` sales whose reward reads the partner's totals, in id order, and reads their
-/// counters again: `record id → (sales, revenue in hundredths)`. Nothing on SQLite, whose
+/// counters again: `record id → (sales, revenue in minor units)`. Nothing on SQLite, whose
 /// one writer is this connection.
 async fn lock_partner_totals<DB: Engine>(
     conn: &mut DB::Connection,
@@ -511,7 +511,6 @@ pub async fn plain_sales<DB: Engine>(
             at: s.at,
             amount_cents: s.amount_cents,
             commission_cents: d.commission_cents,
-            currency: &s.currency,
             converts: d.converts,
         });
     }

@@ -89,6 +89,10 @@ pub trait Engine:
     /// processes share the database, a lock that makes a second refund of the sale wait
     /// until the first has ended and then read what it left.
     const SALE_LOCK: &'static str;
+    /// What ends the read of the sales waiting for an exchange rate that a conversion
+    /// takes (its rows `s`): where several processes share the database, a lock that
+    /// skips the sales another process is converting, so that each is converted once.
+    const SALE_CLAIM_LOCK: &'static str;
     /// What ends the read of a record a management change is about to change (the audit
     /// log's "before"): where several processes share the database, a lock that makes
     /// a second change of it wait until the first has ended and then read what it left.

@@ -228,7 +228,7 @@ impl<DB: Engine> ManagementReads for SqlStore<DB> {
     ) -> StoreResult<Vec<TopPartner>> {
         Ok(stmt::<DB>(
             "SELECT r.partner_id, p.name, r.clicks, r.leads, r.sales, \
-             r.revenue AS revenue_hundredths, r.commission AS commission_hundredths \
+             r.revenue AS revenue_figure, r.commission AS commission_figure \
              FROM (SELECT partner_id, CAST(SUM(clicks) AS BIGINT) AS clicks, \
                CAST(SUM(leads) AS BIGINT) AS leads, CAST(SUM(sales) AS BIGINT) AS sales, \
                CAST(SUM(revenue_cents) AS BIGINT) AS revenue, \

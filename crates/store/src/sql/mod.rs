@@ -27,6 +27,7 @@ mod partner_links;
 mod partners;
 mod payouts;
 mod programs;
+mod rates;
 mod reports;
 pub mod rows;
 pub mod rules;

@@ -67,6 +67,7 @@ fn commission_row<DB: Engine>(r: &Rec<DB>) -> StoreResult<CommissionRow> {
         paid_at: r.try_get("paid_at")?,
         payout_id: r.try_get("payout_id")?,
         flags: flags(r, "flags")?,
+        awaiting_rate: r.try_get("awaiting_rate")?,
     })
 }
 
@@ -132,7 +133,7 @@ fn select_commissions() -> String {
          c.amount_cents - c.reversed_cents AS amount_cents, c.reversed_cents, \
          c.currency, \
          {status} AS status, c.original_commission_id, c.reject_reason, c.created_at, \
-         {approved_at} AS approved_at, c.paid_at, c.payout_id, c.flags \
+         {approved_at} AS approved_at, c.paid_at, c.payout_id, c.flags, c.awaiting_rate \
          FROM commissions c JOIN programs p ON p.id = c.program_id \
          LEFT JOIN affiliate_sale_events s ON s.id = c.sale_id"
     )
@@ -314,7 +315,8 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
         let sql = format!(
             "SELECT c.program_id, c.partner_id, {status} AS status, \
              c.payout_id IS NOT NULL AS held, c.amount_cents - c.reversed_cents AS net, \
-             c.currency, COALESCE(s.sale_date, c.created_at) AS sale_date FROM commissions c \
+             c.currency, COALESCE(s.sale_date, c.created_at) AS sale_date, \
+             c.awaiting_rate FROM commissions c \
              JOIN programs p ON p.id = c.program_id \
              LEFT JOIN affiliate_sale_events s ON s.id = c.sale_id WHERE c.id = $2"
         );
@@ -330,6 +332,7 @@ impl<DB: Engine> PayoutTx for WriteConnection<DB> {
                 state: CommissionState {
                     status: named(&r, "status")?,
                     held: r.try_get("held")?,
+                    awaiting_rate: r.try_get("awaiting_rate")?,
                 },
                 net_cents: r.try_get("net")?,
                 currency: r.try_get("currency")?,

@@ -413,7 +413,8 @@ pub(super) async fn list_events<DB: Engine>(
          c.geo_region, c.geo_city, c.device_type, c.device_os, c.browser_name, {CLICK_CONVERTED}, \
          l.created_at, l.click_id, l.customer_key, l.session_id, l.page_url, {LEAD_CONVERTED}, \
          s.created_at, s.click_id, s.amount_cents, s.currency, s.sale_type, s.payment_status, \
-         s.processor_event_id, s.is_recurring, pa.id, pa.name, s.refunded_cents \
+         s.processor_event_id, s.is_recurring, pa.id, pa.name, s.refunded_cents, \
+         s.converted_amount_cents, s.exchange_rate, s.rate_date, s.awaiting_rate \
          FROM ({} ORDER BY ts DESC, id DESC, kind LIMIT $6 OFFSET $7) p \
          LEFT JOIN affiliate_click_events c ON p.kind = 'click' AND c.id = p.id \
          LEFT JOIN customers ck ON ck.id = c.customer_id \
@@ -492,6 +493,10 @@ fn listed_event<DB: Engine>(r: &Rec<DB>) -> StoreResult<ListedEvent> {
             is_recurring: r.try_get_at::<Option<bool>>(28)?.unwrap_or(false),
             partner,
             refunded_cents: r.try_get_at::<Option<i64>>(31)?.unwrap_or(0),
+            converted_amount_cents: r.try_get_at(32)?,
+            exchange_rate: r.try_get_at(33)?,
+            rate_date: r.try_get_at(34)?,
+            awaiting_rate: r.try_get_at::<Option<bool>>(35)?.unwrap_or(false),
         }),
         None => return Err(missing()),
     })

@@ -163,7 +163,7 @@ pub const SALE_CUSTOMER_ID: &str = "COALESCE(\
     AND k.program_id = rows.program_id))";
 
 /// SQLite's counters of the plain sales its one-round-trip batch recorded (the rows of
-/// `temp.sale_batch`, with their hundredths and day worked out in Rust): what
+/// `temp.sale_batch`, with their figures and day worked out in Rust): what
 /// [`Deltas::count_sale`](reftrack_domain::figures::Deltas::count_sale) adds for each sale,
 /// summed per partner-program record, per program day and per partner day. The batch
 /// learns which sales it records only inside its one query, so it cannot hand the
@@ -172,13 +172,13 @@ pub const SQLITE_SALE_BATCH_COUNTERS: &str = "\
     UPDATE partner_programs SET total_sales = partner_programs.total_sales + d.sales, \
     total_revenue_cents = partner_programs.total_revenue_cents + d.revenue, \
     total_commission_cents = partner_programs.total_commission_cents + d.commission \
-    FROM (SELECT partner_program_id, COUNT(*) AS sales, SUM(revenue_hundredths) AS revenue, \
-    SUM(commission_hundredths) AS commission FROM temp.sale_batch \
+    FROM (SELECT partner_program_id, COUNT(*) AS sales, SUM(revenue_figure) AS revenue, \
+    SUM(commission_figure) AS commission FROM temp.sale_batch \
     GROUP BY partner_program_id) d WHERE partner_programs.id = d.partner_program_id; \
     INSERT INTO daily_rollups (program_id, day, clicks, leads, conversions, revenue_cents, \
     sales, commission_cents, partners, lead_events, sale_events) \
-    SELECT program_id, day, 0, 0, SUM(converts), SUM(revenue_hundredths), COUNT(*), \
-    SUM(commission_hundredths), 0, 0, COUNT(*) FROM temp.sale_batch WHERE true \
+    SELECT program_id, day, 0, 0, SUM(converts), SUM(revenue_figure), COUNT(*), \
+    SUM(commission_figure), 0, 0, COUNT(*) FROM temp.sale_batch WHERE true \
     GROUP BY program_id, day ON CONFLICT (program_id, day) DO UPDATE SET \
     conversions = daily_rollups.conversions + excluded.conversions, \
     revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents, \
@@ -187,8 +187,8 @@ pub const SQLITE_SALE_BATCH_COUNTERS: &str = "\
     sale_events = daily_rollups.sale_events + excluded.sale_events; \
     INSERT INTO partner_daily_rollups (program_id, partner_id, day, clicks, leads, \
     conversions, revenue_cents, sales, commission_cents) \
-    SELECT program_id, partner_id, day, 0, 0, SUM(converts), SUM(revenue_hundredths), \
-    COUNT(*), SUM(commission_hundredths) FROM temp.sale_batch WHERE true \
+    SELECT program_id, partner_id, day, 0, 0, SUM(converts), SUM(revenue_figure), \
+    COUNT(*), SUM(commission_figure) FROM temp.sale_batch WHERE true \
     GROUP BY program_id, partner_id, day ON CONFLICT (program_id, partner_id, day) \
     DO UPDATE SET conversions = partner_daily_rollups.conversions + excluded.conversions, \
     revenue_cents = partner_daily_rollups.revenue_cents + excluded.revenue_cents, \
@@ -295,3 +295,14 @@ pub const APPROVED_PARTNER_RECORD: &str = "pp.partner_id = c.partner_id \
 
 #[cfg(test)]
 mod tests;
+
+/// A sale `s`'s revenue net of its refunds in its program's currency, as the write path
+/// counts it: its amount less refunds in the program's currency; a converted sale's
+/// converted amount less [`currency::refunded_share`](reftrack_domain::currency::refunded_share)
+/// of it; nothing while it waits for a rate.
+pub const SALE_NET_REVENUE: &str = "(CASE WHEN s.awaiting_rate THEN 0 \
+    WHEN s.converted_amount_cents IS NULL THEN s.amount_cents - s.refunded_cents \
+    WHEN s.refunded_cents <= 0 OR s.amount_cents <= 0 THEN s.converted_amount_cents \
+    WHEN s.refunded_cents >= s.amount_cents THEN 0 \
+    ELSE s.converted_amount_cents - (s.converted_amount_cents * s.refunded_cents * 2 \
+    + s.amount_cents) / (2 * s.amount_cents) END)";

@@ -6,10 +6,10 @@ use sqlx::pool::Pool;
 use sqlx::Connection;
 
 use super::engine::{stmt, Engine};
+use super::rules::SALE_NET_REVENUE;
 
 use crate::error::StoreResult;
 use crate::integrity::{Figures, Integrity, RawCounts, Violation};
-use reftrack_domain::money;
 use reftrack_domain::time::{day_of, DAY_MS};
 
 /// The `YYYY-MM-DD` of a day number since the epoch.
@@ -115,9 +115,9 @@ async fn stored<DB: Engine>(conn: &mut DB::Connection) -> StoreResult<Figures> {
     Ok(f)
 }
 
-/// The figures from the raw tables. Money is summed per currency and then scaled with
-/// `money::hundredths`, as the write path does; refunds and reversals count on the
-/// sale's own day.
+/// The figures from the raw tables. Money counts in the program's currency: a sale's
+/// revenue is [`SALE_NET_REVENUE`], as the write path counts it; refunds and reversals
+/// count on the sale's own day.
 async fn recompute<DB: Engine>(
     conn: &mut DB::Connection,
     stored: &Figures,
@@ -150,32 +150,30 @@ async fn recompute<DB: Engine>(
 
     // A fully refunded sale no longer counts in `sales`; its event still does.
     let rows = stmt::<DB>(&format!(
-        "SELECT program_id, sale_date / {DAY_MS}, currency, COUNT(*), \
+        "SELECT program_id, sale_date / {DAY_MS}, COUNT(*), \
          CAST(SUM(CASE WHEN payment_status = 'refunded' THEN 0 ELSE 1 END) AS BIGINT), \
-         CAST(SUM(amount_cents - refunded_cents) AS BIGINT) \
-         FROM affiliate_sale_events WHERE NOT is_test GROUP BY 1, 2, 3",
+         CAST(SUM({SALE_NET_REVENUE}) AS BIGINT) \
+         FROM affiliate_sale_events s WHERE NOT is_test GROUP BY 1, 2",
     ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        let currency: String = r.try_get_at(2)?;
         let d = f.rollup(r.try_get_at(0)?, day(r.try_get_at(1)?));
-        d.sale_events += r.try_get_at::<i64>(3)?;
-        d.sales += r.try_get_at::<i64>(4)?;
-        d.revenue_cents += money::hundredths(r.try_get_at(5)?, &currency);
+        d.sale_events += r.try_get_at::<i64>(2)?;
+        d.sales += r.try_get_at::<i64>(3)?;
+        d.revenue_cents += r.try_get_at::<i64>(4)?;
     }
 
     let rows = stmt::<DB>(&format!(
-        "SELECT c.program_id, {COMMISSION_DATE} / {DAY_MS}, c.currency, \
+        "SELECT c.program_id, {COMMISSION_DATE} / {DAY_MS}, \
          CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) {COUNTED_COMMISSIONS} \
-         GROUP BY 1, 2, 3",
+         GROUP BY 1, 2",
     ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        let currency: String = r.try_get_at(2)?;
         f.rollup(r.try_get_at(0)?, day(r.try_get_at(1)?))
-            .commission_cents += money::hundredths(r.try_get_at(3)?, &currency);
+            .commission_cents += r.try_get_at::<i64>(2)?;
     }
 
     // A conversion is a customer's first purchase.
@@ -225,35 +223,33 @@ async fn recompute<DB: Engine>(
     for r in rows {
         f.partner(r.try_get_at(0)?, r.try_get_at(1)?).leads += r.try_get_at::<i64>(2)?;
     }
-    let rows = stmt::<DB>(
-        "SELECT partner_id, program_id, currency, \
-         CAST(SUM(CASE WHEN payment_status = 'refunded' THEN 0 ELSE 1 END) AS BIGINT), \
-         CAST(SUM(amount_cents - refunded_cents) AS BIGINT) \
-         FROM affiliate_sale_events WHERE NOT is_test AND partner_id IS NOT NULL \
-         GROUP BY 1, 2, 3",
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    for r in rows {
-        let key: (i64, i64) = (r.try_get_at(0)?, r.try_get_at(1)?);
-        let currency: String = r.try_get_at(2)?;
-        if let Some(p) = f.partners.get_mut(&key) {
-            p.sales += r.try_get_at::<i64>(3)?;
-            p.revenue_cents += money::hundredths(r.try_get_at(4)?, &currency);
-        }
-    }
     let rows = stmt::<DB>(&format!(
-        "SELECT c.partner_id, c.program_id, c.currency, \
-         CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) {COUNTED_COMMISSIONS} \
-         GROUP BY 1, 2, 3",
+        "SELECT partner_id, program_id, \
+             CAST(SUM(CASE WHEN payment_status = 'refunded' THEN 0 ELSE 1 END) AS BIGINT), \
+             CAST(SUM({SALE_NET_REVENUE}) AS BIGINT) \
+             FROM affiliate_sale_events s WHERE NOT is_test AND partner_id IS NOT NULL \
+             GROUP BY 1, 2",
     ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
         let key: (i64, i64) = (r.try_get_at(0)?, r.try_get_at(1)?);
-        let currency: String = r.try_get_at(2)?;
         if let Some(p) = f.partners.get_mut(&key) {
-            p.commission_cents += money::hundredths(r.try_get_at(3)?, &currency);
+            p.sales += r.try_get_at::<i64>(2)?;
+            p.revenue_cents += r.try_get_at::<i64>(3)?;
+        }
+    }
+    let rows = stmt::<DB>(&format!(
+        "SELECT c.partner_id, c.program_id, \
+         CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) {COUNTED_COMMISSIONS} \
+         GROUP BY 1, 2",
+    ))
+    .fetch_all(&mut *conn)
+    .await?;
+    for r in rows {
+        let key: (i64, i64) = (r.try_get_at(0)?, r.try_get_at(1)?);
+        if let Some(p) = f.partners.get_mut(&key) {
+            p.commission_cents += r.try_get_at::<i64>(2)?;
         }
     }
 
@@ -310,31 +306,29 @@ async fn recompute_partner_days<DB: Engine>(
             .leads += r.try_get_at::<i64>(3)?;
     }
     let rows = stmt::<DB>(&format!(
-        "SELECT program_id, partner_id, sale_date / {DAY_MS}, currency, \
+        "SELECT program_id, partner_id, sale_date / {DAY_MS}, \
          CAST(SUM(CASE WHEN payment_status = 'refunded' THEN 0 ELSE 1 END) AS BIGINT), \
-         CAST(SUM(amount_cents - refunded_cents) AS BIGINT) \
-         FROM affiliate_sale_events WHERE NOT is_test AND partner_id IS NOT NULL \
-         GROUP BY 1, 2, 3, 4",
+         CAST(SUM({SALE_NET_REVENUE}) AS BIGINT) \
+         FROM affiliate_sale_events s WHERE NOT is_test AND partner_id IS NOT NULL \
+         GROUP BY 1, 2, 3",
     ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        let currency: String = r.try_get_at(3)?;
         let d = f.partner_day(r.try_get_at(0)?, r.try_get_at(1)?, day(r.try_get_at(2)?));
-        d.sales += r.try_get_at::<i64>(4)?;
-        d.revenue_cents += money::hundredths(r.try_get_at(5)?, &currency);
+        d.sales += r.try_get_at::<i64>(3)?;
+        d.revenue_cents += r.try_get_at::<i64>(4)?;
     }
     let rows = stmt::<DB>(&format!(
-        "SELECT c.program_id, c.partner_id, {COMMISSION_DATE} / {DAY_MS}, c.currency, \
+        "SELECT c.program_id, c.partner_id, {COMMISSION_DATE} / {DAY_MS}, \
          CAST(SUM(c.amount_cents - c.reversed_cents) AS BIGINT) {COUNTED_COMMISSIONS} \
-         GROUP BY 1, 2, 3, 4",
+         GROUP BY 1, 2, 3",
     ))
     .fetch_all(&mut *conn)
     .await?;
     for r in rows {
-        let currency: String = r.try_get_at(3)?;
         f.partner_day(r.try_get_at(0)?, r.try_get_at(1)?, day(r.try_get_at(2)?))
-            .commission_cents += money::hundredths(r.try_get_at(4)?, &currency);
+            .commission_cents += r.try_get_at::<i64>(3)?;
     }
     let rows = stmt::<DB>(&format!(
         "SELECT s.program_id, s.partner_id, s.sale_date / {DAY_MS}, COUNT(*) \

@@ -24,7 +24,7 @@ use crate::sql::groups::RewardsCache;
 use crate::sql::rules::{NO_DISPOSABLE_EMAIL, SQLITE_SALE_BATCH_COUNTERS};
 use crate::sql::{counters, rules, Engine, APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
 use reftrack_domain::figures::Deltas;
-use reftrack_domain::money;
+
 use reftrack_domain::time::day_of;
 
 /// How the batches that are transactions of their own begin.
@@ -153,8 +153,8 @@ fn record_sales_sql(n: usize) -> &'static str {
 }
 
 /// The columns of the sales [`commit_plain_sales`] takes: what [`SALE_COLUMNS`] holds
-/// before the customer is known, with the figures its counters add (hundredths of the
-/// major unit, the day).
+/// before the customer is known, with the figures its counters add (minor units of the
+/// program's currency, the day).
 const BATCH_SALE_COLUMNS: &[&str] = &[
     "idx",
     "program_id",
@@ -168,8 +168,8 @@ const BATCH_SALE_COLUMNS: &[&str] = &[
     "metadata",
     "at",
     "commission",
-    "revenue_hundredths",
-    "commission_hundredths",
+    "revenue_figure",
+    "commission_figure",
     "day",
     "check_duplicate_ip",
     "check_partner_ip",
@@ -186,7 +186,7 @@ pub(crate) const SALE_BATCH_TABLE: &str =
     program_id INTEGER, customer_id INTEGER, partner_id INTEGER, partner_program_id INTEGER, \
     click_id TEXT, customer_key TEXT, transaction_id TEXT, amount_cents INTEGER, \
     currency TEXT, sale_type TEXT, product_id TEXT, metadata TEXT, at INTEGER, \
-    commission INTEGER, revenue_hundredths INTEGER, commission_hundredths INTEGER, \
+    commission INTEGER, revenue_figure INTEGER, commission_figure INTEGER, \
     day TEXT, converts INTEGER, group_id INTEGER, description TEXT)";
 
 /// The statement of [`commit_plain_sales`] after its `rows` and `ranked`: the sales that
@@ -210,7 +210,7 @@ fn resolve_sale_batch() -> String {
         "INSERT INTO temp.sale_batch SELECT r.idx, r.program_id, c.id, c.partner_id, pp.id, \
     c.click_id, COALESCE(r.customer_key, c.customer_key), r.transaction_id, r.amount_cents, \
     r.currency, r.sale_type, r.product_id, r.metadata, r.at, r.commission, \
-    r.revenue_hundredths, r.commission_hundredths, r.day, c.first_purchase_date IS NULL, \
+    r.revenue_figure, r.commission_figure, r.day, c.first_purchase_date IS NULL, \
     r.group_id, r.description \
     FROM ranked r JOIN customers c ON c.id = r.customer_id \
     JOIN partner_programs pp ON {APPROVED_PARTNER_RECORD} \
@@ -294,11 +294,7 @@ async fn commit_plain_sales(
         .iter()
         .map(|d| {
             let s = sales[d.i];
-            (
-                money::hundredths(s.amount_cents, &s.currency),
-                money::hundredths(d.commission_cents, &s.currency),
-                day_of(s.at),
-            )
+            (s.amount_cents, d.commission_cents, day_of(s.at))
         })
         .collect();
     let mut rows = Rows::new(BATCH_SALE_COLUMNS);

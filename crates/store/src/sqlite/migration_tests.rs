@@ -53,6 +53,7 @@ async fn a_database_of_the_old_migration_numbering_opens_up_to_date() {
             (23, "partner groups".to_string()),
             (24, "commissions without sale".to_string()),
             (25, "bounties".to_string()),
+            (26, "currencies".to_string()),
         ]
     );
     reopened.close().await;
@@ -83,4 +84,32 @@ async fn a_database_that_applied_reworded_migrations_opens_up_to_date() {
     .unwrap();
     assert_eq!(stale, 0, "the current checksums are on record");
     reopened.close().await;
+}
+
+/// The currencies whose figures migration 0026 rescaled are those the domain counts in
+/// whole units (divided by 100) and in thousandths (multiplied by 10).
+#[test]
+fn the_figures_rescale_names_the_domains_currencies() {
+    use reftrack_domain::currency::decimals;
+    for sql in [
+        include_str!("../../../../migrations/sqlite/0026_currencies.sql"),
+        include_str!("../../../../migrations/postgres/0026_currencies.sql"),
+    ] {
+        for statement in sql.split(';').filter(|s| s.contains("currency IN")) {
+            let list = statement.split("currency IN (").nth(1).unwrap();
+            let codes: Vec<&str> = list
+                .split(')')
+                .next()
+                .unwrap()
+                .split(',')
+                .map(|c| c.trim().trim_matches('\''))
+                .collect();
+            let expected = if statement.contains("/ 100") { 0 } else { 3 };
+            assert!(statement.contains("/ 100") || statement.contains("* 10"));
+            for code in &codes {
+                assert_eq!(decimals(code), expected, "{code}");
+            }
+            assert_eq!(codes.len(), if expected == 0 { 16 } else { 5 });
+        }
+    }
 }

@@ -149,6 +149,7 @@ impl Engine for Sqlite {
     const BEGIN_SNAPSHOT: &'static str = "BEGIN";
     // One process writes at a time: its claim is the only one.
     const CLAIM_LOCK: &'static str = "";
+    const SALE_CLAIM_LOCK: &'static str = "";
     // The write transaction is the only one: the sale cannot change under it.
     const SALE_LOCK: &'static str = "";
     // The one writer connection's `BEGIN IMMEDIATE` already keeps others out.

@@ -148,6 +148,7 @@ impl Fixture {
             coupon_key: None,
             promotion_code: None,
             customer_email: None,
+            conversion: crate::model::SaleConversion::Same,
         }
     }
 

@@ -2,7 +2,7 @@
 //! ([`Manager`]): workspaces, their members and the dashboard users ([`workspaces`]),
 //! programs ([`programs`]), partners and their standing in programs ([`partners`]), and
 //! referral links ([`links`]), with their lists; partner groups ([`groups`]), bonuses
-//! ([`bonuses`]) and bounties ([`bounties`]). Handlers validate their bodies and call the
+//! ([`bonuses`]) and bounties ([`bounties`]); the server's exchange rates ([`rates`]). Handlers validate their bodies and call the
 //! service layer ([`reftrack_service::programs`], [`reftrack_service::programs::management`]).
 
 pub mod bonuses;
@@ -11,6 +11,7 @@ pub mod groups;
 pub mod links;
 pub mod partners;
 pub mod programs;
+pub mod rates;
 pub mod workspaces;
 
 use axum::extract::FromRequestParts;
@@ -69,6 +70,7 @@ pub fn router() -> OpenApiRouter<AppState> {
             bounties::archive_bounty
         ))
         .routes(routes!(links::list_links))
+        .routes(routes!(rates::import_rates, rates::list_rates))
 }
 
 /// The caller of a management call: the operator's admin token, or a dashboard session

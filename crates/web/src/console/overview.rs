@@ -15,11 +15,11 @@ use crate::pages::range::{self, RangePicker};
 use crate::pages::view::{ok, Chrome, NavItem, PageResult, ProgramId, Query};
 use crate::AppState;
 use reftrack_domain::metrics::{day_text, ResolvedRange};
-use reftrack_domain::money::{display_amount, from_hundredths};
+use reftrack_domain::money::display_amount;
 use reftrack_domain::time::date_of;
 use reftrack_service as app;
 use reftrack_service::dashboard::performance::{performance, TrendView};
-use reftrack_store::{DailyRollup, EventFilter, EventKind, ListedEvent};
+use reftrack_store::{DailyRollup, EventFilter, EventKind, ListedEvent, ProgramRates};
 
 /// Partners in the top-partners table.
 const TOP_PARTNERS: i64 = 10;
@@ -42,6 +42,12 @@ struct OverviewPage {
     top: Vec<TopRow>,
     /// Test mode: how many test events the range has, when the chart counts fewer.
     test_total: Option<i64>,
+    /// The rates the program's sales in other currencies used, and what waits for one.
+    rates: ProgramRates,
+    /// The waiting sales' currencies, upper case, comma-separated.
+    waiting_currencies: String,
+    /// The program's currency, upper case.
+    program_currency: String,
 }
 
 /// A total of the range with its trend.
@@ -191,6 +197,14 @@ pub(super) async fn overview(
         live_view(&s, &frame, &range, &rows, &days, &currency).await?
     };
     let quiet = chart.panels.iter().all(|p| !p.svg.contains("<rect"));
+    let caller = user.caller(&s).await?;
+    let rates = s.app.program_rates(&caller, id).await?;
+    let waiting_currencies = rates
+        .waiting_currencies
+        .iter()
+        .map(|c| c.to_ascii_uppercase())
+        .collect::<Vec<_>>()
+        .join(", ");
     Ok(ok(&OverviewPage {
         chrome: frame.chrome,
         head: frame.head,
@@ -202,6 +216,9 @@ pub(super) async fn overview(
         quiet,
         top,
         test_total,
+        rates,
+        waiting_currencies,
+        program_currency: currency.to_ascii_uppercase(),
     }))
 }
 
@@ -221,15 +238,14 @@ async fn live_view(
         .filter(|r| r.day >= day_text(range.current.from))
         .map(|r| (r.day.clone(), r))
         .collect();
-    let money = |h: i64| from_hundredths(h, currency);
     let series = series(
         by_day(days, &current, |r| r.clicks),
         by_day(days, &current, |r| r.leads),
         by_day(days, &current, |r| r.sales),
-        by_day(days, &current, |r| money(r.revenue_cents)),
-        by_day(days, &current, |r| money(r.commission_cents)),
+        by_day(days, &current, |r| r.revenue_cents),
+        by_day(days, &current, |r| r.commission_cents),
     );
-    let m = performance(range, rows).metrics;
+    let m = performance(range, rows, currency).metrics;
     let from = day_text(range.current.from);
     let before = |f: fn(&DailyRollup) -> i64| -> i64 {
         crate::pages::chart::saturating_sum(rows.iter().filter(|r| r.day < from).map(f))
@@ -267,8 +283,8 @@ async fn live_view(
             clicks: t.clicks,
             leads: t.leads,
             sales: t.sales,
-            revenue: display_amount(money(t.revenue_hundredths), currency),
-            commission: display_amount(money(t.commission_hundredths), currency),
+            revenue: display_amount(t.revenue_figure, currency),
+            commission: display_amount(t.commission_figure, currency),
         })
         .collect();
     let chart = chart::chart(days, &series, currency);

@@ -19,7 +19,7 @@ use crate::pages::range::{self, RangePicker};
 use crate::{AppState, Error};
 use reftrack_domain::bounties::{goal_words, offer_words, Metric};
 use reftrack_domain::metrics;
-use reftrack_domain::money::{display_amount, from_hundredths};
+use reftrack_domain::money::display_amount;
 use reftrack_domain::status::PartnerStatus;
 use reftrack_domain::time::day_of;
 use reftrack_service as app;
@@ -221,14 +221,10 @@ async fn approved(
             key: "earnings",
             label: "Earnings",
             money: true,
-            // Rollups keep hundredths of the major unit whatever the currency.
+            // Rollups keep minor units of the program's currency.
             values: rollups
                 .iter()
-                .map(|r| {
-                    r.map_or(0, |r| {
-                        from_hundredths(r.commission_cents, &program.currency)
-                    })
-                })
+                .map(|r| r.map_or(0, |r| r.commission_cents))
                 .collect(),
         },
     ];

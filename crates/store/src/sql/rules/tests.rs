@@ -9,6 +9,7 @@ use super::*;
 use crate::sql::engine::{stmt, Engine, Stmt};
 use reftrack_domain::attribution;
 use reftrack_domain::commission::partner_earns;
+use reftrack_domain::currency;
 use reftrack_domain::fraud;
 use reftrack_domain::lifecycle;
 use reftrack_domain::self_referral::{email_key, is_self_referral};
@@ -491,7 +492,48 @@ async fn click_rules<DB: Engine>(conn: &mut DB::Connection) {
     assert!(checked.iter().all(|&n| n > 0), "{checked:?}");
 }
 
+async fn net_revenue<DB: Engine>(conn: &mut DB::Connection) {
+    let sql = format!(
+        "SELECT {SALE_NET_REVENUE} FROM (SELECT CAST($1 AS BIGINT) AS amount_cents, \
+         CAST($2 AS BIGINT) AS refunded_cents, CAST($3 AS BIGINT) AS converted_amount_cents, \
+         $4 AS awaiting_rate) s"
+    );
+    for (amount, refunded) in [
+        (12_000, 0),
+        (12_000, 1),
+        (12_000, 5_999),
+        (12_000, 12_000),
+        (7, 3),
+    ] {
+        for converted in [None, Some(0), Some(7_746), Some(99_999_999)] {
+            let got: i64 = stmt::<DB>(&sql)
+                .bind(amount)
+                .bind(refunded)
+                .bind(converted)
+                .bind(false)
+                .scalar(conn)
+                .await
+                .unwrap();
+            let rust = match converted {
+                None => amount - refunded,
+                Some(c) => c - currency::refunded_share(c, amount, refunded),
+            };
+            assert_eq!(got, rust, "{amount} {refunded} {converted:?}");
+        }
+    }
+    let waiting: i64 = stmt::<DB>(&sql)
+        .bind(100)
+        .bind(0)
+        .bind(None::<i64>)
+        .bind(true)
+        .scalar(conn)
+        .await
+        .unwrap();
+    assert_eq!(waiting, 0);
+}
+
 async fn every_rule<DB: Engine>(mut conn: DB::Connection) {
+    net_revenue::<DB>(&mut conn).await;
     commission_rules::<DB>(&mut conn).await;
     hold_and_day::<DB>(&mut conn).await;
     payout_partners::<DB>(&mut conn).await;
@@ -529,7 +571,6 @@ type BatchSale = (i64, i64, i64, i64, i64, i64, &'static str, bool);
 #[tokio::test]
 async fn the_sqlite_sale_batch_counters_agree_with_count_sale() {
     use reftrack_domain::figures::{Deltas, SaleFigures};
-    use reftrack_domain::money::hundredths;
     type DB = sqlx::Sqlite;
     let mut conn = sqlx::SqliteConnection::connect("sqlite::memory:")
         .await
@@ -563,7 +604,7 @@ async fn the_sqlite_sale_batch_counters_agree_with_count_sale() {
         (3, 11, 100, 20_000 * day, 123_456, 12_345, "kwd", true),
     ];
     let mut deltas = Deltas::default();
-    for (i, &(pp, program, partner, at, amount, commission, currency, converts)) in
+    for (i, &(pp, program, partner, at, amount, commission, _currency, converts)) in
         sales.iter().enumerate()
     {
         deltas.count_sale(SaleFigures {
@@ -572,20 +613,19 @@ async fn the_sqlite_sale_batch_counters_agree_with_count_sale() {
             at,
             amount_cents: amount,
             commission_cents: commission,
-            currency,
             converts,
         });
         stmt::<DB>(
             "INSERT INTO temp.sale_batch (idx, program_id, partner_id, partner_program_id, \
-             revenue_hundredths, commission_hundredths, day, converts) \
+             revenue_figure, commission_figure, day, converts) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(i as i64)
         .bind(program)
         .bind(partner)
         .bind(pp)
-        .bind(hundredths(amount, currency))
-        .bind(hundredths(commission, currency))
+        .bind(amount)
+        .bind(commission)
         .bind(day_of(at))
         .bind(converts)
         .execute(&mut conn)

@@ -14,7 +14,7 @@ use crate::error::{StoreError, StoreResult};
 use crate::groups::GroupRewards;
 use crate::model::{
     ClickEventRow, CouponTarget, Customer, LeadEventRow, NewCommission, NewCustomer,
-    PartnerProgram, PartnerStanding, RecordedSale, SaleEventRow, SaleProgram,
+    PartnerProgram, PartnerStanding, RecordedSale, SaleConversion, SaleEventRow, SaleProgram,
 };
 use crate::tx::Tx;
 use reftrack_domain::commission::Unearned;
@@ -29,9 +29,9 @@ const INSERT_SALE_EVENT_IF_NEW: &str =
     "INSERT INTO affiliate_sale_events (program_id, customer_id, partner_id, click_id, \
     customer_key, processor_event_id, amount_cents, currency, sale_type, payment_status, \
     is_recurring, subscription_id, product_id, metadata, is_test, sale_date, created_at, \
-    unearned) \
+    unearned, converted_amount_cents, exchange_rate, rate_date, awaiting_rate) \
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'paid', $10, $11, $12, $13, $14, $15, $15, \
-    $16) ON CONFLICT (processor_event_id) DO NOTHING RETURNING id";
+    $16, $17, $18, $19, $20) ON CONFLICT (processor_event_id) DO NOTHING RETURNING id";
 
 const CUSTOMER: &str = "SELECT id, program_id, click_id, customer_key, customer_status, \
     partner_id, first_purchase_date, email FROM customers";
@@ -209,9 +209,10 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         Ok(stmt::<DB>(
             "INSERT INTO commissions (program_id, sale_id, partner_id, partner_program_id, \
              amount_cents, currency, status, flags, manual_approval, created_at, updated_at, \
-             reject_reason, group_id, description, kind, lead_id, approved_at, bounty_id) \
+             reject_reason, group_id, description, kind, lead_id, approved_at, bounty_id, \
+             awaiting_rate, reward_facts) \
              VALUES ($1, $2, $3, $4, $5, $6, $10, $8, $9, $7, $7, $11, $12, $13, $14, $15, \
-             CASE WHEN $10 = 'approved' THEN $7 END, $16) RETURNING id",
+             CASE WHEN $10 = 'approved' THEN $7 END, $16, $17, $18) RETURNING id",
         )
         .bind(c.program_id)
         .bind(c.sale_id)
@@ -221,7 +222,8 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .bind(c.currency)
         .bind(c.at)
         .bind(flags_text(c.flags))
-        .bind(state.manual_approval)
+        // A commission waiting for a rate comes due by no hold until its amount is known.
+        .bind(state.manual_approval || c.reward_facts.is_some())
         .bind(state.status.as_str())
         .bind(state.reject_reason)
         .bind(c.group_id)
@@ -229,6 +231,8 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
         .bind(c.kind.as_str())
         .bind(c.lead_id)
         .bind(c.bounty_id)
+        .bind(c.reward_facts.is_some())
+        .bind(c.reward_facts)
         .scalar(&mut *self.conn)
         .await?)
     }
@@ -366,7 +370,7 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
                 rewards: self.rewards.get(group_id, version, &text)?,
             },
             sales: r.try_get_at(5)?,
-            revenue_hundredths: r.try_get_at(6)?,
+            revenue_figure: r.try_get_at(6)?,
         }))
     }
 
@@ -476,6 +480,14 @@ impl<DB: Engine> Tx for WriteConnection<DB> {
 /// `e`.
 fn sale_event<'q, DB: Engine>(sql: &'q str, e: &'q SaleEventRow<'_>) -> Stmt<'q, DB> {
     let s = e.sale;
+    let converted = match &s.conversion {
+        SaleConversion::Converted {
+            amount_cents,
+            rate,
+            rate_date,
+        } => Some((*amount_cents, rate.as_str(), rate_date.as_str())),
+        _ => None,
+    };
     stmt::<DB>(sql)
         .bind(s.program.id)
         .bind(e.customer_id)
@@ -493,4 +505,8 @@ fn sale_event<'q, DB: Engine>(sql: &'q str, e: &'q SaleEventRow<'_>) -> Stmt<'q,
         .bind(s.is_test)
         .bind(s.at)
         .bind(e.unearned.map(Unearned::as_str))
+        .bind(converted.map(|c| c.0))
+        .bind(converted.map(|c| c.1))
+        .bind(converted.map(|c| c.2))
+        .bind(s.awaits_rate() && !s.is_test)
 }

@@ -24,10 +24,13 @@ impl<DB: Engine> RefundTx for WriteConnection<DB> {
         let status = status_now();
         let sql = format!(
             "SELECT s.id, s.amount_cents, s.refunded_cents, s.partner_id, s.sale_date, \
-             s.currency, c.id, c.amount_cents, CAST(c.reversed_cents + COALESCE(( \
+             COALESCE(c.currency, s.currency), c.id, c.amount_cents, CAST(c.reversed_cents + COALESCE(( \
                SELECT -SUM(k.amount_cents) FROM commissions k \
                WHERE k.original_commission_id = c.id), 0) AS BIGINT), \
-             {status}, c.payout_id IS NOT NULL \
+             {status}, c.payout_id IS NOT NULL, \
+             CASE WHEN s.awaiting_rate THEN NULL \
+             ELSE COALESCE(s.converted_amount_cents, s.amount_cents) END, \
+             COALESCE(c.awaiting_rate, FALSE) \
              FROM affiliate_sale_events s \
              LEFT JOIN commissions c ON c.sale_id = s.id AND c.kind = 'sale' \
              LEFT JOIN programs p ON p.id = c.program_id \
@@ -51,6 +54,7 @@ impl<DB: Engine> RefundTx for WriteConnection<DB> {
                 state: CommissionState {
                     status: named_at(&r, 9)?,
                     held: r.try_get_at(10)?,
+                    awaiting_rate: r.try_get_at(12)?,
                 },
             }),
             None => None,
@@ -62,6 +66,7 @@ impl<DB: Engine> RefundTx for WriteConnection<DB> {
             partner_id: r.try_get_at(3)?,
             sale_date: r.try_get_at(4)?,
             currency: r.try_get_at(5)?,
+            program_amount_cents: r.try_get_at(11)?,
             commission,
         }))
     }

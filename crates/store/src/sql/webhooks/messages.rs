@@ -93,7 +93,9 @@ async fn sale_data<DB: Engine>(conn: &mut DB::Connection, id: i64) -> StoreResul
         "SELECT s.id, s.sale_date, s.click_id, s.created_at, s.amount_cents, s.currency, \
          s.sale_type, s.payment_status, s.processor_event_id, s.is_recurring, s.program_id, \
          s.partner_id, s.customer_key, (SELECT c.id FROM commissions c \
-         WHERE c.sale_id = s.id AND c.kind = 'sale'), s.refunded_cents FROM affiliate_sale_events s \
+         WHERE c.sale_id = s.id AND c.kind = 'sale'), s.refunded_cents, \
+         s.converted_amount_cents, s.exchange_rate, s.rate_date, s.awaiting_rate \
+         FROM affiliate_sale_events s \
          WHERE s.id = $1",
     )
     .bind(id)
@@ -114,6 +116,10 @@ async fn sale_data<DB: Engine>(conn: &mut DB::Connection, id: i64) -> StoreResul
             is_recurring: r.try_get_at(9)?,
             partner: None,
             refunded_cents: r.try_get_at(14)?,
+            converted_amount_cents: r.try_get_at(15)?,
+            exchange_rate: r.try_get_at(16)?,
+            rate_date: r.try_get_at(17)?,
+            awaiting_rate: r.try_get_at(18)?,
         }),
         program_id: r.try_get_at(10)?,
         partner_id: r.try_get_at(11)?,

@@ -1,0 +1,348 @@
+//! Money in every currency: the operator's exchange rates (API and the ECB file), a sale
+//! in another currency converted at the rate of its date (directly, across the euro, or
+//! from up to seven days before), a sale that waits for its rate and is converted once
+//! the rate arrives, refunds in the sale's own currency, and the figures and payouts in
+//! the program's currency.
+
+use std::sync::Arc;
+
+use crate::common::*;
+use reftrack::domain::time::ManualClock;
+use serde_json::{json, Value};
+
+/// 2026-03-02T10:00:00Z, a Monday.
+const START: i64 = 1_772_445_600_000;
+
+const RATES: &str = "/exchange-rates";
+
+async fn post_rates(app: &TestApp, rates: Value) -> Reply {
+    app.admin("POST", RATES, Some(json!({ "rates": rates })))
+        .await
+}
+
+async fn sale(app: &TestApp, seed: &Seed, key: &str, amount: i64, currency: &str) -> Value {
+    let click_id = app.click(&seed.short_link).await;
+    app.post_auth(
+        "/api/v1/track/sale",
+        &seed.api_token,
+        json!({"click_id": click_id, "customer_key": key, "transaction_id": key,
+               "amount_cents": amount, "currency": currency}),
+    )
+    .await
+    .expect(200)
+    .body
+}
+
+async fn commission(app: &TestApp, seed: &Seed, id: &Value) -> Value {
+    let r = app
+        .admin(
+            "GET",
+            &format!("/programs/{}/commissions?limit=100", seed.program_id),
+            None,
+        )
+        .await
+        .expect(200);
+    let rows = r.body["data"].as_array().unwrap();
+    rows.iter().find(|c| &c["id"] == id).cloned().unwrap()
+}
+
+async fn revenue(app: &TestApp, seed: &Seed) -> (i64, i64, i64) {
+    let n = |column: &str| {
+        format!(
+            "SELECT CAST(COALESCE(SUM({column}), 0) AS BIGINT) FROM daily_rollups WHERE program_id = {}",
+            seed.program_id
+        )
+    };
+    (
+        app.count(&n("sales")).await,
+        app.count(&n("revenue_cents")).await,
+        app.count(&n("commission_cents")).await,
+    )
+}
+
+on_both_backends!(the_operator_keeps_the_rates);
+async fn the_operator_keeps_the_rates(app: TestApp) {
+    let r = post_rates(
+        &app,
+        json!([
+            {"date": "2026-11-27", "base": "EUR", "quote": "usd", "rate": 1.0423},
+            {"date": "2026-11-27", "base": "eur", "quote": "jpy", "rate": 161.47},
+        ]),
+    )
+    .await
+    .expect(200);
+    assert_eq!(r.body, json!({"imported": 2}));
+    // Sent again, a rate replaces the stored one.
+    post_rates(
+        &app,
+        json!([{"date": "2026-11-27", "base": "eur", "quote": "usd", "rate": 1.05}]),
+    )
+    .await
+    .expect(200);
+    let day = app
+        .admin("GET", &format!("{RATES}?date=2026-11-27"), None)
+        .await
+        .expect(200);
+    assert_eq!(
+        day.body,
+        json!([
+            {"date": "2026-11-27", "base": "eur", "quote": "jpy", "rate": 161.47},
+            {"date": "2026-11-27", "base": "eur", "quote": "usd", "rate": 1.05},
+        ])
+    );
+    // One refused rate: 400 naming it, and nothing of the call is stored.
+    for (rate, error) in [
+        (
+            json!({"date": "2026-11-28", "base": "eur", "quote": "usd", "rate": 0}),
+            "rates[1].rate must be a number greater than 0",
+        ),
+        (
+            json!({"date": "2026-11-28", "base": "eur", "quote": "usd", "rate": -2.5}),
+            "rates[1].rate must be a number greater than 0",
+        ),
+        (
+            json!({"date": "2026-11-28", "base": "eur", "quote": "xyz", "rate": 1.1}),
+            "rates[1].quote must be an ISO 4217 currency code",
+        ),
+        (
+            json!({"date": "28/11/2026", "base": "eur", "quote": "usd", "rate": 1.1}),
+            "rates[1].date must be a date YYYY-MM-DD",
+        ),
+    ] {
+        let ok = json!({"date": "2026-11-28", "base": "eur", "quote": "gbp", "rate": 0.83});
+        let r = post_rates(&app, json!([ok, rate])).await.expect(400);
+        assert_eq!(r.error(), error);
+    }
+    post_rates(&app, json!([])).await.expect(400);
+    let none = app
+        .admin("GET", &format!("{RATES}?date=2026-11-28"), None)
+        .await
+        .expect(200);
+    assert_eq!(none.body, json!([]));
+    app.admin("GET", &format!("{RATES}?date=tomorrow"), None)
+        .await
+        .expect(400);
+    // A dashboard user is not the operator.
+    let seed = app.seed().await;
+    let token = owner(&app, &seed).await;
+    let body = json!({"rates": [{"date": "2026-11-27", "base": "eur", "quote": "usd", "rate": 9}]});
+    let r = app
+        .post_auth(&format!("/api/admin{RATES}"), &token, body)
+        .await;
+    assert_eq!(r.status, 403, "{:?}", r.body);
+}
+
+/// A session token of an owner of the seed's workspace.
+async fn owner(app: &TestApp, seed: &Seed) -> String {
+    app.member(
+        seed.workspace_id,
+        "owner@example.com",
+        "a long password 1",
+        "owner",
+    )
+    .await;
+    let session = app.login("owner@example.com", "a long password 1").await;
+    session.body["token"].as_str().unwrap().to_string()
+}
+
+on_both_backends!(a_sale_in_another_currency_counts_converted);
+async fn a_sale_in_another_currency_counts_converted(app: TestApp) {
+    let app = app.with_clock(Arc::new(ManualClock::at(START)));
+    let seed = app.seed().await; // usd, 20 %
+                                 // Friday's rates: the Monday sale uses them (no rates since).
+    post_rates(
+        &app,
+        json!([
+            {"date": "2026-02-27", "base": "eur", "quote": "usd", "rate": 1.0423},
+            {"date": "2026-02-27", "base": "eur", "quote": "jpy", "rate": 160},
+        ]),
+    )
+    .await
+    .expect(200);
+    let s = sale(&app, &seed, "yen", 12_000, "jpy").await;
+    let c = commission(&app, &seed, &s["commission_id"]).await;
+    // ¥12,000 at 1.0423 / 160 = 0.006514375 is $78.17; 20 % of it is $15.63.
+    assert_eq!(c["amount_cents"], 1_563);
+    assert_eq!(c["currency"], "usd");
+    assert_eq!(c["awaiting_rate"], false);
+    assert_eq!(revenue(&app, &seed).await, (1, 7_817, 1_563));
+    let stored = app
+        .count(
+            "SELECT COUNT(*) FROM affiliate_sale_events WHERE converted_amount_cents = 7817 \
+                AND exchange_rate = '0.006514375' AND rate_date = '2026-02-27' \
+                AND amount_cents = 12000 AND currency = 'jpy'",
+        )
+        .await;
+    assert_eq!(stored, 1);
+    // Euros straight from the stored pair, kept to the cent.
+    let s = sale(&app, &seed, "euro", 10_000, "eur").await;
+    assert_eq!(
+        commission(&app, &seed, &s["commission_id"]).await["amount_cents"],
+        2_085
+    );
+    // A sale in the program's currency is as before.
+    let s = sale(&app, &seed, "dollar", 10_000, "usd").await;
+    assert_eq!(
+        commission(&app, &seed, &s["commission_id"]).await["amount_cents"],
+        2_000
+    );
+    assert_eq!(
+        revenue(&app, &seed).await,
+        (3, 7_817 + 10_423 + 10_000, 1_563 + 2_085 + 2_000)
+    );
+    // The dashboard's money is in dollars; the events list shows the yen sale's
+    // conversion, and nothing of the kind on the dollar sale.
+    let token = owner(&app, &seed).await;
+    let auth = format!("Bearer {token}");
+    let perf = app
+        .send(
+            "GET",
+            &format!("/api/tracking/performance/{}?period=all", seed.program_id),
+            None,
+            &[("authorization", &auth)],
+        )
+        .await
+        .expect(200);
+    assert_eq!(perf.body["metrics"]["totalRevenue"], json!(282.4));
+    let events = app
+        .send(
+            "GET",
+            &format!("/api/tracking/events/{}", seed.program_id),
+            None,
+            &[("authorization", &auth)],
+        )
+        .await
+        .expect(200);
+    let listed = events.body.to_string();
+    assert!(listed.contains("\"exchange_rate\":0.006514375"), "{listed}");
+    assert!(
+        listed.contains("\"converted_amount_cents\":7817"),
+        "{listed}"
+    );
+    assert_eq!(listed.matches("exchange_rate").count(), 2, "{listed}");
+    // A partial refund in yen takes back the same share, in dollars.
+    let r = app
+        .post_auth(
+            "/api/v1/track/refund",
+            &seed.api_token,
+            json!({"transaction_id": "yen", "refund_amount_cents": 6_000}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.body["deduction_amount"], json!(7.81));
+    let after = revenue(&app, &seed).await;
+    assert_eq!(after.1, 7_817 - 3_909 + 10_423 + 10_000);
+    app.post_auth(
+        "/api/v1/track/refund",
+        &seed.api_token,
+        json!({"transaction_id": "yen"}),
+    )
+    .await
+    .expect(200);
+    assert_eq!(
+        revenue(&app, &seed).await,
+        (2, 10_423 + 10_000, 2_085 + 2_000)
+    );
+    assert_clean(&reftrack::verify::check(&*app.store).await.unwrap());
+}
+
+on_both_backends!(a_sale_waits_for_its_rate_and_is_converted_once);
+async fn a_sale_waits_for_its_rate_and_is_converted_once(app: TestApp) {
+    let app = app.with_clock(Arc::new(ManualClock::at(START)));
+    let seed = app.seed().await;
+    // Rates older than seven days do not convert.
+    post_rates(
+        &app,
+        json!([{"date": "2026-02-20", "base": "gbp", "quote": "usd", "rate": 1.25}]),
+    )
+    .await
+    .expect(200);
+    let s = sale(&app, &seed, "pound", 8_000, "gbp").await;
+    let c = commission(&app, &seed, &s["commission_id"]).await;
+    assert_eq!(c["amount_cents"], 0);
+    assert_eq!(c["awaiting_rate"], true);
+    assert_eq!(c["status"], "pending");
+    assert_eq!(
+        c["description"],
+        "Waiting for an exchange rate: £80.00 sale"
+    );
+    // It counts as a sale, without revenue, and cannot be approved.
+    assert_eq!(revenue(&app, &seed).await, (1, 0, 0));
+    let r = app
+        .admin("POST", &format!("/commissions/{}/approve", c["id"]), None)
+        .await
+        .expect(409);
+    assert!(r.error().contains("exchange rate"), "{}", r.error());
+    // Nothing to convert yet.
+    assert_eq!(app.state.app.convert_waiting_sales().await.unwrap(), 0);
+    // A refund in pounds while it waits takes nothing from the figures.
+    app.post_auth(
+        "/api/v1/track/refund",
+        &seed.api_token,
+        json!({"transaction_id": "pound", "refund_amount_cents": 2_000}),
+    )
+    .await
+    .expect(200);
+    post_rates(
+        &app,
+        json!([{"date": "2026-03-01", "base": "usd", "quote": "gbp", "rate": 0.8}]),
+    )
+    .await
+    .expect(200);
+    assert_eq!(app.state.app.convert_waiting_sales().await.unwrap(), 1);
+    assert_eq!(app.state.app.convert_waiting_sales().await.unwrap(), 0);
+    // £80.00 at 1 / 0.8 is $100.00; 20 % is $20.00, less the quarter refunded.
+    let c = commission(&app, &seed, &s["commission_id"]).await;
+    assert_eq!(c["awaiting_rate"], false);
+    assert_eq!(c["amount_cents"], 1_500);
+    assert_eq!(revenue(&app, &seed).await, (1, 7_500, 1_500));
+    app.admin("POST", &format!("/commissions/{}/approve", c["id"]), None)
+        .await
+        .expect(200);
+    assert_clean(&reftrack::verify::check(&*app.store).await.unwrap());
+}
+
+/// `reftrack rates import` reads both shapes of the ECB's file.
+#[tokio::test]
+async fn the_command_line_imports_the_ecb_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = crate::common::server::migrated_cli_db(dir.path());
+    let daily = dir.path().join("eurofxref.csv");
+    std::fs::write(
+        &daily,
+        "Date, USD, JPY, BGN, CYP, GBP, \n27 November 2026, 1.0423, 161.47, 1.9558, N/A, 0.83210, \n",
+    )
+    .unwrap();
+    let (ok, out) = crate::common::server::cli(&db, &["rates", "import", daily.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    assert_eq!(out["stored"], 4);
+    assert_eq!(out["first_day"], "2026-11-27");
+    assert_eq!(out["skipped_currencies"], json!(["CYP"]));
+    let hist = dir.path().join("eurofxref-hist.csv");
+    std::fs::write(
+        &hist,
+        "Date,USD,JPY,GBP,\n2026-11-27,1.05,161.47,0.8321,\n2026-11-26,1.0398,N/A,0.8330,\n",
+    )
+    .unwrap();
+    let (ok, out) = crate::common::server::cli(&db, &["rates", "import", hist.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    assert_eq!(out["stored"], 5);
+    assert_eq!(out["first_day"], "2026-11-26");
+    assert_eq!(out["last_day"], "2026-11-27");
+    let usd = reftrack_count(
+        &db,
+        "SELECT COUNT(*) FROM exchange_rates WHERE rate_date = '2026-11-27' AND base = 'eur' \
+         AND quote = 'usd' AND rate = '1.05'",
+    )
+    .await;
+    assert_eq!(usd, 1);
+    assert_eq!(
+        reftrack_count(&db, "SELECT COUNT(*) FROM exchange_rates").await,
+        6
+    );
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "Day,USD\n2026-11-27,1.1\n").unwrap();
+    let (ok, out) = crate::common::server::cli(&db, &["rates", "import", bad.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(out.to_string().contains("Date"), "{out}");
+}
