@@ -180,6 +180,39 @@ async fn a_sale_in_another_currency_counts_converted(app: TestApp) {
         commission(&app, &seed, &s["commission_id"]).await["amount_cents"],
         2_085
     );
+    // The same sale through its own flow (an email makes it leave the set-based batch)
+    // is recorded alike.
+    let click_id = app.click(&seed.short_link).await;
+    let flow = app
+        .post_auth(
+            "/api/v1/track/sale",
+            &seed.api_token,
+            json!({"click_id": click_id, "customer_key": "euro-flow", "transaction_id": "euro-flow",
+                   "amount_cents": 10_000, "currency": "eur", "customer_email": "buyer@example.com"}),
+        )
+        .await
+        .expect(200)
+        .body;
+    let c = commission(&app, &seed, &flow["commission_id"]).await;
+    assert_eq!(
+        (c["amount_cents"].as_i64(), c["currency"].as_str()),
+        (Some(2_085), Some("usd"))
+    );
+    let alike = app
+        .count(
+            "SELECT COUNT(*) FROM affiliate_sale_events WHERE processor_event_id IN ('euro', 'euro-flow') \
+             AND converted_amount_cents = 10423 AND exchange_rate = '1.0423' AND rate_date = '2026-02-27' \
+             AND NOT awaiting_rate",
+        )
+        .await;
+    assert_eq!(alike, 2);
+    app.post_auth(
+        "/api/v1/track/refund",
+        &seed.api_token,
+        json!({"transaction_id": "euro-flow"}),
+    )
+    .await
+    .expect(200);
     // A sale in the program's currency is as before.
     let s = sale(&app, &seed, "dollar", 10_000, "usd").await;
     assert_eq!(
@@ -219,7 +252,7 @@ async fn a_sale_in_another_currency_counts_converted(app: TestApp) {
         listed.contains("\"converted_amount_cents\":7817"),
         "{listed}"
     );
-    assert_eq!(listed.matches("exchange_rate").count(), 2, "{listed}");
+    assert_eq!(listed.matches("exchange_rate").count(), 3, "{listed}");
     // A partial refund in yen takes back the same share, in dollars.
     let r = app
         .post_auth(

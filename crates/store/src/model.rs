@@ -555,14 +555,14 @@ impl NewSale {
     }
 
     /// Whether the committer may record this sale set-based with others: a live sale in
-    /// its program's currency, outside a subscription and not flagged recurring, whose commission depends on
+    /// its program's currency or converted, outside a subscription and not flagged recurring, whose commission depends on
     /// nothing but its program and amount, and that names no coupon and no email (those
     /// may attribute it or flag it, which only its flow decides). Whatever the program's
     /// fraud rules: the set-based statements leave a sale any rule that is on may hold
     /// for to its own flow (`sql::rules`).
     pub fn is_plain(&self) -> bool {
         !self.is_test
-            && self.conversion == SaleConversion::Same
+            && !self.awaits_rate()
             && self.subscription_id.is_none()
             && !self.is_recurring
             && self.coupon_key.is_none()

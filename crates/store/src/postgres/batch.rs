@@ -72,16 +72,19 @@ fn record_sales_sql(n: usize) -> &'static str {
             "{}, sales AS (INSERT INTO affiliate_sale_events (program_id, customer_id, \
              partner_id, click_id, customer_key, processor_event_id, amount_cents, currency, \
              sale_type, payment_status, is_recurring, subscription_id, product_id, metadata, \
-             is_test, sale_date, created_at) \
+             is_test, sale_date, created_at, converted_amount_cents, exchange_rate, \
+             rate_date) \
              SELECT program_id, customer_id, partner_id, click_id, customer_key, \
              transaction_id, amount_cents, currency, sale_type, 'paid', FALSE, NULL, \
-             product_id, metadata, FALSE, at, at FROM rows ORDER BY idx \
+             product_id, metadata, FALSE, at, at, converted_amount_cents, exchange_rate, \
+             rate_date FROM rows ORDER BY idx \
              RETURNING id, processor_event_id, program_id, partner_id, currency, sale_date), \
              comm AS (INSERT INTO commissions (program_id, sale_id, partner_id, \
              partner_program_id, amount_cents, currency, status, manual_approval, created_at, \
              updated_at, group_id, description) \
              SELECT s.program_id, s.id, s.partner_id, rows.partner_program_id, \
-             rows.commission, s.currency, {status}, {manual}, s.sale_date, s.sale_date, \
+             rows.commission, rows.program_currency, {status}, {manual}, s.sale_date, \
+             s.sale_date, \
              rows.group_id, rows.description \
              FROM rows JOIN sales s ON s.processor_event_id = rows.transaction_id \
              RETURNING id, sale_id), \

@@ -26,6 +26,7 @@ impl<'q> BindRows<'q> for Rows<'_> {
         for value in chunk {
             query = match *value {
                 Value::Int(v) => query.bind(v),
+                Value::MaybeInt(v) => query.bind(v),
                 Value::Text(v) => query.bind(v),
             };
         }

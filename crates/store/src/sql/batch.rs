@@ -18,7 +18,7 @@ use super::rows::{self, Rows, Value};
 use super::rules::{self as rule_sql, NO_DISPOSABLE_EMAIL};
 use super::{webhooks, APPROVED_PARTNER_RECORD, NO_SELF_REFERRAL};
 use crate::error::{StoreError, StoreResult};
-use crate::model::{NewClick, NewSale, SaleOutcome};
+use crate::model::{NewClick, NewSale, SaleConversion, SaleOutcome};
 use reftrack_domain::figures::{Deltas, SaleFigures};
 use reftrack_domain::fraud::Rule;
 
@@ -228,7 +228,49 @@ pub const SALE_COLUMNS: &[&str] = &[
     "partner_program_id",
     "group_id",
     "description",
+    "converted_amount_cents",
+    "exchange_rate",
+    "rate_date",
+    "program_currency",
 ];
+
+/// Of [`SALE_COLUMNS`], those a sale event's row needs: what the sale was sent with, and
+/// for a sale in another currency its conversion.
+pub const SALE_EVENT_COLUMNS: &[&str] = &[
+    "idx",
+    "program_id",
+    "customer_id",
+    "partner_id",
+    "click_id",
+    "customer_key",
+    "transaction_id",
+    "amount_cents",
+    "currency",
+    "sale_type",
+    "product_id",
+    "metadata",
+    "at",
+    "converted_amount_cents",
+    "exchange_rate",
+    "rate_date",
+];
+
+/// A sale's conversion as columns of [`SALE_COLUMNS`]: its converted amount, rate and
+/// rate date; NULLs for a sale in its program's currency.
+pub fn conversion_values(s: &NewSale) -> [Value<'_>; 3] {
+    match &s.conversion {
+        SaleConversion::Converted {
+            amount_cents,
+            rate,
+            rate_date,
+        } => [
+            Value::MaybeInt(Some(*amount_cents)),
+            Value::Text(Some(rate)),
+            Value::Text(Some(rate_date)),
+        ],
+        _ => [Value::MaybeInt(None), Value::Text(None), Value::Text(None)],
+    }
+}
 
 /// A plain sale resolved and its reward decided ([`decide_plain_sales`]): what recording
 /// it writes.
@@ -370,7 +412,7 @@ pub async fn decide_plain_sales<DB: Engine>(
             )
         });
         let facts = SaleFacts {
-            amount_cents: s.amount_cents,
+            amount_cents: s.program_amount(),
             product_id: s.product_id.as_deref(),
             recurring: false,
             customer_country: row.country.as_deref(),
@@ -388,7 +430,7 @@ pub async fn decide_plain_sales<DB: Engine>(
             key,
             (
                 sales_before.saturating_add(1),
-                revenue_before.saturating_add(s.amount_cents),
+                revenue_before.saturating_add(s.program_amount()),
             ),
         );
         decided.push(Decided {
@@ -447,6 +489,7 @@ pub fn decided_rows<'a>(sales: &[&'a NewSale], decided: &'a [Decided]) -> Rows<'
     let mut rows = Rows::new(SALE_COLUMNS);
     for d in decided {
         let s = sales[d.i];
+        let [converted, rate, rate_date] = conversion_values(s);
         rows.push(&[
             place(d.i),
             Int(s.program.id),
@@ -465,6 +508,10 @@ pub fn decided_rows<'a>(sales: &[&'a NewSale], decided: &'a [Decided]) -> Rows<'
             Int(d.partner_program_id),
             Int(d.group_id),
             Text(Some(&d.description)),
+            converted,
+            rate,
+            rate_date,
+            Text(Some(&s.program.currency)),
         ]);
     }
     rows
@@ -509,7 +556,7 @@ pub async fn plain_sales<DB: Engine>(
             program_id: s.program.id,
             partner_id: d.partner_id,
             at: s.at,
-            amount_cents: s.amount_cents,
+            amount_cents: s.program_amount(),
             commission_cents: d.commission_cents,
             converts: d.converts,
         });

@@ -11,6 +11,8 @@ use crate::committer::MAX_SET_ROWS;
 pub enum Value<'a> {
     /// An integer.
     Int(i64),
+    /// An integer, or NULL.
+    MaybeInt(Option<i64>),
     /// A text, or NULL.
     Text(Option<&'a str>),
 }

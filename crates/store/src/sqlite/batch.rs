@@ -17,8 +17,8 @@ use crate::committer::MAX_SET_ROWS;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewClick, NewSale, SaleOutcome};
 use crate::sql::batch::{
-    self, new_click_rows, place, SalesStep, SetStatements, CLICK_COLUMNS, SALE_COLUMNS,
-    SALE_CUSTOMER_ID, SALE_KEY_COLUMNS,
+    self, new_click_rows, place, SalesStep, SetStatements, CLICK_COLUMNS, SALE_CUSTOMER_ID,
+    SALE_EVENT_COLUMNS, SALE_KEY_COLUMNS,
 };
 use crate::sql::groups::RewardsCache;
 use crate::sql::rules::{NO_DISPOSABLE_EMAIL, SQLITE_SALE_BATCH_COUNTERS};
@@ -77,9 +77,6 @@ fn resolve_sales_sql(n: usize) -> &'static str {
     rows::sized(&SQL, n, batch::resolve_sales_sql::<Sqlite>)
 }
 
-/// Of [`SALE_COLUMNS`], those the sale event's row needs.
-const SALE_EVENT_COLUMNS: &[&str] = SALE_COLUMNS.split_at(13).0;
-
 /// The columns each statement of [`record_sales`] reads.
 const RECORD_SALES_COLUMNS: [&[&str]; 5] = [
     SALE_EVENT_COLUMNS,
@@ -89,6 +86,7 @@ const RECORD_SALES_COLUMNS: [&[&str]; 5] = [
         "commission",
         "group_id",
         "description",
+        "program_currency",
     ],
     &["partner_id", "customer_id", "at"],
     &["customer_id", "at"],
@@ -106,18 +104,19 @@ fn record_sales(from: &str) -> [String; 5] {
             "INSERT INTO affiliate_sale_events (program_id, customer_id, partner_id, click_id, \
              customer_key, processor_event_id, amount_cents, currency, sale_type, \
              payment_status, is_recurring, subscription_id, product_id, metadata, is_test, \
-             sale_date, created_at) \
+             sale_date, created_at, converted_amount_cents, exchange_rate, rate_date) \
              SELECT program_id, customer_id, partner_id, click_id, customer_key, \
              transaction_id, amount_cents, currency, sale_type, 'paid', FALSE, NULL, \
-             product_id, metadata, FALSE, at, at FROM {from} ORDER BY idx"
+             product_id, metadata, FALSE, at, at, converted_amount_cents, exchange_rate, \
+             rate_date FROM {from} ORDER BY idx"
         ),
         format!(
             "INSERT INTO commissions (program_id, sale_id, partner_id, partner_program_id, \
              amount_cents, currency, status, manual_approval, created_at, updated_at, \
              group_id, description) \
              SELECT s.program_id, s.id, s.partner_id, rows.partner_program_id, \
-             rows.commission, s.currency, {status}, {manual}, s.sale_date, s.sale_date, \
-             rows.group_id, rows.description \
+             rows.commission, rows.program_currency, {status}, {manual}, s.sale_date, \
+             s.sale_date, rows.group_id, rows.description \
              FROM {from} JOIN affiliate_sale_events s \
              ON s.processor_event_id = rows.transaction_id"
         ),
@@ -177,6 +176,10 @@ const BATCH_SALE_COLUMNS: &[&str] = &[
     "group_id",
     "group_version",
     "description",
+    "converted_amount_cents",
+    "exchange_rate",
+    "rate_date",
+    "program_currency",
 ];
 
 /// The sales of the batch [`commit_plain_sales`] records: a table of the write
@@ -187,7 +190,8 @@ pub(crate) const SALE_BATCH_TABLE: &str =
     click_id TEXT, customer_key TEXT, transaction_id TEXT, amount_cents INTEGER, \
     currency TEXT, sale_type TEXT, product_id TEXT, metadata TEXT, at INTEGER, \
     commission INTEGER, revenue_figure INTEGER, commission_figure INTEGER, \
-    day TEXT, converts INTEGER, group_id INTEGER, description TEXT)";
+    day TEXT, converts INTEGER, group_id INTEGER, description TEXT, \
+    converted_amount_cents INTEGER, exchange_rate TEXT, rate_date TEXT, program_currency TEXT)";
 
 /// The statement of [`commit_plain_sales`] after its `rows` and `ranked`: the sales that
 /// resolve plainly (an approved partner's, [`APPROVED_PARTNER_RECORD`], for which no
@@ -211,7 +215,8 @@ fn resolve_sale_batch() -> String {
     c.click_id, COALESCE(r.customer_key, c.customer_key), r.transaction_id, r.amount_cents, \
     r.currency, r.sale_type, r.product_id, r.metadata, r.at, r.commission, \
     r.revenue_figure, r.commission_figure, r.day, c.first_purchase_date IS NULL, \
-    r.group_id, r.description \
+    r.group_id, r.description, r.converted_amount_cents, r.exchange_rate, r.rate_date, \
+    r.program_currency \
     FROM ranked r JOIN customers c ON c.id = r.customer_id \
     JOIN partner_programs pp ON {APPROVED_PARTNER_RECORD} \
     JOIN partner_groups g ON g.id = pp.group_id AND g.id = r.group_id \
@@ -294,13 +299,14 @@ async fn commit_plain_sales(
         .iter()
         .map(|d| {
             let s = sales[d.i];
-            (s.amount_cents, d.commission_cents, day_of(s.at))
+            (s.program_amount(), d.commission_cents, day_of(s.at))
         })
         .collect();
     let mut rows = Rows::new(BATCH_SALE_COLUMNS);
     for (d, (revenue, commission, day)) in decided.iter().zip(&figures) {
         let s = sales[d.i];
         let [dup, partner, fast] = batch::click_rule_flags(s);
+        let [converted, rate, rate_date] = batch::conversion_values(s);
         rows.push(&[
             place(d.i),
             Int(s.program.id),
@@ -323,6 +329,10 @@ async fn commit_plain_sales(
             Int(d.group_id),
             Int(d.group_version),
             Text(Some(&d.description)),
+            converted,
+            rate,
+            rate_date,
+            Text(Some(&s.program.currency)),
         ]);
     }
     let mut outcomes: Vec<Option<SaleOutcome>> = vec![None; all];

@@ -30,6 +30,7 @@ impl<'q> BindRows<'q> for Rows<'_> {
                 for &c in &at {
                     query = match row[c] {
                         Value::Int(v) => query.bind(v),
+                        Value::MaybeInt(v) => query.bind(v),
                         Value::Text(v) => query.bind(v),
                     };
                 }
