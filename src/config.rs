@@ -110,6 +110,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub webhooks: WebhookArgs,
     #[command(flatten)]
+    pub rates: RatesFetchArgs,
+    #[command(flatten)]
     pub click_waits: ClickWaitArgs,
 }
 
@@ -198,6 +200,25 @@ pub struct WebhookArgs {
         default_value_t = false
     )]
     pub allow_private: bool,
+}
+
+/// The optional daily fetch of the European Central Bank's reference rates.
+#[derive(Debug, Clone, Args)]
+pub struct RatesFetchArgs {
+    /// Fetch the ECB's reference rates at start and then every day (`1`, `true`); off by
+    /// default. A failed fetch is logged and tried again in 15 minutes.
+    #[arg(
+        long = "fetch-ecb-rates",
+        env = "REFTRACK_FETCH_ECB_RATES",
+        value_parser = clap::builder::BoolishValueParser::new(),
+        action = clap::ArgAction::Set,
+        default_value_t = false
+    )]
+    pub fetch: bool,
+    /// Where the daily fetch downloads the rates: the ECB's `eurofxref.zip`, or any URL
+    /// serving that file or its CSV.
+    #[arg(long = "ecb-rates-url", env = "REFTRACK_ECB_RATES_URL", default_value = crate::app::money::rates::fetch::ECB_DAILY_URL)]
+    pub url: String,
 }
 
 impl ServeArgs {

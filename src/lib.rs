@@ -111,6 +111,10 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
     }
     let approvals = tokio::spawn(record_approvals(app.clone()));
     let conversions = tokio::spawn(convert_waiting_sales(app.clone()));
+    let rate_fetch = args.rates.fetch.then(|| {
+        println!("  exchange rates: fetched daily from {}", args.rates.url);
+        tokio::spawn(fetch_rates_daily(app.clone(), args.rates.url.clone()))
+    });
     let webhooks = crate::app::webhooks::worker::Worker::spawn(app.clone());
     let mut state = AppState::new(app, clients)
         .with_rate_limits(args.rate_limits)
@@ -164,6 +168,9 @@ pub async fn serve(args: ServeArgs, listener: TcpListener) -> anyhow::Result<()>
     };
     approvals.abort();
     conversions.abort();
+    if let Some(fetch) = rate_fetch {
+        fetch.abort();
+    }
     if let Some(server) = metrics_server {
         server.abort();
     }
@@ -250,6 +257,31 @@ async fn convert_waiting_sales(app: Arc<App>) {
                 "converting sales waiting for a rate failed; retrying in 30 seconds"
             ),
         }
+    }
+}
+
+/// When `REFTRACK_FETCH_ECB_RATES` is on: fetches the ECB's reference rates from `url`
+/// at start and then every day; a failed fetch is logged and tried again in 15 minutes,
+/// and never stops the server.
+async fn fetch_rates_daily(app: Arc<App>, url: String) {
+    const DAILY: Duration = Duration::from_secs(24 * 60 * 60);
+    const RETRY: Duration = Duration::from_secs(15 * 60);
+    loop {
+        let wait = match app.fetch_ecb_rates(&url).await {
+            Ok(done) => {
+                tracing::info!(
+                    rates = done.stored,
+                    last_day = %done.last_day,
+                    "fetched the ECB's reference rates"
+                );
+                DAILY
+            }
+            Err(e) => {
+                tracing::warn!(error = ?e, url = %url, "fetching the ECB's reference rates failed; retrying in 15 minutes");
+                RETRY
+            }
+        };
+        tokio::time::sleep(wait).await;
     }
 }
 

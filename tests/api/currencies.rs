@@ -379,3 +379,174 @@ async fn the_command_line_imports_the_ecb_files() {
     assert!(!ok);
     assert!(out.to_string().contains("Date"), "{out}");
 }
+
+/// Serves `body` at every path of a local port as HTTP `status`, for the rate fetch;
+/// the URL of `/eurofxref.csv` there.
+async fn file_server(status: u16, body: &'static str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = socket.read(&mut buf).await;
+                let answer = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{addr}/eurofxref.csv")
+}
+
+const DAILY_FILE: &str = "Date, USD, JPY, GBP, \n27 November 2026, 1.0423, 161.47, 0.83210, \n";
+
+on_both_backends!(the_daily_fetch_stores_the_ecbs_rates);
+async fn the_daily_fetch_stores_the_ecbs_rates(app: TestApp) {
+    let url = file_server(200, DAILY_FILE).await;
+    let done = app.state.app.fetch_ecb_rates(&url).await.unwrap();
+    assert_eq!((done.stored, done.last_day.as_str()), (3, "2026-11-27"));
+    let day = app
+        .admin("GET", &format!("{RATES}?date=2026-11-27"), None)
+        .await
+        .expect(200);
+    assert_eq!(day.body.as_array().unwrap().len(), 3);
+    // A missing file, a page that is no rate file, or no server: an error, nothing stored.
+    let missing = file_server(404, "not here").await;
+    assert!(app.state.app.fetch_ecb_rates(&missing).await.is_err());
+    let page = file_server(200, "<html>maintenance</html>").await;
+    assert!(app.state.app.fetch_ecb_rates(&page).await.is_err());
+    assert!(app
+        .state
+        .app
+        .fetch_ecb_rates("http://127.0.0.1:9/eurofxref.zip")
+        .await
+        .is_err());
+    assert_eq!(app.count("SELECT COUNT(*) FROM exchange_rates").await, 3);
+}
+
+/// The server with `REFTRACK_FETCH_ECB_RATES` fetches at start; one whose fetch fails
+/// logs it and serves on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_fetches_rates_when_asked_and_serves_on_when_it_cannot() {
+    use crate::common::server::Server;
+    let dir = tempfile::tempdir().unwrap();
+    let db = crate::common::server::migrated_cli_db(dir.path());
+    let url = file_server(200, DAILY_FILE).await;
+    let server = Server::on(
+        &db,
+        ADMIN_TOKEN,
+        &[
+            ("REFTRACK_FETCH_ECB_RATES", "1"),
+            ("REFTRACK_ECB_RATES_URL", &url),
+        ],
+    );
+    let mut stored = 0;
+    for _ in 0..100 {
+        stored = reftrack_count(&db, "SELECT COUNT(*) FROM exchange_rates").await;
+        if stored == 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(stored, 3, "{}", server.output());
+    drop(server);
+    let failing = Server::on(
+        &db,
+        ADMIN_TOKEN,
+        &[
+            ("REFTRACK_FETCH_ECB_RATES", "1"),
+            ("REFTRACK_ECB_RATES_URL", "http://127.0.0.1:9/eurofxref.zip"),
+        ],
+    );
+    let mut logged = false;
+    for _ in 0..100 {
+        if failing
+            .output()
+            .contains("fetching the ECB's reference rates failed")
+        {
+            logged = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(logged, "{}", failing.output());
+    let health = reqwest::get(format!("http://{}/healthz", failing.listen()))
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+}
+
+/// Two services on one PostgreSQL database converting the same waiting sales at once
+/// convert each once: the figures count each sale's revenue once, and every commission
+/// has its amount.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_processes_convert_each_waiting_sale_once() {
+    let url = fresh_postgres_url().await;
+    dropping_database(url.clone(), async {
+        let a = TestApp::at(url.clone()).await;
+        let b = TestApp::at(url.clone()).await;
+        let seed = a.seed().await;
+        let n: i64 = 1_200;
+        let sales = (0..n).map(|i| {
+            let (a, seed) = (&a, &seed);
+            async move {
+                let click_id = a.click(&seed.short_link).await;
+                a.post_auth(
+                    "/api/v1/track/sale",
+                    &seed.api_token,
+                    json!({"click_id": click_id, "customer_key": format!("c{i}"),
+                           "transaction_id": format!("chf_{i}"), "amount_cents": 1_000,
+                           "currency": "chf"}),
+                )
+                .await
+                .expect(200);
+            }
+        });
+        futures::future::join_all(sales).await;
+        assert_eq!(
+            a.count("SELECT COUNT(*) FROM affiliate_sale_events WHERE awaiting_rate").await,
+            n
+        );
+        let today = reftrack::domain::time::day_of(a.state.app.now_ms());
+        a.admin(
+            "POST",
+            RATES,
+            Some(json!({"rates": [{"date": today, "base": "chf", "quote": "usd", "rate": 1.25}]})),
+        )
+        .await
+        .expect(200);
+        let (x, y) = tokio::join!(
+            a.state.app.convert_waiting_sales(),
+            b.state.app.convert_waiting_sales()
+        );
+        let (x, y) = (x.unwrap(), y.unwrap());
+        // Each converted some, and together every sale, once.
+        assert_eq!(x + y, n as u64, "{x} + {y}");
+        assert_eq!(
+            a.count("SELECT COUNT(*) FROM affiliate_sale_events WHERE awaiting_rate").await,
+            0
+        );
+        // CHF 10.00 is $12.50; 20 % of it $2.50.
+        let revenue = a
+            .count(&format!(
+                "SELECT CAST(SUM(revenue_cents) AS BIGINT) FROM daily_rollups WHERE program_id = {}",
+                seed.program_id
+            ))
+            .await;
+        assert_eq!(revenue, n * 1_250);
+        assert_eq!(
+            a.count("SELECT COUNT(*) FROM commissions WHERE amount_cents = 250 AND NOT awaiting_rate")
+                .await,
+            n
+        );
+        assert_clean(&reftrack::verify::check(&*a.store).await.unwrap());
+    })
+    .await;
+}

@@ -9,6 +9,7 @@
 
 pub mod ecb;
 pub(crate) mod facts;
+pub mod fetch;
 pub mod waiting;
 
 use chrono::NaiveDate;
