@@ -235,8 +235,9 @@ async fn record_approvals(app: Arc<App>) {
 
 /// Every 30 seconds, and at once when rates are stored through this process, converts the
 /// sales waiting for an exchange rate that the stored rates now convert
-/// ([`App::convert_waiting_sales`]): a rate stored by another process (a second server, or
-/// `reftrack rates import`) converts its sales within a minute. Each process runs it;
+/// ([`App::convert_waiting_pass`]): a rate stored by another process (a second server, or
+/// `reftrack rates import`) converts its sales within a minute. While no stored rate
+/// converts any of them, a pass is one read and takes no write. Each process runs it;
 /// each sale is converted once.
 async fn convert_waiting_sales(app: Arc<App>) {
     let mut every = tokio::time::interval(Duration::from_secs(30));
@@ -246,12 +247,14 @@ async fn convert_waiting_sales(app: Arc<App>) {
             _ = every.tick() => {}
             () = app.rates_arrived().notified() => {}
         }
-        match app.convert_waiting_sales().await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(
-                sales = n,
+        match app.convert_waiting_pass().await {
+            Ok(pass) if pass.converted > 0 => tracing::info!(
+                sales = pass.converted,
+                writes = pass.writes,
+                longest_write_ms = pass.longest_write.as_millis() as u64,
                 "converted sales that waited for an exchange rate"
             ),
+            Ok(_) => {}
             Err(e) => tracing::warn!(
                 error = %e,
                 "converting sales waiting for a rate failed; retrying in 30 seconds"

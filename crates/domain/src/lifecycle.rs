@@ -106,9 +106,14 @@ pub fn payout_may_take(
 }
 
 /// Whether a commission stored as `stored` is held for review: a fraud rule flagged it
-/// (so it waits for an owner) and no owner has approved or rejected it yet.
-pub fn held_for_review(stored: CommissionStatus, manual_approval: bool) -> bool {
-    stored == CommissionStatus::Pending && manual_approval
+/// (so it waits for an owner) and no owner has approved or rejected it yet. One whose sale
+/// waits for an exchange rate is not: it waits for the rate first.
+pub fn held_for_review(
+    stored: CommissionStatus,
+    manual_approval: bool,
+    awaiting_rate: bool,
+) -> bool {
+    stored == CommissionStatus::Pending && manual_approval && !awaiting_rate
 }
 
 /// A commission as a change is decided on it.

@@ -75,6 +75,9 @@ pub trait RateStore: Send + Sync {
     async fn rates_between(&self, from: &str, to: &str) -> StoreResult<Vec<ExchangeRateRow>>;
     /// Whether any live sale waits for a rate.
     async fn sales_await_rates(&self) -> StoreResult<bool>;
+    /// What the sales waiting for a rate need: each (sale currency, program currency,
+    /// UTC day number of the sale) at least one of them has.
+    async fn waiting_needs(&self) -> StoreResult<Vec<(String, String, i64)>>;
     /// The rates a program's sales used, and what of them waits.
     async fn program_rates(&self, program_id: i64) -> StoreResult<ProgramRates>;
 }

@@ -106,7 +106,7 @@ fn time(ms: Option<i64>) -> String {
 }
 
 /// The header row of a commission export.
-pub const COMMISSION_HEADER: [&str; 17] = [
+pub const COMMISSION_HEADER: [&str; 18] = [
     "id",
     "partner_id",
     "sale_id",
@@ -124,6 +124,7 @@ pub const COMMISSION_HEADER: [&str; 17] = [
     "flags",
     "group_id",
     "description",
+    "awaiting_rate",
 ];
 
 /// Commission rows as CSV, with the header row when `header`.
@@ -155,6 +156,7 @@ pub fn commissions_csv(rows: &[CommissionRow], header: bool) -> Vec<u8> {
                 .join(";"),
             opt(c.group_id),
             opt(c.description.as_deref()),
+            c.awaiting_rate.to_string(),
         ]);
     }
     sheet.bytes()

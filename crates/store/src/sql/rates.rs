@@ -10,6 +10,7 @@ use crate::rates::{
     ConvertedSale, ExchangeRateRow, ProgramRates, RateStore, RateTx, RateUsed, WaitingCommission,
     WaitingSale,
 };
+use reftrack_domain::time::DAY_MS;
 
 /// The rates of a span of days, newest first.
 const RATES_BETWEEN: &str = "SELECT rate_date, base, quote, rate FROM exchange_rates \
@@ -44,6 +45,21 @@ impl<DB: Engine> RateStore for SqlStore<DB> {
                 .has_row(&mut *self.read.acquire().await?)
                 .await?,
         )
+    }
+
+    async fn waiting_needs(&self) -> StoreResult<Vec<(String, String, i64)>> {
+        let sql = format!(
+            "SELECT s.currency, p.currency, s.sale_date / {DAY_MS} FROM affiliate_sale_events s \
+             JOIN programs p ON p.id = s.program_id WHERE s.awaiting_rate GROUP BY 1, 2, 3"
+        );
+        stmt::<DB>(&sql)
+            .read_all(
+                &mut *self.read.acquire().await?,
+                |r| -> StoreResult<(String, String, i64)> {
+                    Ok((r.try_get_at(0)?, r.try_get_at(1)?, r.try_get_at(2)?))
+                },
+            )
+            .await
     }
 
     async fn program_rates(&self, program_id: i64) -> StoreResult<ProgramRates> {

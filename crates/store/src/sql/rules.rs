@@ -142,7 +142,7 @@ pub fn conversion_ips<DB: Engine>() -> (&'static str, String) {
 /// approved or rejected it yet:
 /// [`lifecycle::held_for_review`](reftrack_domain::lifecycle::held_for_review).
 pub fn held_for_review(c: &str) -> String {
-    format!("({c}status = 'pending' AND {c}manual_approval)")
+    format!("({c}status = 'pending' AND {c}manual_approval AND NOT {c}awaiting_rate)")
 }
 
 /// Whether the stored lead email of a sale's customer `c` shows that `disposable_email`

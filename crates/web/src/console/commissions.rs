@@ -99,6 +99,8 @@ fn commission_view(c: CommissionRow, names: &HashMap<i64, String>) -> Commission
             .cloned()
             .unwrap_or_else(|| format!("Partner {}", c.partner_id)),
         amount: match c.taken_back_cents {
+            // Its sale waits for an exchange rate: no amount yet.
+            _ if c.awaiting_rate => "no rate yet".to_string(),
             0 => display_amount(c.amount_cents, &c.currency),
             // A rejected or refunded commission: what is left, and what it was.
             back => format!(
@@ -107,7 +109,7 @@ fn commission_view(c: CommissionRow, names: &HashMap<i64, String>) -> Commission
                 display_amount(c.amount_cents + back, &c.currency)
             ),
         },
-        can_approve: status == "pending",
+        can_approve: status == "pending" && !c.awaiting_rate,
         can_reject: (status == "pending" || status == "approved")
             && !held
             && c.kind != CommissionKind::Clawback,

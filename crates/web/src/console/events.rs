@@ -111,10 +111,29 @@ fn row(e: &ListedEvent, program_id: i64, currency: &str) -> EventRow {
             row("lead", l.timestamp, &l.click_id, &l.partner, details)
         }
         ListedEvent::Conversion(c) => {
+            let program_currency = currency;
             let currency = if c.currency.is_empty() {
                 currency
             } else {
                 &c.currency
+            };
+            // A sale in another currency: what it counted in the program's, and at which
+            // rate; or that it waits for one.
+            let converted = match (c.converted_amount_cents, &c.exchange_rate, &c.rate_date) {
+                (Some(amount), Some(rate), Some(day)) => Some((
+                    "Exchanged",
+                    format!(
+                        "{} at {rate} {} per {} ({day})",
+                        display_amount(amount, program_currency),
+                        program_currency.to_ascii_uppercase(),
+                        currency.to_ascii_uppercase()
+                    ),
+                )),
+                _ if c.awaiting_rate => Some((
+                    "Exchanged",
+                    format!("waiting for a {} rate", currency.to_ascii_uppercase()),
+                )),
+                _ => None,
             };
             // A partial refund leaves the sale paid; the overview counts what it kept.
             let partly = c.refunded_cents > 0 && c.refunded_cents < c.amount_cents;
@@ -132,6 +151,7 @@ fn row(e: &ListedEvent, program_id: i64, currency: &str) -> EventRow {
             };
             let details = vec![
                 Some(("Amount", display_amount(c.amount_cents, currency))),
+                converted,
                 refunded,
                 Some(("Transaction", c.processor_event_id.clone())),
                 Some(("Status", status)),

@@ -279,7 +279,12 @@ pub(super) async fn commissions(
             created: Moment::of(c.created_at),
             what: commission_what(&c),
             kind: kind_label(c.kind),
-            amount: display_amount(c.amount_cents, &c.currency),
+            amount: if c.awaiting_rate {
+                // Its sale waits for an exchange rate: no amount yet.
+                "no rate yet".to_string()
+            } else {
+                display_amount(c.amount_cents, &c.currency)
+            },
             status: c.status.as_str(),
             clawback: c.kind.as_str() == "clawback",
             self_referral: c.flags.contains(&CommissionFlag::SelfReferral),

@@ -8,6 +8,7 @@
 //! several processes converting at once convert each sale once.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use rust_decimal::Decimal;
@@ -36,31 +37,92 @@ pub struct ConversionStep {
     pub converted: u64,
 }
 
+/// What a pass of [`App::convert_waiting_pass`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConversionPass {
+    /// Sales converted.
+    pub converted: u64,
+    /// Writes it took.
+    pub writes: u64,
+    /// The longest time one of them held the write transaction (its statements, before
+    /// the commit).
+    pub longest_write: Duration,
+}
+
 impl App {
     /// Converts every sale waiting for a rate that the stored rates now convert, in
     /// writes of [`SALES_PER_WRITE`]; how many it converted.
     pub async fn convert_waiting_sales(&self) -> Result<u64> {
-        if !self.store.sales_await_rates().await? {
-            return Ok(0);
+        Ok(self.convert_waiting_pass().await?.converted)
+    }
+
+    /// [`Self::convert_waiting_sales`], with what the pass took. It first checks, on a
+    /// read connection, whether the stored rates convert any waiting sale's currency on
+    /// its day; when none, it takes no write at all.
+    pub async fn convert_waiting_pass(&self) -> Result<ConversionPass> {
+        let mut pass = ConversionPass::default();
+        if !self.waiting_sales_convert().await? {
+            return Ok(pass);
         }
-        let mut total = 0;
         let mut after = 0;
         loop {
-            let (step, last) = self.convert_waiting_step(after).await?;
-            total += step.converted;
+            let (step, last, held) = self.convert_waiting_step(after).await?;
+            pass.converted += step.converted;
+            pass.writes += 1;
+            pass.longest_write = pass.longest_write.max(held);
             match last {
                 Some(id) if step.read as i64 == SALES_PER_WRITE => after = id,
-                _ => return Ok(total),
+                _ => return Ok(pass),
             }
         }
     }
 
+    /// Whether the stored rates convert some waiting sale.
+    async fn waiting_sales_convert(&self) -> Result<bool> {
+        let needs = self.store.waiting_needs().await?;
+        let (Some(first), Some(last)) = (
+            needs.iter().map(|n| n.2).min(),
+            needs.iter().map(|n| n.2).max(),
+        ) else {
+            return Ok(false);
+        };
+        let rows = self
+            .store
+            .rates_between(
+                &day_of((first - currency::RATE_LOOKBACK_DAYS) * DAY_MS),
+                &day_of(last * DAY_MS),
+            )
+            .await?;
+        Ok(needs.iter().any(|(from, to, day)| {
+            let (since, until) = (
+                day_of((day - currency::RATE_LOOKBACK_DAYS) * DAY_MS),
+                day_of(day * DAY_MS),
+            );
+            let window: Vec<_> = rows
+                .iter()
+                .filter(|r| r.date <= until && r.date >= since)
+                .cloned()
+                .collect();
+            rate_on(&window, from, to).is_some()
+        }))
+    }
+
     /// One write: the waiting sales after id `after`, converted where a rate is known;
-    /// what it did and the last sale id it read.
-    async fn convert_waiting_step(&self, after: i64) -> Result<(ConversionStep, Option<i64>)> {
+    /// what it did, the last sale id it read and how long its statements took.
+    async fn convert_waiting_step(
+        &self,
+        after: i64,
+    ) -> Result<(ConversionStep, Option<i64>, Duration)> {
         let at = self.now_ms();
-        self.write(move |tx, deltas| convert_step(tx, deltas, after, at).boxed())
-            .await
+        self.write(move |tx, deltas| {
+            async move {
+                let began = Instant::now();
+                let (step, last) = convert_step(tx, deltas, after, at).await?;
+                Ok((step, last, began.elapsed()))
+            }
+            .boxed()
+        })
+        .await
     }
 }
 

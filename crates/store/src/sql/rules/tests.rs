@@ -259,21 +259,22 @@ async fn disposable_emails<DB: Engine>(conn: &mut DB::Connection) {
 
 async fn review_queue<DB: Engine>(conn: &mut DB::Connection) {
     let sql = format!(
-        "SELECT {} FROM (SELECT $1 AS status, $2 AS manual_approval) c",
+        "SELECT {} FROM (SELECT $1 AS status, $2 AS manual_approval, $3 AS awaiting_rate) c",
         holds(&held_for_review("c."))
     );
     for &stored in STORED {
-        for manual in [false, true] {
+        for (manual, awaiting) in [(false, false), (true, false), (false, true), (true, true)] {
             let got: i64 = stmt::<DB>(&sql)
                 .bind(stored.as_str())
                 .bind(manual)
+                .bind(awaiting)
                 .scalar(conn)
                 .await
                 .unwrap();
             assert_eq!(
                 got == 1,
-                lifecycle::held_for_review(stored, manual),
-                "{stored:?} manual={manual}"
+                lifecycle::held_for_review(stored, manual, awaiting),
+                "{stored:?} manual={manual} awaiting={awaiting}"
             );
         }
     }
