@@ -249,6 +249,7 @@ async fn convert_waiting_sales(app: Arc<App>) {
         }
         match app.convert_waiting_pass().await {
             Ok(pass) if pass.converted > 0 => tracing::info!(
+                target: "reftrack::conversions",
                 sales = pass.converted,
                 writes = pass.writes,
                 longest_write_ms = pass.longest_write.as_millis() as u64,
