@@ -550,3 +550,34 @@ async fn two_processes_convert_each_waiting_sale_once() {
     })
     .await;
 }
+
+on_both_backends!(a_converted_sales_revenue_moves_a_revenue_bounty);
+async fn a_converted_sales_revenue_moves_a_revenue_bounty(app: TestApp) {
+    let app = app.with_clock(Arc::new(ManualClock::at(START)));
+    let seed = app.seed().await;
+    app.admin(
+        "POST",
+        &format!("/programs/{}/bounties", seed.program_id),
+        Some(
+            json!({"name": "A hundred dollars", "metric": "revenue_cents",
+                    "threshold": 10_000, "amount_cents": 2_500}),
+        ),
+    )
+    .await
+    .expect(201);
+    // CHF 80.00 waits: it counts no revenue yet, and earns no bounty.
+    sale(&app, &seed, "franc", 8_000, "chf").await;
+    const BOUNTIES: &str = "SELECT COUNT(*) FROM commissions WHERE kind = 'bounty'";
+    assert_eq!(app.count(BOUNTIES).await, 0);
+    post_rates(
+        &app,
+        json!([{"date": "2026-03-02", "base": "chf", "quote": "usd", "rate": 1.25}]),
+    )
+    .await
+    .expect(200);
+    assert_eq!(app.state.app.convert_waiting_sales().await.unwrap(), 1);
+    // $100.00 of revenue reaches the goal.
+    assert_eq!(app.count(BOUNTIES).await, 1);
+    assert_eq!(app.count("SELECT value FROM bounty_progress").await, 10_000);
+    assert_clean(&reftrack::verify::check(&*app.store).await.unwrap());
+}

@@ -63,6 +63,9 @@ pub enum Progress {
     Lead,
     /// A refund of `refund_cents` of a sale; `full` when it leaves nothing of it.
     Refund { refund_cents: i64, full: bool },
+    /// A sale in another currency converted after it waited for a rate: it counted as a
+    /// sale when recorded, and now adds `revenue_cents` (net of refunds meanwhile).
+    Converted { revenue_cents: i64 },
 }
 
 impl Progress {
@@ -74,6 +77,7 @@ impl Progress {
             (Progress::Lead, Metric::Leads) => 1,
             (Progress::Refund { full: true, .. }, Metric::Sales) => -1,
             (Progress::Refund { refund_cents, .. }, Metric::RevenueCents) => -refund_cents,
+            (Progress::Converted { revenue_cents }, Metric::RevenueCents) => revenue_cents,
             _ => 0,
         }
     }
@@ -222,6 +226,13 @@ mod tests {
         assert_eq!(sale.step(Metric::Leads), 0);
         assert_eq!(Progress::Lead.step(Metric::Leads), 1);
         assert_eq!(Progress::Lead.step(Metric::Sales), 0);
+        // A sale converted after it waited adds its revenue, not a second sale.
+        let converted = Progress::Converted {
+            revenue_cents: 7_817,
+        };
+        assert_eq!(converted.step(Metric::RevenueCents), 7_817);
+        assert_eq!(converted.step(Metric::Sales), 0);
+        assert_eq!(converted.step(Metric::Leads), 0);
         let partial = Progress::Refund {
             refund_cents: 200,
             full: false,

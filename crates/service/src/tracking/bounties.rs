@@ -9,7 +9,7 @@ use super::*;
 /// bounty's groups to its threshold earns it the bounty's commission, once: the value's
 /// row is locked by the statement that adds to it, so a second process counting the same
 /// partner waits and then reads it earned.
-pub(super) async fn count_bounties(
+pub(crate) async fn count_bounties(
     tx: &mut dyn Tx,
     deltas: &mut Deltas,
     program_id: i64,

@@ -48,7 +48,7 @@ use reftrack_store::{
     SaleProgram, Store,
 };
 
-use bounties::count_bounties;
+pub(crate) use bounties::count_bounties;
 use clicks::*;
 pub use commands::*;
 use leads::*;

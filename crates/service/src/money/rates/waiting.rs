@@ -15,7 +15,9 @@ use rust_decimal::Decimal;
 
 use super::facts::WaitingFacts;
 use super::rate_on;
+use crate::tracking::count_bounties;
 use crate::{App, Result};
+use reftrack_domain::bounties::Progress;
 use reftrack_domain::currency;
 use reftrack_domain::figures::Deltas;
 use reftrack_domain::rewards::{self, SaleReward};
@@ -138,6 +140,8 @@ async fn convert_step(
         return Ok((ConversionStep::default(), None));
     };
     let rates = batch_rates(tx, &sales).await?;
+    // Whether each program has a live bounty, which a converted sale's revenue may move.
+    let mut bountied: HashMap<i64, bool> = HashMap::new();
     let mut converted = Vec::with_capacity(sales.len());
     for s in &sales {
         let key = (
@@ -150,6 +154,22 @@ async fn convert_step(
         };
         let (sale, revenue, commission) = convert_one(s, *rate, rate_date);
         deltas.count_converted(s.program_id, s.partner_id, s.sale_date, revenue, commission);
+        if let Some(partner_id) = s.partner_id.filter(|_| revenue != 0) {
+            let has_bounty = match bountied.get(&s.program_id) {
+                Some(has) => *has,
+                None => {
+                    let has = !tx.live_bounties(s.program_id).await?.is_empty();
+                    bountied.insert(s.program_id, has);
+                    has
+                }
+            };
+            if has_bounty {
+                let progress = Progress::Converted {
+                    revenue_cents: revenue,
+                };
+                count_bounties(tx, deltas, s.program_id, partner_id, progress, s.sale_date).await?;
+            }
+        }
         converted.push(sale);
     }
     let written = tx.convert_sales(&converted, at).await?;
