@@ -277,6 +277,27 @@ async fn a_sale_in_another_currency_counts_converted(app: TestApp) {
         (2, 10_423 + 10_000, 2_085 + 2_000)
     );
     assert_clean(&reftrack::verify::check(&*app.store).await.unwrap());
+    // Its figures and balances are in dollars now: the currency stays.
+    let r = app
+        .admin(
+            "PATCH",
+            &format!("/programs/{}", seed.program_id),
+            Some(json!({"currency": "eur"})),
+        )
+        .await
+        .expect(409);
+    assert!(r.error().contains("cannot change"), "{}", r.error());
+    // A program without sales may still change it.
+    let fresh = app.seed().await;
+    let r = app
+        .admin(
+            "PATCH",
+            &format!("/programs/{}", fresh.program_id),
+            Some(json!({"currency": "EUR"})),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.body["currency"], "eur");
 }
 
 on_both_backends!(a_sale_waits_for_its_rate_and_is_converted_once);

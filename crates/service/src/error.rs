@@ -111,6 +111,9 @@ fn conflict_text(what: &str) -> String {
         "group with partners" => {
             "The group still has partners: move them to another group first".into()
         }
+        "program currency" => "The program's currency cannot change once it has sales or \
+            commissions: its figures, balances and payouts are counted in it"
+            .into(),
         other => format!("Already exists: {other}"),
     }
 }

@@ -134,3 +134,54 @@ proptest! {
         prop_assert!((Decimal::from(there) - exact).abs() <= Decimal::new(5, 1));
     }
 }
+
+proptest! {
+    /// A sale in one currency converted to its program's, its commission, and refunds of
+    /// it in parts in the sale's own currency: no refund takes back more than is left of
+    /// the commission, the commission's part taken back never passes it and is all of it
+    /// once the sale is fully refunded, the revenue taken back adds up to exactly the
+    /// converted amount, and what is left to pay reads back from a payout file unchanged.
+    #[test]
+    fn a_converted_sale_refunded_in_parts_loses_no_minor_unit(
+        amount in 1_i64..1_000_000_000,
+        pick in 0_usize..9,
+        rate_units in 1_i64..10_000_000,
+        percent in 0_i64..=100,
+        cuts in proptest::collection::vec(1_i64..1_000, 1..6),
+    ) {
+        let (from, to) = [
+            ("jpy", "usd"), ("usd", "jpy"), ("eur", "kwd"), ("kwd", "eur"), ("jpy", "kwd"),
+            ("kwd", "jpy"), ("eur", "usd"), ("usd", "eur"), ("gbp", "chf"),
+        ][pick];
+        let rate = Decimal::new(rate_units, 4);
+        let converted = convert(amount, from, to, rate);
+        prop_assert!(converted >= 0);
+        let commission = converted * percent / 100;
+        let total: i64 = cuts.iter().sum();
+        let (mut refunded, mut reversed, mut revenue_back) = (0_i64, 0_i64, 0_i64);
+        for (n, cut) in cuts.iter().enumerate() {
+            let last = n + 1 == cuts.len();
+            let ask = if last { None } else { Some((amount * cut / total).max(1)) };
+            let state = crate::refund::SaleState {
+                amount_cents: amount,
+                refunded_cents: refunded,
+                commission: Some((commission, reversed)),
+            };
+            let Ok(plan) = crate::refund::plan(state, ask) else { continue };
+            prop_assert!(plan.deduction_cents >= 0);
+            prop_assert!(plan.deduction_cents <= commission - reversed);
+            let back = refunded_share(converted, amount, refunded + plan.refund_cents)
+                - refunded_share(converted, amount, refunded);
+            prop_assert!(back >= 0);
+            refunded += plan.refund_cents;
+            reversed += plan.deduction_cents;
+            revenue_back += back;
+            let left = commission - reversed;
+            let text = crate::money::major_units_text(left, to);
+            prop_assert_eq!(crate::money::parse_major_units(&text, to), Some(left));
+        }
+        prop_assert_eq!(refunded, amount);
+        prop_assert_eq!(reversed, commission);
+        prop_assert_eq!(revenue_back, converted);
+    }
+}

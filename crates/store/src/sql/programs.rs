@@ -61,6 +61,19 @@ impl<DB: Engine> ProgramAdmin for SqlStore<DB> {
         let mut conn = self.write.acquire().await?;
         let mut tx = conn.begin_with(DB::BEGIN_WRITE).await?;
         let old = program_locked::<DB>(&mut tx, id).await?;
+        if patch.currency.as_ref().is_some_and(|c| *c != old.currency) {
+            // Figures, balances and payouts are in the program's currency.
+            let counted = stmt::<DB>(
+                "SELECT 1 FROM affiliate_sale_events WHERE program_id = $1 AND NOT is_test \
+                 UNION ALL SELECT 1 FROM commissions WHERE program_id = $1 LIMIT 1",
+            )
+            .bind(id)
+            .has_row(&mut *tx)
+            .await?;
+            if counted {
+                return Err(StoreError::Conflict("program currency"));
+            }
+        }
         let new = update_program::<DB>(&mut tx, id, patch, at).await?;
         if patch.commission.is_some() || patch.recurring_commission_months.is_some() {
             super::groups::program_commission_changed::<DB>(

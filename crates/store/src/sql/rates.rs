@@ -184,11 +184,15 @@ impl<DB: Engine> RateTx for WriteConnection<DB> {
     async fn convert_sales(&mut self, sales: &[ConvertedSale], at: i64) -> StoreResult<u64> {
         let mut converted = 0;
         for chunk in sales.chunks(ROWS_PER_STATEMENT) {
+            // The ids' span lets the planner reach the rows through the primary key
+            // rather than by scanning the table to join the list.
+            let (low, high) = span(chunk.iter().map(|s| s.sale_id));
             let sql = format!(
                 "WITH v (id, amount, rate, day) AS (VALUES {}) \
                  UPDATE affiliate_sale_events SET converted_amount_cents = v.amount, \
                  exchange_rate = v.rate, rate_date = v.day, awaiting_rate = FALSE \
                  FROM v WHERE affiliate_sale_events.id = v.id \
+                 AND affiliate_sale_events.id BETWEEN {low} AND {high} \
                  AND affiliate_sale_events.awaiting_rate",
                 DB::values(chunk.len(), 4, 1)
             );
@@ -210,8 +214,11 @@ impl<DB: Engine> RateTx for WriteConnection<DB> {
                  UPDATE commissions SET amount_cents = v.amount, reversed_cents = v.reversed, \
                  description = v.description, manual_approval = v.manual, \
                  awaiting_rate = FALSE, reward_facts = NULL, updated_at = v.at \
-                 FROM v WHERE commissions.id = v.id AND commissions.awaiting_rate",
-                DB::values(commissions.len(), 6, 1)
+                 FROM v WHERE commissions.id = v.id AND commissions.id BETWEEN {low} AND {high} \
+                 AND commissions.awaiting_rate",
+                DB::values(commissions.len(), 6, 1),
+                low = span(commissions.iter().map(|c| c.id)).0,
+                high = span(commissions.iter().map(|c| c.id)).1,
             );
             let mut q = stmt::<DB>(&sql);
             for c in &commissions {
@@ -227,4 +234,13 @@ impl<DB: Engine> RateTx for WriteConnection<DB> {
         }
         Ok(converted)
     }
+}
+
+/// The smallest and largest of `ids` (0 and 0 when there are none): numbers the
+/// statement may carry as text, being integers.
+fn span(ids: impl Iterator<Item = i64>) -> (i64, i64) {
+    ids.fold(None, |span: Option<(i64, i64)>, id| {
+        Some(span.map_or((id, id), |(low, high)| (low.min(id), high.max(id))))
+    })
+    .unwrap_or((0, 0))
 }
