@@ -84,20 +84,7 @@ async fn commission(app: &TestApp, seed: &Seed, txn: &str) -> i64 {
     )
     .await
     .expect(200);
-    let r = app
-        .admin(
-            "GET",
-            &format!("/programs/{}/commissions?limit=100", seed.program_id),
-            None,
-        )
-        .await
-        .expect(200);
-    r.body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["transaction_id"] == txn)
-        .unwrap()["id"]
+    app.sale_commission(seed.program_id, txn).await["id"]
         .as_i64()
         .unwrap()
 }

@@ -18,20 +18,11 @@ async fn create(app: &TestApp, seed: &Seed, body: Value) -> Reply {
 }
 
 async fn bounty_commissions(app: &TestApp, seed: &Seed) -> Vec<Value> {
-    let r = app
-        .admin(
-            "GET",
-            &format!("/programs/{}/commissions?limit=100", seed.program_id),
-            None,
-        )
+    let mut rows: Vec<Value> = app
+        .commission_rows(seed.program_id)
         .await
-        .expect(200);
-    let mut rows: Vec<Value> = r.body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
+        .into_iter()
         .filter(|c| c["kind"] == "bounty")
-        .cloned()
         .collect();
     rows.sort_by_key(|c| c["id"].as_i64());
     rows

@@ -34,16 +34,8 @@ async fn sale(app: &TestApp, seed: &Seed, key: &str, amount: i64, currency: &str
 }
 
 async fn commission(app: &TestApp, seed: &Seed, id: &Value) -> Value {
-    let r = app
-        .admin(
-            "GET",
-            &format!("/programs/{}/commissions?limit=100", seed.program_id),
-            None,
-        )
-        .await
-        .expect(200);
-    let rows = r.body["data"].as_array().unwrap();
-    rows.iter().find(|c| &c["id"] == id).cloned().unwrap()
+    let rows = app.commission_rows(seed.program_id).await;
+    rows.into_iter().find(|c| &c["id"] == id).unwrap()
 }
 
 async fn revenue(app: &TestApp, seed: &Seed) -> (i64, i64, i64) {

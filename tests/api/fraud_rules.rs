@@ -82,21 +82,7 @@ async fn customer_buys(
 }
 
 async fn commission(app: &TestApp, seed: &Seed, txn: &str) -> Value {
-    let r = app
-        .admin(
-            "GET",
-            &format!("/programs/{}/commissions?limit=100", seed.program_id),
-            None,
-        )
-        .await
-        .expect(200);
-    r.body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["transaction_id"] == txn)
-        .unwrap_or_else(|| panic!("no commission of {txn}"))
-        .clone()
+    app.sale_commission(seed.program_id, txn).await
 }
 
 async fn flagged(app: &TestApp, seed: &Seed) -> Vec<String> {

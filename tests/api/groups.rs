@@ -99,20 +99,10 @@ async fn commission_of(app: &TestApp, seed: &Seed, answer: &Value) -> Value {
     let id = answer["commission_id"]
         .as_i64()
         .unwrap_or_else(|| panic!("a commission: {answer}"));
-    let r = app
-        .admin(
-            "GET",
-            &format!("/programs/{}/commissions?limit=100", seed.program_id),
-            None,
-        )
+    app.commission_rows(seed.program_id)
         .await
-        .expect(200);
-    r.body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
+        .into_iter()
         .find(|c| c["id"].as_i64() == Some(id))
-        .cloned()
         .expect("the commission is listed")
 }
 

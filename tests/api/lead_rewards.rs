@@ -40,15 +40,7 @@ async fn set_lead_reward(app: &TestApp, group_id: i64, cents: Option<i64>) {
 }
 
 async fn commissions(app: &TestApp, seed: &Seed) -> Vec<Value> {
-    let r = app
-        .admin(
-            "GET",
-            &format!("/programs/{}/commissions?limit=100", seed.program_id),
-            None,
-        )
-        .await
-        .expect(200);
-    r.body["data"].as_array().unwrap().clone()
+    app.commission_rows(seed.program_id).await
 }
 
 async fn of_kind(app: &TestApp, seed: &Seed, kind: &str) -> Vec<Value> {

@@ -16,21 +16,7 @@ const PASSWORD: &str = "correct horse battery";
 
 /// The program's commissions, newest first, by transaction id.
 async fn commission(app: &TestApp, seed: &Seed, txn: &str) -> Value {
-    let r = app
-        .admin(
-            "GET",
-            &format!("/programs/{}/commissions?limit=100", seed.program_id),
-            None,
-        )
-        .await
-        .expect(200);
-    r.body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["transaction_id"] == txn)
-        .unwrap_or_else(|| panic!("no commission of {txn}"))
-        .clone()
+    app.sale_commission(seed.program_id, txn).await
 }
 
 /// A customer of the seed's link who signed up as `key` with `email`.

@@ -107,7 +107,7 @@ pub struct App {
     detached_clicks: Arc<std::sync::atomic::AtomicUsize>,
     /// The rate a sale converts at, by (day number, sale currency, program currency),
     /// cached as the lookups above are ([`money::rates`]).
-    sale_rates: ReadCache<(i64, String, String), (rust_decimal::Decimal, String)>,
+    sale_rates: ReadCache<money::rates::RateKey, (rust_decimal::Decimal, String)>,
     /// Wakes the conversion of waiting sales: rates were stored by this process.
     rates_arrived: tokio::sync::Notify,
 }

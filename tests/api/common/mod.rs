@@ -539,6 +539,28 @@ impl TestApp {
     }
 
     /// Runs a query returning one integer.
+    /// A program's commissions as the management API lists them (the newest 100).
+    pub async fn commission_rows(&self, program_id: i64) -> Vec<Value> {
+        let r = self
+            .admin(
+                "GET",
+                &format!("/programs/{program_id}/commissions?limit=100"),
+                None,
+            )
+            .await
+            .expect(200);
+        r.body["data"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The commission of the sale recorded as `txn` in a program, as listed.
+    pub async fn sale_commission(&self, program_id: i64, txn: &str) -> Value {
+        self.commission_rows(program_id)
+            .await
+            .into_iter()
+            .find(|c| c["transaction_id"] == txn)
+            .unwrap_or_else(|| panic!("no commission of {txn}"))
+    }
+
     pub async fn count(&self, sql: &str) -> i64 {
         reftrack_count(&self.database_url, sql).await
     }

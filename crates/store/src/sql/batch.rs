@@ -224,36 +224,19 @@ pub const SALE_COLUMNS: &[&str] = &[
     "product_id",
     "metadata",
     "at",
+    "converted_amount_cents",
+    "exchange_rate",
+    "rate_date",
     "commission",
     "partner_program_id",
     "group_id",
     "description",
-    "converted_amount_cents",
-    "exchange_rate",
-    "rate_date",
     "program_currency",
 ];
 
 /// Of [`SALE_COLUMNS`], those a sale event's row needs: what the sale was sent with, and
 /// for a sale in another currency its conversion.
-pub const SALE_EVENT_COLUMNS: &[&str] = &[
-    "idx",
-    "program_id",
-    "customer_id",
-    "partner_id",
-    "click_id",
-    "customer_key",
-    "transaction_id",
-    "amount_cents",
-    "currency",
-    "sale_type",
-    "product_id",
-    "metadata",
-    "at",
-    "converted_amount_cents",
-    "exchange_rate",
-    "rate_date",
-];
+pub const SALE_EVENT_COLUMNS: &[&str] = SALE_COLUMNS.split_at(16).0;
 
 /// A sale's conversion as columns of [`SALE_COLUMNS`]: its converted amount, rate and
 /// rate date; NULLs for a sale in its program's currency.
@@ -504,13 +487,13 @@ pub fn decided_rows<'a>(sales: &[&'a NewSale], decided: &'a [Decided]) -> Rows<'
             Text(s.product_id.as_deref()),
             Text(s.metadata.as_deref()),
             Int(s.at),
+            converted,
+            rate,
+            rate_date,
             Int(d.commission_cents),
             Int(d.partner_program_id),
             Int(d.group_id),
             Text(Some(&d.description)),
-            converted,
-            rate,
-            rate_date,
             Text(Some(&s.program.currency)),
         ]);
     }

@@ -72,6 +72,25 @@ pub struct EcbImport {
     pub skipped_currencies: Vec<String>,
 }
 
+/// What a sale's rate is cached by: its UTC day number and the two currencies' codes,
+/// kept inline so that a lookup allocates nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RateKey(i64, [u8; 3], [u8; 3]);
+
+impl RateKey {
+    /// The key of a sale at `at` from `from` to `to` (three-letter codes).
+    fn new(at: i64, from: &str, to: &str) -> Self {
+        let code = |c: &str| {
+            let mut k = [0u8; 3];
+            for (slot, b) in k.iter_mut().zip(c.bytes()) {
+                *slot = b;
+            }
+            k
+        };
+        RateKey(at.div_euclid(DAY_MS), code(from), code(to))
+    }
+}
+
 /// A day `YYYY-MM-DD`, checked.
 fn rate_day(text: &str) -> Option<String> {
     NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
@@ -201,7 +220,7 @@ impl App {
         if from == to {
             return Ok(SaleConversion::Same);
         }
-        let key = (at.div_euclid(DAY_MS), from.to_owned(), to.to_owned());
+        let key = RateKey::new(at, from, to);
         let found = self
             .sale_rates
             .get_or_read(&key, || async {
