@@ -594,3 +594,67 @@ async fn a_converted_sales_revenue_moves_a_revenue_bounty(app: TestApp) {
     assert_eq!(app.count("SELECT value FROM bounty_progress").await, 10_000);
     assert_clean(&reftrack::verify::check(&*app.store).await.unwrap());
 }
+
+/// Two server processes on one PostgreSQL database, neither told of the rate (it is
+/// written straight into the database, as another process's import would be): their
+/// periodic passes convert the waiting sales within a minute, each once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_server_processes_convert_waiting_sales_within_a_minute_once() {
+    use crate::common::server::Server;
+    let url = fresh_postgres_url().await;
+    dropping_database(url.clone(), async {
+        let a = TestApp::at(url.clone()).await;
+        let seed = a.seed().await;
+        let n: i64 = 300;
+        for i in 0..n {
+            let click_id = a.click(&seed.short_link).await;
+            a.post_auth(
+                "/api/v1/track/sale",
+                &seed.api_token,
+                json!({"click_id": click_id, "customer_key": format!("p{i}"),
+                       "transaction_id": format!("proc_{i}"), "amount_cents": 1_000,
+                       "currency": "chf"}),
+            )
+            .await
+            .expect(200);
+        }
+        let first = Server::on(&url, ADMIN_TOKEN, &[]);
+        let second = Server::on(&url, ADMIN_TOKEN, &[]);
+        let today = reftrack::domain::time::day_of(a.state.app.now_ms());
+        reftrack_exec(
+            &url,
+            &format!(
+                "INSERT INTO exchange_rates (rate_date, base, quote, rate, updated_at) \
+                 VALUES ('{today}', 'chf', 'usd', '1.25', 0)"
+            ),
+        )
+        .await;
+        let waiting = "SELECT COUNT(*) FROM affiliate_sale_events WHERE awaiting_rate";
+        let mut left = n;
+        for _ in 0..700 {
+            left = reftrack_count(&url, waiting).await;
+            if left == 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert_eq!(left, 0, "{}\n{}", first.output(), second.output());
+        let revenue = reftrack_count(
+            &url,
+            "SELECT CAST(SUM(revenue_cents) AS BIGINT) FROM daily_rollups",
+        )
+        .await;
+        assert_eq!(revenue, n * 1_250);
+        assert_eq!(
+            reftrack_count(
+                &url,
+                "SELECT COUNT(*) FROM commissions WHERE amount_cents = 250"
+            )
+            .await,
+            n
+        );
+        assert_clean(&reftrack::verify::check(&*a.store).await.unwrap());
+        drop((first, second));
+    })
+    .await;
+}
